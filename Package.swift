@@ -1,0 +1,19 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "SkyNet",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "skynet", targets: ["SkyNetCLI"]),
+        .library(name: "SkyNet", targets: ["SkyNet"]),
+    ],
+    targets: [
+        .target(name: "SkyNet"),
+        .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet"]),
+        .testTarget(name: "SkyNetTests", dependencies: ["SkyNet"]),
+        // Depends on the executable so that `swift test` builds `skynet` beside the test bundle.
+        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

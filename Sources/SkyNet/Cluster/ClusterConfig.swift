@@ -1,0 +1,124 @@
+import Foundation
+
+/// The static peer list of cluster.json: which nodes a coordinator hands work to.
+public struct ClusterConfig: Sendable, Equatable, Decodable {
+    public struct Node: Sendable, Equatable, Decodable {
+        public var name: String
+        public var host: String
+        public var port: Int
+        /// At most this many tasks in flight on the node; nil: the cluster's capacity.
+        public var capacity: Int?
+
+        public init(name: String, host: String = "127.0.0.1", port: Int, capacity: Int? = nil) {
+            self.name = name
+            self.host = host
+            self.port = port
+            self.capacity = capacity
+        }
+    }
+
+    public var nodes: [Node]
+    /// Slots per node when a node names none; nil: the coordinator's `--capacity`.
+    public var capacity: Int?
+    /// Seconds one remote request may take; nil: the coordinator's `--timeout` (default 5).
+    public var timeout: Double?
+
+    public init(nodes: [Node] = [], capacity: Int? = nil, timeout: Double? = nil) {
+        self.nodes = nodes
+        self.capacity = capacity
+        self.timeout = timeout
+    }
+
+    /// Reads and validates a cluster file.
+    public static func load(from path: String) throws(ConfigError) -> ClusterConfig {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
+            throw ConfigError(file: path, problem: reason)
+        }
+        return try parse(data, file: path)
+    }
+
+    /// Decodes and validates the text of a cluster file; `file` names it in errors.
+    public static func parse(_ data: Data, file: String) throws(ConfigError) -> ClusterConfig {
+        let config: ClusterConfig
+        do {
+            config = try JSONDecoder().decode(ClusterConfig.self, from: data)
+        } catch let error as DecodingError {
+            throw ConfigError(file: file, problem: error.plainDescription)
+        } catch {
+            throw ConfigError(file: file, problem: "not valid JSON")
+        }
+        try config.validate(file: file)
+        return config
+    }
+
+    private func validate(file: String) throws(ConfigError) {
+        func fail(_ problem: String) -> ConfigError { ConfigError(file: file, problem: problem) }
+        if let capacity, !(0...Self.maxCapacity).contains(capacity) {
+            throw fail("capacity \(capacity) is outside 0...\(Self.maxCapacity)")
+        }
+        if let timeout, !(timeout.isFinite && timeout > 0 && timeout <= 3600) {
+            throw fail("timeout \(timeout) is not a number of seconds in (0, 3600]")
+        }
+        var seen = Set<String>()
+        for (index, node) in nodes.enumerated() {
+            let label = "nodes[\(index)]"
+            if node.name.isEmpty { throw fail("\(label) has an empty name") }
+            if !seen.insert(node.name).inserted { throw fail("node name \"\(node.name)\" appears twice") }
+            if node.host.isEmpty { throw fail("\(label) (\(node.name)) has an empty host") }
+            if !(1...65535).contains(node.port) {
+                throw fail("\(label) (\(node.name)) has port \(node.port), outside 1...65535")
+            }
+            if let capacity = node.capacity, !(0...Self.maxCapacity).contains(capacity) {
+                throw fail("\(label) (\(node.name)) has capacity \(capacity), outside 0...\(Self.maxCapacity)")
+            }
+        }
+    }
+
+    /// The most slots any one system may have.
+    public static let maxCapacity = 1024
+}
+
+/// A cluster file that cannot be used, naming the file and the fault.
+public struct ConfigError: Error, CustomStringConvertible, Equatable {
+    public let file: String
+    public let problem: String
+    public var description: String { "cluster file \(file): \(problem)" }
+}
+
+extension DecodingError {
+    /// A one-line account of what did not decode and where, for people.
+    var plainDescription: String {
+        func path(_ context: Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return keys.hasPrefix(".") ? String(keys.dropFirst()) : keys
+        }
+        switch self {
+        case .keyNotFound(let key, let context):
+            let parent = path(context)
+            return "missing field \"\(key.stringValue)\"" + (parent.isEmpty ? "" : " in \(parent)")
+        case .typeMismatch(let type, let context):
+            return "\(path(context)) is not \(Self.article(type))"
+        case .valueNotFound(let type, let context):
+            return "\(path(context)) is null, expected \(Self.article(type))"
+        case .dataCorrupted(let context):
+            let place = path(context)
+            return place.isEmpty ? "not valid JSON" : "\(place) is not valid: \(context.debugDescription)"
+        @unknown default:
+            return "not valid"
+        }
+    }
+
+    private static func article(_ type: Any.Type) -> String {
+        switch type {
+        case is Int.Type: "an integer"
+        case is Double.Type: "a number"
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        default: "of the right type"
+        }
+    }
+}

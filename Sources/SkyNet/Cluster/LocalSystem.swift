@@ -1,0 +1,41 @@
+/// Counters of a system's work, as `ping` reports them.
+public struct SystemCounters: Sendable, Equatable {
+    public var running = 0
+    public var completed = 0
+    public var failed = 0
+}
+
+/// The scan system of this process: runs tasks in process, at most `capacity` at once.
+///
+/// The capacity is checked and taken in one synchronous step, so concurrent callers (all the
+/// connections of a node) can never push it past `capacity`: the extra ones fail with `busy`.
+public actor LocalSystem: ScanSystem {
+    public nonisolated let name: String
+    public nonisolated let capacity: Int
+    public nonisolated var isLocal: Bool { true }
+    private let api: UnreliableAPI
+    public private(set) var counters = SystemCounters()
+    /// The most tasks ever running at once: a witness for tests and status.
+    public private(set) var highWater = 0
+
+    public init(name: String = "local", capacity: Int = 4, api: UnreliableAPI = UnreliableAPI()) {
+        self.name = name
+        self.capacity = max(0, capacity)
+        self.api = api
+    }
+
+    public func run(_ task: ScanTask) async throws -> String {
+        guard counters.running < capacity else { throw ScanFailure.busy(name, capacity: capacity) }
+        counters.running += 1
+        highWater = max(highWater, counters.running)
+        defer { counters.running -= 1 }
+        do {
+            let result = try await task.perform(using: api)
+            counters.completed += 1
+            return result
+        } catch {
+            counters.failed += 1
+            throw error
+        }
+    }
+}

@@ -1,0 +1,10 @@
+/// Something that runs scan tasks: the local system in this process, or a peer behind a
+/// connection. The coordinator sees only this interface.
+public protocol ScanSystem: Actor {
+    /// The name the registry knows the system by (unique in a `Systems`).
+    nonisolated var name: String { get }
+    /// Whether the system runs tasks in this process (re-runs go to a local system).
+    nonisolated var isLocal: Bool { get }
+    /// Runs one task and returns its result, or throws why it could not.
+    func run(_ task: ScanTask) async throws -> String
+}

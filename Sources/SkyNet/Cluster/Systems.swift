@@ -1,0 +1,140 @@
+/// A slot on one system, reserved by `Systems`. Give it back with `Systems.release(_:)`.
+public struct Reservation: Sendable {
+    public let system: any ScanSystem
+    /// Which registration of the system the slot belongs to (a replaced system's slots are
+    /// released into nothing).
+    fileprivate let entryID: UInt64
+
+    public var name: String { system.name }
+}
+
+/// The registry of systems a coordinator hands work to: its local system first, then peers.
+///
+/// It owns the slot counts, so checking for a free slot and taking it is one synchronous
+/// step. Callers that find no free slot wait in line and are woken when one frees or a system
+/// joins; nobody polls.
+public actor Systems {
+    private struct Entry {
+        let id: UInt64
+        let system: any ScanSystem
+        var capacity: Int
+        var inFlight = 0
+        var isFree: Bool { inFlight < capacity }
+    }
+
+    private struct Waiter {
+        let id: UInt64
+        let localOnly: Bool
+        let continuation: CheckedContinuation<Reservation, any Error>
+    }
+
+    private var entries: [Entry] = []
+    private var waiters: [Waiter] = []
+    private var lastID: UInt64 = 0
+    /// The most slots ever reserved at once on each system, by name: a witness for tests.
+    public private(set) var highWater: [String: Int] = [:]
+
+    public init() {}
+
+    /// The names of the systems, in the order `firstAvailableSystem()` walks them.
+    public var names: [String] { entries.map(\.system.name) }
+
+    /// Slots reserved right now on the system called `name` (0 when there is none).
+    public func inFlight(on name: String) -> Int {
+        entries.first { $0.system.name == name }?.inFlight ?? 0
+    }
+
+    /// The slots of all systems together.
+    public var totalCapacity: Int { entries.reduce(0) { $0 + $1.capacity } }
+
+    /// The slots of the local systems together.
+    public var localCapacity: Int { entries.filter(\.system.isLocal).reduce(0) { $0 + $1.capacity } }
+
+    /// Adds a system with `capacity` slots; one with the same name is replaced in place.
+    /// Local systems go before peers.
+    public func add(_ system: any ScanSystem, capacity: Int) {
+        let entry = Entry(id: nextID(), system: system, capacity: max(0, capacity))
+        if let index = entries.firstIndex(where: { $0.system.name == system.name }) {
+            entries[index] = entry
+        } else if system.isLocal, let firstPeer = entries.firstIndex(where: { !$0.system.isLocal }) {
+            entries.insert(entry, at: firstPeer)
+        } else {
+            entries.append(entry)
+        }
+        serveWaiters()
+    }
+
+    /// Removes the system called `name`; slots reserved on it are released into nothing.
+    public func remove(named name: String) {
+        entries.removeAll { $0.system.name == name }
+    }
+
+    /// Reserves a slot on the first system, in order, that has one free; waits in line
+    /// until one frees when none has. Throws `CancellationError` when the caller is cancelled.
+    public func firstAvailableSystem() async throws -> Reservation {
+        try await reserve(localOnly: false)
+    }
+
+    /// Reserves a slot on the local system, waiting until one frees. Waiters for a local
+    /// slot are served before waiters for any slot (re-runs go first).
+    public func localSystem() async throws -> Reservation {
+        try await reserve(localOnly: true)
+    }
+
+    /// Reserves a slot at once, or returns nil when no system (local: no local system) has one.
+    public func tryReserve(localOnly: Bool = false) -> Reservation? {
+        guard let index = entries.firstIndex(where: { $0.isFree && (!localOnly || $0.system.isLocal) })
+        else { return nil }
+        entries[index].inFlight += 1
+        let entry = entries[index]
+        highWater[entry.system.name] = max(highWater[entry.system.name] ?? 0, entry.inFlight)
+        return Reservation(system: entry.system, entryID: entry.id)
+    }
+
+    /// Gives a slot back and wakes whoever waits for it.
+    public func release(_ reservation: Reservation) {
+        guard let index = entries.firstIndex(where: { $0.id == reservation.entryID }) else { return }
+        entries[index].inFlight -= 1
+        serveWaiters()
+    }
+
+    private func reserve(localOnly: Bool) async throws -> Reservation {
+        if let reservation = tryReserve(localOnly: localOnly) { return reservation }
+        let id = nextID()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiters.append(Waiter(id: id, localOnly: localOnly, continuation: continuation))
+            }
+        } onCancel: {
+            Task { await self.cancelWaiter(id) }
+        }
+    }
+
+    private func cancelWaiter(_ id: UInt64) {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
+        waiters.remove(at: index).continuation.resume(throwing: CancellationError())
+    }
+
+    /// Hands free slots to waiters: local-only waiters first, then the rest, each in order.
+    private func serveWaiters() {
+        for localPass in [true, false] {
+            var index = 0
+            while index < waiters.count {
+                let waiter = waiters[index]
+                guard waiter.localOnly == localPass,
+                      let reservation = tryReserve(localOnly: waiter.localOnly)
+                else {
+                    index += 1
+                    continue
+                }
+                waiters.remove(at: index)
+                waiter.continuation.resume(returning: reservation)
+            }
+        }
+    }
+
+    private func nextID() -> UInt64 {
+        lastID += 1
+        return lastID
+    }
+}

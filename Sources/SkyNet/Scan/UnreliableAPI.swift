@@ -1,0 +1,35 @@
+import Synchronization
+
+/// A stand-in for a flaky service: every `failingEvery`-th call fails.
+///
+/// One instance serves one process (the CLI makes one); the call counter is guarded by a
+/// `Mutex`, so concurrent scans see exactly one failure per `failingEvery` calls.
+public final class UnreliableAPI: Sendable {
+    /// The reference failure: its description is the text users know from the ancestor.
+    public struct Failure: Error, CustomStringConvertible, Equatable {
+        public init() {}
+        public var description: String { "UnreliableAPI.action(failingEvery:) failed." }
+    }
+
+    /// Fail every N-th call; 0 (or less) never fails.
+    public let failingEvery: Int
+    private let calls = Mutex(0)
+
+    public init(failingEvery: Int = 10) {
+        self.failingEvery = max(0, failingEvery)
+    }
+
+    /// Counts the call and throws `Failure` on every `failingEvery`-th one.
+    public func action() throws(Failure) {
+        guard failingEvery > 0 else { return }
+        let fails = calls.withLock { count in
+            count += 1
+            if count == failingEvery {
+                count = 0
+                return true
+            }
+            return false
+        }
+        if fails { throw Failure() }
+    }
+}

@@ -1,0 +1,95 @@
+/// Bad usage: printed as `error: …` with the command's usage line; exit status 2.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ message: String) { description = message }
+}
+
+/// The options of one command line, parsed against the options the command knows.
+///
+/// Accepts `--name value`, `--name=value` and bare `--flag`. Every value is checked when the
+/// command reads it, so errors name the option and what was wrong with it.
+struct Arguments {
+    private var values: [String: String] = [:]
+    private var flags: Set<String> = []
+
+    /// - Parameters:
+    ///   - options: names (without `--`) that take a value.
+    ///   - flags: names that take none.
+    init(_ arguments: [String], options: Set<String>, flags: Set<String>) throws(UsageError) {
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            guard argument.hasPrefix("--"), argument.count > 2 else {
+                throw UsageError("unexpected argument '\(argument)'")
+            }
+            var name = String(argument.dropFirst(2))
+            var inlineValue: String?
+            if let equals = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            if flags.contains(name) {
+                if inlineValue != nil { throw UsageError("option '--\(name)' takes no value") }
+                self.flags.insert(name)
+            } else if options.contains(name) {
+                guard let value = inlineValue ?? rest.popFirst() else {
+                    throw UsageError("option '--\(name)' needs a value")
+                }
+                if values[name] != nil { throw UsageError("option '--\(name)' is given twice") }
+                values[name] = value
+            } else {
+                let suggestion = closest(to: name, among: options.union(flags))
+                    .map { ". Did you mean '--\($0)'?" } ?? ""
+                throw UsageError("unknown option '--\(name)'\(suggestion)")
+            }
+        }
+    }
+
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    func string(_ name: String) -> String? { values[name] }
+
+    func int(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let text = values[name] else { return fallback }
+        guard let value = Int(text), range.contains(value) else {
+            throw UsageError("option '--\(name)' wants a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
+        }
+        return value
+    }
+
+    func double(_ name: String, default fallback: Double, in range: ClosedRange<Double>) throws(UsageError) -> Double {
+        guard let text = values[name] else { return fallback }
+        guard let value = Double(text), value.isFinite, range.contains(value) else {
+            throw UsageError("option '--\(name)' wants a number of seconds in \(range.lowerBound.formatted)...\(range.upperBound.formatted), not '\(text)'")
+        }
+        return value
+    }
+
+    func optionalDouble(_ name: String, in range: ClosedRange<Double>) throws(UsageError) -> Double? {
+        values[name] == nil ? nil : try double(name, default: 0, in: range)
+    }
+}
+
+/// The candidate nearest to `word` by edit distance, when it is near enough to be a typo.
+private func closest(to word: String, among candidates: Set<String>) -> String? {
+    let scored = candidates.map { ($0, editDistance(word, $0)) }.sorted { ($0.1, $0.0) < ($1.1, $1.0) }
+    guard let best = scored.first, best.1 <= max(2, word.count / 3) else { return nil }
+    return best.0
+}
+
+private func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    var previous = Array(0...b.count)
+    for i in 1...max(1, a.count) where !a.isEmpty {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in stride(from: 1, through: b.count, by: 1) {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return a.isEmpty ? b.count : previous[b.count]
+}
+
+extension Double {
+    /// Without a trailing ".0" for whole numbers.
+    var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
+}

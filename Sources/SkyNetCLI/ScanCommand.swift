@@ -1,0 +1,90 @@
+import Foundation
+import SkyNet
+
+/// `skynet scan`: runs a scan from this process over its local system and the cluster's peers.
+struct ScanCommand: Command {
+    static let name = "scan"
+    static let summary = "run a scan: this process's local system first, then the cluster's peers"
+    static let usage = """
+        usage: skynet scan [--total 20] [--cluster FILE] [--duration 1.0] [--timeout 5] [--capacity 4]
+                           [--local-capacity N] [--failing-every 10] [--max-attempts 5]
+        """
+    static let help = """
+        Run a scan of `total` sectors. Each task goes to the first system with a free slot: this
+        process's own system first, then the peers of the cluster file. A failed task runs again
+        on the local system, up to --max-attempts tries in all.
+
+        \(usage)
+
+        options:
+          --total N            sectors to scan, 0...10000000 (default 20)
+          --cluster FILE       the static peer list (default ./cluster.json when it exists)
+          --duration S         seconds of simulated work per task, 0...3600 (default 1.0)
+          --timeout S          seconds one remote request may take (default: the cluster file's, else 5)
+          --capacity N         slots per system, 0...1024 (default 4)
+          --local-capacity N   slots of this process's own system (default: --capacity);
+                               0 only dispatches, and re-runs go to the first free system
+          --failing-every N    the local system fails every N-th task; 0 never (default 10)
+          --max-attempts N     tries per task before giving up, 1...100 (default 5)
+
+        exit status: 0 every task completed, 1 some task used up its attempts, 2 bad usage.
+
+        examples:
+          skynet scan --total 20
+          skynet scan --total 100 --duration 0.1 --failing-every 0
+        """
+
+    let total: Int
+    let duration: Double
+    let capacity: Int
+    let localCapacity: Int
+    let failingEvery: Int
+    let maxAttempts: Int
+    let cluster: ClusterConfig
+
+    init(arguments: [String]) throws(UsageError) {
+        let args = try Arguments(arguments, options: [
+            "total", "cluster", "duration", "timeout", "capacity", "local-capacity", "failing-every", "max-attempts",
+        ], flags: [])
+        total = try args.int("total", default: 20, in: 0...10_000_000)
+        duration = try args.double("duration", default: 1.0, in: 0...ScanTask.maxDuration)
+        capacity = try args.int("capacity", default: 4, in: 0...ClusterConfig.maxCapacity)
+        localCapacity = try args.int("local-capacity", default: capacity, in: 0...ClusterConfig.maxCapacity)
+        failingEvery = try args.int("failing-every", default: 10, in: 0...1_000_000_000)
+        maxAttempts = try args.int("max-attempts", default: 5, in: 1...100)
+        cluster = try Self.loadCluster(named: args.string("cluster"))
+        if localCapacity == 0 && cluster.nodes.isEmpty {
+            throw UsageError("--local-capacity 0 leaves no system to run tasks: name a cluster with peers")
+        }
+    }
+
+    /// The named cluster file; without a name ./cluster.json when it exists, else no peers.
+    static func loadCluster(named path: String?) throws(UsageError) -> ClusterConfig {
+        let defaultPath = "cluster.json"
+        guard let path = path ?? (FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil) else {
+            return ClusterConfig()
+        }
+        do {
+            return try ClusterConfig.load(from: path)
+        } catch {
+            throw UsageError(error.description)
+        }
+    }
+
+    func run() async -> Int32 {
+        let local = LocalSystem(name: "local", capacity: localCapacity, api: UnreliableAPI(failingEvery: failingEvery))
+        let systems = Systems()
+        await systems.add(local, capacity: localCapacity)
+        let printer = ScanPrinter()
+        let tasks = (0..<total).map { ScanTask(input: $0, duration: duration) }
+        let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { printer.print($0) }
+        do {
+            let report = try await coordinator.run(tasks)
+            printer.finish(report)
+            return report.gaveUp.isEmpty ? 0 : 1
+        } catch {
+            Console.err("error: \(error)")
+            return 1
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import SkyNet
+
+/// One `skynet` subcommand: parses and validates its arguments, then runs.
+protocol Command {
+    static var name: String { get }
+    static var summary: String { get }
+    static var usage: String { get }
+    static var help: String { get }
+    /// Parses and validates; a `UsageError` names the option that is wrong.
+    init(arguments: [String]) throws(UsageError)
+    /// Runs and returns the exit status.
+    func run() async -> Int32
+}
+
+@main
+enum SkyNetCLI {
+    static let version = "0.1.0"
+    static var commands: [any Command.Type] { [ScanCommand.self] }
+
+    static let help = """
+        skynet \(version): spread scan tasks over a cluster of processes.
+
+        usage: skynet <command> [options]
+
+        commands:
+        \(commands.map { "  \($0.name.padding(toLength: 8, withPad: " ", startingAt: 0))\($0.summary)" }.joined(separator: "\n"))
+
+        Run 'skynet help <command>' or 'skynet <command> --help' for a command's options.
+
+        examples:
+          skynet scan --total 20 --spawn 2     a scan over this process and 2 local nodes
+          skynet node --port 9001 --name alpha run a node for a cluster.json peer
+        """
+
+    static func main() async {
+        exit(await run(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    static func run(_ arguments: [String]) async -> Int32 {
+        guard let first = arguments.first else {
+            Console.err("error: no command given\n\(help)")
+            return 2
+        }
+        switch first {
+        case "--help", "-h":
+            Console.out(help)
+            return 0
+        case "--version":
+            Console.out("skynet \(version)")
+            return 0
+        case "help":
+            guard arguments.count > 1 else { Console.out(help); return 0 }
+            guard let command = command(named: arguments[1]) else { return unknownCommand(arguments[1]) }
+            Console.out(command.help)
+            return 0
+        default:
+            guard let command = command(named: first) else { return unknownCommand(first) }
+            let rest = Array(arguments.dropFirst())
+            if rest.contains("--help") || rest.contains("-h") {
+                Console.out(command.help)
+                return 0
+            }
+            do {
+                return try await command.init(arguments: rest).run()
+            } catch {
+                Console.err("error: \(error)\n\(command.usage)\nRun 'skynet help \(command.name)' for more.")
+                return 2
+            }
+        }
+    }
+
+    private static func command(named name: String) -> (any Command.Type)? {
+        commands.first { $0.name == name }
+    }
+
+    private static func unknownCommand(_ name: String) -> Int32 {
+        Console.err("error: unknown command '\(name)'; the commands are \(commands.map { $0.name }.joined(separator: ", ")).\nRun 'skynet --help' for usage.")
+        return 2
+    }
+}
+

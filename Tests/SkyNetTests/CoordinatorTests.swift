@@ -1,0 +1,102 @@
+import Testing
+@testable import SkyNet
+
+@Suite(.timeLimit(.minutes(1)))
+struct CoordinatorTests {
+    func makeTasks(_ count: Int, duration: Double = 0) -> [ScanTask] {
+        (0..<count).map { ScanTask(input: $0, duration: duration) }
+    }
+
+    @Test func completesEveryInputExactlyOnceWithFailuresInjected() async throws {
+        let systems = Systems()
+        await systems.add(LocalSystem(capacity: 4, api: UnreliableAPI(failingEvery: 3)), capacity: 4)
+        let log = EventLog()
+        let report = try await Coordinator(systems: systems, maxAttempts: 10) { log.append($0) }.run(makeTasks(200))
+        #expect(log.completedInputs.sorted() == Array(0..<200))
+        #expect(report.results == (0..<200).map { String($0) })
+        #expect(report.gaveUp.isEmpty)
+        #expect(log.rerunCount == report.reruns)
+        #expect(report.reruns >= 66)  // every third call fails: at least 200 / 3 re-runs
+        #expect(await systems.highWater["local"] == 4)
+    }
+
+    @Test func theReferenceScanReRunsTheTenthAndTwentiethCall() async throws {
+        let systems = Systems()
+        await systems.add(LocalSystem(capacity: 4, api: UnreliableAPI(failingEvery: 10)), capacity: 4)
+        let log = EventLog()
+        let report = try await Coordinator(systems: systems) { log.append($0) }.run(makeTasks(20, duration: 0.01))
+        #expect(report.completed == 20)
+        #expect(log.rerunCount == 2)
+        #expect(log.completedInputs.sorted() == Array(0..<20))
+    }
+
+    @Test func stopsAtTheAttemptLimitWhenATaskKeepsFailing() async throws {
+        let systems = Systems()
+        let failing = AlwaysFailingSystem()
+        await systems.add(failing, capacity: 4)
+        let log = EventLog()
+        let report = try await Coordinator(systems: systems, maxAttempts: 3) { log.append($0) }.run(makeTasks(5))
+        #expect(report.gaveUp.map(\.input).sorted() == [0, 1, 2, 3, 4])
+        #expect(report.completed == 0)
+        #expect(await failing.calls == 15)
+        let gaveUpAttempts = log.all.compactMap { if case .gaveUp(_, let attempts, _) = $0 { attempts } else { nil } }
+        #expect(gaveUpAttempts == [3, 3, 3, 3, 3])
+    }
+
+    @Test func reRunsGoToTheLocalSystem() async throws {
+        let systems = Systems()
+        await systems.add(LocalSystem(capacity: 2, api: UnreliableAPI(failingEvery: 0)), capacity: 2)
+        await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 2)
+        let log = EventLog()
+        let report = try await Coordinator(systems: systems) { log.append($0) }.run(makeTasks(40, duration: 0.005))
+        #expect(report.completed == 40)
+        #expect(report.completedBySystem["beta"] == nil)
+        let rerunSystems = log.all.compactMap { if case .rerun(_, let attempt, let system, _) = $0 { attempt > 1 ? system : nil } else { nil } }
+        #expect(rerunSystems.isEmpty)  // a re-run never failed again: it ran on the local system
+    }
+
+    @Test func aCoordinatorThatOnlyDispatchesReRunsOnAnyFreeSystem() async throws {
+        let systems = Systems()
+        await systems.add(LocalSystem(name: "local", capacity: 0), capacity: 0)
+        await systems.add(LocalPeer(name: "beta", api: UnreliableAPI(failingEvery: 4)), capacity: 3)
+        let report = try await Coordinator(systems: systems) { _ in }.run(makeTasks(30))
+        #expect(report.completed == 30)
+        #expect(report.completedBySystem["beta"] == 30)
+        #expect(report.reruns >= 7)
+    }
+
+    @Test func localSystemRunsFourOneSecondScansAtOnce() async throws {
+        let system = LocalSystem(capacity: 4, api: UnreliableAPI(failingEvery: 0))
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for input in 0..<4 { group.addTask { try await system.run(ScanTask(input: input)) } }
+            try await group.waitForAll()
+        }
+        // Four in sequence would take 4 s; at once about 1 s (generous bound for a loaded CI).
+        #expect(clock.now - start < .seconds(2.5))
+        #expect(await system.highWater == 4)
+    }
+
+    @Test func localSystemSaysBusyBeyondItsCapacity() async throws {
+        let system = LocalSystem(capacity: 1, api: UnreliableAPI(failingEvery: 0))
+        let first = Task { try await system.run(ScanTask(input: 1, duration: 0.5)) }
+        try await Task.sleep(for: .milliseconds(50))
+        await #expect(throws: ScanFailure.busy("local", capacity: 1)) {
+            try await system.run(ScanTask(input: 2, duration: 0))
+        }
+        #expect(try await first.value == "1")
+    }
+}
+
+/// A peer stand-in that runs tasks in process but is not local.
+actor LocalPeer: ScanSystem {
+    nonisolated let name: String
+    nonisolated var isLocal: Bool { false }
+    private let api: UnreliableAPI
+    init(name: String, api: UnreliableAPI) {
+        self.name = name
+        self.api = api
+    }
+    func run(_ task: ScanTask) async throws -> String { try await task.perform(using: api) }
+}
