@@ -6,8 +6,8 @@ struct ScanCommand: Command {
     static let name = "scan"
     static let summary = "run a scan: this process's local system first, then the cluster's peers"
     static let usage = """
-        usage: skynet scan [--total 20] [--cluster FILE] [--duration 1.0] [--timeout 5] [--capacity 4]
-                           [--local-capacity N] [--failing-every 10] [--max-attempts 5]
+        usage: skynet scan [--total 20] [--cluster FILE] [--spawn N] [--duration 1.0] [--timeout 5]
+                           [--capacity 4] [--local-capacity N] [--failing-every 10] [--max-attempts 5]
         """
     static let help = """
         Run a scan of `total` sectors. Each task goes to the first system with a free slot: this
@@ -18,19 +18,29 @@ struct ScanCommand: Command {
 
         options:
           --total N            sectors to scan, 0...10000000 (default 20)
-          --cluster FILE       the static peer list (default ./cluster.json when it exists)
+          --cluster FILE       the static peer list (default ./cluster.json when it exists;
+                               with --spawn, only the spawned nodes)
+          --spawn N            start N local `skynet node` processes on free ports for this scan,
+                               use them as peers and stop them afterwards, 0...64
           --duration S         seconds of simulated work per task, 0...3600 (default 1.0)
           --timeout S          seconds one remote request may take (default: the cluster file's, else 5)
           --capacity N         slots per system, 0...1024 (default 4)
           --local-capacity N   slots of this process's own system (default: --capacity);
                                0 only dispatches, and re-runs go to the first free system
-          --failing-every N    the local system fails every N-th task; 0 never (default 10)
+          --failing-every N    the local system (and spawned nodes) fail every N-th task; 0 never
+                               (default 10)
           --max-attempts N     tries per task before giving up, 1...100 (default 5)
 
-        exit status: 0 every task completed, 1 some task used up its attempts, 2 bad usage.
+        Peers that are down are reported and skipped, and join when they come up. With
+        SKYNET_TOKEN set in the environment, the token is sent to every peer.
+
+        exit status: 0 every task completed, 1 some task used up its attempts, 2 bad usage or a
+        bad cluster file.
 
         examples:
           skynet scan --total 20
+          skynet scan --total 20 --spawn 2
+          skynet scan --total 200 --cluster cluster.json --local-capacity 0
           skynet scan --total 100 --duration 0.1 --failing-every 0
         """
 
@@ -41,10 +51,13 @@ struct ScanCommand: Command {
     let failingEvery: Int
     let maxAttempts: Int
     let cluster: ClusterConfig
+    let spawn: Int
+    let timeout: Double
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Arguments(arguments, options: [
-            "total", "cluster", "duration", "timeout", "capacity", "local-capacity", "failing-every", "max-attempts",
+            "total", "cluster", "spawn", "duration", "timeout", "capacity", "local-capacity", "failing-every",
+            "max-attempts",
         ], flags: [])
         total = try args.int("total", default: 20, in: 0...10_000_000)
         duration = try args.double("duration", default: 1.0, in: 0...ScanTask.maxDuration)
@@ -52,8 +65,12 @@ struct ScanCommand: Command {
         localCapacity = try args.int("local-capacity", default: capacity, in: 0...ClusterConfig.maxCapacity)
         failingEvery = try args.int("failing-every", default: 10, in: 0...1_000_000_000)
         maxAttempts = try args.int("max-attempts", default: 5, in: 1...100)
-        cluster = try Self.loadCluster(named: args.string("cluster"))
-        if localCapacity == 0 && cluster.nodes.isEmpty {
+        spawn = try args.int("spawn", default: 0, in: 0...64)
+        // With --spawn and no --cluster, only the spawned nodes are peers.
+        cluster = spawn > 0 && args.string("cluster") == nil
+            ? ClusterConfig() : try Self.loadCluster(named: args.string("cluster"))
+        timeout = try args.optionalDouble("timeout", in: 0.001...3600) ?? cluster.timeout ?? 5
+        if localCapacity == 0 && cluster.nodes.isEmpty && spawn == 0 {
             throw UsageError("--local-capacity 0 leaves no system to run tasks: name a cluster with peers")
         }
     }
@@ -72,19 +89,76 @@ struct ScanCommand: Command {
     }
 
     func run() async -> Int32 {
+        Socket.ignoreBrokenPipes()
         let local = LocalSystem(name: "local", capacity: localCapacity, api: UnreliableAPI(failingEvery: failingEvery))
         let systems = Systems()
         await systems.add(local, capacity: localCapacity)
-        let printer = ScanPrinter()
-        let tasks = (0..<total).map { ScanTask(input: $0, duration: duration) }
-        let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { printer.print($0) }
+
+        let spawned: [NodeProcess]
         do {
-            let report = try await coordinator.run(tasks)
-            printer.finish(report)
-            return report.gaveUp.isEmpty ? 0 : 1
+            spawned = try await spawnNodes()
         } catch {
             Console.err("error: \(error)")
             return 1
+        }
+        let peers = ClusterConfig(
+            nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
+            capacity: cluster.capacity)
+        let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
+            capacity: capacity, timeout: .seconds(timeout), token: token)) { Console.out($0) }
+        // Ctrl-C or SIGTERM: stop the spawned nodes, then exit 128 + the signal.
+        let interrupt = Task {
+            let signal = await Signals.termination()
+            await withTaskGroup(of: Void.self) { group in
+                for node in spawned { group.addTask { await node.stop(grace: .seconds(2)) } }
+            }
+            exit(128 + signal)
+        }
+
+        let printer = ScanPrinter()
+        let tasks = (0..<total).map { ScanTask(input: $0, duration: duration) }
+        let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { printer.print($0) }
+        let status: Int32
+        do {
+            let report = try await coordinator.run(tasks)
+            printer.finish(report)
+            status = report.gaveUp.isEmpty ? 0 : 1
+        } catch {
+            Console.err("error: \(error)")
+            status = 1
+        }
+        interrupt.cancel()
+        await links.stop()
+        await withTaskGroup(of: Void.self) { group in
+            for node in spawned { group.addTask { await node.stop() } }
+        }
+        return status
+    }
+
+    /// The token for peers, from the environment (never from a file or an argument).
+    private var token: String? {
+        ProcessInfo.processInfo.environment["SKYNET_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Starts the --spawn nodes in parallel; if one fails, stops the others.
+    private func spawnNodes() async throws -> [NodeProcess] {
+        guard spawn > 0 else { return [] }
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let arguments = ["--capacity", String(max(1, capacity)), "--failing-every", String(failingEvery)]
+        return try await withThrowingTaskGroup(of: NodeProcess.self) { group in
+            for index in 1...spawn {
+                group.addTask {
+                    try await NodeProcess.start(executable: executable, name: "node\(index)", arguments: arguments)
+                }
+            }
+            var nodes: [NodeProcess] = []
+            do {
+                for try await node in group { nodes.append(node) }
+            } catch {
+                for node in nodes { await node.stop() }
+                throw error
+            }
+            return nodes.sorted { $0.name.localizedStandardCompare($1.name) == .orderedAscending }
         }
     }
 }

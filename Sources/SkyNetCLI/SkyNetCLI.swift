@@ -16,7 +16,7 @@ protocol Command {
 @main
 enum SkyNetCLI {
     static let version = "0.1.0"
-    static var commands: [any Command.Type] { [ScanCommand.self] }
+    static var commands: [any Command.Type] { [ScanCommand.self, NodeCommand.self] }
 
     static let help = """
         skynet \(version): spread scan tasks over a cluster of processes.

@@ -17,6 +17,7 @@ public actor LocalSystem: ScanSystem {
     public private(set) var counters = SystemCounters()
     /// The most tasks ever running at once: a witness for tests and status.
     public private(set) var highWater = 0
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
     public init(name: String = "local", capacity: Int = 4, api: UnreliableAPI = UnreliableAPI()) {
         self.name = name
@@ -28,7 +29,10 @@ public actor LocalSystem: ScanSystem {
         guard counters.running < capacity else { throw ScanFailure.busy(name, capacity: capacity) }
         counters.running += 1
         highWater = max(highWater, counters.running)
-        defer { counters.running -= 1 }
+        defer {
+            counters.running -= 1
+            if counters.running == 0 { wakeIdleWaiters() }
+        }
         do {
             let result = try await task.perform(using: api)
             counters.completed += 1
@@ -37,5 +41,19 @@ public actor LocalSystem: ScanSystem {
             counters.failed += 1
             throw error
         }
+    }
+}
+
+extension LocalSystem {
+    /// Returns once no task is running (at once when none is).
+    public func waitUntilIdle() async {
+        guard counters.running > 0 else { return }
+        await withCheckedContinuation { idleWaiters.append($0) }
+    }
+
+    private func wakeIdleWaiters() {
+        let waiters = idleWaiters
+        idleWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 }

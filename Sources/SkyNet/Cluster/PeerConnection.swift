@@ -1,0 +1,176 @@
+import Foundation
+import Synchronization
+
+/// A peer that went away while requests to it were pending.
+public struct PeerDisconnected: Error, CustomStringConvertible {
+    public let peer: String
+    public let reason: String
+    public var description: String { "\(peer) disconnected (\(reason))" }
+}
+
+/// A client's connection to a node: handshake, then requests matched to replies by id.
+///
+/// Replies are matched on the connection's reader thread, which resumes the waiting request
+/// at once; when the connection ends, every pending request fails at once. The pending table
+/// is guarded by a `Mutex`.
+public final class PeerConnection: Sendable {
+    public struct Welcome: Sendable {
+        public let name: String
+        public let capacity: Int
+    }
+
+    private struct State {
+        var lastID = 0
+        var pending: [Int: CheckedContinuation<Reply, any Error>] = [:]
+        var ended: String?
+    }
+
+    public let name: String
+    public let welcome: Welcome
+    private let connection: Connection
+    private let state: Mutex<State>
+
+    /// Connects to `host:port` and says hello; throws when the peer is down, refuses the hello
+    /// or does not answer within `timeout`.
+    public static func open(name: String, host: String, port: Int, token: String?, timeout: Duration) async throws -> PeerConnection {
+        let socket = try await onOwnThread(named: "skynet-connect") {
+            try Socket.connect(host: host, port: port, timeout: timeout)
+        }
+        let connection = Connection(socket: socket, peer: "\(host):\(port)")
+        let handshake = Handshake()
+        connection.start(
+            onEvent: { event in handshake.deliver(event) },
+            onClose: { reason in handshake.fail(PeerDisconnected(peer: name, reason: reason.description)) })
+        do {
+            try connection.send(Request.hello(version: wireVersion, name: "coordinator", token: token).line)
+            let welcome = try await withTimeout(timeout) { try await handshake.welcome.value.get() }
+            let peer = PeerConnection(name: name, welcome: welcome, connection: connection)
+            handshake.handOver(to: peer)
+            return peer
+        } catch {
+            connection.close()
+            throw error
+        }
+    }
+
+    private init(name: String, welcome: Welcome, connection: Connection) {
+        self.name = name
+        self.welcome = welcome
+        self.connection = connection
+        self.state = Mutex(State())
+    }
+
+    /// Fulfilled when the connection has ended.
+    public var closed: AsyncSignal<Connection.CloseReason> { connection.closed }
+
+    /// A request id not used before on this connection.
+    public func nextID() -> Int {
+        state.withLock { state in
+            state.lastID += 1
+            return state.lastID
+        }
+    }
+
+    /// Sends a request and waits for its reply. An `error` reply is thrown as a `WireError`;
+    /// cancellation forgets the request (a late reply is dropped).
+    public func request(id: Int, _ request: Request) async throws -> Reply {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let ended: String? = state.withLock { state in
+                    if state.ended == nil { state.pending[id] = continuation }
+                    return state.ended
+                }
+                if let ended {
+                    return continuation.resume(throwing: PeerDisconnected(peer: name, reason: ended))
+                }
+                do {
+                    try connection.send(request.line)
+                } catch {
+                    complete(id, with: .failure(PeerDisconnected(peer: name, reason: "\(error)")))
+                }
+            }
+        } onCancel: {
+            complete(id, with: .failure(CancellationError()))
+        }
+    }
+
+    /// Sends a message that gets no reply (`cancel`); dropped if the connection has ended.
+    public func post(_ request: Request) {
+        try? connection.send(request.line)
+    }
+
+    public func close() {
+        connection.close()
+    }
+
+    fileprivate func deliver(_ event: Connection.Event) {
+        guard case .line(let line) = event, let reply = try? Reply.decode(line), let id = reply.requestID else { return }
+        if case .error(let error) = reply {
+            complete(id, with: .failure(error))
+        } else {
+            complete(id, with: .success(reply))
+        }
+    }
+
+    fileprivate func end(_ reason: String) {
+        let pending = state.withLock { state in
+            state.ended = reason
+            defer { state.pending = [:] }
+            return state.pending
+        }
+        for continuation in pending.values {
+            continuation.resume(throwing: PeerDisconnected(peer: name, reason: reason))
+        }
+    }
+
+    private func complete(_ id: Int, with result: Result<Reply, any Error>) {
+        state.withLock { $0.pending.removeValue(forKey: id) }?.resume(with: result)
+    }
+}
+
+/// Routes the reader thread's events: to the handshake until the welcome, then to the peer.
+private final class Handshake: Sendable {
+    private enum Route { case handshake, peer(PeerConnection), ended(String) }
+    private let route = Mutex(Route.handshake)
+    let welcome = AsyncSignal<Result<PeerConnection.Welcome, any Error>>()
+
+    func deliver(_ event: Connection.Event) {
+        switch route.withLock({ $0 }) {
+        case .peer(let peer):
+            peer.deliver(event)
+        case .handshake:
+            guard case .line(let line) = event else { return }
+            switch Result(catching: { try Reply.decode(line) }) {
+            case .success(.welcome(_, let name, let capacity)):
+                welcome.fulfil(.success(.init(name: name, capacity: capacity)))
+            case .success(.error(let error)):
+                welcome.fulfil(.failure(error))
+            case .success(let other):
+                welcome.fulfil(.failure(WireError.badRequest("expected a welcome, got \(other)")))
+            case .failure(let error):
+                welcome.fulfil(.failure(error))
+            }
+        case .ended:
+            break
+        }
+    }
+
+    func fail(_ error: PeerDisconnected) {
+        let previous = route.withLock { route in
+            defer { route = .ended(error.reason) }
+            return route
+        }
+        if case .peer(let peer) = previous { peer.end(error.reason) }
+        welcome.fulfil(.failure(error))
+    }
+
+    /// From now on replies go to `peer`. If the connection ended in between, the peer learns.
+    func handOver(to peer: PeerConnection) {
+        let ended: String? = route.withLock { route in
+            if case .ended(let reason) = route { return reason }
+            route = .peer(peer)
+            return nil
+        }
+        if let ended { peer.end(ended) }
+    }
+}

@@ -1,0 +1,70 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// A listening socket whose accept loop runs on a thread of its own.
+public final class Listener: Sendable {
+    public let socket: Socket
+    /// The bound address; `port` is the real one when 0 was asked for.
+    public let host: String
+    public let port: Int
+    private let stopping = Mutex(false)
+    /// Fulfilled when the accept loop has ended and the socket is closed.
+    public let stopped = AsyncSignal<Void>()
+
+    /// Binds and listens on `host:port` (port 0: any free port). Name lookup may block, so it
+    /// runs on a thread of its own.
+    public static func bind(host: String, port: Int) async throws -> Listener {
+        try await onOwnThread(named: "skynet-bind") {
+            let socket = try Socket.listen(host: host, port: port)
+            do {
+                let address = try socket.localAddress()
+                return Listener(socket: socket, host: address.host, port: address.port)
+            } catch {
+                socket.close()
+                throw error
+            }
+        }
+    }
+
+    private init(socket: Socket, host: String, port: Int) {
+        self.socket = socket
+        self.host = host
+        self.port = port
+    }
+
+    /// Starts accepting; `onAccept` runs on the accept thread for each new connection and must
+    /// not block. Transient accept failures (a peer that gave up, out of descriptors) are
+    /// waited out; only `stop()` ends the loop.
+    public func start(onAccept: @escaping @Sendable (Socket, String) -> Void) {
+        startThread(named: "skynet-accept") { [self] in
+            while !stopping.withLock({ $0 }) {
+                do throws(SocketError) {
+                    let (client, peer) = try socket.accept()
+                    onAccept(client, peer)
+                } catch {
+                    if stopping.withLock({ $0 }) { break }
+                    if [EMFILE, ENFILE, ENOMEM, ENOBUFS].contains(error.code) {
+                        // Out of descriptors or memory: give connections a moment to close.
+                        _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(100))
+                    }
+                }
+            }
+            socket.close()
+            stopped.fulfil(())
+        }
+    }
+
+    /// Stops accepting: wakes the accept thread, which closes the socket.
+    public func stop() {
+        let first = stopping.withLock { stopping -> Bool in
+            defer { stopping = true }
+            return !stopping
+        }
+        if first { socket.shutdown() }
+    }
+}

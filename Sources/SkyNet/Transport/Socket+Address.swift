@@ -1,0 +1,61 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One address `getaddrinfo` found for a host and port.
+struct ResolvedAddress {
+    let family: Int32
+    let address: [UInt8]
+    let length: socklen_t
+}
+
+extension Socket {
+    /// The addresses of `host:port`, IPv4 and IPv6, in the resolver's order.
+    static func resolve(host: String, port: Int, passive: Bool) throws(SocketError) -> [ResolvedAddress] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Glibc)
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #else
+        hints.ai_socktype = SOCK_STREAM
+        #endif
+        hints.ai_flags = passive ? AI_PASSIVE : 0
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0 else {
+            throw SocketError("resolve \(host)", reason: String(cString: gai_strerror(status)))
+        }
+        defer { freeaddrinfo(list) }
+        var found: [ResolvedAddress] = []
+        var cursor = list
+        while let info = cursor?.pointee {
+            if let address = info.ai_addr {
+                let bytes = UnsafeRawBufferPointer(start: address, count: Int(info.ai_addrlen))
+                found.append(ResolvedAddress(family: info.ai_family, address: Array(bytes), length: info.ai_addrlen))
+            }
+            cursor = info.ai_next
+        }
+        return found
+    }
+
+    /// `host:port` of a socket address, numeric.
+    static func describe(_ storage: inout sockaddr_storage, length: socklen_t) -> String {
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+        let status = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                getnameinfo($0, length, &host, socklen_t(host.count), &service, socklen_t(service.count),
+                            NI_NUMERICHOST | NI_NUMERICSERV)
+            }
+        }
+        guard status == 0 else { return "?" }
+        return "\(text(host)):\(text(service))"
+    }
+}
+
+/// The text of a NUL-terminated C buffer.
+private func text(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}

@@ -1,0 +1,209 @@
+#if canImport(Glibc)
+import Glibc
+private let streamType = Int32(SOCK_STREAM.rawValue)
+private let noSignal = Int32(MSG_NOSIGNAL)
+#elseif canImport(Darwin)
+import Darwin
+private let streamType = SOCK_STREAM
+private let noSignal: Int32 = 0  // Darwin: SO_NOSIGPIPE is set per socket instead
+#endif
+
+// The C calls whose names the methods below reuse, reachable under other names.
+private func system_listen(_ fd: Int32, _ backlog: Int32) -> Int32 { listen(fd, backlog) }
+private func system_accept(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: UnsafeMutablePointer<socklen_t>?) -> Int32 {
+    accept(fd, address, length)
+}
+private func system_send(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int, _ flags: Int32) -> Int { send(fd, bytes, count, flags) }
+private func system_shutdown(_ fd: Int32, _ how: Int32) -> Int32 { shutdown(fd, how) }
+private func system_close(_ fd: Int32) -> Int32 { close(fd) }
+private func system_connect(_ fd: Int32, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> Int32 {
+    connect(fd, address, length)
+}
+
+/// A failed socket call, naming what was attempted: `bind 127.0.0.1:9001: Address already in use`.
+public struct SocketError: Error, CustomStringConvertible, Sendable {
+    public let operation: String
+    public let reason: String
+    /// The errno of the call, or 0 when the failure was not a syscall's (e.g. name lookup).
+    public let code: Int32
+
+    init(_ operation: String, code: Int32 = errno) {
+        self.operation = operation
+        self.code = code
+        self.reason = String(cString: strerror(code))
+    }
+
+    init(_ operation: String, reason: String) {
+        self.operation = operation
+        self.code = 0
+        self.reason = reason
+    }
+
+    public var description: String { "\(operation): \(reason)" }
+}
+
+/// A TCP socket. Each method wraps one system call and turns errno into a `SocketError`;
+/// the calls block (but `send(_:wait:)` with `wait: false`), so callers run them on threads of
+/// their own, never on the cooperative pool.
+public struct Socket: Sendable, Hashable {
+    public let descriptor: Int32
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// Ignores SIGPIPE for the process: a write to a closed peer then fails with EPIPE
+    /// instead of killing us (MSG_NOSIGNAL covers `send`, this covers everything else).
+    public static func ignoreBrokenPipes() {
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// A socket bound to `host:port` and listening; port 0 picks a free port.
+    public static func listen(host: String, port: Int, backlog: Int32 = 512) throws(SocketError) -> Socket {
+        let address = "\(host):\(port)"
+        var lastError = SocketError("bind \(address)", reason: "no usable address")
+        for candidate in try resolve(host: host, port: port, passive: true) {
+            let fd = socket(candidate.family, streamType, 0)
+            guard fd >= 0 else { lastError = SocketError("socket"); continue }
+            let socket = Socket(descriptor: fd)
+            socket.setOption(SOL_SOCKET, SO_REUSEADDR, 1)
+            let bound = candidate.address.withUnsafeBytes {
+                bind(fd, $0.baseAddress?.assumingMemoryBound(to: sockaddr.self), candidate.length)
+            }
+            guard bound == 0 else { lastError = SocketError("bind \(address)"); socket.close(); continue }
+            guard system_listen(fd, backlog) == 0 else { lastError = SocketError("listen \(address)"); socket.close(); continue }
+            return socket
+        }
+        throw lastError
+    }
+
+    /// Connects to `host:port`, giving up after `timeout`.
+    public static func connect(host: String, port: Int, timeout: Duration) throws(SocketError) -> Socket {
+        let address = "\(host):\(port)"
+        var lastError = SocketError("connect \(address)", reason: "no usable address")
+        for candidate in try resolve(host: host, port: port, passive: false) {
+            let fd = socket(candidate.family, streamType, 0)
+            guard fd >= 0 else { lastError = SocketError("socket"); continue }
+            let socket = Socket(descriptor: fd)
+            do {
+                try socket.connect(to: candidate, timeout: timeout, naming: address)
+                socket.setOption(Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+                #if canImport(Darwin)
+                socket.setOption(SOL_SOCKET, SO_NOSIGPIPE, 1)
+                #endif
+                return socket
+            } catch {
+                lastError = error
+                socket.close()
+            }
+        }
+        throw lastError
+    }
+
+    /// Waits for a connection; the new socket has TCP_NODELAY set.
+    public func accept() throws(SocketError) -> (socket: Socket, peer: String) {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let fd = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { system_accept(descriptor, $0, &length) }
+        }
+        guard fd >= 0 else { throw SocketError("accept") }
+        let socket = Socket(descriptor: fd)
+        socket.setOption(Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        #if canImport(Darwin)
+        socket.setOption(SOL_SOCKET, SO_NOSIGPIPE, 1)
+        #endif
+        return (socket, Self.describe(&storage, length: length))
+    }
+
+    /// The `host:port` this socket is bound to (the real port after binding port 0).
+    public func localAddress() throws(SocketError) -> (host: String, port: Int) {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard result == 0 else { throw SocketError("getsockname") }
+        let text = Self.describe(&storage, length: length)
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
+            throw SocketError("getsockname", reason: "unreadable address \(text)")
+        }
+        return (String(text[..<colon]), port)
+    }
+
+    /// Reads what has arrived, waiting for at least one byte; 0 means the peer closed.
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int {
+        while true {
+            let count = recv(descriptor, buffer.baseAddress, buffer.count, 0)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw SocketError("recv")
+        }
+    }
+
+    /// Sends what the kernel takes. With `wait: false` it never blocks and returns 0 when the
+    /// send buffer is full; with `wait: true` it blocks until it can send something.
+    public func send(_ bytes: UnsafeRawBufferPointer, wait: Bool) throws(SocketError) -> Int {
+        let flags = noSignal | (wait ? 0 : Int32(MSG_DONTWAIT))
+        while true {
+            let count = system_send(descriptor, bytes.baseAddress, bytes.count, flags)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return 0 }
+            throw SocketError("send")
+        }
+    }
+
+    /// `send(_:wait:)` for an array of bytes.
+    public func send(_ bytes: [UInt8], wait: Bool) throws(SocketError) -> Int {
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(SocketError) in try send(buffer, wait: wait) }
+        }
+        return try result.get()
+    }
+
+    /// Makes a blocked `receive` or `accept` return: the way to stop a reader thread.
+    public func shutdown(reading: Bool = true, writing: Bool = true) {
+        let how: Int32 = reading && writing ? Int32(SHUT_RDWR) : reading ? Int32(SHUT_RD) : Int32(SHUT_WR)
+        _ = system_shutdown(descriptor, how)
+    }
+
+    /// Bounds how long a blocking `receive` may wait.
+    public func setReceiveTimeout(_ timeout: Duration) {
+        let (seconds, attoseconds) = timeout.components
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Releases the descriptor. Call it exactly once, when no thread uses the socket any more.
+    public func close() {
+        _ = system_close(descriptor)
+    }
+
+    private func setOption(_ level: Int32, _ name: Int32, _ value: Int32) {
+        var value = value
+        _ = setsockopt(descriptor, level, name, &value, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    private func connect(to candidate: ResolvedAddress, timeout: Duration, naming address: String) throws(SocketError) {
+        // Non-blocking connect, then poll: a dead host fails after `timeout`, not minutes.
+        let flags = fcntl(descriptor, F_GETFL, 0)
+        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+        let started = candidate.address.withUnsafeBytes {
+            system_connect(descriptor, $0.baseAddress?.assumingMemoryBound(to: sockaddr.self), candidate.length)
+        }
+        if started != 0 {
+            guard errno == EINPROGRESS else { throw SocketError("connect \(address)") }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+            let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+            var ready: Int32
+            repeat { ready = poll(&poller, 1, milliseconds) } while ready < 0 && errno == EINTR
+            guard ready > 0 else { throw SocketError("connect \(address)", code: ready == 0 ? ETIMEDOUT : errno) }
+            var failure: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            _ = getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &failure, &length)
+            guard failure == 0 else { throw SocketError("connect \(address)", code: failure) }
+        }
+        _ = fcntl(descriptor, F_SETFL, flags)
+    }
+}

@@ -1,0 +1,67 @@
+/// Builds one JSON object on one line, newline included: the wire's unit of sending.
+///
+/// Hand-written because the messages are small and flat; keys are written as given and
+/// string values escaped, so the line never holds a raw newline.
+struct JSONLine {
+    private var bytes: [UInt8] = [UInt8(ascii: "{")]
+    private var empty = true
+
+    /// A message: an object whose first field is its `type`.
+    init(type: String) {
+        add("type", type)
+    }
+
+    /// A nested object, for `add(_:object:)`.
+    init() {}
+
+    mutating func add(_ key: String, _ value: String) {
+        self.key(key)
+        Self.appendString(value, to: &bytes)
+    }
+
+    mutating func add(_ key: String, _ value: Int) {
+        self.key(key)
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    mutating func add(_ key: String, _ value: Double) {
+        self.key(key)
+        bytes.append(contentsOf: (value.isFinite ? "\(value)" : "0").utf8)
+    }
+
+    mutating func add(_ key: String, object: JSONLine) {
+        self.key(key)
+        bytes.append(contentsOf: object.bytes)
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// The finished line: the object and its newline.
+    var line: [UInt8] {
+        bytes + [UInt8(ascii: "}"), UInt8(ascii: "\n")]
+    }
+
+    private mutating func key(_ key: String) {
+        if !empty { bytes.append(UInt8(ascii: ",")) }
+        empty = false
+        Self.appendString(key, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    private static func appendString(_ text: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
+            case 10: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 13: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 9: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+            case 0..<32:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

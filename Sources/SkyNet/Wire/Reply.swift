@@ -1,0 +1,95 @@
+import Foundation
+
+/// What a node's `ping` reports.
+public struct Pong: Sendable, Equatable {
+    public var name: String
+    public var running: Int
+    public var capacity: Int
+    public var completed: Int
+    public var failed: Int
+
+    public init(name: String, running: Int, capacity: Int, completed: Int, failed: Int) {
+        self.name = name
+        self.running = running
+        self.capacity = capacity
+        self.completed = completed
+        self.failed = failed
+    }
+}
+
+/// A message a node sends to a client (PROTOCOL.md).
+public enum Reply: Sendable, Equatable {
+    case welcome(version: Int, name: String, capacity: Int)
+    case result(id: Int, task: UUID, result: String)
+    case failure(id: Int, task: UUID, code: String, message: String)
+    case pong(id: Int, Pong)
+    case error(WireError)
+
+    /// The request this reply ends, if any.
+    public var requestID: Int? {
+        switch self {
+        case .welcome: nil
+        case .result(let id, _, _), .failure(let id, _, _, _), .pong(let id, _): id
+        case .error(let error): error.id
+        }
+    }
+
+    /// The line to send.
+    public var line: [UInt8] {
+        switch self {
+        case .welcome(let version, let name, let capacity):
+            var json = JSONLine(type: "welcome")
+            json.add("version", version)
+            json.add("name", name)
+            json.add("capacity", capacity)
+            return json.line
+        case .result(let id, let task, let result):
+            var json = JSONLine(type: "result")
+            json.add("id", id)
+            json.add("task", task.uuidString.lowercased())
+            json.add("result", result)
+            return json.line
+        case .failure(let id, let task, let code, let message):
+            var json = JSONLine(type: "failure")
+            json.add("id", id)
+            json.add("task", task.uuidString.lowercased())
+            json.add("code", code)
+            json.add("message", message)
+            return json.line
+        case .pong(let id, let pong):
+            var json = JSONLine(type: "pong")
+            json.add("id", id)
+            json.add("name", pong.name)
+            json.add("running", pong.running)
+            json.add("capacity", pong.capacity)
+            json.add("completed", pong.completed)
+            json.add("failed", pong.failed)
+            return json.line
+        case .error(let error):
+            return error.line
+        }
+    }
+
+    /// Decodes one line a node sent. Throws a `WireError` describing what was wrong with it.
+    public static func decode(_ line: Data) throws(WireError) -> Reply {
+        let fields = try WireFields(line)
+        switch try fields.type() {
+        case "welcome":
+            return .welcome(version: try fields.int("version"), name: try fields.string("name"),
+                            capacity: try fields.int("capacity", in: 0...Int.max))
+        case "result":
+            return .result(id: try fields.requestID(), task: try fields.uuid("task"), result: try fields.string("result"))
+        case "failure":
+            return .failure(id: try fields.requestID(), task: try fields.uuid("task"),
+                            code: try fields.string("code"), message: try fields.optionalString("message") ?? "")
+        case "pong":
+            return .pong(id: try fields.requestID(), Pong(
+                name: try fields.string("name"), running: try fields.int("running"), capacity: try fields.int("capacity"),
+                completed: try fields.int("completed"), failed: try fields.int("failed")))
+        case "error":
+            return .error(WireError(code: try fields.string("code"), message: try fields.optionalString("message"), id: fields.id))
+        case let other:
+            throw WireError(code: "unknown-type", message: "unknown type \"\(other)\"", id: fields.id)
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+/// The fields of one received message, with typed accessors whose errors are the protocol's
+/// `bad-request` replies, naming the field and carrying the request id when it was readable.
+struct WireFields {
+    private let fields: [String: JSONValue]
+    /// The message's id, if it has an integer one: errors carry it.
+    let id: Int?
+    /// How errors name the fields of a nested object: `task.`.
+    private var prefix = ""
+
+    init(_ line: Data) throws(WireError) {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(line)
+        } catch {
+            throw .badRequest("not valid JSON: \(error)")
+        }
+        guard case .object(let fields) = value else { throw .badRequest("a message is a JSON object") }
+        self.fields = fields
+        if case .int(let id) = fields["id"] { self.id = id } else { self.id = nil }
+    }
+
+    private init(object: [String: JSONValue], id: Int?, prefix: String) {
+        self.fields = object
+        self.id = id
+        self.prefix = prefix
+    }
+
+    func type() throws(WireError) -> String {
+        guard case .string(let type) = fields["type"] else {
+            throw .badRequest("missing string field \"type\"", id: id)
+        }
+        return type
+    }
+
+    /// The request's `id`: required, an integer.
+    func requestID() throws(WireError) -> Int {
+        guard let id else { throw .badRequest("missing integer field \"id\"") }
+        return id
+    }
+
+    func optionalInt(_ key: String) -> Int? {
+        if case .int(let value) = fields[key] { value } else { nil }
+    }
+
+    func int(_ key: String, in range: ClosedRange<Int>? = nil) throws(WireError) -> Int {
+        guard case .int(let value) = fields[key] else { throw .badRequest("missing integer field \"\(prefix)\(key)\"", id: id) }
+        if let range, !range.contains(value) {
+            throw .badRequest("\"\(prefix)\(key)\" \(value) is outside \(range.lowerBound)...\(range.upperBound)", id: id)
+        }
+        return value
+    }
+
+    func string(_ key: String) throws(WireError) -> String {
+        guard case .string(let value) = fields[key] else { throw .badRequest("missing string field \"\(prefix)\(key)\"", id: id) }
+        return value
+    }
+
+    func optionalString(_ key: String) throws(WireError) -> String? {
+        switch fields[key] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        default: throw .badRequest("\"\(prefix)\(key)\" must be a string", id: id)
+        }
+    }
+
+    func uuid(_ key: String) throws(WireError) -> UUID {
+        guard let uuid = UUID(uuidString: try string(key)) else {
+            throw .badRequest("\"\(prefix)\(key)\" is not a UUID", id: id)
+        }
+        return uuid
+    }
+
+    /// A number (integer or not) if present.
+    func optionalNumber(_ key: String) throws(WireError) -> Double? {
+        switch fields[key] {
+        case nil, .null?: return nil
+        case .int(let value)?: return Double(value)
+        case .double(let value)?: return value
+        default: throw .badRequest("\"\(prefix)\(key)\" must be a number", id: id)
+        }
+    }
+
+    func object(_ key: String) throws(WireError) -> WireFields {
+        guard case .object(let object) = fields[key] else { throw .badRequest("missing object field \"\(prefix)\(key)\"", id: id) }
+        return WireFields(object: object, id: id, prefix: "\(prefix)\(key).")
+    }
+
+    /// The scan request's `task`, validated: a UUID id, an integer input, a duration in 0...3600.
+    func task(id requestID: Int) throws(WireError) -> ScanTask {
+        let task = try object("task")
+        let taskID = try task.uuid("id")
+        let input = try task.int("input")
+        let duration = try task.optionalNumber("duration") ?? 1.0
+        guard ScanTask.isValidDuration(duration) else {
+            throw .badRequest("\"task.duration\" \(duration) is outside 0...\(Int(ScanTask.maxDuration)) seconds", id: requestID)
+        }
+        return ScanTask(id: taskID, input: input, duration: duration)
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import SkyNet
+
+/// `skynet node`: serves scans to coordinators over JSON Lines on TCP.
+struct NodeCommand: Command {
+    static let name = "node"
+    static let summary = "run a node that executes the scan tasks peers send it"
+    static let usage = """
+        usage: skynet node --port PORT [--host 127.0.0.1] [--name NAME] [--capacity 4] [--failing-every 10]
+        """
+    static let help = """
+        Run a node: accept connections from coordinators and run the tasks they send, at most
+        --capacity at a time over all connections. When it accepts connections it prints
+        `listening on HOST:PORT` on stdout (the real port, for --port 0); logs go to stderr.
+        SIGINT or SIGTERM: stop accepting, let running scans finish (up to 10 s), exit 0.
+        With SKYNET_TOKEN set in the environment, only clients that send that token are served.
+
+        \(usage)
+
+        options:
+          --port PORT          TCP port, 0...65535; 0 picks a free one (required)
+          --host HOST          address to bind (default 127.0.0.1)
+          --name NAME          the name peers see (default node-PORT)
+          --capacity N         tasks run at once, 1...1024 (default 4)
+          --failing-every N    fail every N-th task; 0 never (default 10)
+
+        examples:
+          skynet node --port 9001 --name alpha
+          skynet node --port 0 --capacity 8 --failing-every 0
+        """
+
+    let options: Node.Options
+
+    init(arguments: [String]) throws(UsageError) {
+        let args = try Arguments(arguments, options: ["port", "host", "name", "capacity", "failing-every"], flags: [])
+        guard args.string("port") != nil else { throw UsageError("option '--port' is required (0 picks a free port)") }
+        let port = try args.int("port", default: 0, in: 0...65535)
+        if args.string("name")?.isEmpty == true { throw UsageError("option '--name' must not be empty") }
+        var options = Node.Options(name: args.string("name") ?? "")
+        options.port = port
+        options.host = args.string("host") ?? "127.0.0.1"
+        options.capacity = try args.int("capacity", default: 4, in: 1...ClusterConfig.maxCapacity)
+        options.failingEvery = try args.int("failing-every", default: 10, in: 0...1_000_000_000)
+        options.token = ProcessInfo.processInfo.environment["SKYNET_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        self.options = options
+    }
+
+    func run() async -> Int32 {
+        let node: Node
+        do {
+            node = try await Node.start(options) { Console.err($0) }
+        } catch {
+            Console.err("error: \(error)")
+            return 2
+        }
+        Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
+        let signal = await Signals.termination()
+        Console.err("[Node] Stopping (signal \(signal)): finishing running scans")
+        await node.stop(grace: .seconds(10))
+        return 0
+    }
+}
