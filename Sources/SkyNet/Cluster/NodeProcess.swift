@@ -18,13 +18,14 @@ public final class NodeProcess: Sendable {
 
     /// Starts `executable node --port 0 --name NAME EXTRA…` and waits (up to `timeout`) for
     /// its `listening on HOST:PORT` line. The node's stderr goes to `stderr` (default: nowhere).
+    /// `portOverride` asks for a given port instead of a free one.
     public static func start(
         executable: URL, name: String, arguments: [String] = [], stderr: FileHandle? = nil,
-        environment: [String: String]? = nil, timeout: Duration = .seconds(10)
+        environment: [String: String]? = nil, portOverride: Int = 0, timeout: Duration = .seconds(10)
     ) async throws -> NodeProcess {
         let process = Process()
         process.executableURL = executable
-        process.arguments = ["node", "--port", "0", "--name", name] + arguments
+        process.arguments = ["node", "--port", String(portOverride), "--name", name] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = stderr ?? FileHandle.nullDevice

@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+@testable import SkyNet
+
+struct WireTests {
+    func decode(_ text: String) throws(WireError) -> Request { try Request.decode(Data(text.utf8)) }
+
+    func error(of text: String) -> WireError? {
+        do { _ = try decode(text); return nil } catch { return error }
+    }
+
+    @Test func requestsSurviveARoundTrip() throws {
+        let task = ScanTask(input: -42, duration: 0.25)
+        let requests: [Request] = [
+            .hello(version: 1, name: "coordinator", token: "s3cr\"et\n"),
+            .scan(id: 7, task: task), .cancel(id: 7), .ping(id: Int.max),
+        ]
+        for request in requests {
+            let line = request.line
+            #expect(line.last == 10)
+            #expect(!line.dropLast().contains(10))
+            #expect(try Request.decode(Data(line.dropLast())) == request)
+        }
+    }
+
+    @Test func repliesSurviveARoundTrip() throws {
+        let replies: [Reply] = [
+            .welcome(version: 1, name: "beta", capacity: 4),
+            .result(id: 1, task: UUID(), result: "3"),
+            .failure(id: 2, task: UUID(), code: "task-failed", message: "UnreliableAPI.action(failingEvery:) failed."),
+            .pong(id: 3, Pong(name: "b", running: 2, capacity: 4, completed: 120, failed: 3)),
+            .error(WireError(code: "bad-request", message: "x", id: 9)),
+        ]
+        for reply in replies {
+            #expect(try Reply.decode(Data(reply.line.dropLast())) == reply)
+        }
+    }
+
+    @Test func durationDefaultsToOneSecond() throws {
+        let request = try decode(#"{"type":"scan","id":1,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":3}}"#)
+        guard case .scan(_, let task) = request else { Issue.record("not a scan"); return }
+        #expect(task.duration == 1.0)
+        #expect(task.input == 3)
+    }
+
+    @Test func unknownFieldsAreIgnored() throws {
+        #expect(try decode(#"{"type":"ping","id":4,"extra":[1,{"a":null}]}"#) == .ping(id: 4))
+    }
+
+    @Test(arguments: [
+        ("not json", "bad-request", nil),
+        ("", "bad-request", nil),
+        ("[1,2]", "bad-request", nil),
+        (#"{"id":3}"#, "bad-request", 3),
+        (#"{"type":"ping"}"#, "bad-request", nil),
+        (#"{"type":"ping","id":"3"}"#, "bad-request", nil),
+        (#"{"type":"scan","id":5,"task":{"id":"nope","input":1}}"#, "bad-request", 5),
+        (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1.5}}"#, "bad-request", 5),
+        (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1,"duration":-1}}"#, "bad-request", 5),
+        (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1,"duration":3600.5}}"#, "bad-request", 5),
+        (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1,"duration":"1"}}"#, "bad-request", 5),
+        (#"{"type":"scan","id":5}"#, "bad-request", 5),
+        (#"{"type":"launch","id":6}"#, "unknown-type", 6),
+        (#"{"type":"ping","id":1} trailing"#, "bad-request", nil),
+    ] as [(String, String, Int?)])
+    func badRequestsGetTheProtocolsErrorCodes(line: String, code: String, id: Int?) {
+        let error = self.error(of: line)
+        #expect(error?.code == code)
+        #expect(error?.id == id)
+    }
+
+    @Test func invalidUTF8IsABadRequest() {
+        var bytes = Array(#"{"type":"ping","id":1,"x":""#.utf8)
+        bytes += [0xC3, 0x28]
+        bytes += Array(#""}"#.utf8)
+        #expect(throws: WireError.self) { try Request.decode(Data(bytes)) }
+    }
+
+    @Test func deepNestingIsRefusedWithoutRecursingFurther() {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(Array(deep.utf8)) }
+    }
+
+    @Test func parserReadsEscapesAndNumbers() throws {
+        let value = try JSONParser.parse(Array(#"{"s":"a\"b\\c\u00e9\ud83d\ude00\n","i":-12,"d":1.5e3,"t":true,"n":null}"#.utf8))
+        #expect(value == .object([
+            "s": .string("a\"b\\cé😀\n"), "i": .int(-12), "d": .double(1500), "t": .bool(true), "n": .null,
+        ]))
+    }
+}
