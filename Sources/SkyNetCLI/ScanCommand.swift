@@ -8,6 +8,7 @@ struct ScanCommand: Command {
     static let usage = """
         usage: skynet scan [--total 20] [--cluster FILE] [--spawn N] [--duration 1.0] [--timeout 5]
                            [--capacity 4] [--local-capacity N] [--failing-every 10] [--max-attempts 5]
+                           [--journal FILE [--resume]]
         """
     static let help = """
         Run a scan of `total` sectors. Each task goes to the first system with a free slot: this
@@ -30,17 +31,25 @@ struct ScanCommand: Command {
           --failing-every N    the local system (and spawned nodes) fail every N-th task; 0 never
                                (default 10)
           --max-attempts N     tries per task before giving up, 1...100 (default 5)
+          --journal FILE       append a JSON line per completed sector to FILE as it completes
+          --resume             skip the sectors FILE already holds and run the rest
 
-        Peers that are down are reported and skipped, and join when they come up. With
-        SKYNET_TOKEN set in the environment, the token is sent to every peer.
+        Peers that are down are reported and skipped, and join when they come up; a peer whose
+        request timed out gets no new work until it answers a ping. With SKYNET_TOKEN set in the
+        environment, the token is sent to every peer.
+
+        Ctrl-C or SIGTERM stops the scan: no new tasks, remote work cancelled, a summary of what
+        completed and what did not, the journal intact; exit 130 (SIGINT) or 143 (SIGTERM). A
+        second Ctrl-C exits at once.
 
         exit status: 0 every task completed, 1 some task used up its attempts, 2 bad usage or a
-        bad cluster file.
+        bad cluster file, 130/143 stopped by a signal.
 
         examples:
           skynet scan --total 20
           skynet scan --total 20 --spawn 2
           skynet scan --total 200 --cluster cluster.json --local-capacity 0
+          skynet scan --total 1000 --journal scan.jsonl --resume
           skynet scan --total 100 --duration 0.1 --failing-every 0
         """
 
@@ -51,14 +60,17 @@ struct ScanCommand: Command {
     let failingEvery: Int
     let maxAttempts: Int
     let cluster: ClusterConfig
+    let clusterPath: String?
     let spawn: Int
     let timeout: Double
+    let journalPath: String?
+    let resume: Bool
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Arguments(arguments, options: [
             "total", "cluster", "spawn", "duration", "timeout", "capacity", "local-capacity", "failing-every",
-            "max-attempts",
-        ], flags: [])
+            "max-attempts", "journal",
+        ], flags: ["resume"])
         total = try args.int("total", default: 20, in: 0...10_000_000)
         duration = try args.double("duration", default: 1.0, in: 0...ScanTask.maxDuration)
         capacity = try args.int("capacity", default: 4, in: 0...ClusterConfig.maxCapacity)
@@ -67,9 +79,13 @@ struct ScanCommand: Command {
         maxAttempts = try args.int("max-attempts", default: 5, in: 1...100)
         spawn = try args.int("spawn", default: 0, in: 0...64)
         // With --spawn and no --cluster, only the spawned nodes are peers.
+        clusterPath = spawn > 0 && args.string("cluster") == nil ? nil : args.string("cluster") ?? "cluster.json"
         cluster = spawn > 0 && args.string("cluster") == nil
             ? ClusterConfig() : try Self.loadCluster(named: args.string("cluster"))
         timeout = try args.optionalDouble("timeout", in: 0.001...3600) ?? cluster.timeout ?? 5
+        journalPath = args.string("journal")
+        resume = args.flag("resume")
+        if resume && journalPath == nil { throw UsageError("--resume needs --journal FILE") }
         if localCapacity == 0 && cluster.nodes.isEmpty && spawn == 0 {
             throw UsageError("--local-capacity 0 leaves no system to run tasks: name a cluster with peers")
         }
@@ -85,80 +101,6 @@ struct ScanCommand: Command {
             return try ClusterConfig.load(from: path)
         } catch {
             throw UsageError(error.description)
-        }
-    }
-
-    func run() async -> Int32 {
-        Socket.ignoreBrokenPipes()
-        let local = LocalSystem(name: "local", capacity: localCapacity, api: UnreliableAPI(failingEvery: failingEvery))
-        let systems = Systems()
-        await systems.add(local, capacity: localCapacity)
-
-        let spawned: [NodeProcess]
-        do {
-            spawned = try await spawnNodes()
-        } catch {
-            Console.err("error: \(error)")
-            return 1
-        }
-        let peers = ClusterConfig(
-            nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
-            capacity: cluster.capacity)
-        let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
-            capacity: capacity, timeout: .seconds(timeout), token: token)) { Console.out($0) }
-        // Ctrl-C or SIGTERM: stop the spawned nodes, then exit 128 + the signal.
-        let interrupt = Task {
-            let signal = await Signals.termination()
-            await withTaskGroup(of: Void.self) { group in
-                for node in spawned { group.addTask { await node.stop(grace: .seconds(2)) } }
-            }
-            exit(128 + signal)
-        }
-
-        let printer = ScanPrinter()
-        let tasks = (0..<total).map { ScanTask(input: $0, duration: duration) }
-        let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { printer.print($0) }
-        let status: Int32
-        do {
-            let report = try await coordinator.run(tasks)
-            printer.finish(report)
-            status = report.gaveUp.isEmpty ? 0 : 1
-        } catch {
-            Console.err("error: \(error)")
-            status = 1
-        }
-        interrupt.cancel()
-        await links.stop()
-        await withTaskGroup(of: Void.self) { group in
-            for node in spawned { group.addTask { await node.stop() } }
-        }
-        return status
-    }
-
-    /// The token for peers, from the environment (never from a file or an argument).
-    private var token: String? {
-        ProcessInfo.processInfo.environment["SKYNET_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
-    }
-
-    /// Starts the --spawn nodes in parallel; if one fails, stops the others.
-    private func spawnNodes() async throws -> [NodeProcess] {
-        guard spawn > 0 else { return [] }
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let arguments = ["--capacity", String(max(1, capacity)), "--failing-every", String(failingEvery)]
-        return try await withThrowingTaskGroup(of: NodeProcess.self) { group in
-            for index in 1...spawn {
-                group.addTask {
-                    try await NodeProcess.start(executable: executable, name: "node\(index)", arguments: arguments)
-                }
-            }
-            var nodes: [NodeProcess] = []
-            do {
-                for try await node in group { nodes.append(node) }
-            } catch {
-                for node in nodes { await node.stop() }
-                throw error
-            }
-            return nodes.sorted { $0.name.localizedStandardCompare($1.name) == .orderedAscending }
         }
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import SkyNet
 
@@ -39,9 +38,9 @@ final class RawLineClient: Sendable {
     deinit { socket.close() }
 }
 
-/// Bytes received but not yet split into lines, guarded by a `Mutex`.
+/// Bytes received but not yet split into lines, guarded by a lock (`Locked`).
 final class LineBuffer: Sendable {
-    private let pending = Mutex<[UInt8]>([])
+    private let pending = Locked<[UInt8]>([])
 
     func nextLine(from socket: Socket) throws -> String? {
         var chunk = [UInt8](repeating: 0, count: 65536)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 @testable import SkyNet
 
 /// Lines as they arrive from a process, awaited by tests.
@@ -10,7 +9,7 @@ final class LineLog: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var lines: [String] { state.withLock { $0.lines } }
 

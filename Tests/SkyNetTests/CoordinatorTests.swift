@@ -11,7 +11,7 @@ struct CoordinatorTests {
         let systems = Systems()
         await systems.add(LocalSystem(capacity: 4, api: UnreliableAPI(failingEvery: 3)), capacity: 4)
         let log = EventLog()
-        let report = try await Coordinator(systems: systems, maxAttempts: 10) { log.append($0) }.run(makeTasks(200))
+        let report = await Coordinator(systems: systems, maxAttempts: 10) { log.append($0) }.run(makeTasks(200))
         #expect(log.completedInputs.sorted() == Array(0..<200))
         #expect(report.results == (0..<200).map { String($0) })
         #expect(report.gaveUp.isEmpty)
@@ -24,7 +24,7 @@ struct CoordinatorTests {
         let systems = Systems()
         await systems.add(LocalSystem(capacity: 4, api: UnreliableAPI(failingEvery: 10)), capacity: 4)
         let log = EventLog()
-        let report = try await Coordinator(systems: systems) { log.append($0) }.run(makeTasks(20, duration: 0.01))
+        let report = await Coordinator(systems: systems) { log.append($0) }.run(makeTasks(20, duration: 0.01))
         #expect(report.completed == 20)
         #expect(log.rerunCount == 2)
         #expect(log.completedInputs.sorted() == Array(0..<20))
@@ -35,7 +35,7 @@ struct CoordinatorTests {
         let failing = AlwaysFailingSystem()
         await systems.add(failing, capacity: 4)
         let log = EventLog()
-        let report = try await Coordinator(systems: systems, maxAttempts: 3) { log.append($0) }.run(makeTasks(5))
+        let report = await Coordinator(systems: systems, maxAttempts: 3) { log.append($0) }.run(makeTasks(5))
         #expect(report.gaveUp.map(\.input).sorted() == [0, 1, 2, 3, 4])
         #expect(report.completed == 0)
         #expect(await failing.calls == 15)
@@ -48,7 +48,7 @@ struct CoordinatorTests {
         await systems.add(LocalSystem(capacity: 2, api: UnreliableAPI(failingEvery: 0)), capacity: 2)
         await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 2)
         let log = EventLog()
-        let report = try await Coordinator(systems: systems) { log.append($0) }.run(makeTasks(40, duration: 0.005))
+        let report = await Coordinator(systems: systems) { log.append($0) }.run(makeTasks(40, duration: 0.005))
         #expect(report.completed == 40)
         #expect(report.completedBySystem["beta"] == nil)
         let rerunSystems = log.all.compactMap { if case .rerun(_, let attempt, let system, _) = $0 { attempt > 1 ? system : nil } else { nil } }
@@ -59,10 +59,27 @@ struct CoordinatorTests {
         let systems = Systems()
         await systems.add(LocalSystem(name: "local", capacity: 0), capacity: 0)
         await systems.add(LocalPeer(name: "beta", api: UnreliableAPI(failingEvery: 4)), capacity: 3)
-        let report = try await Coordinator(systems: systems) { _ in }.run(makeTasks(30))
+        let report = await Coordinator(systems: systems) { _ in }.run(makeTasks(30))
         #expect(report.completed == 30)
         #expect(report.completedBySystem["beta"] == 30)
         #expect(report.reruns >= 7)
+    }
+
+    @Test func cancellingAScanStopsItAndKeepsWhatCompleted() async throws {
+        let systems = Systems()
+        await systems.add(LocalSystem(capacity: 4, api: UnreliableAPI(failingEvery: 0)), capacity: 4)
+        let log = EventLog()
+        let coordinator = Coordinator(systems: systems) { log.append($0) }
+        let scan = Task { await coordinator.run(makeTasks(40, duration: 0.2)) }
+        while log.completedInputs.count < 8 { try await Task.sleep(for: .milliseconds(10)) }
+        scan.cancel()
+        let report = try await withTimeout(.seconds(10)) { await scan.value }
+        #expect(report.interrupted)
+        #expect(report.completed >= 8 && report.completed < 40)
+        #expect(report.completed + report.notRun == 40)
+        #expect(log.completedInputs.count == report.completed)
+        #expect(log.rerunCount == 0)  // cancelled attempts are not failures
+        #expect(await systems.inFlight(on: "local") == 0)
     }
 
     @Test func localSystemRunsFourOneSecondScansAtOnce() async throws {

@@ -1,9 +1,8 @@
-import Synchronization
 @testable import SkyNet
 
 /// A one-way signal between tasks, awaited with a bound.
 final class Flag: Sendable {
-    private let state = Mutex(false)
+    private let state = Locked(false)
     var isSet: Bool { state.withLock { $0 } }
     func set() { state.withLock { $0 = true } }
 
@@ -19,7 +18,7 @@ final class Flag: Sendable {
 
 /// A count shared between tasks.
 final class Counter: Sendable {
-    private let count = Mutex(0)
+    private let count = Locked(0)
     var value: Int { count.withLock { $0 } }
     func increment() { count.withLock { $0 += 1 } }
 }
@@ -45,7 +44,7 @@ actor AlwaysFailingSystem: ScanSystem {
 
 /// Collects a coordinator's events for inspection.
 final class EventLog: Sendable {
-    private let events = Mutex<[ScanEvent]>([])
+    private let events = Locked<[ScanEvent]>([])
     func append(_ event: ScanEvent) { events.withLock { $0.append(event) } }
     var all: [ScanEvent] { events.withLock { $0 } }
 

@@ -17,15 +17,19 @@ public struct Coordinator: Sendable {
         self.onEvent = onEvent
     }
 
-    /// Runs every task to completion or to its last attempt. Throws only `CancellationError`.
-    public func run(_ tasks: [ScanTask]) async throws -> ScanReport {
+    /// Runs every task to completion or to its last attempt.
+    ///
+    /// Cancelling the calling task stops the scan: no new attempt starts, running ones are
+    /// cancelled (remote ones on their nodes too), results that still arrive are kept, and the
+    /// report says `interrupted`.
+    public func run(_ tasks: [ScanTask]) async -> ScanReport {
         let clock = ContinuousClock()
         let start = clock.now
         var report = ScanReport(taskCount: tasks.count)
         var queue = WorkQueue(taskCount: tasks.count, rerunOnLocal: await systems.localCapacity > 0)
 
-        try await withThrowingTaskGroup(of: Step.self) { group in
-            while true {
+        await withThrowingTaskGroup(of: Step.self) { group in
+            while !Task.isCancelled {
                 // Use every slot that is free right now, then park one request per kind of
                 // work still waiting, so a freed slot or a joining peer wakes us.
                 while let (job, reservation) = await queue.takeFreeSlot(from: systems, tasks: tasks) {
@@ -38,22 +42,44 @@ public struct Coordinator: Sendable {
                         return .slot(reservation, kind)
                     }
                 }
-                guard let step = try await group.next() else { break }
+                // Only parked slot requests throw, and only when the scan is cancelled.
+                guard let step = try? await group.next() else { break }
                 switch step {
                 case .slot(let reservation, let kind):
-                    if let job = queue.job(for: reservation, requestedAs: kind, tasks: tasks) {
+                    if !Task.isCancelled, let job = queue.job(for: reservation, requestedAs: kind, tasks: tasks) {
                         group.addTask { await attempt(job, on: reservation) }
                     } else {
                         await systems.release(reservation)
                     }
                 case .finished(let job, let system, let result, let seconds):
-                    try Task.checkCancellation()
                     record(job, system: system, result: result, seconds: seconds, in: &report, queue: &queue)
                 }
             }
+            guard Task.isCancelled else { return }
+            report.interrupted = true
+            group.cancelAll()
+            await drain(&group, into: &report, queue: &queue)
         }
         report.seconds = (clock.now - start).seconds
         return report
+    }
+
+    /// After cancellation: waits for every child, keeping results that still arrive.
+    private func drain(_ group: inout ThrowingTaskGroup<Step, any Error>, into report: inout ScanReport, queue: inout WorkQueue) async {
+        while !group.isEmpty {
+            let step: Step?
+            do { step = try await group.next() } catch { continue }  // a cancelled slot request
+            switch step {
+            case .finished(let job, let system, .success(let value), let seconds)?:
+                record(job, system: system, result: .success(value), seconds: seconds, in: &report, queue: &queue)
+            case .slot(let reservation, _)?:
+                await systems.release(reservation)
+            case .finished?:
+                continue  // a cancelled attempt: the task counts as not run
+            case nil:
+                return
+            }
+        }
     }
 
     private func attempt(_ job: Job, on reservation: Reservation) async -> Step {
@@ -74,6 +100,8 @@ public struct Coordinator: Sendable {
             report.completedBySystem[system.name, default: 0] += 1
             onEvent(.completed(job.task, result: value, system: system.name, isLocal: system.isLocal,
                                attempt: job.attempt, seconds: seconds))
+        case .failure where Task.isCancelled:
+            break  // stopped, not failed: the task counts as not run
         case .failure(let error) where job.attempt < maxAttempts:
             report.reruns += 1
             queue.rerun(Job(index: job.index, task: job.task, attempt: job.attempt + 1))

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A node: serves scans to peers over TCP on its own `LocalSystem`.
 ///
@@ -28,7 +27,7 @@ public final class Node: Sendable {
     public let options: Options
     public let system: LocalSystem
     private let listener: Listener
-    private let sessions = Mutex<[ObjectIdentifier: NodeSession]>([:])
+    private let sessions = Locked<[ObjectIdentifier: NodeSession]>([:])
     private let log: @Sendable (String) -> Void
 
     /// The address the node accepts connections on (the real port when 0 was asked for).

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What every connection of a node shares: its system, its settings and its log.
 struct NodeContext: Sendable {
@@ -12,7 +11,7 @@ struct NodeContext: Sendable {
 ///
 /// Lines are handled on the connection's reader thread; each scan runs in a task of its own
 /// on the node's system (so the capacity is counted over all connections). The state the
-/// reader thread and the scan tasks share is guarded by a `Mutex`.
+/// reader thread and the scan tasks share is guarded by a lock (`Locked`).
 final class NodeSession: Sendable {
     private struct State {
         var client: String?
@@ -22,7 +21,7 @@ final class NodeSession: Sendable {
 
     let connection: Connection
     private let context: NodeContext
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let onEnd: @Sendable (NodeSession) -> Void
 
     init(connection: Connection, context: NodeContext, onEnd: @escaping @Sendable (NodeSession) -> Void) {

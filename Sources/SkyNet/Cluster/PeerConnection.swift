@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A peer that went away while requests to it were pending.
 public struct PeerDisconnected: Error, CustomStringConvertible {
@@ -12,7 +11,7 @@ public struct PeerDisconnected: Error, CustomStringConvertible {
 ///
 /// Replies are matched on the connection's reader thread, which resumes the waiting request
 /// at once; when the connection ends, every pending request fails at once. The pending table
-/// is guarded by a `Mutex`.
+/// is guarded by a lock (`Locked`).
 public final class PeerConnection: Sendable {
     public struct Welcome: Sendable {
         public let name: String
@@ -28,7 +27,7 @@ public final class PeerConnection: Sendable {
     public let name: String
     public let welcome: Welcome
     private let connection: Connection
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Connects to `host:port` and says hello; throws when the peer is down, refuses the hello
     /// or does not answer within `timeout`.
@@ -57,7 +56,7 @@ public final class PeerConnection: Sendable {
         self.name = name
         self.welcome = welcome
         self.connection = connection
-        self.state = Mutex(State())
+        self.state = Locked(State())
     }
 
     /// Fulfilled when the connection has ended.
@@ -131,7 +130,7 @@ public final class PeerConnection: Sendable {
 /// Routes the reader thread's events: to the handshake until the welcome, then to the peer.
 private final class Handshake: Sendable {
     private enum Route { case handshake, peer(PeerConnection), ended(String) }
-    private let route = Mutex(Route.handshake)
+    private let route = Locked(Route.handshake)
     let welcome = AsyncSignal<Result<PeerConnection.Welcome, any Error>>()
 
     func deliver(_ event: Connection.Event) {

@@ -60,7 +60,11 @@ public final class PeerLinks: Sendable {
             reportedDown = false
             delay = settings.retryDelays.first
             let slots = min(capacity, peer.welcome.capacity)
-            await systems.add(RemoteSystem(name: node.name, peer: peer, timeout: settings.timeout), capacity: slots)
+            let remote = RemoteSystem(name: node.name, peer: peer, timeout: settings.timeout) { responsive in
+                await systems.setSuspended(!responsive, named: node.name)
+                log(responsive ? "[Cluster] Responsive: \(node.name)" : "[Cluster] Unresponsive: \(node.name)")
+            }
+            await systems.add(remote, capacity: slots)
             log("[Cluster] Connected: \(node.name)")
             let reason = await withTaskCancellationHandler {
                 await peer.closed.value

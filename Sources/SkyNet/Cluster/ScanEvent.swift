@@ -19,6 +19,8 @@ public struct ScanReport: Sendable {
     /// Completed tasks by the name of the system that completed them.
     public internal(set) var completedBySystem: [String: Int] = [:]
     public internal(set) var seconds: Double = 0
+    /// Whether the scan was stopped (cancelled) before every task had its outcome.
+    public internal(set) var interrupted = false
 
     init(taskCount: Int) {
         results = Array(repeating: nil, count: taskCount)
@@ -26,4 +28,7 @@ public struct ScanReport: Sendable {
 
     /// How many tasks completed.
     public var completed: Int { completedBySystem.values.reduce(0, +) }
+
+    /// How many tasks neither completed nor used up their attempts (an interrupted scan).
+    public var notRun: Int { results.count - completed - gaveUp.count }
 }

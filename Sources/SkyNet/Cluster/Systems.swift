@@ -19,7 +19,9 @@ public actor Systems {
         let system: any ScanSystem
         var capacity: Int
         var inFlight = 0
-        var isFree: Bool { inFlight < capacity }
+        /// A peer that stopped answering gets no new work until it answers again.
+        var suspended = false
+        var isFree: Bool { !suspended && inFlight < capacity }
     }
 
     private struct Waiter {
@@ -67,6 +69,13 @@ public actor Systems {
     /// Removes the system called `name`; slots reserved on it are released into nothing.
     public func remove(named name: String) {
         entries.removeAll { $0.system.name == name }
+    }
+
+    /// Holds back new work from the system called `name` (`suspended`), or gives it work again.
+    public func setSuspended(_ suspended: Bool, named name: String) {
+        guard let index = entries.firstIndex(where: { $0.system.name == name }) else { return }
+        entries[index].suspended = suspended
+        if !suspended { serveWaiters() }
     }
 
     /// Reserves a slot on the first system, in order, that has one free; waits in line

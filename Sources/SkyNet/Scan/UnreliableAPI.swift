@@ -1,9 +1,8 @@
-import Synchronization
 
 /// A stand-in for a flaky service: every `failingEvery`-th call fails.
 ///
 /// One instance serves one process (the CLI makes one); the call counter is guarded by a
-/// `Mutex`, so concurrent scans see exactly one failure per `failingEvery` calls.
+/// lock (`Locked`), so concurrent scans see exactly one failure per `failingEvery` calls.
 public final class UnreliableAPI: Sendable {
     /// The reference failure: its description is the text users know from the ancestor.
     public struct Failure: Error, CustomStringConvertible, Equatable {
@@ -13,7 +12,7 @@ public final class UnreliableAPI: Sendable {
 
     /// Fail every N-th call; 0 (or less) never fails.
     public let failingEvery: Int
-    private let calls = Mutex(0)
+    private let calls = Locked(0)
 
     public init(failingEvery: Int = 10) {
         self.failingEvery = max(0, failingEvery)

@@ -1,16 +1,15 @@
-import Synchronization
 
 /// A value that arrives once, awaited by any number of tasks.
 ///
 /// `fulfil` may be called from any thread (a reader thread, a termination handler); later
-/// calls are ignored. The state is guarded by a `Mutex`.
+/// calls are ignored. The state is guarded by a lock (`Locked`).
 public final class AsyncSignal<Value: Sendable>: Sendable {
     private enum State {
         case waiting([CheckedContinuation<Value, Never>])
         case fulfilled(Value)
     }
 
-    private let state = Mutex(State.waiting([]))
+    private let state = Locked(State.waiting([]))
 
     public init() {}
 

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A TCP connection that carries lines of bytes.
 ///
@@ -59,7 +58,7 @@ public final class Connection: Sendable {
     /// The peer's `host:port`, for logs.
     public let peer: String
     private let limits: Limits
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let flusherExited = DispatchSemaphore(value: 0)
     /// Fulfilled once the connection has ended and its descriptor is closed.
     public let closed = AsyncSignal<CloseReason>()

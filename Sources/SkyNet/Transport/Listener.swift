@@ -4,7 +4,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// A listening socket whose accept loop runs on a thread of its own.
 public final class Listener: Sendable {
@@ -12,7 +11,7 @@ public final class Listener: Sendable {
     /// The bound address; `port` is the real one when 0 was asked for.
     public let host: String
     public let port: Int
-    private let stopping = Mutex(false)
+    private let stopping = Locked(false)
     /// Fulfilled when the accept loop has ended and the socket is closed.
     public let stopped = AsyncSignal<Void>()
 

@@ -12,6 +12,11 @@ struct ResolvedAddress {
 }
 
 extension Socket {
+    /// Whether `host` resolves to an address (the lookup runs on a thread of its own).
+    public static func resolves(host: String) async -> Bool {
+        (try? await onOwnThread(named: "skynet-resolve") { try resolve(host: host, port: 1, passive: false) }) != nil
+    }
+
     /// The addresses of `host:port`, IPv4 and IPv6, in the resolver's order.
     static func resolve(host: String, port: Int, passive: Bool) throws(SocketError) -> [ResolvedAddress] {
         var hints = addrinfo()
