@@ -53,6 +53,9 @@ struct NodeCommand: Command {
             Console.err("error: \(error)")
             return 2
         }
+        if options.token == nil, !["127.0.0.1", "::1", "localhost"].contains(options.host) {
+            Console.err("[Node] Warning: listening on \(options.host) without SKYNET_TOKEN: anyone who can reach this port can run tasks here")
+        }
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
         let signal = await Signals.termination()
         Console.err("[Node] Stopping (signal \(signal)): finishing running scans")

@@ -16,9 +16,14 @@ final class LineLog: Sendable {
     func append(_ line: String) {
         let matched = state.withLock { state -> [AsyncSignal<String?>] in
             state.lines.append(line)
-            let matching = state.waiters.filter { $0.predicate(line) }
-            state.waiters.removeAll { $0.predicate(line) }
-            return matching.map(\.signal)
+            // Each predicate runs once per line: a counting predicate must not be asked twice.
+            var matching: [AsyncSignal<String?>] = []
+            state.waiters.removeAll { waiter in
+                guard waiter.predicate(line) else { return false }
+                matching.append(waiter.signal)
+                return true
+            }
+            return matching
         }
         for signal in matched { signal.fulfil(line) }
     }
@@ -88,7 +93,8 @@ final class RunningProcess: Sendable {
     var lines: [String] { output.lines }
     var pid: Int32 { process.processIdentifier }
 
-    /// Waits for a stdout line that satisfies `predicate` (one already printed counts).
+    /// Waits for a stdout line that satisfies `predicate` (one already printed counts). The
+    /// predicate runs under the output's lock: it must not read `lines`.
     @discardableResult
     func waitForLine(timeout: Duration = .seconds(30), where predicate: @escaping @Sendable (String) -> Bool) async throws -> String {
         let output = self.output
@@ -96,6 +102,17 @@ final class RunningProcess: Sendable {
             throw ProcessEnded(lines: lines)
         }
         return line
+    }
+
+    /// Waits until `count` stdout lines (printed before or after the call) satisfy `predicate`.
+    func waitForLines(_ count: Int, timeout: Duration = .seconds(30), where predicate: @escaping @Sendable (String) -> Bool) async throws {
+        let seen = Locked(0)
+        try await waitForLine(timeout: timeout) { line in
+            predicate(line) && seen.withLock { seen in
+                seen += 1
+                return seen >= count
+            }
+        }
     }
 
     /// Waits for the process to exit (killing it after `timeout`) and returns what it printed.
