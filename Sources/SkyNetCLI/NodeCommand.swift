@@ -46,6 +46,7 @@ struct NodeCommand: Command {
     }
 
     func run() async -> Int32 {
+        let signals = await TerminationSignals.install()
         let node: Node
         do {
             node = try await Node.start(options) { Console.err($0) }
@@ -57,7 +58,7 @@ struct NodeCommand: Command {
             Console.err("[Node] Warning: listening on \(options.host) without SKYNET_TOKEN: anyone who can reach this port can run tasks here")
         }
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
-        let signal = await Signals.termination()
+        let signal = await signals.received.value
         Console.err("[Node] Stopping (signal \(signal)): finishing running scans")
         await node.stop(grace: .seconds(10))
         return 0

@@ -3,6 +3,7 @@ import SkyNet
 
 extension ScanCommand {
     func run() async -> Int32 {
+        let signals = await TerminationSignals.install()
         Socket.ignoreBrokenPipes()
         for node in cluster.nodes where !(await Socket.resolves(host: node.host)) {
             Console.err("error: cluster file \(clusterPath ?? "cluster.json"): node \(node.name) has an unknown host \"\(node.host)\"")
@@ -17,7 +18,7 @@ extension ScanCommand {
             return 2
         }
 
-        let local = LocalSystem(name: "local", capacity: localCapacity, api: UnreliableAPI(failingEvery: failingEvery))
+        let local = LocalSystem(name: ClusterConfig.localName, capacity: localCapacity, api: UnreliableAPI(failingEvery: failingEvery))
         let systems = Systems()
         await systems.add(local, capacity: localCapacity)
         let spawned: [NodeProcess]
@@ -38,14 +39,13 @@ extension ScanCommand {
         let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { printer.print($0) }
         let scan = Task { await coordinator.run(tasks) }
         // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
-        let stopSignal = AsyncSignal<Int32>()
-        let signals = Task {
-            let signal = await Signals.termination()
-            stopSignal.fulfil(signal)
+        let stopSignal = signals.received
+        let watcher = Task {
+            _ = await stopSignal.value
             scan.cancel()
         }
         let report = await scan.value
-        signals.cancel()
+        watcher.cancel()
         printer.finish(report, resumed: done.count)
 
         await links.stop()
@@ -53,6 +53,7 @@ extension ScanCommand {
             for node in spawned { group.addTask { await node.stop() } }
         }
         if let signal = stopSignal.current { return 128 + signal }
+        withExtendedLifetime(signals) {}
         return report.gaveUp.isEmpty && !printer.journalFailed ? 0 : 1
     }
 
@@ -77,12 +78,12 @@ extension ScanCommand {
     /// Starts the --spawn nodes in parallel; if one fails, stops the others.
     private func spawnNodes() async throws -> [NodeProcess] {
         guard spawn > 0 else { return [] }
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
         let arguments = ["--capacity", String(max(1, capacity)), "--failing-every", String(failingEvery)]
         return try await withThrowingTaskGroup(of: NodeProcess.self) { group in
             for index in 1...spawn {
                 group.addTask {
-                    try await NodeProcess.start(executable: executable, name: "node\(index)", arguments: arguments)
+                    try await NodeProcess.start(executable: executable, name: Self.spawnedName(index), arguments: arguments)
                 }
             }
             var nodes: [NodeProcess] = []

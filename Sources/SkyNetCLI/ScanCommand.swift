@@ -86,10 +86,18 @@ struct ScanCommand: Command {
         journalPath = args.string("journal")
         resume = args.flag("resume")
         if resume && journalPath == nil { throw UsageError("--resume needs --journal FILE") }
-        if localCapacity == 0 && cluster.nodes.isEmpty && spawn == 0 {
-            throw UsageError("--local-capacity 0 leaves no system to run tasks: name a cluster with peers")
+        let peerSlots = cluster.nodes.reduce(spawn * capacity) { $0 + ($1.capacity ?? cluster.capacity ?? capacity) }
+        if localCapacity + peerSlots == 0 {
+            throw UsageError("no system has a slot to run tasks: give --capacity, --local-capacity or the cluster's peers at least 1")
+        }
+        let spawnedNames = Set((0..<spawn).map { Self.spawnedName($0 + 1) })
+        if let clash = cluster.nodes.first(where: { spawnedNames.contains($0.name) }) {
+            throw UsageError("the cluster file's node \"\(clash.name)\" has the name of a spawned node; rename it")
         }
     }
+
+    /// The name of the `index`-th spawned node (from 1).
+    static func spawnedName(_ index: Int) -> String { "node\(index)" }
 
     /// The named cluster file; without a name ./cluster.json when it exists, else no peers.
     static func loadCluster(named path: String?) throws(UsageError) -> ClusterConfig {

@@ -2,24 +2,42 @@ import Dispatch
 import Foundation
 import SkyNet
 
-/// Delivers SIGINT and SIGTERM as values instead of letting them kill the process.
-enum Signals {
-    /// Returns the first SIGINT or SIGTERM the process receives. A second one exits at once
-    /// with 128 + its number.
-    static func termination() async -> Int32 {
-        let received = AsyncSignal<Int32>()
-        let sources = [SIGINT, SIGTERM].map { number in
+/// Catches SIGINT and SIGTERM so a command can stop in order instead of dying.
+///
+/// Install it first thing: `install()` returns once both handlers are armed (dispatch
+/// registers sources asynchronously), so a signal sent after a node says `listening` is
+/// never lost. A second signal exits at once with 128 + its number.
+final class TerminationSignals {
+    /// The first signal received.
+    let received = AsyncSignal<Int32>()
+    private var sources: [any DispatchSourceSignal] = []
+
+    static func install() async -> TerminationSignals {
+        let signals = TerminationSignals()
+        let armed = AsyncSignal<Void>()
+        let pending = Locked(2)
+        for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
+            source.setEventHandler { [received = signals.received] in
                 if received.current != nil { exit(128 + number) }
                 received.fulfil(number)
             }
+            source.setRegistrationHandler {
+                let done = pending.withLock { pending in
+                    pending -= 1
+                    return pending == 0
+                }
+                if done { armed.fulfil(()) }
+            }
             source.resume()
-            return source
+            signals.sources.append(source)
         }
-        let number = await received.value
-        withExtendedLifetime(sources) {}
-        return number
+        await armed.value
+        return signals
+    }
+
+    deinit {
+        for source in sources { source.cancel() }
     }
 }

@@ -60,122 +60,124 @@ func residentKiB(of pid: Int32) -> Int? {
     return Int(line.split(separator: " ").dropFirst().first ?? "")
 }
 
-@Suite(.serialized, .timeLimit(.minutes(3)))
-struct AbuseTests {
-    /// Thousands of seeded random and mutated lines, each sent in random pieces: the node
-    /// answers every line (but a valid cancel, which has no reply) and stays up.
-    @Test func fuzzedLinesAreEachAnsweredAndTheNodeStaysUp() async throws {
-        try await withCluster(nodes: 1, nodeArguments: ["--failing-every", "0"]) { cluster in
-            let node = try #require(cluster.node("beta"))
-            let client = try await RawLineClient(port: node.port)
-            _ = try await client.exchange(#"{"type":"hello","version":1}"#)
-            var fuzz = FuzzLines(random: SeededRandom(seed: 20261121))
-            var answered = 0, silent = 0
-            let startKiB = residentKiB(of: node.processIdentifier) ?? 0
-            for _ in 0..<3000 {
-                let line = fuzz.next()
-                // The decoder is the oracle only for whether a reply is due; scans it would
-                // accept with a long duration are left out so the node never waits on them.
-                let request = try? Request.decode(Data(line))
-                if case .scan(_, let task)? = request, task.duration > 0.01 { continue }
-                var bytes = line + [10]
-                while !bytes.isEmpty {
-                    let piece = Int.random(in: 1...bytes.count, using: &fuzz.random)
-                    try client.sendBytes(Array(bytes.prefix(piece)))
-                    bytes.removeFirst(piece)
+extension ProcessTests {
+    @Suite(.serialized, .timeLimit(.minutes(3)))
+    struct AbuseTests {
+        /// Thousands of seeded random and mutated lines, each sent in random pieces: the node
+        /// answers every line (but a valid cancel, which has no reply) and stays up.
+        @Test func fuzzedLinesAreEachAnsweredAndTheNodeStaysUp() async throws {
+            try await withCluster(nodes: 1, nodeArguments: ["--failing-every", "0"]) { cluster in
+                let node = try #require(cluster.node("beta"))
+                let client = try await RawLineClient(port: node.port)
+                _ = try await client.exchange(#"{"type":"hello","version":1}"#)
+                var fuzz = FuzzLines(random: SeededRandom(seed: 20261121))
+                var answered = 0, silent = 0
+                let startKiB = residentKiB(of: node.processIdentifier) ?? 0
+                for _ in 0..<3000 {
+                    let line = fuzz.next()
+                    // The decoder is the oracle only for whether a reply is due; scans it would
+                    // accept with a long duration are left out so the node never waits on them.
+                    let request = try? Request.decode(Data(line))
+                    if case .scan(_, let task)? = request, task.duration > 0.01 { continue }
+                    var bytes = line + [10]
+                    while !bytes.isEmpty {
+                        let piece = Int.random(in: 1...bytes.count, using: &fuzz.random)
+                        try client.sendBytes(Array(bytes.prefix(piece)))
+                        bytes.removeFirst(piece)
+                    }
+                    if case .cancel? = request {
+                        silent += 1
+                        continue
+                    }
+                    let reply = try #require(try await client.receive(), "no reply to \(String(decoding: line, as: UTF8.self))")
+                    #expect(["pong", "result", "failure", "error"].contains(reply["type"] as? String ?? ""))
+                    answered += 1
                 }
-                if case .cancel? = request {
-                    silent += 1
-                    continue
-                }
-                let reply = try #require(try await client.receive(), "no reply to \(String(decoding: line, as: UTF8.self))")
-                #expect(["pong", "result", "failure", "error"].contains(reply["type"] as? String ?? ""))
-                answered += 1
+                let pong = try #require(try await client.exchange(#"{"type":"ping","id":424242}"#))
+                #expect(pong["id"] as? Int == 424242)
+                #expect(answered > 2500)
+                let endKiB = residentKiB(of: node.processIdentifier) ?? 0
+                print("fuzz: \(answered) lines answered, \(silent) cancels; node RSS \(startKiB) KiB -> \(endKiB) KiB")
+                #expect(endKiB < 64 * 1024)
             }
-            let pong = try #require(try await client.exchange(#"{"type":"ping","id":424242}"#))
-            #expect(pong["id"] as? Int == 424242)
-            #expect(answered > 2500)
-            let endKiB = residentKiB(of: node.processIdentifier) ?? 0
-            print("fuzz: \(answered) lines answered, \(silent) cancels; node RSS \(startKiB) KiB -> \(endKiB) KiB")
-            #expect(endKiB < 64 * 1024)
         }
-    }
 
-    @Test func aNodeUnderAbuseStaysUpBoundedAndServesAGoodClientAfterwards() async throws {
-        try await withCluster(nodes: 0) { cluster in
-            let node = try await NodeProcess.start(
-                executable: skynetBinary, name: "target", arguments: ["--failing-every", "0"],
-                environment: ProcessInfo.processInfo.environment.merging(["SKYNET_TOKEN": "letmein"]) { $1 })
-            do {
-                try await abuse(node)
-            } catch {
+        @Test func aNodeUnderAbuseStaysUpBoundedAndServesAGoodClientAfterwards() async throws {
+            try await withCluster(nodes: 0) { cluster in
+                let node = try await NodeProcess.start(
+                    executable: skynetBinary, name: "target", arguments: ["--failing-every", "0"],
+                    environment: ProcessInfo.processInfo.environment.merging(["SKYNET_TOKEN": "letmein"]) { $1 })
+                do {
+                    try await abuse(node)
+                } catch {
+                    await node.stop()
+                    throw error
+                }
                 await node.stop()
-                throw error
             }
-            await node.stop()
         }
-    }
 
-    private func abuse(_ node: NodeProcess) async throws {
-        let pid = node.processIdentifier
-        let startKiB = try #require(residentKiB(of: pid))
+        private func abuse(_ node: NodeProcess) async throws {
+            let pid = node.processIdentifier
+            let startKiB = try #require(residentKiB(of: pid))
 
-        // Wrong and missing tokens: refused and closed.
-        for hello in [#"{"type":"hello","version":1,"token":"guess"}"#, #"{"type":"hello","version":1}"#] {
+            // Wrong and missing tokens: refused and closed.
+            for hello in [#"{"type":"hello","version":1,"token":"guess"}"#, #"{"type":"hello","version":1}"#] {
+                let client = try await RawLineClient(port: node.port)
+                let refusal = try #require(try await client.exchange(hello))
+                #expect(refusal["code"] as? String == "unauthorized")
+                #expect(try await client.receive() == nil)
+            }
+
+            // 1,000 bad lines on one connection: each answered, the connection stays usable.
             let client = try await RawLineClient(port: node.port)
-            let refusal = try #require(try await client.exchange(hello))
-            #expect(refusal["code"] as? String == "unauthorized")
-            #expect(try await client.receive() == nil)
+            let welcome = try #require(try await client.exchange(#"{"type":"hello","version":1,"token":"letmein"}"#))
+            #expect(welcome["type"] as? String == "welcome")
+            var random = SeededRandom(seed: 7)
+            for index in 0..<1000 {
+                let bad = [#"{"type":"scan","id":\#(index)}"#, "garbage \(index)", #"{"type":"teleport","id":\#(index)}"#,
+                           #"{"type":"scan","id":\#(index),"task":{"id":"x","input":1}}"#, "{}"].randomElement(using: &random)!
+                let reply = try #require(try await client.exchange(bad))
+                #expect(["bad-request", "unknown-type"].contains(reply["code"] as? String ?? ""))
+            }
+            #expect(try await client.exchange(#"{"type":"ping","id":1}"#)?["type"] as? String == "pong")
+
+            // 8 MiB without a newline: refused with frame-too-large, connection closed.
+            let flood = try await RawLineClient(port: node.port)
+            _ = try await flood.exchange(#"{"type":"hello","version":1,"token":"letmein"}"#)
+            let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 1 << 20)
+            let floodSocket = flood.socket
+            _ = try? await onOwnThread(named: "flood") {
+                for _ in 0..<8 { try floodSocket.sendAll(chunk) }
+            }
+            let refusal = try #require(try await flood.receive())
+            #expect(refusal["code"] as? String == "frame-too-large")
+
+            // 200 half-open, abandoned connections: some silent, some with half a hello.
+            var abandoned: [RawLineClient] = []
+            for index in 0..<200 {
+                let idle = try await RawLineClient(port: node.port)
+                if index.isMultiple(of: 2) { try idle.sendBytes(Array(#"{"type":"hel"#.utf8)) }
+                abandoned.append(idle)
+            }
+
+            // A good client is still served while they hang around.
+            let good = try await RawLineClient(port: node.port)
+            #expect(try await good.exchange(#"{"type":"hello","version":1,"token":"letmein"}"#)?["type"] as? String == "welcome")
+            let task = UUID().uuidString
+            let result = try #require(try await good.exchange(#"{"type":"scan","id":9,"task":{"id":"\#(task)","input":9,"duration":0}}"#))
+            #expect(result["result"] as? String == "9")
+
+            // Connections that never finish their hello are closed after 10 s.
+            let first = abandoned[0]
+            let closed = try await withTimeout(.seconds(20)) { try await first.receive() == nil }
+            #expect(closed)
+
+            let endKiB = try #require(residentKiB(of: pid))
+            print("abuse: node RSS \(startKiB) KiB at start, \(endKiB) KiB after the abuse")
+            #expect(endKiB < 100 * 1024)
+            #expect(kill(pid, 0) == 0)  // still running
         }
-
-        // 1,000 bad lines on one connection: each answered, the connection stays usable.
-        let client = try await RawLineClient(port: node.port)
-        let welcome = try #require(try await client.exchange(#"{"type":"hello","version":1,"token":"letmein"}"#))
-        #expect(welcome["type"] as? String == "welcome")
-        var random = SeededRandom(seed: 7)
-        for index in 0..<1000 {
-            let bad = [#"{"type":"scan","id":\#(index)}"#, "garbage \(index)", #"{"type":"teleport","id":\#(index)}"#,
-                       #"{"type":"scan","id":\#(index),"task":{"id":"x","input":1}}"#, "{}"].randomElement(using: &random)!
-            let reply = try #require(try await client.exchange(bad))
-            #expect(["bad-request", "unknown-type"].contains(reply["code"] as? String ?? ""))
-        }
-        #expect(try await client.exchange(#"{"type":"ping","id":1}"#)?["type"] as? String == "pong")
-
-        // 8 MiB without a newline: refused with frame-too-large, connection closed.
-        let flood = try await RawLineClient(port: node.port)
-        _ = try await flood.exchange(#"{"type":"hello","version":1,"token":"letmein"}"#)
-        let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 1 << 20)
-        let floodSocket = flood.socket
-        _ = try? await onOwnThread(named: "flood") {
-            for _ in 0..<8 { try floodSocket.sendAll(chunk) }
-        }
-        let refusal = try #require(try await flood.receive())
-        #expect(refusal["code"] as? String == "frame-too-large")
-
-        // 200 half-open, abandoned connections: some silent, some with half a hello.
-        var abandoned: [RawLineClient] = []
-        for index in 0..<200 {
-            let idle = try await RawLineClient(port: node.port)
-            if index.isMultiple(of: 2) { try idle.sendBytes(Array(#"{"type":"hel"#.utf8)) }
-            abandoned.append(idle)
-        }
-
-        // A good client is still served while they hang around.
-        let good = try await RawLineClient(port: node.port)
-        #expect(try await good.exchange(#"{"type":"hello","version":1,"token":"letmein"}"#)?["type"] as? String == "welcome")
-        let task = UUID().uuidString
-        let result = try #require(try await good.exchange(#"{"type":"scan","id":9,"task":{"id":"\#(task)","input":9,"duration":0}}"#))
-        #expect(result["result"] as? String == "9")
-
-        // Connections that never finish their hello are closed after 10 s.
-        let first = abandoned[0]
-        let closed = try await withTimeout(.seconds(20)) { try await first.receive() == nil }
-        #expect(closed)
-
-        let endKiB = try #require(residentKiB(of: pid))
-        print("abuse: node RSS \(startKiB) KiB at start, \(endKiB) KiB after the abuse")
-        #expect(endKiB < 100 * 1024)
-        #expect(kill(pid, 0) == 0)  // still running
     }
 }
 

@@ -2,123 +2,148 @@ import Foundation
 import Testing
 @testable import SkyNet
 
-/// Scans over real `skynet node` processes on loopback.
-@Suite(.serialized, .timeLimit(.minutes(3)))
-struct ClusterTests {
-    @Test func twentyOneSecondTasksOnLocalAndTwoNodesCompleteOnceEachInAboutTwoSeconds() async throws {
-        try await withCluster(nodes: 2, nodeArguments: ["--failing-every", "0"]) { cluster in
-            let run = try await cluster.scan(["--total", "20", "--failing-every", "0"])
+extension ProcessTests {
+    /// Scans over real `skynet node` processes on loopback.
+    @Suite(.serialized, .timeLimit(.minutes(3)))
+    struct ClusterTests {
+        @Test func twentyOneSecondTasksOnLocalAndTwoNodesCompleteOnceEachInAboutTwoSeconds() async throws {
+            try await withCluster(nodes: 2, nodeArguments: ["--failing-every", "0"]) { cluster in
+                let run = try await cluster.scan(["--total", "20", "--failing-every", "0"])
+                #expect(run.status == 0)
+                #expect(run.completions.map(\.input).sorted() == Array(0..<20))
+                let bySystem = Dictionary(grouping: run.completions, by: { $0.system ?? "local" }).mapValues(\.count)
+                #expect(bySystem["local"] ?? 0 >= 4)
+                #expect(bySystem["beta"] ?? 0 > 0)
+                #expect(bySystem["gamma"] ?? 0 > 0)
+                // ceil(20 / 12) = 2 rounds of 1 s; generous for a loaded machine.
+                let seconds = try #require(run.lines.last.flatMap(finishedSeconds))
+                #expect(seconds < 3.5)
+            }
+        }
+
+        @Test func aNodeNeverRunsMoreThanItsCapacityEvenWithTwoCoordinators() async throws {
+            try await withCluster(nodes: 1, nodeArguments: ["--capacity", "2", "--failing-every", "0"]) { cluster in
+                let node = try #require(cluster.node("beta"))
+                let watcher = Task { try await peakRunning(of: node) }
+                let arguments = ["--total", "16", "--duration", "0.3", "--local-capacity", "1", "--capacity", "4",
+                                 "--failing-every", "0", "--max-attempts", "100"]
+                async let first = cluster.scan(arguments)
+                async let second = cluster.scan(arguments)
+                let runs = try await [first, second]
+                watcher.cancel()
+                let peak = try await watcher.value
+                for run in runs {
+                    #expect(run.status == 0)
+                    #expect(run.completions.map(\.input).sorted() == Array(0..<16))
+                }
+                #expect(peak <= 2)
+                #expect(peak >= 1)
+            }
+        }
+
+        /// `busy` means another coordinator fills the node: it costs the task no attempt.
+        @Test func busyAnswersDoNotUseUpAttemptsOfCoordinatorsThatOnlyDispatch() async throws {
+            try await withCluster(nodes: 1, nodeArguments: ["--capacity", "2", "--failing-every", "0"]) { cluster in
+                let arguments = ["--total", "8", "--duration", "0.2", "--local-capacity", "0", "--max-attempts", "1"]
+                async let first = cluster.scan(arguments)
+                async let second = cluster.scan(arguments)
+                for run in try await [first, second] {
+                    #expect(run.status == 0)
+                    #expect(run.completions.map(\.input).sorted() == Array(0..<8))
+                    #expect(!run.lines.contains { $0.hasPrefix("Gave up") })
+                }
+            }
+        }
+
+        @Test func aNodeStopsCleanlyOnSIGTERMRightAfterSayingItListens() async throws {
+            for _ in 0..<5 {
+                let node = try await NodeProcess.start(executable: skynetBinary, name: "brief")
+                node.send(SIGTERM)
+                let status = try await withTimeout(.seconds(10)) { await node.exitStatus.value }
+                #expect(status == 0)
+            }
+        }
+
+        @Test func aRemoteFailureIsReRunLocallyWithoutWaitingForTheTimeout() async throws {
+            try await withCluster(nodes: 1, nodeArguments: ["--failing-every", "1"]) { cluster in
+                let run = try await cluster.scan(["--total", "12", "--duration", "0.2", "--timeout", "30", "--failing-every", "0"])
+                #expect(run.status == 0)
+                #expect(run.completions.map(\.input).sorted() == Array(0..<12))
+                #expect(run.completions.allSatisfy { $0.system == nil })
+                #expect(!run.reruns.isEmpty)
+                #expect(run.reruns.allSatisfy { $0.hasSuffix("Failed with: UnreliableAPI.action(failingEvery:) failed.") })
+                let seconds = try #require(run.lines.last.flatMap(finishedSeconds))
+                #expect(seconds < 10)  // far below the 30 s timeout
+            }
+        }
+
+        @Test func aNodeKilledMidScanFailsItsTasksAtOnceAndTheyAreReRun() async throws {
+            try await withCluster(nodes: 2, nodeArguments: ["--failing-every", "0"]) { cluster in
+                let scan = try cluster.startScan(["--total", "40", "--duration", "0.5", "--timeout", "30", "--failing-every", "0"])
+                defer { scan.kill() }
+                try await scan.waitForLine { $0.hasPrefix("Completed: ") && $0.hasSuffix(" by beta") }
+                try #require(cluster.node("beta")).send(SIGKILL)
+                let run = try await scan.finish(timeout: .seconds(60))
+                #expect(run.status == 0)
+                #expect(run.completions.map(\.input).sorted() == Array(0..<40))
+                #expect(run.lines.contains { $0.hasPrefix("[Cluster] Disconnected: beta") })
+                #expect(run.reruns.contains { $0.contains("beta disconnected") })
+                let seconds = try #require(run.lines.last.flatMap(finishedSeconds))
+                #expect(seconds < 20)  // the killed node's tasks did not wait out the 30 s timeout
+            }
+        }
+
+        @Test func aStoppedNodesRequestsTimeOutAndAreReRun() async throws {
+            try await withCluster(nodes: 2, nodeArguments: ["--failing-every", "0"]) { cluster in
+                let beta = try #require(cluster.node("beta"))
+                let scan = try cluster.startScan(["--total", "30", "--duration", "0.3", "--timeout", "1", "--failing-every", "0"])
+                defer {
+                    scan.kill()
+                    beta.send(SIGCONT)
+                }
+                try await scan.waitForLine { $0.hasPrefix("Completed: ") && $0.hasSuffix(" by beta") }
+                beta.send(SIGSTOP)
+                let run = try await scan.finish(timeout: .seconds(90))
+                beta.send(SIGCONT)
+                #expect(run.status == 0)
+                #expect(run.completions.map(\.input).sorted() == Array(0..<30))
+                #expect(run.reruns.contains { $0.hasSuffix("Failed with: The operation timed out.") })
+            }
+        }
+
+        @Test func aNodeStartedAfterTheScanBeganJoinsAndGetsWork() async throws {
+            try await withCluster(nodes: 0) { cluster in
+                let port = try freePort()
+                try cluster.writeClusterFile(extra: [.init(name: "late", host: "127.0.0.1", port: port)])
+                let scan = try cluster.startScan(["--total", "40", "--duration", "0.5", "--failing-every", "0"])
+                defer { scan.kill() }
+                try await scan.waitForLine { $0.hasPrefix("[Cluster] Unreachable: late") }
+                try await scan.waitForLine { $0.hasPrefix("Completed: ") }
+                let late = try await NodeProcess.start(executable: skynetBinary, name: "late",
+                                                       arguments: ["--failing-every", "0"], portOverride: port)
+                let run: Finished
+                do {
+                    run = try await scan.finish(timeout: .seconds(60))
+                } catch {
+                    await late.stop()
+                    throw error
+                }
+                await late.stop()
+                #expect(run.status == 0)
+                #expect(run.lines.contains("[Cluster] Connected: late"))
+                #expect(run.completions.contains { $0.system == "late" })
+                #expect(run.completions.map(\.input).sorted() == Array(0..<40))
+            }
+        }
+
+        @Test func theReadmeScanWithSpawnedNodesWorks() async throws {
+            let run = try await runSkynet(["scan", "--total", "20", "--spawn", "2"], limit: .seconds(60))
             #expect(run.status == 0)
             #expect(run.completions.map(\.input).sorted() == Array(0..<20))
-            let bySystem = Dictionary(grouping: run.completions, by: { $0.system ?? "local" }).mapValues(\.count)
-            #expect(bySystem["local"] ?? 0 >= 4)
-            #expect(bySystem["beta"] ?? 0 > 0)
-            #expect(bySystem["gamma"] ?? 0 > 0)
-            // ceil(20 / 12) = 2 rounds of 1 s; generous for a loaded machine.
-            let seconds = try #require(run.lines.last.flatMap(finishedSeconds))
-            #expect(seconds < 3.5)
+            #expect(run.lines.contains("[Cluster] Connected: node1"))
+            #expect(run.lines.contains("[Cluster] Connected: node2"))
+            #expect(run.completions.contains { $0.system == "node1" })
         }
-    }
-
-    @Test func aNodeNeverRunsMoreThanItsCapacityEvenWithTwoCoordinators() async throws {
-        try await withCluster(nodes: 1, nodeArguments: ["--capacity", "2", "--failing-every", "0"]) { cluster in
-            let node = try #require(cluster.node("beta"))
-            let watcher = Task { try await peakRunning(of: node) }
-            let arguments = ["--total", "16", "--duration", "0.3", "--local-capacity", "1", "--capacity", "4",
-                             "--failing-every", "0", "--max-attempts", "100"]
-            async let first = cluster.scan(arguments)
-            async let second = cluster.scan(arguments)
-            let runs = try await [first, second]
-            watcher.cancel()
-            let peak = try await watcher.value
-            for run in runs {
-                #expect(run.status == 0)
-                #expect(run.completions.map(\.input).sorted() == Array(0..<16))
-            }
-            #expect(peak <= 2)
-            #expect(peak >= 1)
-        }
-    }
-
-    @Test func aRemoteFailureIsReRunLocallyWithoutWaitingForTheTimeout() async throws {
-        try await withCluster(nodes: 1, nodeArguments: ["--failing-every", "1"]) { cluster in
-            let run = try await cluster.scan(["--total", "12", "--duration", "0.2", "--timeout", "30", "--failing-every", "0"])
-            #expect(run.status == 0)
-            #expect(run.completions.map(\.input).sorted() == Array(0..<12))
-            #expect(run.completions.allSatisfy { $0.system == nil })
-            #expect(!run.reruns.isEmpty)
-            #expect(run.reruns.allSatisfy { $0.hasSuffix("Failed with: UnreliableAPI.action(failingEvery:) failed.") })
-            let seconds = try #require(run.lines.last.flatMap(finishedSeconds))
-            #expect(seconds < 10)  // far below the 30 s timeout
-        }
-    }
-
-    @Test func aNodeKilledMidScanFailsItsTasksAtOnceAndTheyAreReRun() async throws {
-        try await withCluster(nodes: 2, nodeArguments: ["--failing-every", "0"]) { cluster in
-            let scan = try cluster.startScan(["--total", "40", "--duration", "0.5", "--timeout", "30", "--failing-every", "0"])
-            defer { scan.kill() }
-            try await scan.waitForLine { $0.hasPrefix("Completed: ") && $0.hasSuffix(" by beta") }
-            try #require(cluster.node("beta")).send(SIGKILL)
-            let run = try await scan.finish(timeout: .seconds(60))
-            #expect(run.status == 0)
-            #expect(run.completions.map(\.input).sorted() == Array(0..<40))
-            #expect(run.lines.contains { $0.hasPrefix("[Cluster] Disconnected: beta") })
-            #expect(run.reruns.contains { $0.contains("beta disconnected") })
-            let seconds = try #require(run.lines.last.flatMap(finishedSeconds))
-            #expect(seconds < 20)  // the killed node's tasks did not wait out the 30 s timeout
-        }
-    }
-
-    @Test func aStoppedNodesRequestsTimeOutAndAreReRun() async throws {
-        try await withCluster(nodes: 2, nodeArguments: ["--failing-every", "0"]) { cluster in
-            let beta = try #require(cluster.node("beta"))
-            let scan = try cluster.startScan(["--total", "30", "--duration", "0.3", "--timeout", "1", "--failing-every", "0"])
-            defer {
-                scan.kill()
-                beta.send(SIGCONT)
-            }
-            try await scan.waitForLine { $0.hasPrefix("Completed: ") && $0.hasSuffix(" by beta") }
-            beta.send(SIGSTOP)
-            let run = try await scan.finish(timeout: .seconds(90))
-            beta.send(SIGCONT)
-            #expect(run.status == 0)
-            #expect(run.completions.map(\.input).sorted() == Array(0..<30))
-            #expect(run.reruns.contains { $0.hasSuffix("Failed with: The operation timed out.") })
-        }
-    }
-
-    @Test func aNodeStartedAfterTheScanBeganJoinsAndGetsWork() async throws {
-        try await withCluster(nodes: 0) { cluster in
-            let port = try freePort()
-            try cluster.writeClusterFile(extra: [.init(name: "late", host: "127.0.0.1", port: port)])
-            let scan = try cluster.startScan(["--total", "40", "--duration", "0.5", "--failing-every", "0"])
-            defer { scan.kill() }
-            try await scan.waitForLine { $0.hasPrefix("[Cluster] Unreachable: late") }
-            try await scan.waitForLine { $0.hasPrefix("Completed: ") }
-            let late = try await NodeProcess.start(executable: skynetBinary, name: "late",
-                                                   arguments: ["--failing-every", "0"], portOverride: port)
-            let run: Finished
-            do {
-                run = try await scan.finish(timeout: .seconds(60))
-            } catch {
-                await late.stop()
-                throw error
-            }
-            await late.stop()
-            #expect(run.status == 0)
-            #expect(run.lines.contains("[Cluster] Connected: late"))
-            #expect(run.completions.contains { $0.system == "late" })
-            #expect(run.completions.map(\.input).sorted() == Array(0..<40))
-        }
-    }
-
-    @Test func theReadmeScanWithSpawnedNodesWorks() async throws {
-        let run = try await runSkynet(["scan", "--total", "20", "--spawn", "2"], limit: .seconds(60))
-        #expect(run.status == 0)
-        #expect(run.completions.map(\.input).sorted() == Array(0..<20))
-        #expect(run.lines.contains("[Cluster] Connected: node1"))
-        #expect(run.lines.contains("[Cluster] Connected: node2"))
-        #expect(run.completions.contains { $0.system == "node1" })
     }
 }
 

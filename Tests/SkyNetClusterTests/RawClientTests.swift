@@ -58,67 +58,84 @@ final class LineBuffer: Sendable {
     }
 }
 
-@Suite(.serialized, .timeLimit(.minutes(2)))
-struct RawClientTests {
-    let hello = #"{"type":"hello","version":1,"name":"raw"}"#
+extension ProcessTests {
+    @Suite(.serialized, .timeLimit(.minutes(2)))
+    struct RawClientTests {
+        let hello = #"{"type":"hello","version":1,"name":"raw"}"#
 
-    @Test func aRawClientCanHelloPingScanAndSurviveAGarbageLine() async throws {
-        try await withCluster(nodes: 1, nodeArguments: ["--failing-every", "0"]) { cluster in
-            let node = try #require(cluster.node("beta"))
-            let client = try await RawLineClient(port: node.port)
-            let welcome = try #require(try await client.exchange(hello))
-            #expect(welcome["type"] as? String == "welcome")
-            #expect(welcome["version"] as? Int == 1)
-            #expect(welcome["name"] as? String == "beta")
-            #expect(welcome["capacity"] as? Int == 4)
+        @Test func aRawClientCanHelloPingScanAndSurviveAGarbageLine() async throws {
+            try await withCluster(nodes: 1, nodeArguments: ["--failing-every", "0"]) { cluster in
+                let node = try #require(cluster.node("beta"))
+                let client = try await RawLineClient(port: node.port)
+                let welcome = try #require(try await client.exchange(hello))
+                #expect(welcome["type"] as? String == "welcome")
+                #expect(welcome["version"] as? Int == 1)
+                #expect(welcome["name"] as? String == "beta")
+                #expect(welcome["capacity"] as? Int == 4)
 
-            let pong = try #require(try await client.exchange(#"{"type":"ping","id":1}"#))
-            #expect(pong["type"] as? String == "pong")
-            #expect(pong["id"] as? Int == 1)
-            #expect(pong["running"] as? Int == 0)
+                let pong = try #require(try await client.exchange(#"{"type":"ping","id":1}"#))
+                #expect(pong["type"] as? String == "pong")
+                #expect(pong["id"] as? Int == 1)
+                #expect(pong["running"] as? Int == 0)
 
-            let task = UUID().uuidString.lowercased()
-            let result = try #require(try await client.exchange(
-                #"{"type":"scan","id":2,"task":{"id":"\#(task)","input":7,"duration":0.05}}"#))
-            #expect(result["type"] as? String == "result")
-            #expect(result["id"] as? Int == 2)
-            #expect(result["task"] as? String == task)
-            #expect(result["result"] as? String == "7")
+                let task = UUID().uuidString.lowercased()
+                let result = try #require(try await client.exchange(
+                    #"{"type":"scan","id":2,"task":{"id":"\#(task)","input":7,"duration":0.05}}"#))
+                #expect(result["type"] as? String == "result")
+                #expect(result["id"] as? Int == 2)
+                #expect(result["task"] as? String == task)
+                #expect(result["result"] as? String == "7")
 
-            let error = try #require(try await client.exchange("this is not json"))
-            #expect(error["type"] as? String == "error")
-            #expect(error["code"] as? String == "bad-request")
+                let error = try #require(try await client.exchange("this is not json"))
+                #expect(error["type"] as? String == "error")
+                #expect(error["code"] as? String == "bad-request")
 
-            let again = try #require(try await client.exchange(#"{"type":"ping","id":3}"#))
-            #expect(again["type"] as? String == "pong")
-            #expect(again["completed"] as? Int == 1)
+                let again = try #require(try await client.exchange(#"{"type":"ping","id":3}"#))
+                #expect(again["type"] as? String == "pong")
+                #expect(again["completed"] as? Int == 1)
+            }
         }
-    }
 
-    @Test func theFirstLineMustBeAHello() async throws {
-        try await withCluster(nodes: 1) { cluster in
-            let node = try #require(cluster.node("beta"))
-            let client = try await RawLineClient(port: node.port)
-            let error = try #require(try await client.exchange(#"{"type":"ping","id":1}"#))
-            #expect(error["code"] as? String == "hello-required")
-            #expect(try await client.receive() == nil)  // closed
+        @Test func theFirstLineMustBeAHello() async throws {
+            try await withCluster(nodes: 1) { cluster in
+                let node = try #require(cluster.node("beta"))
+                let client = try await RawLineClient(port: node.port)
+                let error = try #require(try await client.exchange(#"{"type":"ping","id":1}"#))
+                #expect(error["code"] as? String == "hello-required")
+                #expect(try await client.receive() == nil)  // closed
 
-            let other = try await RawLineClient(port: node.port)
-            let version = try #require(try await other.exchange(#"{"type":"hello","version":9}"#))
-            #expect(version["code"] as? String == "unsupported-version")
-            #expect(try await other.receive() == nil)
+                let other = try await RawLineClient(port: node.port)
+                let version = try #require(try await other.exchange(#"{"type":"hello","version":9}"#))
+                #expect(version["code"] as? String == "unsupported-version")
+                #expect(try await other.receive() == nil)
+            }
         }
-    }
 
-    @Test func aLineOverOneMebibyteIsRefusedAndTheConnectionClosed() async throws {
-        try await withCluster(nodes: 1) { cluster in
-            let node = try #require(cluster.node("beta"))
-            let client = try await RawLineClient(port: node.port)
-            _ = try await client.exchange(hello)
-            try client.send(String(repeating: "x", count: (1 << 20) + 10))
-            let error = try #require(try await client.receive())
-            #expect(error["code"] as? String == "frame-too-large")
-            #expect(try await client.receive() == nil)
+        @Test func linesThatCameWithARefusedHelloAreDropped() async throws {
+            try await withCluster(nodes: 1, nodeArguments: ["--failing-every", "0"]) { cluster in
+                let node = try #require(cluster.node("beta"))
+                let client = try await RawLineClient(port: node.port)
+                let task = UUID().uuidString
+                try client.send([#"{"type":"hello","version":2}"#, hello,
+                                 #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":1,"duration":5}}"#].joined(separator: "\n"))
+                #expect(try await client.receive()?["code"] as? String == "unsupported-version")
+                #expect(try await client.receive() == nil)
+                let watcher = try await RawLineClient(port: node.port)
+                _ = try await watcher.exchange(hello)
+                #expect(try await watcher.exchange(#"{"type":"ping","id":1}"#)?["running"] as? Int == 0)
+            }
+        }
+
+        @Test func aLineOverOneMebibyteIsRefusedAndTheConnectionClosed() async throws {
+            try await withCluster(nodes: 1) { cluster in
+                let node = try #require(cluster.node("beta"))
+                let client = try await RawLineClient(port: node.port)
+                _ = try await client.exchange(hello)
+                try client.send(String(repeating: "x", count: (1 << 20) + 10))
+                let error = try #require(try await client.receive())
+                #expect(error["code"] as? String == "frame-too-large")
+                #expect(try await client.receive() == nil)
+            }
         }
     }
 }

@@ -82,6 +82,34 @@ struct NodeTests {
         await node.stop()
     }
 
+    @Test func aPingWithTheIdOfAScanInFlightIsABadRequest() async throws {
+        let node = try await startNode()
+        let peer = try await connect(node)
+        let scan = Task { try await self.scan(peer, id: 7, duration: 0.5) }
+        try await Task.sleep(for: .milliseconds(100))
+        let reply = try await peer.request(id: 1007, .ping(id: 1007))
+        guard case .pong = reply else { Issue.record("expected pong, got \(reply)"); return }
+        peer.post(.ping(id: 7))  // the node's error carries id 7 and so ends the scan's wait
+        await #expect(throws: WireError.badRequest("request id 7 is already in flight", id: 7)) { try await scan.value }
+        peer.close()
+        await node.stop()
+    }
+
+    @Test func aStoppingNodeRefusesNewScansAndFinishesRunningOnes() async throws {
+        let node = try await startNode()
+        let peer = try await connect(node)
+        let running = Task { try await self.scan(peer, duration: 0.5) }
+        try await Task.sleep(for: .milliseconds(100))
+        let stopping = Task { await node.stop(grace: .seconds(5)) }
+        try await Task.sleep(for: .milliseconds(50))
+        let refused = try await scan(peer)
+        guard case .failure(_, _, let code, let message) = refused else { Issue.record("expected busy, got \(refused)"); return }
+        #expect(code == "busy")
+        #expect(message == "beta is stopping")
+        guard case .result = try await running.value else { Issue.record("the running scan did not finish"); return }
+        await stopping.value
+    }
+
     @Test func pendingRequestsFailAtOnceWhenThePeerGoesAway() async throws {
         let node = try await startNode()
         let peer = try await connect(node)

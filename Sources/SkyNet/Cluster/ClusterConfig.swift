@@ -67,6 +67,7 @@ public struct ClusterConfig: Sendable, Equatable, Decodable {
         for (index, node) in nodes.enumerated() {
             let label = "nodes[\(index)]"
             if node.name.isEmpty { throw fail("\(label) has an empty name") }
+            if node.name == Self.localName { throw fail("\(label): the name \"\(Self.localName)\" is the coordinator's own system") }
             if !seen.insert(node.name).inserted { throw fail("node name \"\(node.name)\" appears twice") }
             if node.host.isEmpty { throw fail("\(label) (\(node.name)) has an empty host") }
             if !(1...65535).contains(node.port) {
@@ -77,6 +78,9 @@ public struct ClusterConfig: Sendable, Equatable, Decodable {
             }
         }
     }
+
+    /// The name of a coordinator's own system; no peer may take it.
+    public static let localName = "local"
 
     /// The most slots any one system may have.
     public static let maxCapacity = 1024

@@ -86,9 +86,24 @@ public struct Coordinator: Sendable {
         let started = ContinuousClock.now
         let result: Result<String, any Error>
         do { result = .success(try await reservation.system.run(job.task)) } catch { result = .failure(error) }
-        await systems.release(reservation)
-        return .finished(job, reservation.system, result, (ContinuousClock.now - started).seconds)
+        let seconds = (ContinuousClock.now - started).seconds
+        switch result {
+        case .failure(is PeerDisconnected):
+            await systems.retire(reservation)  // gone: no other task should be handed to it
+        case .failure(let failure as ScanFailure) where failure.code == "busy":
+            // Someone else fills that system: keep its slot a moment so the re-run goes elsewhere.
+            try? await Task.sleep(for: Self.busyCoolDown)
+            await systems.release(reservation)
+        default:
+            await systems.release(reservation)
+        }
+        return .finished(job, reservation.system, result, seconds)
     }
+
+    /// How long a system that answered `busy` gets no task from this slot.
+    static let busyCoolDown: Duration = .milliseconds(100)
+    /// How often a task may meet a `busy` system before that counts as a failed attempt.
+    static let maxBusyBounces = 50
 
     private func record(
         _ job: Job, system: any ScanSystem, result: Result<String, any Error>, seconds: Double,
@@ -102,9 +117,14 @@ public struct Coordinator: Sendable {
                                attempt: job.attempt, seconds: seconds))
         case .failure where Task.isCancelled:
             break  // stopped, not failed: the task counts as not run
+        case .failure(let failure as ScanFailure) where failure.code == "busy" && job.busyBounces < Self.maxBusyBounces:
+            // The system could not take it: not an attempt at the task, so it costs none.
+            report.reruns += 1
+            queue.rerun(Job(index: job.index, task: job.task, attempt: job.attempt, busyBounces: job.busyBounces + 1))
+            onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: failure))
         case .failure(let error) where job.attempt < maxAttempts:
             report.reruns += 1
-            queue.rerun(Job(index: job.index, task: job.task, attempt: job.attempt + 1))
+            queue.rerun(Job(index: job.index, task: job.task, attempt: job.attempt + 1, busyBounces: job.busyBounces))
             onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: error))
         case .failure(let error):
             report.gaveUp.append(job.task)
@@ -118,6 +138,8 @@ struct Job: Sendable {
     let index: Int
     let task: ScanTask
     let attempt: Int
+    /// How often the task met a system that was full (`busy`); bounded, costs no attempt.
+    var busyBounces = 0
 }
 
 /// What a child of the coordinator's task group reports back.

@@ -28,6 +28,7 @@ public final class Node: Sendable {
     public let system: LocalSystem
     private let listener: Listener
     private let sessions = Locked<[ObjectIdentifier: NodeSession]>([:])
+    private let stopping = Locked(false)
     private let log: @Sendable (String) -> Void
 
     /// The address the node accepts connections on (the real port when 0 was asked for).
@@ -58,7 +59,7 @@ public final class Node: Sendable {
 
     private func accept(_ socket: Socket, peer: String) {
         let connection = Connection(socket: socket, peer: peer, limits: options.limits)
-        let context = NodeContext(system: system, options: options, log: log)
+        let context = NodeContext(system: system, options: options, log: log, stopping: stopping)
         let session = NodeSession(connection: connection, context: context) { [weak self] session in
             _ = self?.sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) }
         }
@@ -79,6 +80,7 @@ public final class Node: Sendable {
     /// Stops accepting, lets running scans finish for up to `grace`, then closes every
     /// connection (cancelling what still runs).
     public func stop(grace: Duration = .seconds(10)) async {
+        stopping.withLock { $0 = true }
         listener.stop()
         await listener.stopped.value
         let system = self.system

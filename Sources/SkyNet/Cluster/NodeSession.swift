@@ -5,6 +5,8 @@ struct NodeContext: Sendable {
     let system: LocalSystem
     let options: Node.Options
     let log: @Sendable (String) -> Void
+    /// Set when the node stops: new scans are refused with `busy` while running ones finish.
+    let stopping: Locked<Bool>
 }
 
 /// One client's connection to a node: the handshake, then requests until it closes.
@@ -15,6 +17,8 @@ struct NodeContext: Sendable {
 final class NodeSession: Sendable {
     private struct State {
         var client: String?
+        /// The hello was refused: the lines that came with it are dropped.
+        var refused = false
         var scans: [Int: Task<Void, Never>] = [:]
         var helloTimer: Task<Void, Never>?
     }
@@ -31,16 +35,21 @@ final class NodeSession: Sendable {
     }
 
     func start() {
+        connection.start(onEvent: { [self] in handle($0) }, onClose: { [self] in ended($0) })
         let limit = context.options.helloTimeout
         let timer = Task { [connection] in
             guard (try? await Task.sleep(for: limit)) != nil else { return }
             connection.close()
         }
-        state.withLock { $0.helloTimer = timer }
-        connection.start(onEvent: { [self] in handle($0) }, onClose: { [self] in ended($0) })
+        let greeted = state.withLock { state -> Bool in
+            if state.client == nil { state.helloTimer = timer }
+            return state.client != nil
+        }
+        if greeted { timer.cancel() }
     }
 
     private func handle(_ event: Connection.Event) {
+        guard !state.withLock({ $0.refused }) else { return }
         switch event {
         case .lineTooLong:
             let limit = context.options.limits.maxLineBytes
@@ -89,6 +98,7 @@ final class NodeSession: Sendable {
     }
 
     private func refuse(_ error: WireError) {
+        state.withLock { $0.refused = true }
         context.log("[Node] Refused \(connection.peer): \(error)")
         send(error.line)
         connection.close()
@@ -103,6 +113,9 @@ final class NodeSession: Sendable {
         case .cancel(let id):
             state.withLock { $0.scans[id] }?.cancel()
         case .ping(let id):
+            if state.withLock({ $0.scans[id] != nil }) {
+                return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
+            }
             let system = context.system, name = context.options.name
             Task {
                 let counters = await system.counters
@@ -114,15 +127,17 @@ final class NodeSession: Sendable {
     }
 
     private func startScan(id: Int, task: ScanTask) {
-        let refusal: WireError? = state.withLock { state in
-            guard state.scans[id] == nil else { return .badRequest("request id \(id) is already in flight", id: id) }
+        let busy = { (message: String) in Reply.failure(id: id, task: task.id, code: "busy", message: message).line }
+        let refusal: [UInt8]? = state.withLock { state in
+            guard state.scans[id] == nil else { return WireError.badRequest("request id \(id) is already in flight", id: id).line }
+            guard !context.stopping.withLock({ $0 }) else { return busy("\(context.options.name) is stopping") }
             guard state.scans.count < context.options.maxRequestsPerConnection else {
-                return WireError(code: "busy", message: "too many requests in flight on this connection", id: id)
+                return busy("too many requests in flight on this connection")
             }
             state.scans[id] = Task { await self.runScan(id: id, task: task) }
             return nil
         }
-        if let refusal { send(refusal.line) }
+        if let refusal { send(refusal) }
     }
 
     private func runScan(id: Int, task: ScanTask) async {

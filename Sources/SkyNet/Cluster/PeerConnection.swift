@@ -75,13 +75,15 @@ public final class PeerConnection: Sendable {
     public func request(id: Int, _ request: Request) async throws -> Reply {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let ended: String? = state.withLock { state in
-                    if state.ended == nil { state.pending[id] = continuation }
-                    return state.ended
+                // Checked under the lock that `complete` takes: a cancellation that came
+                // before this registration is seen here, one after it finds the entry.
+                let refusal: (any Error)? = state.withLock { state in
+                    if let ended = state.ended { return PeerDisconnected(peer: name, reason: ended) }
+                    if Task.isCancelled { return CancellationError() }
+                    state.pending[id] = continuation
+                    return nil
                 }
-                if let ended {
-                    return continuation.resume(throwing: PeerDisconnected(peer: name, reason: ended))
-                }
+                if let refusal { return continuation.resume(throwing: refusal) }
                 do {
                     try connection.send(request.line)
                 } catch {

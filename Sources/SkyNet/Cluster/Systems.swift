@@ -78,6 +78,12 @@ public actor Systems {
         if !suspended { serveWaiters() }
     }
 
+    /// Removes the system a reservation was made on, if that registration is still there: for
+    /// a peer found gone, before its link has noticed.
+    public func retire(_ reservation: Reservation) {
+        entries.removeAll { $0.id == reservation.entryID }
+    }
+
     /// Reserves a slot on the first system, in order, that has one free; waits in line
     /// until one frees when none has. Throws `CancellationError` when the caller is cancelled.
     public func firstAvailableSystem() async throws -> Reservation {

@@ -72,12 +72,17 @@ public final class Connection: Sendable {
     /// Starts the reader thread. `onEvent` and then `onClose` run on it, one call at a time;
     /// they must not block for long. Call once.
     public func start(onEvent: @escaping @Sendable (Event) -> Void, onClose: @escaping @Sendable (CloseReason) -> Void = { _ in }) {
-        let alreadyClosed = state.withLock { state -> Bool in
+        let closedBeforeStart = state.withLock { state -> CloseReason? in
             state.started = true
-            return state.closing != nil
+            return state.finished ? state.closing : nil
+        }
+        if let closedBeforeStart {
+            // Closed before it started: the descriptor is already gone, nothing to read.
+            onClose(closedBeforeStart)
+            return
         }
         startThread(named: "skynet-reader") { [self] in
-            var reason = alreadyClosed ? CloseReason.closedLocally : readLines(onEvent)
+            var reason = readLines(onEvent)
             if case .lineTooLong = reason { drainAfterRefusal() }
             if let local = state.withLock({ $0.closing }), case .peerClosed = reason { reason = local }
             if let local = state.withLock({ $0.closing }), case .failed = reason { reason = local }
@@ -170,14 +175,18 @@ public final class Connection: Sendable {
 
     /// After refusing an over-long line: stop sending, and read (and drop) what the peer is
     /// still sending for a moment, so that closing does not reset the connection before the
-    /// peer has read our reply. Bounded in bytes and time.
+    /// peer has read our reply. Bounded: 16 MiB and one second in all.
     private func drainAfterRefusal() {
         socket.shutdown(reading: false, writing: true)
-        socket.setReceiveTimeout(.seconds(1))
+        let deadline = ContinuousClock.now + .seconds(1)
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
         defer { chunk.deallocate() }
         var drained = 0
-        while drained < 16 << 20, let count = try? socket.receive(into: chunk), count > 0 {
+        while drained < 16 << 20 {
+            let left = deadline - ContinuousClock.now
+            guard left > .milliseconds(1) else { return }
+            socket.setReceiveTimeout(left)
+            guard let count = try? socket.receive(into: chunk), count > 0 else { return }
             drained += count
         }
     }

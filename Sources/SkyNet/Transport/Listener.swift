@@ -11,7 +11,9 @@ public final class Listener: Sendable {
     /// The bound address; `port` is the real one when 0 was asked for.
     public let host: String
     public let port: Int
-    private let stopping = Locked(false)
+    /// `stopping`: stop() was called; `closed`: the accept thread closed the socket. Both
+    /// change under the lock, so shutdown never reaches a closed (maybe reused) descriptor.
+    private let state = Locked((stopping: false, closed: false))
     /// Fulfilled when the accept loop has ended and the socket is closed.
     public let stopped = AsyncSignal<Void>()
 
@@ -41,18 +43,19 @@ public final class Listener: Sendable {
     /// waited out; only `stop()` ends the loop.
     public func start(onAccept: @escaping @Sendable (Socket, String) -> Void) {
         startThread(named: "skynet-accept") { [self] in
-            while !stopping.withLock({ $0 }) {
+            while !state.withLock({ $0.stopping }) {
                 do throws(SocketError) {
                     let (client, peer) = try socket.accept()
                     onAccept(client, peer)
                 } catch {
-                    if stopping.withLock({ $0 }) { break }
+                    if state.withLock({ $0.stopping }) { break }
                     if [EMFILE, ENFILE, ENOMEM, ENOBUFS].contains(error.code) {
                         // Out of descriptors or memory: give connections a moment to close.
                         _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(100))
                     }
                 }
             }
+            state.withLock { $0.closed = true }
             socket.close()
             stopped.fulfil(())
         }
@@ -60,10 +63,10 @@ public final class Listener: Sendable {
 
     /// Stops accepting: wakes the accept thread, which closes the socket.
     public func stop() {
-        let first = stopping.withLock { stopping -> Bool in
-            defer { stopping = true }
-            return !stopping
+        state.withLock { state in
+            guard !state.stopping else { return }
+            state.stopping = true
+            if !state.closed { socket.shutdown() }
         }
-        if first { socket.shutdown() }
     }
 }
