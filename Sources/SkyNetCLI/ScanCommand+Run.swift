@@ -9,10 +9,10 @@ extension ScanCommand {
             Console.err("error: cluster file \(clusterPath ?? "cluster.json"): node \(node.name) has an unknown host \"\(node.host)\"")
             return 2
         }
-        let journal: ScanJournal?
-        let done: [Int: String]
+        let output: ScanOutput
+        let done: Set<Int>
         do {
-            (journal, done) = try openJournal()
+            (output, done) = try openOutput()
         } catch {
             Console.err("error: \(error)")
             return 2
@@ -32,11 +32,10 @@ extension ScanCommand {
             nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
             capacity: cluster.capacity)
         let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
-            capacity: capacity, timeout: .seconds(timeout), token: token)) { Console.out($0) }
+            capacity: capacity, timeout: .seconds(timeout), token: token)) { output.cluster($0) }
 
-        let printer = ScanPrinter(journal: journal)
-        let tasks = (0..<total).filter { done[$0] == nil }.map { ScanTask(input: $0, duration: duration) }
-        let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { printer.print($0) }
+        let tasks = (0..<total).filter { !done.contains($0) }.map { ScanTask(input: $0, duration: duration) }
+        let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { output.scan($0) }
         let scan = Task { await coordinator.run(tasks) }
         // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
         let stopSignal = signals.received
@@ -46,7 +45,7 @@ extension ScanCommand {
         }
         let report = await scan.value
         watcher.cancel()
-        printer.finish(report, resumed: done.count)
+        output.finish(report, resumed: done.count)
 
         await links.stop()
         await withTaskGroup(of: Void.self) { group in
@@ -54,20 +53,22 @@ extension ScanCommand {
         }
         if let signal = stopSignal.current { return 128 + signal }
         withExtendedLifetime(signals) {}
-        return report.gaveUp.isEmpty && !printer.journalFailed ? 0 : 1
+        return report.gaveUp.isEmpty && !output.journalIncomplete ? 0 : 1
     }
 
-    /// The journal to append to, and the sectors it already holds when resuming.
-    private func openJournal() throws -> (ScanJournal?, [Int: String]) {
-        guard let journalPath else { return (nil, [:]) }
-        var done: [Int: String] = [:]
+    /// The output, journaling to --journal, and the sectors the journal holds when resuming.
+    private func openOutput() throws -> (ScanOutput, Set<Int>) {
+        guard let journalPath else { return (ScanOutput(format: format, journal: nil), []) }
+        var done = Set<Int>()
+        var skipped = 0
         if resume {
-            let (entries, skipped) = try ScanJournal.read(path: journalPath)
-            for entry in entries where (0..<total).contains(entry.input) { done[entry.input] = entry.result }
-            Console.out("Resumed: \(done.count) sectors from \(journalPath)"
-                        + (skipped > 0 ? " (\(skipped) unreadable lines skipped)" : ""))
+            let (entries, unreadable) = try ScanJournal.read(path: journalPath)
+            done = Set(entries.map(\.input).filter { (0..<total).contains($0) })
+            skipped = unreadable
         }
-        return (try ScanJournal(path: journalPath), done)
+        let output = ScanOutput(format: format, journal: try ScanJournal(path: journalPath))
+        if resume { output.resumed(done.count, from: journalPath, skipped: skipped) }
+        return (output, done)
     }
 
     /// The token for peers, from the environment (never from a file or an argument).

@@ -8,7 +8,7 @@ struct ScanCommand: Command {
     static let usage = """
         usage: skynet scan [--total 20] [--cluster FILE] [--spawn N] [--duration 1.0] [--timeout 5]
                            [--capacity 4] [--local-capacity N] [--failing-every 10] [--max-attempts 5]
-                           [--journal FILE [--resume]]
+                           [--journal FILE [--resume]] [--json]
         """
     static let help = """
         Run a scan of `total` sectors. Each task goes to the first system with a free slot: this
@@ -33,6 +33,7 @@ struct ScanCommand: Command {
           --max-attempts N     tries per task before giving up, 1...100 (default 5)
           --journal FILE       append a JSON line per completed sector to FILE as it completes
           --resume             skip the sectors FILE already holds and run the rest
+          --json               print JSON Lines events instead of log lines (see README)
 
         Peers that are down are reported and skipped, and join when they come up; a peer whose
         request timed out gets no new work until it answers a ping. With SKYNET_TOKEN set in the
@@ -65,12 +66,13 @@ struct ScanCommand: Command {
     let timeout: Double
     let journalPath: String?
     let resume: Bool
+    let format: ScanOutput.Format
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Arguments(arguments, options: [
             "total", "cluster", "spawn", "duration", "timeout", "capacity", "local-capacity", "failing-every",
             "max-attempts", "journal",
-        ], flags: ["resume"])
+        ], flags: ["resume", "json"])
         total = try args.int("total", default: 20, in: 0...10_000_000)
         duration = try args.double("duration", default: 1.0, in: 0...ScanTask.maxDuration)
         capacity = try args.int("capacity", default: 4, in: 0...ClusterConfig.maxCapacity)
@@ -85,6 +87,7 @@ struct ScanCommand: Command {
         timeout = try args.optionalDouble("timeout", in: 0.001...3600) ?? cluster.timeout ?? 5
         journalPath = args.string("journal")
         resume = args.flag("resume")
+        format = args.flag("json") ? .json : .text
         if resume && journalPath == nil { throw UsageError("--resume needs --journal FILE") }
         let peerSlots = cluster.nodes.reduce(spawn * capacity) { $0 + ($1.capacity ?? cluster.capacity ?? capacity) }
         if localCapacity + peerSlots == 0 {

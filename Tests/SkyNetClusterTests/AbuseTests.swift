@@ -98,7 +98,7 @@ extension ProcessTests {
                 #expect(answered > 2500)
                 let endKiB = residentKiB(of: node.processIdentifier) ?? 0
                 print("fuzz: \(answered) lines answered, \(silent) cancels; node RSS \(startKiB) KiB -> \(endKiB) KiB")
-                #expect(endKiB < 64 * 1024)
+                #expect(endKiB < 2 * startKiB + 16 * 1024)
             }
         }
 
@@ -175,7 +175,9 @@ extension ProcessTests {
 
             let endKiB = try #require(residentKiB(of: pid))
             print("abuse: node RSS \(startKiB) KiB at start, \(endKiB) KiB after the abuse")
-            #expect(endKiB < 100 * 1024)
+            // Bounded, not grown with the abuse: 200 open connections cost their threads, no more.
+        // (Relative to the start, so that a ThreadSanitizer build, several times larger, holds too.)
+        #expect(endKiB < 3 * startKiB + 32 * 1024)
             #expect(kill(pid, 0) == 0)  // still running
         }
     }

@@ -109,24 +109,29 @@ public struct Coordinator: Sendable {
         _ job: Job, system: any ScanSystem, result: Result<String, any Error>, seconds: Double,
         in report: inout ScanReport, queue: inout WorkQueue
     ) {
+        if job.attempt > 1 || job.busyBounces > 0 { report.systems[system.name, default: SystemTally()].reruns += 1 }
         switch result {
         case .success(let value):
             report.results[job.index] = value
-            report.completedBySystem[system.name, default: 0] += 1
+            report.systems[system.name, default: SystemTally()].completed += 1
+            report.systems[system.name, default: SystemTally()].busySeconds += seconds
             onEvent(.completed(job.task, result: value, system: system.name, isLocal: system.isLocal,
                                attempt: job.attempt, seconds: seconds))
         case .failure where Task.isCancelled:
             break  // stopped, not failed: the task counts as not run
         case .failure(let failure as ScanFailure) where failure.code == "busy" && job.busyBounces < Self.maxBusyBounces:
             // The system could not take it: not an attempt at the task, so it costs none.
+            report.systems[system.name, default: SystemTally()].failed += 1
             report.reruns += 1
             queue.rerun(Job(index: job.index, task: job.task, attempt: job.attempt, busyBounces: job.busyBounces + 1))
             onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: failure))
         case .failure(let error) where job.attempt < maxAttempts:
+            report.systems[system.name, default: SystemTally()].failed += 1
             report.reruns += 1
             queue.rerun(Job(index: job.index, task: job.task, attempt: job.attempt + 1, busyBounces: job.busyBounces))
             onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: error))
         case .failure(let error):
+            report.systems[system.name, default: SystemTally()].failed += 1
             report.gaveUp.append(job.task)
             onEvent(.gaveUp(job.task, attempts: job.attempt, error: error))
         }

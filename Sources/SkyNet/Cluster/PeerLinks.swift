@@ -23,7 +23,7 @@ public final class PeerLinks: Sendable {
     private let tasks: [Task<Void, Never>]
 
     /// Starts linking to every node of `cluster`.
-    public init(cluster: ClusterConfig, systems: Systems, settings: Settings, log: @escaping @Sendable (String) -> Void) {
+    public init(cluster: ClusterConfig, systems: Systems, settings: Settings, log: @escaping @Sendable (ClusterEvent) -> Void) {
         tasks = cluster.nodes.map { node in
             Task { await Self.link(node, capacity: node.capacity ?? cluster.capacity ?? settings.capacity,
                                    systems: systems, settings: settings, log: log) }
@@ -38,7 +38,7 @@ public final class PeerLinks: Sendable {
 
     private static func link(
         _ node: ClusterConfig.Node, capacity: Int, systems: Systems, settings: Settings,
-        log: @escaping @Sendable (String) -> Void
+        log: @escaping @Sendable (ClusterEvent) -> Void
     ) async {
         var delay = settings.retryDelays.first
         var reportedDown = false
@@ -50,7 +50,7 @@ public final class PeerLinks: Sendable {
             } catch {
                 if Task.isCancelled { return }
                 if !reportedDown {
-                    log("[Cluster] Unreachable: \(node.name) at \(node.host):\(node.port) (\(error)); retrying")
+                    log(.unreachable(node.name, address: "\(node.host):\(node.port)", error: "\(error)"))
                     reportedDown = true
                 }
                 try? await Task.sleep(for: delay)
@@ -62,10 +62,10 @@ public final class PeerLinks: Sendable {
             let slots = min(capacity, peer.welcome.capacity)
             let remote = RemoteSystem(name: node.name, peer: peer, timeout: settings.timeout) { responsive in
                 await systems.setSuspended(!responsive, named: node.name)
-                log(responsive ? "[Cluster] Responsive: \(node.name)" : "[Cluster] Unresponsive: \(node.name)")
+                log(responsive ? .responsive(node.name) : .unresponsive(node.name))
             }
             await systems.add(remote, capacity: slots)
-            log("[Cluster] Connected: \(node.name)")
+            log(.connected(node.name))
             let reason = await withTaskCancellationHandler {
                 await peer.closed.value
             } onCancel: {
@@ -73,7 +73,7 @@ public final class PeerLinks: Sendable {
             }
             await systems.remove(named: node.name)
             if Task.isCancelled { return }
-            log("[Cluster] Disconnected: \(node.name) (\(reason))")
+            log(.disconnected(node.name, reason: reason.description))
         }
     }
 }

@@ -8,6 +8,20 @@ public enum ScanEvent: Sendable {
     case gaveUp(ScanTask, attempts: Int, error: any Error)
 }
 
+/// What one system did in a scan.
+public struct SystemTally: Sendable, Equatable {
+    public internal(set) var completed = 0
+    /// Attempts that failed on this system (each was re-run or given up).
+    public internal(set) var failed = 0
+    /// Attempts it ran that were re-runs of a task that had failed (anywhere) before.
+    public internal(set) var reruns = 0
+    /// Seconds of the attempts it completed, added up.
+    public internal(set) var busySeconds: Double = 0
+
+    /// Mean seconds of a completed attempt.
+    public var meanSeconds: Double { completed == 0 ? 0 : busySeconds / Double(completed) }
+}
+
 /// The outcome of a whole scan.
 public struct ScanReport: Sendable {
     /// The result of each task, in the order the tasks were given; nil for a task given up.
@@ -16,8 +30,8 @@ public struct ScanReport: Sendable {
     public internal(set) var gaveUp: [ScanTask] = []
     /// How many failed attempts were run again.
     public internal(set) var reruns = 0
-    /// Completed tasks by the name of the system that completed them.
-    public internal(set) var completedBySystem: [String: Int] = [:]
+    /// What each system did, by name.
+    public internal(set) var systems: [String: SystemTally] = [:]
     public internal(set) var seconds: Double = 0
     /// Whether the scan was stopped (cancelled) before every task had its outcome.
     public internal(set) var interrupted = false
@@ -27,7 +41,10 @@ public struct ScanReport: Sendable {
     }
 
     /// How many tasks completed.
-    public var completed: Int { completedBySystem.values.reduce(0, +) }
+    public var completed: Int { systems.values.reduce(0) { $0 + $1.completed } }
+
+    /// Completed tasks by the name of the system that completed them.
+    public var completedBySystem: [String: Int] { systems.filter { $0.value.completed > 0 }.mapValues(\.completed) }
 
     /// How many tasks neither completed nor used up their attempts (an interrupted scan).
     public var notRun: Int { results.count - completed - gaveUp.count }

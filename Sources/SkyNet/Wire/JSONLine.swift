@@ -2,41 +2,46 @@
 ///
 /// Hand-written because the messages are small and flat; keys are written as given and
 /// string values escaped, so the line never holds a raw newline.
-struct JSONLine {
+public struct JSONLine {
     private var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var empty = true
 
     /// A message: an object whose first field is its `type`.
-    init(type: String) {
+    public init(type: String) {
         add("type", type)
     }
 
     /// A nested object, for `add(_:object:)`.
-    init() {}
+    public init() {}
 
-    mutating func add(_ key: String, _ value: String) {
+    public mutating func add(_ key: String, _ value: String) {
         self.key(key)
         Self.appendString(value, to: &bytes)
     }
 
-    mutating func add(_ key: String, _ value: Int) {
+    public mutating func add(_ key: String, _ value: Int) {
         self.key(key)
         bytes.append(contentsOf: String(value).utf8)
     }
 
-    mutating func add(_ key: String, _ value: Double) {
+    public mutating func add(_ key: String, _ value: Double) {
         self.key(key)
         bytes.append(contentsOf: (value.isFinite ? "\(value)" : "0").utf8)
     }
 
-    mutating func add(_ key: String, object: JSONLine) {
+    public mutating func add(_ key: String, _ value: Bool) {
+        self.key(key)
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
+    public mutating func add(_ key: String, object: JSONLine) {
         self.key(key)
         bytes.append(contentsOf: object.bytes)
         bytes.append(UInt8(ascii: "}"))
     }
 
     /// The finished line: the object and its newline.
-    var line: [UInt8] {
+    public var line: [UInt8] {
         bytes + [UInt8(ascii: "}"), UInt8(ascii: "\n")]
     }
 
