@@ -6,11 +6,14 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "skynet", targets: ["SkyNetCLI"]),
+        .executable(name: "skynet-bench", targets: ["SkyNetBench"]),
         .library(name: "SkyNet", targets: ["SkyNet"]),
     ],
     targets: [
         .target(name: "SkyNet"),
         .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet"]),
+        // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
+        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet"]),
         .testTarget(name: "SkyNetTests", dependencies: ["SkyNet"]),
         // Depends on the executable so that `swift test` builds `skynet` beside the test bundle.
         .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI"]),

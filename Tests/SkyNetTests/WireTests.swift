@@ -131,3 +131,20 @@ struct SplitMix: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+struct UUIDWireTextTests {
+    @Test func matchesFoundationsTextAndParsesBothCases() {
+        for _ in 0..<1000 {
+            let id = UUID()
+            #expect(id.wireText == id.uuidString.lowercased())
+            #expect(UUID(wireText: id.wireText) == id)
+            #expect(UUID(wireText: id.uuidString) == id)
+        }
+    }
+
+    @Test(arguments: ["", "6ba7b810-9dad-11d1-80b4-00c04fd430c", "6ba7b810-9dad-11d1-80b4-00c04fd430c8a",
+                      "6ba7b810x9dad-11d1-80b4-00c04fd430c8", "6ba7b810-9dad-11d1-80b4-00c04fd430cg", "é"])
+    func refusesWhatIsNotAUUID(text: String) {
+        #expect(UUID(wireText: text) == nil)
+    }
+}

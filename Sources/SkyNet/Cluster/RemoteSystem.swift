@@ -6,8 +6,8 @@
 public actor RemoteSystem: ScanSystem {
     public nonisolated let name: String
     public nonisolated var isLocal: Bool { false }
-    public let peer: PeerConnection
-    public let timeout: Duration
+    public nonisolated let peer: PeerConnection
+    public nonisolated let timeout: Duration
     private let onHealth: @Sendable (_ responsive: Bool) async -> Void
     private var probing = false
 
@@ -19,7 +19,9 @@ public actor RemoteSystem: ScanSystem {
         self.onHealth = onHealth
     }
 
-    public func run(_ task: ScanTask) async throws -> String {
+    /// Nonisolated: it touches no state of the actor but on a timeout, so a request costs no
+    /// hop onto the actor.
+    public nonisolated func run(_ task: ScanTask) async throws -> String {
         let peer = self.peer
         let id = peer.nextID()
         let reply: Reply
@@ -29,7 +31,7 @@ public actor RemoteSystem: ScanSystem {
             }.value
         } catch let error as TimeoutError {
             peer.post(.cancel(id: id))
-            startProbing()
+            await startProbing()
             throw error
         } catch is CancellationError {
             peer.post(.cancel(id: id))

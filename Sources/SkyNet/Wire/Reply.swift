@@ -46,13 +46,13 @@ public enum Reply: Sendable, Equatable {
         case .result(let id, let task, let result):
             var json = JSONLine(type: "result")
             json.add("id", id)
-            json.add("task", task.uuidString.lowercased())
+            json.add("task", task.wireText)
             json.add("result", result)
             return json.line
         case .failure(let id, let task, let code, let message):
             var json = JSONLine(type: "failure")
             json.add("id", id)
-            json.add("task", task.uuidString.lowercased())
+            json.add("task", task.wireText)
             json.add("code", code)
             json.add("message", message)
             return json.line

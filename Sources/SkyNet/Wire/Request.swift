@@ -21,7 +21,7 @@ public enum Request: Sendable, Equatable {
             return json.line
         case .scan(let id, let task):
             var body = JSONLine()
-            body.add("id", task.id.uuidString.lowercased())
+            body.add("id", task.id.wireText)
             body.add("input", task.input)
             body.add("duration", task.duration)
             var json = JSONLine(type: "scan")

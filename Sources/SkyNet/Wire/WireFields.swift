@@ -66,7 +66,7 @@ struct WireFields {
     }
 
     func uuid(_ key: String) throws(WireError) -> UUID {
-        guard let uuid = UUID(uuidString: try string(key)) else {
+        guard let uuid = UUID(wireText: try string(key)) else {
             throw .badRequest("\"\(prefix)\(key)\" is not a UUID", id: id)
         }
         return uuid

@@ -1,0 +1,52 @@
+import Foundation
+import SkyNet
+
+/// Node processes for one workload, with a cluster file naming them; stopped by `stop()`.
+final class BenchCluster: Sendable {
+    let nodes: [NodeProcess]
+    let file: String
+
+    init(skynet: URL, count: Int, failingEvery: Int = 0) throws {
+        nodes = try blocking {
+            try await withThrowingTaskGroup(of: NodeProcess.self) { group in
+                for index in 1...count {
+                    group.addTask {
+                        try await NodeProcess.start(executable: skynet, name: "n\(index)",
+                                                    arguments: ["--failing-every", String(failingEvery)])
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        file = NSTemporaryDirectory() + "skynet-bench-cluster-\(UUID().uuidString).json"
+        let entries = nodes.map { #"{"name":"\#($0.name)","host":"\#($0.host)","port":\#($0.port)}"# }
+        try #"{"nodes":[\#(entries.joined(separator: ","))]}"#.write(toFile: file, atomically: true, encoding: .utf8)
+    }
+
+    func stop() {
+        let nodes = self.nodes
+        _ = try? blocking {
+            await withTaskGroup(of: Void.self) { group in
+                for node in nodes { group.addTask { await node.stop() } }
+            }
+        }
+        unlink(file)
+    }
+}
+
+/// One `skynet scan --json` run: its summary.
+struct ScanRun {
+    let seconds: Double
+    let completed: Int
+    let reruns: Int
+
+    /// Runs `skynet scan --json ARGUMENTS…` and reads the summary event (the last line).
+    static func run(_ skynet: URL, _ arguments: [String]) throws -> ScanRun {
+        let child = try ChildProcess.run(skynet.path, ["scan", "--json"] + arguments)
+        guard let last = child.stdout.split(separator: "\n").last,
+              let summary = try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
+              let seconds = summary["seconds"] as? Double, let completed = summary["completed"] as? Int
+        else { throw BenchError("skynet scan \(arguments.joined(separator: " ")) gave no summary (status \(child.status))") }
+        return ScanRun(seconds: seconds, completed: completed, reruns: summary["reruns"] as? Int ?? 0)
+    }
+}
