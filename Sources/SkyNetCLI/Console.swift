@@ -7,12 +7,12 @@ import Darwin
 /// Lines to stdout and stderr, each written at once with one `write`, so that a line a
 /// scan printed is out even if the process is killed right after (no stdio buffer).
 enum Console {
-    static func out(_ line: String) { write(line, to: 1) }
-    static func err(_ line: String) { write(line, to: 2) }
+    static func out(_ line: String) { raw(line + "\n", to: 1) }
+    static func err(_ line: String) { raw(line + "\n", to: 2) }
 
-    private static func write(_ line: String, to descriptor: Int32) {
-        var bytes = Array(line.utf8)
-        bytes.append(UInt8(ascii: "\n"))
+    /// Writes `text` as it is (no newline added).
+    static func raw(_ text: String, to descriptor: Int32) {
+        let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { buffer in

@@ -7,6 +7,7 @@ struct NodeCommand: Command {
     static let summary = "run a node that executes the scan tasks peers send it"
     static let usage = """
         usage: skynet node --port PORT [--host 127.0.0.1] [--name NAME] [--capacity 4] [--failing-every 10]
+                           [--verbose]
         """
     static let help = """
         Run a node: accept connections from coordinators and run the tasks they send, at most
@@ -23,6 +24,7 @@ struct NodeCommand: Command {
           --name NAME          the name peers see (default node-PORT)
           --capacity N         tasks run at once, 1...1024 (default 4)
           --failing-every N    fail every N-th task; 0 never (default 10)
+          --verbose            log every task to stderr
 
         examples:
           skynet node --port 9001 --name alpha
@@ -32,7 +34,7 @@ struct NodeCommand: Command {
     let options: Node.Options
 
     init(arguments: [String]) throws(UsageError) {
-        let args = try Arguments(arguments, options: ["port", "host", "name", "capacity", "failing-every"], flags: [])
+        let args = try Arguments(arguments, options: ["port", "host", "name", "capacity", "failing-every"], flags: ["verbose"])
         guard args.string("port") != nil else { throw UsageError("option '--port' is required (0 picks a free port)") }
         let port = try args.int("port", default: 0, in: 0...65535)
         if args.string("name")?.isEmpty == true { throw UsageError("option '--name' must not be empty") }
@@ -41,6 +43,7 @@ struct NodeCommand: Command {
         options.host = args.string("host") ?? "127.0.0.1"
         options.capacity = try args.int("capacity", default: 4, in: 1...ClusterConfig.maxCapacity)
         options.failingEvery = try args.int("failing-every", default: 10, in: 0...1_000_000_000)
+        options.verbose = args.flag("verbose")
         options.token = ProcessInfo.processInfo.environment["SKYNET_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         self.options = options
     }
@@ -52,6 +55,11 @@ struct NodeCommand: Command {
             node = try await Node.start(options) { Console.err($0) }
         } catch {
             Console.err("error: \(error)")
+            if let error = error as? SocketError, error.code == EADDRINUSE {
+                Console.err("hint: another process listens there; choose another --port (0 picks a free one)")
+            } else if let error = error as? SocketError, error.code == EACCES {
+                Console.err("hint: ports below 1024 need privileges; choose a port from 1024 up")
+            }
             return 2
         }
         if options.token == nil, !["127.0.0.1", "::1", "localhost"].contains(options.host) {

@@ -37,6 +37,7 @@ extension ScanCommand {
         let tasks = (0..<total).filter { !done.contains($0) }.map { ScanTask(input: $0, duration: duration) }
         let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { output.scan($0) }
         let scan = Task { await coordinator.run(tasks) }
+
         // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
         let stopSignal = signals.received
         let watcher = Task {
@@ -58,7 +59,8 @@ extension ScanCommand {
 
     /// The output, journaling to --journal, and the sectors the journal holds when resuming.
     private func openOutput() throws -> (ScanOutput, Set<Int>) {
-        guard let journalPath else { return (ScanOutput(format: format, journal: nil), []) }
+        let progress = Progress.start(total: total, hasLocalSystem: localCapacity > 0, quiet: quiet)
+        guard let journalPath else { return (ScanOutput(format: format, journal: nil, progress: progress), []) }
         var done = Set<Int>()
         var skipped = 0
         if resume {
@@ -66,7 +68,7 @@ extension ScanCommand {
             done = Set(entries.map(\.input).filter { (0..<total).contains($0) })
             skipped = unreadable
         }
-        let output = ScanOutput(format: format, journal: try ScanJournal(path: journalPath))
+        let output = ScanOutput(format: format, journal: try ScanJournal(path: journalPath), progress: progress)
         if resume { output.resumed(done.count, from: journalPath, skipped: skipped) }
         return (output, done)
     }

@@ -8,7 +8,7 @@ struct ScanCommand: Command {
     static let usage = """
         usage: skynet scan [--total 20] [--cluster FILE] [--spawn N] [--duration 1.0] [--timeout 5]
                            [--capacity 4] [--local-capacity N] [--failing-every 10] [--max-attempts 5]
-                           [--journal FILE [--resume]] [--json]
+                           [--journal FILE [--resume]] [--json] [--quiet]
         """
     static let help = """
         Run a scan of `total` sectors. Each task goes to the first system with a free slot: this
@@ -34,6 +34,7 @@ struct ScanCommand: Command {
           --journal FILE       append a JSON line per completed sector to FILE as it completes
           --resume             skip the sectors FILE already holds and run the rest
           --json               print JSON Lines events instead of log lines (see README)
+          --quiet              no live progress line (also: NO_COLOR set, or stderr not a terminal)
 
         Peers that are down are reported and skipped, and join when they come up; a peer whose
         request timed out gets no new work until it answers a ping. With SKYNET_TOKEN set in the
@@ -67,12 +68,13 @@ struct ScanCommand: Command {
     let journalPath: String?
     let resume: Bool
     let format: ScanOutput.Format
+    let quiet: Bool
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Arguments(arguments, options: [
             "total", "cluster", "spawn", "duration", "timeout", "capacity", "local-capacity", "failing-every",
             "max-attempts", "journal",
-        ], flags: ["resume", "json"])
+        ], flags: ["resume", "json", "quiet"])
         total = try args.int("total", default: 20, in: 0...10_000_000)
         duration = try args.double("duration", default: 1.0, in: 0...ScanTask.maxDuration)
         capacity = try args.int("capacity", default: 4, in: 0...ClusterConfig.maxCapacity)
@@ -88,6 +90,7 @@ struct ScanCommand: Command {
         journalPath = args.string("journal")
         resume = args.flag("resume")
         format = args.flag("json") ? .json : .text
+        quiet = args.flag("quiet")
         if resume && journalPath == nil { throw UsageError("--resume needs --journal FILE") }
         let peerSlots = cluster.nodes.reduce(spawn * capacity) { $0 + ($1.capacity ?? cluster.capacity ?? capacity) }
         if localCapacity + peerSlots == 0 {

@@ -9,10 +9,12 @@ final class ScanOutput: Sendable {
     let format: Format
     private let journal: ScanJournal?
     private let journalFailed = Locked(false)
+    private let progress: Progress?
 
-    init(format: Format, journal: ScanJournal?) {
+    init(format: Format, journal: ScanJournal?, progress: Progress?) {
         self.format = format
         self.journal = journal
+        self.progress = progress
     }
 
     /// Whether a journal write failed (the scan then exits 1: its journal is incomplete).
@@ -32,7 +34,8 @@ final class ScanOutput: Sendable {
     }
 
     func cluster(_ event: ClusterEvent) {
-        guard format == .json else { return Console.out(event.description) }
+        progress?.record(event)
+        guard format == .json else { return line(event.description) }
         var json: JSONLine
         switch event {
         case .connected: json = self.event("connected")
@@ -47,11 +50,14 @@ final class ScanOutput: Sendable {
     }
 
     func scan(_ event: ScanEvent) {
+        progress?.record(event)
         switch event {
+        case .started:
+            break
         case .completed(let task, let result, let system, let isLocal, let attempt, let seconds):
             record(.init(input: task.input, result: result, system: system, attempt: attempt, seconds: seconds))
             guard format == .json else {
-                return Console.out(isLocal ? "Completed: \(task.input)" : "Completed: \(task.input) by \(system)")
+                return line(isLocal ? "Completed: \(task.input)" : "Completed: \(task.input) by \(system)")
             }
             var json = self.event("completed")
             json.add("input", task.input)
@@ -61,7 +67,7 @@ final class ScanOutput: Sendable {
             json.add("seconds", seconds)
             emit(json)
         case .rerun(let task, let attempt, let system, let error):
-            guard format == .json else { return Console.out("Re-run task: \(task.input). Failed with: \(error)") }
+            guard format == .json else { return line("Re-run task: \(task.input). Failed with: \(error)") }
             var json = self.event("retry")
             json.add("input", task.input)
             json.add("attempt", attempt)
@@ -70,7 +76,7 @@ final class ScanOutput: Sendable {
             emit(json)
         case .gaveUp(let task, let attempts, let error):
             guard format == .json else {
-                return Console.out("Gave up on task \(task.input) after \(attempts) attempts: \(error)")
+                return line("Gave up on task \(task.input) after \(attempts) attempts: \(error)")
             }
             var json = self.event("failed")
             json.add("input", task.input)
@@ -82,6 +88,7 @@ final class ScanOutput: Sendable {
 
     /// The closing lines; `resumed` sectors came from the journal and count as completed.
     func finish(_ report: ScanReport, resumed: Int) {
+        progress?.stop()
         let completed = resumed + report.completed
         switch format {
         case .text:
@@ -105,7 +112,16 @@ final class ScanOutput: Sendable {
     }
 
     private func emit(_ json: JSONLine) {
-        Console.out(String(decoding: json.line.dropLast(), as: UTF8.self))
+        line(String(decoding: json.line.dropLast(), as: UTF8.self))
+    }
+
+    /// Prints a line on stdout, erasing the progress line first.
+    private func line(_ text: String) {
+        if let progress {
+            progress.clearing { Console.out(text) }
+        } else {
+            Console.out(text)
+        }
     }
 
     private func record(_ entry: ScanJournal.Entry) {

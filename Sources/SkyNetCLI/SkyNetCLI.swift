@@ -16,7 +16,7 @@ protocol Command {
 @main
 enum SkyNetCLI {
     static let version = "0.1.0"
-    static var commands: [any Command.Type] { [ScanCommand.self, NodeCommand.self] }
+    static var commands: [any Command.Type] { [ScanCommand.self, NodeCommand.self, StatusCommand.self] }
 
     static let help = """
         skynet \(version): spread scan tasks over a cluster of processes.
@@ -29,8 +29,10 @@ enum SkyNetCLI {
         Run 'skynet help <command>' or 'skynet <command> --help' for a command's options.
 
         examples:
-          skynet scan --total 20 --spawn 2     a scan over this process and 2 local nodes
-          skynet node --port 9001 --name alpha run a node for a cluster.json peer
+          skynet scan --total 20 --spawn 2        a scan over this process and 2 local nodes
+          skynet node --port 9001 --name alpha    run a node for a cluster.json peer
+          skynet status                           which peers of ./cluster.json are up
+          skynet scan --total 100 --json | jq .   events as JSON Lines
         """
 
     static func main() async {

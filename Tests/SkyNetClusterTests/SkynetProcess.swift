@@ -23,7 +23,13 @@ struct Finished: Sendable {
 }
 
 /// Runs `skynet` with `arguments` to the end, killing it after `limit`.
-func runSkynet(_ arguments: [String], limit: Duration = .seconds(60), environment: [String: String] = [:]) async throws -> Finished {
+func runSkynet(_ arguments: [String], limit: Duration = .seconds(60), environment: [String: String?] = [:]) async throws -> Finished {
+    try await runProgram(skynetBinary.path, arguments, limit: limit, environment: environment)
+}
+
+/// Runs a program to the end, killing it after `limit`; `environment` adds (or, with nil,
+/// removes) variables.
+func runProgram(_ path: String, _ arguments: [String], limit: Duration = .seconds(60), environment: [String: String?] = [:]) async throws -> Finished {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-run-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
@@ -32,10 +38,12 @@ func runSkynet(_ arguments: [String], limit: Duration = .seconds(60), environmen
     _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
 
     let process = Process()
-    process.executableURL = skynetBinary
+    process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     process.currentDirectoryURL = folder
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    var variables = ProcessInfo.processInfo.environment
+    for (name, value) in environment { variables[name] = value }
+    process.environment = variables
     process.standardOutput = try FileHandle(forWritingTo: outURL)
     process.standardError = try FileHandle(forWritingTo: errURL)
     process.standardInput = FileHandle.nullDevice

@@ -82,6 +82,23 @@ struct CoordinatorTests {
         #expect(await systems.inFlight(on: "local") == 0)
     }
 
+    /// The loop releases a slot only when it takes the attempt's result, so finished attempts
+    /// cannot pile up in the task group when printing is slow (they once grew without bound:
+    /// 550 MB for a million no-op tasks).
+    @Test func aSlowEventConsumerNeverLetsFinishedAttemptsPileUp() async throws {
+        let system = CountingSystem()
+        let systems = Systems()
+        await systems.add(system, capacity: 4)
+        let report = await Coordinator(systems: systems) { event in
+            guard case .completed = event else { return }
+            let until = ContinuousClock.now + .microseconds(300)
+            while ContinuousClock.now < until {}  // a slow terminal, say
+            system.recorded.withLock { $0 += 1 }
+        }.run(makeTasks(2000))
+        #expect(report.completed == 2000)
+        #expect(system.mostUnrecorded <= 4 + 1)
+    }
+
     @Test func localSystemRunsFourOneSecondScansAtOnce() async throws {
         let system = LocalSystem(capacity: 4, api: UnreliableAPI(failingEvery: 0))
         let clock = ContinuousClock()
@@ -116,4 +133,24 @@ actor LocalPeer: ScanSystem {
         self.api = api
     }
     func run(_ task: ScanTask) async throws -> String { try await task.perform(using: api) }
+}
+
+/// A system that returns at once and tracks how many returned attempts the coordinator had
+/// not yet recorded (its `recorded` count is kept by the test's event handler).
+actor CountingSystem: ScanSystem {
+    nonisolated let name = "local"
+    nonisolated var isLocal: Bool { true }
+    let recorded = Locked(0)
+    private let counts = Locked((returned: 0, most: 0))
+
+    nonisolated func run(_ task: ScanTask) async throws -> String {
+        let recordedNow = recorded.withLock { $0 }
+        counts.withLock { counts in
+            counts.returned += 1
+            counts.most = max(counts.most, counts.returned - recordedNow)
+        }
+        return String(task.input)
+    }
+
+    nonisolated var mostUnrecorded: Int { counts.withLock { $0.most } }
 }

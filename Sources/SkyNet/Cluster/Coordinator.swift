@@ -33,7 +33,7 @@ public struct Coordinator: Sendable {
                 // Use every slot that is free right now, then park one request per kind of
                 // work still waiting, so a freed slot or a joining peer wakes us.
                 while let (job, reservation) = await queue.takeFreeSlot(from: systems, tasks: tasks) {
-                    group.addTask { await attempt(job, on: reservation) }
+                    launch(job, on: reservation, in: &group)
                 }
                 while let kind = queue.slotRequestToPark() {
                     group.addTask { [systems] in
@@ -47,12 +47,13 @@ public struct Coordinator: Sendable {
                 switch step {
                 case .slot(let reservation, let kind):
                     if !Task.isCancelled, let job = queue.job(for: reservation, requestedAs: kind, tasks: tasks) {
-                        group.addTask { await attempt(job, on: reservation) }
+                        launch(job, on: reservation, in: &group)
                     } else {
                         await systems.release(reservation)
                     }
-                case .finished(let job, let system, let result, let seconds):
-                    record(job, system: system, result: result, seconds: seconds, in: &report, queue: &queue)
+                case .finished(let job, let reservation, let result, let seconds):
+                    await systems.release(reservation)
+                    record(job, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
                 }
             }
             guard Task.isCancelled else { return }
@@ -70,16 +71,23 @@ public struct Coordinator: Sendable {
             let step: Step?
             do { step = try await group.next() } catch { continue }  // a cancelled slot request
             switch step {
-            case .finished(let job, let system, .success(let value), let seconds)?:
-                record(job, system: system, result: .success(value), seconds: seconds, in: &report, queue: &queue)
+            case .finished(let job, let reservation, .success(let value), let seconds)?:
+                await systems.release(reservation)
+                record(job, system: reservation.system, result: .success(value), seconds: seconds, in: &report, queue: &queue)
             case .slot(let reservation, _)?:
                 await systems.release(reservation)
-            case .finished?:
-                continue  // a cancelled attempt: the task counts as not run
+            case .finished(_, let reservation, _, _)?:
+                await systems.release(reservation)  // a cancelled attempt: the task counts as not run
             case nil:
                 return
             }
         }
+    }
+
+    private func launch(_ job: Job, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) {
+        let system = reservation.system
+        onEvent(.started(job.task, system: system.name, isLocal: system.isLocal, attempt: job.attempt))
+        group.addTask { await attempt(job, on: reservation) }
     }
 
     private func attempt(_ job: Job, on reservation: Reservation) async -> Step {
@@ -93,11 +101,12 @@ public struct Coordinator: Sendable {
         case .failure(let failure as ScanFailure) where failure.code == "busy":
             // Someone else fills that system: keep its slot a moment so the re-run goes elsewhere.
             try? await Task.sleep(for: Self.busyCoolDown)
-            await systems.release(reservation)
         default:
-            await systems.release(reservation)
+            break
         }
-        return .finished(job, reservation.system, result, seconds)
+        // The slot is released by the loop when it takes this step: so no more children live
+        // than there are slots, however far the loop falls behind.
+        return .finished(job, reservation, result, seconds)
     }
 
     /// How long a system that answered `busy` gets no task from this slot.
@@ -150,7 +159,7 @@ struct Job: Sendable {
 /// What a child of the coordinator's task group reports back.
 enum Step: Sendable {
     case slot(Reservation, SlotKind)
-    case finished(Job, any ScanSystem, Result<String, any Error>, Double)
+    case finished(Job, Reservation, Result<String, any Error>, Double)
 }
 
 /// Which slots a parked request waits for: local ones (for re-runs) or any.

@@ -17,6 +17,8 @@ public final class Node: Sendable {
         /// A connection that has not said hello by then is closed.
         public var helloTimeout: Duration = .seconds(10)
         public var maxRequestsPerConnection = 1024
+        /// Log every task (never the token).
+        public var verbose = false
         public var limits = Connection.Limits()
 
         public init(name: String) {

@@ -141,6 +141,7 @@ final class NodeSession: Sendable {
     }
 
     private func runScan(id: Int, task: ScanTask) async {
+        let started = ContinuousClock.now
         let reply: Reply
         do {
             let result = try await context.system.run(task)
@@ -153,8 +154,22 @@ final class NodeSession: Sendable {
             reply = .failure(id: id, task: task.id, code: "task-failed", message: "\(error)")
         }
         // Forget the id before replying: the client may reuse it as soon as it has the reply.
-        state.withLock { _ = $0.scans.removeValue(forKey: id) }
+        let client = state.withLock { state in
+            state.scans.removeValue(forKey: id)
+            return state.client ?? "client"
+        }
         send(reply.line)
+        if context.options.verbose {
+            let elapsed = ContinuousClock.now - started
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let outcome: String
+            switch reply {
+            case .result: outcome = "completed"
+            case .failure(_, _, let code, let message): outcome = "\(code): \(message)"
+            default: outcome = "answered"
+            }
+            context.log("[Node] Task \(task.input) from \(client): \(outcome) in \(String(format: "%.3f", seconds)) s")
+        }
     }
 
     private func send(_ line: [UInt8]) {

@@ -1,5 +1,7 @@
 /// What happened to one task, in the order the coordinator saw it.
 public enum ScanEvent: Sendable {
+    /// An attempt at the task was handed to `system`.
+    case started(ScanTask, system: String, isLocal: Bool, attempt: Int)
     /// The task completed on `system` at its `attempt`-th try.
     case completed(ScanTask, result: String, system: String, isLocal: Bool, attempt: Int, seconds: Double)
     /// The task failed on `system` and will run again.

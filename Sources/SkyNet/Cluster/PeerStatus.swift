@@ -1,0 +1,50 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a ping found about one peer of a cluster file.
+public struct PeerStatus: Sendable {
+    public enum State: Sendable {
+        case up(Pong, roundTripMilliseconds: Double)
+        /// Why it is down, in a word or two: refused, timed out, unauthorized, unknown host, …
+        case down(String)
+    }
+
+    public let node: ClusterConfig.Node
+    public let state: State
+
+    public var isUp: Bool { if case .up = state { true } else { false } }
+
+    /// Connects, says hello and pings `node`, each step bounded by `timeout`.
+    public static func probe(_ node: ClusterConfig.Node, token: String?, timeout: Duration) async -> PeerStatus {
+        do {
+            let peer = try await PeerConnection.open(name: node.name, host: node.host, port: node.port,
+                                                     token: token, timeout: timeout)
+            defer { peer.close() }
+            let id = peer.nextID()
+            let clock = ContinuousClock(), start = clock.now
+            let reply = try await withTimeout(timeout) { try await peer.request(id: id, .ping(id: id)) }
+            guard case .pong(_, let pong) = reply else { return PeerStatus(node: node, state: .down("bad reply")) }
+            let elapsed = clock.now - start
+            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            return PeerStatus(node: node, state: .up(pong, roundTripMilliseconds: milliseconds))
+        } catch {
+            return PeerStatus(node: node, state: .down(reason(error)))
+        }
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        switch error {
+        case let error as SocketError where error.code == ECONNREFUSED: "refused"
+        case let error as SocketError where error.code == ETIMEDOUT: "timed out"
+        case let error as SocketError where error.operation.hasPrefix("resolve"): "unknown host"
+        case is TimeoutError: "timed out"
+        case let error as WireError where error.code == "unauthorized": "unauthorized"
+        case let error as WireError: error.code
+        case is PeerDisconnected: "closed the connection"
+        default: "\(error)"
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import SkyNet
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The live progress line of a scan on stderr, redrawn in place ten times a second:
+/// `37 scheduled  12.30 per sec.  25/100 tasks completed  1 failed  3 systems  collaborating`.
+///
+/// Only for a terminal: `start` returns nil when stderr is not one, or NO_COLOR or --quiet
+/// asks for plain output. Other output clears the line first (`clearing`), and `stop` clears
+/// it for good. The counters and the terminal are guarded by one lock.
+final class Progress: Sendable {
+    private struct State: Sendable {
+        var scheduled = 0
+        var completed = 0
+        var failed = 0
+        var peers = 0
+        /// When a peer last completed a task: peers share the work while that is recent.
+        var lastRemoteCompletion: ContinuousClock.Instant?
+        var shown = false
+        var stopped = false
+    }
+
+    private let total: Int
+    private let localSystems: Int
+    private let started = ContinuousClock.now
+    private let state = Locked(State())
+
+    /// A progress line for `total` tasks, or nil when none should be drawn.
+    static func start(total: Int, hasLocalSystem: Bool, quiet: Bool) -> Progress? {
+        let environment = ProcessInfo.processInfo.environment
+        guard !quiet, environment["NO_COLOR"] == nil, isatty(2) == 1 else { return nil }
+        let progress = Progress(total: total, localSystems: hasLocalSystem ? 1 : 0)
+        Task { [weak progress] in
+            while let current = progress, !current.isStopped {
+                current.draw()
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        return progress
+    }
+
+    private init(total: Int, localSystems: Int) {
+        self.total = total
+        self.localSystems = localSystems
+    }
+
+    private var isStopped: Bool { state.withLock { $0.stopped } }
+
+    func record(_ event: ScanEvent) {
+        state.withLock { state in
+            switch event {
+            case .started:
+                state.scheduled += 1
+            case .completed(_, _, _, let isLocal, _, _):
+                state.completed += 1
+                if !isLocal { state.lastRemoteCompletion = .now }
+            case .rerun:
+                break
+            case .gaveUp:
+                state.failed += 1
+            }
+        }
+    }
+
+    func record(_ event: ClusterEvent) {
+        state.withLock { state in
+            switch event {
+            case .connected: state.peers += 1
+            case .disconnected: state.peers -= 1
+            default: break
+            }
+        }
+    }
+
+    /// Runs `body` (which prints a line) with the progress line erased; it is redrawn later.
+    func clearing(_ body: () -> Void) {
+        state.withLock { state in
+            if state.shown { Self.write("\r\u{1B}[2K") }
+            state.shown = false
+            body()
+        }
+    }
+
+    /// Erases the line for good.
+    func stop() {
+        state.withLock { state in
+            if state.shown { Self.write("\r\u{1B}[2K") }
+            state.shown = false
+            state.stopped = true
+        }
+    }
+
+    private func draw() {
+        state.withLock { state in
+            guard !state.stopped else { return }
+            let seconds = max(0.001, (ContinuousClock.now - started).seconds)
+            let systems = localSystems + state.peers
+            var line = "\(state.scheduled) scheduled  \(String(format: "%.2f", Double(state.completed) / seconds)) per sec.  "
+                + "\(state.completed)/\(total) tasks completed  \(state.failed) failed  "
+                + "\(systems) system\(systems == 1 ? "" : "s")"
+            if let last = state.lastRemoteCompletion, ContinuousClock.now - last < .seconds(2) { line += "  collaborating" }
+            Self.write("\r\u{1B}[2K" + line)
+            state.shown = true
+        }
+    }
+
+    private static func write(_ text: String) {
+        Console.raw(text, to: 2)
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import SkyNet
+
+/// `skynet status`: pings every peer of the cluster file and says which are up.
+struct StatusCommand: Command {
+    static let name = "status"
+    static let summary = "ping every peer of the cluster file and show which are up"
+    static let usage = "usage: skynet status [--cluster FILE] [--timeout 2] [--json]"
+    static let help = """
+        Ping every node of the cluster file at once and print a table: name, address, up or
+        down (and why: refused, timed out, unauthorized, unknown host), running/capacity,
+        completed tasks and the ping's round trip. With SKYNET_TOKEN set, it is sent to every
+        node.
+
+        \(usage)
+
+        options:
+          --cluster FILE   the static peer list (default ./cluster.json)
+          --timeout S      seconds each node may take to connect and answer, 0.001...60 (default 2)
+          --json           one JSON object per node instead of the table
+
+        exit status: 0 every node is up, 1 some node is down, 2 bad usage or a bad cluster file.
+
+        examples:
+          skynet status
+          skynet status --cluster cluster.json --json
+        """
+
+    let cluster: ClusterConfig
+    let timeout: Double
+    let json: Bool
+
+    init(arguments: [String]) throws(UsageError) {
+        let args = try Arguments(arguments, options: ["cluster", "timeout"], flags: ["json"])
+        let path = args.string("cluster") ?? "cluster.json"
+        guard FileManager.default.fileExists(atPath: path) || args.string("cluster") != nil else {
+            throw UsageError("no ./cluster.json here: name one with --cluster FILE")
+        }
+        cluster = try ScanCommand.loadCluster(named: path)
+        timeout = try args.double("timeout", default: 2, in: 0.001...60)
+        json = args.flag("json")
+    }
+
+    func run() async -> Int32 {
+        Socket.ignoreBrokenPipes()
+        let token = ProcessInfo.processInfo.environment["SKYNET_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        let limit = Duration.seconds(timeout)
+        let statuses = await withTaskGroup(of: (Int, PeerStatus).self) { group in
+            for (index, node) in cluster.nodes.enumerated() {
+                group.addTask { (index, await PeerStatus.probe(node, token: token, timeout: limit)) }
+            }
+            return await group.reduce(into: [(Int, PeerStatus)]()) { $0.append($1) }.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+        if json {
+            for status in statuses { Console.out(Self.json(status)) }
+        } else {
+            Console.out(Self.table(statuses))
+        }
+        return statuses.allSatisfy(\.isUp) ? 0 : 1
+    }
+
+    static func table(_ statuses: [PeerStatus]) -> String {
+        let header = ["name", "address", "state", "running", "completed", "round trip"]
+        let rows = statuses.map { status -> [String] in
+            let address = "\(status.node.host):\(status.node.port)"
+            switch status.state {
+            case .up(let pong, let milliseconds):
+                return [status.node.name, address, "up", "\(pong.running)/\(pong.capacity)", String(pong.completed),
+                        String(format: "%.2f ms", milliseconds)]
+            case .down(let reason):
+                return [status.node.name, address, "down (\(reason))", "-", "-", "-"]
+            }
+        }
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        return ([header] + rows).map { cells in
+            cells.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+    }
+
+    static func json(_ status: PeerStatus) -> String {
+        var json = JSONLine()
+        json.add("name", status.node.name)
+        json.add("address", "\(status.node.host):\(status.node.port)")
+        switch status.state {
+        case .up(let pong, let milliseconds):
+            json.add("up", true)
+            json.add("running", pong.running)
+            json.add("capacity", pong.capacity)
+            json.add("completed", pong.completed)
+            json.add("failed", pong.failed)
+            json.add("round_trip_ms", milliseconds)
+        case .down(let reason):
+            json.add("up", false)
+            json.add("reason", reason)
+        }
+        return String(decoding: json.line.dropLast(), as: UTF8.self)
+    }
+}
