@@ -14,9 +14,11 @@ let package = Package(
         .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet"]),
         // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
         .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet"]),
-        .testTarget(name: "SkyNetTests", dependencies: ["SkyNet"]),
+        // What both test targets use (a seeded random source for the fuzz tests).
+        .target(name: "SkyNetTestSupport", path: "Tests/SkyNetTestSupport"),
+        .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"]),
         // Depends on the executable so that `swift test` builds `skynet` beside the test bundle.
-        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI"]),
+        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

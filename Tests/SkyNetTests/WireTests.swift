@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+import SkyNetTestSupport
 
 struct WireTests {
     func decode(_ text: String) throws(WireError) -> Request { try Request.decode(Data(text.utf8)) }
@@ -93,7 +94,7 @@ struct DecoderFuzzTests {
     /// Twenty thousand seeded random and mutated lines through both decoders: each decodes or
     /// is refused with a protocol error; nothing traps.
     @Test func randomAndMutatedLinesDecodeOrAreRefused() {
-        var seeded = SplitMix(seed: 42)
+        var seeded = SeededRandom(seed: 42)
         let seeds = [
             Request.ping(id: 1).line, Request.scan(id: 2, task: ScanTask(input: 3)).line,
             Reply.pong(id: 3, Pong(name: "b", running: 1, capacity: 4, completed: 2, failed: 0)).line,
@@ -119,18 +120,6 @@ struct DecoderFuzzTests {
     }
 }
 
-/// A seeded random source, so a failing fuzz run can be repeated.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 struct UUIDWireTextTests {
     @Test func matchesFoundationsTextAndParsesBothCases() {
