@@ -18,6 +18,7 @@ final class BenchCluster: Sendable {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
         }
+        for node in nodes { Children.track(node.processIdentifier) }
         file = NSTemporaryDirectory() + "skynet-bench-cluster-\(UUID().uuidString).json"
         let entries = nodes.map { #"{"name":"\#($0.name)","host":"\#($0.host)","port":\#($0.port)}"# }
         try #"{"nodes":[\#(entries.joined(separator: ","))]}"#.write(toFile: file, atomically: true, encoding: .utf8)
@@ -25,6 +26,7 @@ final class BenchCluster: Sendable {
 
     func stop() {
         let nodes = self.nodes
+        for node in nodes { Children.untrack(node.processIdentifier) }
         _ = try? blocking {
             await withTaskGroup(of: Void.self) { group in
                 for node in nodes { group.addTask { await node.stop() } }
@@ -48,5 +50,43 @@ struct ScanRun {
               let seconds = summary["seconds"] as? Double, let completed = summary["completed"] as? Int
         else { throw BenchError("skynet scan \(arguments.joined(separator: " ")) gave no summary (status \(child.status))") }
         return ScanRun(seconds: seconds, completed: completed, reruns: summary["reruns"] as? Int ?? 0)
+    }
+}
+
+/// The node processes the benchmark has running, killed if it is interrupted (SIGINT or
+/// SIGTERM), so that no node outlives it.
+enum Children {
+    private static let pids = Locked<Set<Int32>>([])
+
+    static func track(_ pid: Int32) { _ = pids.withLock { $0.insert(pid) } }
+    static func untrack(_ pid: Int32) { _ = pids.withLock { $0.remove(pid) } }
+
+    /// Installs the handlers; call once at start.
+    static func killOnInterrupt() {
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                for pid in pids.withLock({ $0 }) { kill(pid, SIGKILL) }
+                exit(128 + number)
+            }
+            source.resume()
+            sources.withLock { $0.append(source) }
+        }
+    }
+
+    // Kept alive for the life of the process; touched only under this lock.
+    private static let sources = SignalSources()
+}
+
+/// Keeps the signal sources alive. Dispatch sources are not Sendable.
+final class SignalSources: @unchecked Sendable {
+    // @unchecked: `list` is only touched under `lock`.
+    private let lock = NSLock()
+    private var list: [any DispatchSourceSignal] = []
+    func withLock(_ body: (inout [any DispatchSourceSignal]) -> Void) {
+        lock.lock()
+        defer { lock.unlock() }
+        body(&list)
     }
 }

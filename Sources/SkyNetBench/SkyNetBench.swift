@@ -26,6 +26,7 @@ enum SkyNetBench {
             }
         }
         Socket.ignoreBrokenPipes()
+        Children.killOnInterrupt()
         let bench = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
         let skynet = bench.deletingLastPathComponent().appendingPathComponent("skynet")
         guard FileManager.default.isExecutableFile(atPath: skynet.path) else {

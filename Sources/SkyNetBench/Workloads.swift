@@ -150,6 +150,8 @@ struct Workloads {
                 let clock = ContinuousClock(), start = clock.now
                 let node = try await NodeProcess.start(executable: skynet, name: "ready")
                 let elapsed = (clock.now - start).seconds * 1000
+                Children.track(node.processIdentifier)
+                defer { Children.untrack(node.processIdentifier) }
                 try await Task.sleep(for: .milliseconds(200))
                 let kib = residentKiB(of: node.processIdentifier) ?? -1
                 await node.stop()

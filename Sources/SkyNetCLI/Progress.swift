@@ -48,7 +48,19 @@ final class Progress: Sendable {
         self.localSystems = localSystems
     }
 
-    private var isStopped: Bool { state.withLock { $0.stopped } }
+    private var isStopped: Bool { state.withLockIfAvailable { $0.stopped } ?? false }
+
+    /// The width of the terminal on stderr (80 when it cannot be read).
+    private static var terminalColumns: Int {
+        var size = winsize()
+        #if canImport(Glibc)
+        let request = UInt(TIOCGWINSZ)
+        #else
+        let request = TIOCGWINSZ
+        #endif
+        guard ioctl(2, request, &size) == 0, size.ws_col > 0 else { return 80 }
+        return Int(size.ws_col)
+    }
 
     func record(_ event: ScanEvent) {
         state.withLock { state in
@@ -94,8 +106,10 @@ final class Progress: Sendable {
         }
     }
 
+    /// Draws the line, unless someone is printing right now (then the next tick draws): the
+    /// ticker never waits on a lock held across a write that may block.
     private func draw() {
-        state.withLock { state in
+        _ = state.withLockIfAvailable { state in
             guard !state.stopped else { return }
             let seconds = max(0.001, (ContinuousClock.now - started).seconds)
             let systems = localSystems + state.peers
@@ -103,6 +117,8 @@ final class Progress: Sendable {
                 + "\(state.completed)/\(total) tasks completed  \(state.failed) failed  "
                 + "\(systems) system\(systems == 1 ? "" : "s")"
             if let last = state.lastRemoteCompletion, ContinuousClock.now - last < .seconds(2) { line += "  collaborating" }
+            // A line wider than the terminal would wrap, and only its last row be redrawn.
+            line = String(line.prefix(max(10, Self.terminalColumns - 1)))
             Self.write("\r\u{1B}[2K" + line)
             state.shown = true
         }

@@ -17,6 +17,7 @@ extension ScanCommand {
             Console.err("error: \(error)")
             return 2
         }
+        defer { output.close() }
 
         let local = LocalSystem(name: ClusterConfig.localName, capacity: localCapacity, api: UnreliableAPI(failingEvery: failingEvery))
         let systems = Systems()
@@ -25,7 +26,7 @@ extension ScanCommand {
         do {
             spawned = try await spawnNodes()
         } catch {
-            Console.err("error: \(error)")
+            output.error("\(error)")
             return 1
         }
         let peers = ClusterConfig(
@@ -46,21 +47,22 @@ extension ScanCommand {
         }
         let report = await scan.value
         watcher.cancel()
+        // Links stop first, so no peer event follows the summary; a link still connecting is
+        // left to the process's exit rather than awaited (its connect may take --timeout).
+        links.stop()
         output.finish(report, resumed: done.count)
-
-        await links.stop()
         await withTaskGroup(of: Void.self) { group in
             for node in spawned { group.addTask { await node.stop() } }
         }
-        if let signal = stopSignal.current { return 128 + signal }
+        if report.interrupted, let signal = stopSignal.current { return 128 + signal }
         withExtendedLifetime(signals) {}
         return report.gaveUp.isEmpty && !output.journalIncomplete ? 0 : 1
     }
 
     /// The output, journaling to --journal, and the sectors the journal holds when resuming.
     private func openOutput() throws -> (ScanOutput, Set<Int>) {
-        let progress = Progress.start(total: total, hasLocalSystem: localCapacity > 0, quiet: quiet)
-        guard let journalPath else { return (ScanOutput(format: format, journal: nil, progress: progress), []) }
+        let progress = { Progress.start(total: total, hasLocalSystem: localCapacity > 0, quiet: quiet) }
+        guard let journalPath else { return (ScanOutput(format: format, journal: nil, progress: progress()), []) }
         var done = Set<Int>()
         var skipped = 0
         if resume {
@@ -68,7 +70,7 @@ extension ScanCommand {
             done = Set(entries.map(\.input).filter { (0..<total).contains($0) })
             skipped = unreadable
         }
-        let output = ScanOutput(format: format, journal: try ScanJournal(path: journalPath), progress: progress)
+        let output = ScanOutput(format: format, journal: try ScanJournal(path: journalPath), progress: progress())
         if resume { output.resumed(done.count, from: journalPath, skipped: skipped) }
         return (output, done)
     }

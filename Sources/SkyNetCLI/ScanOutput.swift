@@ -17,6 +17,20 @@ final class ScanOutput: Sendable {
         self.progress = progress
     }
 
+    /// Stops the progress line for good (on every path out of a scan).
+    func close() {
+        progress?.stop()
+    }
+
+    /// An error line on stderr, with the progress line out of the way.
+    func error(_ message: String) {
+        if let progress {
+            progress.clearing { Console.err("error: \(message)") }
+        } else {
+            Console.err("error: \(message)")
+        }
+    }
+
     /// Whether a journal write failed (the scan then exits 1: its journal is incomplete).
     var journalIncomplete: Bool { journalFailed.withLock { $0 } }
 
@@ -133,7 +147,7 @@ final class ScanOutput: Sendable {
                 defer { failed = true }
                 return !failed
             }
-            if first { Console.err("error: \(error); the journal is incomplete from here on") }
+            if first { self.error("\(error); the journal is incomplete from here on") }
         }
     }
 }

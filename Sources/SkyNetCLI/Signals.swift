@@ -20,7 +20,10 @@ final class TerminationSignals {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [received = signals.received] in
-                if received.current != nil { exit(128 + number) }
+                if received.current != nil {
+                    if isatty(2) == 1 { Console.raw("\r\u{1B}[2K", to: 2) }  // no progress line left behind
+                    exit(128 + number)
+                }
                 received.fulfil(number)
             }
             source.setRegistrationHandler {

@@ -73,7 +73,7 @@ struct StatusCommand: Command {
         }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         return ([header] + rows).map { cells in
-            cells.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+            cells.enumerated().map { $1.padded(to: widths[$0]) }
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
         }.joined(separator: "\n")
     }

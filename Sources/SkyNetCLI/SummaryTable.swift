@@ -28,7 +28,7 @@ struct SummaryTable {
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { index, cell in
-                index == 0 ? cell.padding(toLength: widths[0], withPad: " ", startingAt: 0)
+                index == 0 ? cell.padded(to: widths[0])
                     : String(repeating: " ", count: widths[index] - cell.count) + cell
             }.joined(separator: "  ")
         }
@@ -58,5 +58,12 @@ struct SummaryTable {
         }
         json.add("systems", object: systems)
         return json
+    }
+}
+
+extension String {
+    /// The string with spaces after it up to `width` characters (not UTF-16 units).
+    func padded(to width: Int) -> String {
+        self + String(repeating: " ", count: max(0, width - count))
     }
 }

@@ -69,6 +69,20 @@ extension ProcessTests {
             #expect(abs(shares - 1) < 0.001)
         }
 
+        /// A peer that connects while a very short scan ends must not print after the summary
+        /// (it did in 5 of 40 runs before the links were stopped first).
+        @Test func nothingFollowsTheSummary() async throws {
+            try await withCluster(nodes: 1) { cluster in
+                try cluster.writeClusterFile(extra: [.init(name: "gone", host: "127.0.0.1", port: try freePort())])
+                for _ in 0..<20 {
+                    let json = try await cluster.scan(["--total", "2", "--duration", "0", "--json"])
+                    #expect(json.lines.last?.contains(#""event":"summary""#) == true)
+                    let text = try await cluster.scan(["--total", "2", "--duration", "0"])
+                    #expect(text.lines.last?.hasPrefix("Finished 2 scans") == true)
+                }
+            }
+        }
+
         @Test func statusShowsAnUpNodeAndADownOneAndExitsOne() async throws {
             try await withCluster(nodes: 1) { cluster in
                 let port = try freePort()

@@ -21,19 +21,25 @@ public final class PeerLinks: Sendable {
     }
 
     private let tasks: [Task<Void, Never>]
+    private let stopped = Locked(false)
 
     /// Starts linking to every node of `cluster`.
     public init(cluster: ClusterConfig, systems: Systems, settings: Settings, log: @escaping @Sendable (ClusterEvent) -> Void) {
+        let stopped = self.stopped
+        let log: @Sendable (ClusterEvent) -> Void = { event in
+            if !stopped.withLock({ $0 }) { log(event) }
+        }
         tasks = cluster.nodes.map { node in
             Task { await Self.link(node, capacity: node.capacity ?? cluster.capacity ?? settings.capacity,
                                    systems: systems, settings: settings, log: log) }
         }
     }
 
-    /// Stops every link and closes its connection.
-    public func stop() async {
+    /// Stops every link: open connections close, and no link reports anything after this
+    /// returns. A connect in progress ends on its own (within the timeout), unawaited.
+    public func stop() {
+        stopped.withLock { $0 = true }
         for task in tasks { task.cancel() }
-        for task in tasks { await task.value }
     }
 
     private static func link(

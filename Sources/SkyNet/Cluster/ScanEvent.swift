@@ -30,7 +30,7 @@ public struct ScanReport: Sendable {
     public internal(set) var results: [String?]
     /// Tasks that used up their attempts.
     public internal(set) var gaveUp: [ScanTask] = []
-    /// How many failed attempts were run again.
+    /// How many failed attempts were queued to run again (a stopped scan may not have run them).
     public internal(set) var reruns = 0
     /// What each system did, by name.
     public internal(set) var systems: [String: SystemTally] = [:]

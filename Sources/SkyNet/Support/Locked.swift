@@ -21,4 +21,11 @@ public final class Locked<State: Sendable>: @unchecked Sendable {
         defer { lock.unlock() }
         return try body(&state)
     }
+
+    /// Runs `body` only if the lock is free right now; nil when it is held.
+    public func withLockIfAvailable<Result>(_ body: (inout State) -> Result) -> Result? {
+        guard lock.try() else { return nil }
+        defer { lock.unlock() }
+        return body(&state)
+    }
 }
