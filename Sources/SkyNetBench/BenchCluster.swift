@@ -80,8 +80,8 @@ enum Children {
 }
 
 /// Keeps the signal sources alive. Dispatch sources are not Sendable.
+// @unchecked Sendable is safe because `list` is only touched under `lock`.
 final class SignalSources: @unchecked Sendable {
-    // @unchecked: `list` is only touched under `lock`.
     private let lock = NSLock()
     private var list: [any DispatchSourceSignal] = []
     func withLock(_ body: (inout [any DispatchSourceSignal]) -> Void) {
