@@ -43,11 +43,6 @@ struct BenchError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-extension Duration {
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
 
 /// Runs async work from the synchronous main thread (not a thread of the cooperative pool),
 /// waiting for it on a semaphore.

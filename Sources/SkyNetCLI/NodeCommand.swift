@@ -44,7 +44,7 @@ struct NodeCommand: Command {
         options.capacity = try args.int("capacity", default: 4, in: 1...ClusterConfig.maxCapacity)
         options.failingEvery = try args.int("failing-every", default: 10, in: 0...1_000_000_000)
         options.verbose = args.flag("verbose")
-        options.token = ProcessInfo.processInfo.environment["SKYNET_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        options.token = SkyNetCLI.token
         self.options = options
     }
 

@@ -33,7 +33,7 @@ extension ScanCommand {
             nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
             capacity: cluster.capacity)
         let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
-            capacity: capacity, timeout: .seconds(timeout), token: token)) { output.cluster($0) }
+            capacity: capacity, timeout: .seconds(timeout), token: SkyNetCLI.token)) { output.cluster($0) }
 
         let tasks = (0..<total).filter { !done.contains($0) }.map { ScanTask(input: $0, duration: duration) }
         let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { output.scan($0) }
@@ -73,11 +73,6 @@ extension ScanCommand {
         let output = ScanOutput(format: format, journal: try ScanJournal(path: journalPath), progress: progress())
         if resume { output.resumed(done.count, from: journalPath, skipped: skipped) }
         return (output, done)
-    }
-
-    /// The token for peers, from the environment (never from a file or an argument).
-    private var token: String? {
-        ProcessInfo.processInfo.environment["SKYNET_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// Starts the --spawn nodes in parallel; if one fails, stops the others.

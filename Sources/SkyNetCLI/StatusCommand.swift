@@ -43,7 +43,7 @@ struct StatusCommand: Command {
 
     func run() async -> Int32 {
         Socket.ignoreBrokenPipes()
-        let token = ProcessInfo.processInfo.environment["SKYNET_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        let token = SkyNetCLI.token
         let limit = Duration.seconds(timeout)
         let statuses = await withTaskGroup(of: (Int, PeerStatus).self) { group in
             for (index, node) in cluster.nodes.enumerated() {

@@ -165,9 +165,3 @@ enum Step: Sendable {
 /// Which slots a parked request waits for: local ones (for re-runs) or any.
 enum SlotKind: Sendable { case local, any }
 
-extension Duration {
-    var seconds: Double {
-        let (whole, fraction) = components
-        return Double(whole) + Double(fraction) / 1e18
-    }
-}

@@ -160,8 +160,7 @@ final class NodeSession: Sendable {
         }
         send(reply.line)
         if context.options.verbose {
-            let elapsed = ContinuousClock.now - started
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = (ContinuousClock.now - started).seconds
             let outcome: String
             switch reply {
             case .result: outcome = "completed"

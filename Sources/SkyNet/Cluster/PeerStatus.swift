@@ -27,8 +27,7 @@ public struct PeerStatus: Sendable {
             let clock = ContinuousClock(), start = clock.now
             let reply = try await withTimeout(timeout) { try await peer.request(id: id, .ping(id: id)) }
             guard case .pong(_, let pong) = reply else { return PeerStatus(node: node, state: .down("bad reply")) }
-            let elapsed = clock.now - start
-            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            let milliseconds = (clock.now - start).seconds * 1000
             return PeerStatus(node: node, state: .up(pong, roundTripMilliseconds: milliseconds))
         } catch {
             return PeerStatus(node: node, state: .down(reason(error)))
