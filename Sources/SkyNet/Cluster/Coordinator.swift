@@ -8,10 +8,11 @@
 public struct Coordinator: Sendable {
     public let systems: Systems
     public let maxAttempts: Int
-    private let onEvent: @Sendable (ScanEvent) -> Void
+    private let onEvent: @Sendable (ScanEvent) async -> Void
 
-    /// - Parameter onEvent: called for each event, one at a time, in order.
-    public init(systems: Systems, maxAttempts: Int = 5, onEvent: @escaping @Sendable (ScanEvent) -> Void = { _ in }) {
+    /// - Parameter onEvent: called for each event, one at a time, in order. It may suspend (an
+    ///   output that is full): the scan then waits for it, holding no thread.
+    public init(systems: Systems, maxAttempts: Int = 5, onEvent: @escaping @Sendable (ScanEvent) async -> Void = { _ in }) {
         self.systems = systems
         self.maxAttempts = max(1, maxAttempts)
         self.onEvent = onEvent
@@ -33,7 +34,7 @@ public struct Coordinator: Sendable {
                 // Use every slot that is free right now, then park one request per kind of
                 // work still waiting, so a freed slot or a joining peer wakes us.
                 while let (job, reservation) = await queue.takeFreeSlot(from: systems, tasks: tasks) {
-                    launch(job, on: reservation, in: &group)
+                    await launch(job, on: reservation, in: &group)
                 }
                 while let kind = queue.slotRequestToPark() {
                     group.addTask { [systems] in
@@ -47,13 +48,13 @@ public struct Coordinator: Sendable {
                 switch step {
                 case .slot(let reservation, let kind):
                     if !Task.isCancelled, let job = queue.job(for: reservation, requestedAs: kind, tasks: tasks) {
-                        launch(job, on: reservation, in: &group)
+                        await launch(job, on: reservation, in: &group)
                     } else {
                         await systems.release(reservation)
                     }
                 case .finished(let job, let reservation, let result, let seconds):
                     await systems.release(reservation)
-                    record(job, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
+                    await record(job, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
                 }
             }
             guard Task.isCancelled else { return }
@@ -73,7 +74,7 @@ public struct Coordinator: Sendable {
             switch step {
             case .finished(let job, let reservation, .success(let value), let seconds)?:
                 await systems.release(reservation)
-                record(job, system: reservation.system, result: .success(value), seconds: seconds, in: &report, queue: &queue)
+                await record(job, system: reservation.system, result: .success(value), seconds: seconds, in: &report, queue: &queue)
             case .slot(let reservation, _)?:
                 await systems.release(reservation)
             case .finished(_, let reservation, _, _)?:
@@ -84,9 +85,9 @@ public struct Coordinator: Sendable {
         }
     }
 
-    private func launch(_ job: Job, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) {
+    private func launch(_ job: Job, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) async {
         let system = reservation.system
-        onEvent(.started(job.task, system: system.name, isLocal: system.isLocal, attempt: job.attempt))
+        await onEvent(.started(job.task, system: system.name, isLocal: system.isLocal, attempt: job.attempt))
         group.addTask { await attempt(job, on: reservation) }
     }
 
@@ -117,14 +118,14 @@ public struct Coordinator: Sendable {
     private func record(
         _ job: Job, system: any ScanSystem, result: Result<String, any Error>, seconds: Double,
         in report: inout ScanReport, queue: inout WorkQueue
-    ) {
+    ) async {
         if job.attempt > 1 || job.busyBounces > 0 { report.systems[system.name, default: SystemTally()].reruns += 1 }
         switch result {
         case .success(let value):
             report.results[job.index] = value
             report.systems[system.name, default: SystemTally()].completed += 1
             report.systems[system.name, default: SystemTally()].busySeconds += seconds
-            onEvent(.completed(job.task, result: value, system: system.name, isLocal: system.isLocal,
+            await onEvent(.completed(job.task, result: value, system: system.name, isLocal: system.isLocal,
                                attempt: job.attempt, seconds: seconds))
         case .failure where Task.isCancelled:
             break  // stopped, not failed: the task counts as not run
@@ -133,16 +134,16 @@ public struct Coordinator: Sendable {
             report.systems[system.name, default: SystemTally()].failed += 1
             report.reruns += 1
             queue.rerun(Job(index: job.index, task: job.task, attempt: job.attempt, busyBounces: job.busyBounces + 1))
-            onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: failure))
+            await onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: failure))
         case .failure(let error) where job.attempt < maxAttempts:
             report.systems[system.name, default: SystemTally()].failed += 1
             report.reruns += 1
             queue.rerun(Job(index: job.index, task: job.task, attempt: job.attempt + 1, busyBounces: job.busyBounces))
-            onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: error))
+            await onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: error))
         case .failure(let error):
             report.systems[system.name, default: SystemTally()].failed += 1
             report.gaveUp.append(job.task)
-            onEvent(.gaveUp(job.task, attempts: job.attempt, error: error))
+            await onEvent(.gaveUp(job.task, attempts: job.attempt, error: error))
         }
     }
 }

@@ -24,10 +24,10 @@ public final class PeerLinks: Sendable {
     private let stopped = Locked(false)
 
     /// Starts linking to every node of `cluster`.
-    public init(cluster: ClusterConfig, systems: Systems, settings: Settings, log: @escaping @Sendable (ClusterEvent) -> Void) {
+    public init(cluster: ClusterConfig, systems: Systems, settings: Settings, log: @escaping @Sendable (ClusterEvent) async -> Void) {
         let stopped = self.stopped
-        let log: @Sendable (ClusterEvent) -> Void = { event in
-            if !stopped.withLock({ $0 }) { log(event) }
+        let log: @Sendable (ClusterEvent) async -> Void = { event in
+            if !stopped.withLock({ $0 }) { await log(event) }
         }
         tasks = cluster.nodes.map { node in
             Task { await Self.link(node, capacity: node.capacity ?? cluster.capacity ?? settings.capacity,
@@ -44,7 +44,7 @@ public final class PeerLinks: Sendable {
 
     private static func link(
         _ node: ClusterConfig.Node, capacity: Int, systems: Systems, settings: Settings,
-        log: @escaping @Sendable (ClusterEvent) -> Void
+        log: @escaping @Sendable (ClusterEvent) async -> Void
     ) async {
         var delay = settings.retryDelays.first
         var reportedDown = false
@@ -56,7 +56,7 @@ public final class PeerLinks: Sendable {
             } catch {
                 if Task.isCancelled { return }
                 if !reportedDown {
-                    log(.unreachable(node.name, address: "\(node.host):\(node.port)", error: "\(error)"))
+                    await log(.unreachable(node.name, address: "\(node.host):\(node.port)", error: "\(error)"))
                     reportedDown = true
                 }
                 try? await Task.sleep(for: delay)
@@ -68,10 +68,10 @@ public final class PeerLinks: Sendable {
             let slots = min(capacity, peer.welcome.capacity)
             let remote = RemoteSystem(name: node.name, peer: peer, timeout: settings.timeout) { responsive in
                 await systems.setSuspended(!responsive, named: node.name)
-                log(responsive ? .responsive(node.name) : .unresponsive(node.name))
+                await log(responsive ? .responsive(node.name) : .unresponsive(node.name))
             }
             await systems.add(remote, capacity: slots)
-            log(.connected(node.name))
+            await log(.connected(node.name))
             let reason = await withTaskCancellationHandler {
                 await peer.closed.value
             } onCancel: {
@@ -79,7 +79,7 @@ public final class PeerLinks: Sendable {
             }
             await systems.remove(named: node.name)
             if Task.isCancelled { return }
-            log(.disconnected(node.name, reason: reason.description))
+            await log(.disconnected(node.name, reason: reason.description))
         }
     }
 }
