@@ -148,6 +148,7 @@ public final class ChildProcess: Sendable {
 
     /// Waits (up to `timeout`) for a stdout line that satisfies `predicate`. Throws
     /// `TimeoutError`, or `ChildProcessError` when stdout closes first (the child ended).
+    @discardableResult
     public func waitForLine(
         timeout: Duration, where predicate: @escaping @Sendable (String) -> Bool
     ) async throws -> String {
