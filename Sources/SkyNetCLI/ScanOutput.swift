@@ -16,6 +16,8 @@ final class ScanOutput: Sendable {
     private let journalFailed = Locked(false)
     private let progress: Progress?
     private let started = ContinuousClock.now
+    /// Closed when the summary is about to be queued: no cluster event may follow it.
+    private let peerEventsOpen = Locked(true)
 
     init(format: Format, journal: ScanJournal?, progress: Progress?) {
         self.format = format
@@ -51,7 +53,7 @@ final class ScanOutput: Sendable {
 
     func cluster(_ event: ClusterEvent) async {
         progress?.record(event)
-        guard format == .json else { return await line(event.description) }
+        guard format == .json else { return await line(event.description, peerEvent: true) }
         var json: JSONLine
         switch event {
         case .connected: json = self.event("connected")
@@ -62,7 +64,7 @@ final class ScanOutput: Sendable {
         case .responsive: json = self.event("responsive")
         }
         json.add("system", event.peer)
-        await emit(json)
+        await emit(json, peerEvent: true)
     }
 
     func scan(_ event: ScanEvent) async {
@@ -104,6 +106,7 @@ final class ScanOutput: Sendable {
 
     /// The closing lines; `resumed` sectors came from the journal and count as completed.
     func finish(_ report: ScanReport, resumed: Int) async {
+        peerEventsOpen.withLock { $0 = false }
         await progress?.stop()
         let completed = resumed + report.completed
         switch format {
@@ -134,14 +137,19 @@ final class ScanOutput: Sendable {
     /// Seconds since the output was opened, to the millisecond.
     private var secondsSinceStart: Double { ((ContinuousClock.now - started).seconds * 1000).rounded() / 1000 }
 
-    private func emit(_ json: JSONLine) async {
-        await line(String(decoding: json.line.dropLast(), as: UTF8.self))
+    private func emit(_ json: JSONLine, peerEvent: Bool = false) async {
+        await line(String(decoding: json.line.dropLast(), as: UTF8.self), peerEvent: peerEvent)
     }
 
-    /// Queues a line for stdout, erasing the progress line in the same write.
-    private func line(_ text: String) async {
-        guard progress != nil else { return await Console.print(text) }
-        await Console.writer.write([.init(Progress.clear, to: 2), .init(text + "\n", to: 1)])
+    /// Queues a line for stdout, erasing the progress line in the same write. A peer event
+    /// is dropped if the summary has been queued before it.
+    private func line(_ text: String, peerEvent: Bool = false) async {
+        var pieces: [LineWriter.Piece] = progress == nil ? [] : [.init(Progress.clear, to: 2)]
+        pieces.append(.init(text + "\n", to: 1))
+        let open = peerEventsOpen
+        let isOpen: @Sendable () -> Bool = { open.withLock { $0 } }
+        let condition = peerEvent ? isOpen : nil
+        await Console.writer.write(pieces, if: condition)
     }
 
     private func record(_ entry: ScanJournal.Entry) async {

@@ -26,15 +26,23 @@ public final class LineWriter: Sendable {
         }
     }
 
+    private struct Producer {
+        let pieces: [Piece]
+        let condition: (@Sendable () -> Bool)?
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
     private struct State {
         var queue: [[Piece]] = []
         /// Bytes accepted and not yet written (the batch being written included).
         var queuedBytes = 0
         /// Producers waiting for room, oldest first, each with its pieces.
-        var blocked: [(pieces: [Piece], continuation: CheckedContinuation<Void, Never>)] = []
+        var blocked: [Producer] = []
         /// Records accepted so far / written (or dropped) so far.
         var accepted = 0
         var written = 0
+        /// Conditional records dropped while they waited (flush targets counted them).
+        var dropped = 0
         var flushWaiters: [(upTo: Int, continuation: CheckedContinuation<Void, Never>)] = []
         var failed: Set<Int32> = []
         var threadStarted = false
@@ -59,17 +67,21 @@ public final class LineWriter: Sendable {
     }
 
     /// Queues pieces that are written together, in order, with nothing between them.
-    public func write(_ pieces: [Piece]) async {
+    ///
+    /// `condition`, if given, is asked under the queue's lock at the moment the pieces would
+    /// be accepted (after any wait for room); when it says no, they are dropped. A gate that
+    /// closes before a last line is queued thus keeps every later conditional line out.
+    public func write(_ pieces: [Piece], if condition: (@Sendable () -> Bool)? = nil) async {
         let size = pieces.reduce(0) { $0 + $1.bytes.count }
         guard size > 0 else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let accepted = state.withLock { state -> Bool in
                 // Only when nobody waits ahead: order is kept.
                 guard state.blocked.isEmpty, state.fits(size, capacity: capacity) else {
-                    state.blocked.append((pieces, continuation))
+                    state.blocked.append(Producer(pieces: pieces, condition: condition, continuation: continuation))
                     return false
                 }
-                accept(pieces, size: size, into: &state)
+                if condition?() ?? true { accept(pieces, size: size, into: &state) }
                 return true
             }
             if accepted { continuation.resume() }
@@ -92,8 +104,8 @@ public final class LineWriter: Sendable {
     public func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
-                let target = state.accepted + state.blocked.count
-                guard state.written < target else { return true }
+                let target = state.accepted + state.dropped + state.blocked.count
+                guard state.written + state.dropped < target else { return true }
                 state.flushWaiters.append((target, continuation))
                 return false
             }
@@ -135,10 +147,14 @@ public final class LineWriter: Sendable {
                         let size = first.pieces.reduce(0) { $0 + $1.bytes.count }
                         guard state.fits(size, capacity: capacity) else { break }
                         state.blocked.removeFirst()
-                        accept(first.pieces, size: size, into: &state)
+                        if first.condition?() ?? true {
+                            accept(first.pieces, size: size, into: &state)
+                        } else {
+                            state.dropped += 1  // counts as written for flush waiters
+                        }
                         woken.append(first.continuation)
                     }
-                    let written = state.written
+                    let written = state.written + state.dropped
                     woken += state.flushWaiters.filter { $0.upTo <= written }.map(\.continuation)
                     state.flushWaiters.removeAll { $0.upTo <= written }
                     return woken
