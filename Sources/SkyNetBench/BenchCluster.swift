@@ -44,7 +44,7 @@ struct ScanRun {
 
     /// Runs `skynet scan --json ARGUMENTS…` and reads the summary event (the last line).
     static func run(_ skynet: URL, _ arguments: [String]) throws -> ScanRun {
-        let child = try ChildProcess.run(skynet.path, ["scan", "--json"] + arguments)
+        let child = try ChildRun.run(skynet.path, ["scan", "--json"] + arguments)
         guard let last = child.stdout.split(separator: "\n").last,
               let summary = try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
               let seconds = summary["seconds"] as? Double, let completed = summary["completed"] as? Int
@@ -61,9 +61,10 @@ enum Children {
     static func track(_ pid: Int32) { _ = pids.withLock { $0.insert(pid) } }
     static func untrack(_ pid: Int32) { _ = pids.withLock { $0.remove(pid) } }
 
-    /// Installs the handlers; call once at start.
-    static func killOnInterrupt() {
-        for number in [SIGINT, SIGTERM] {
+    /// Installs the handlers; call once at start and keep what it returns alive (a dispatch
+    /// source that is released stops).
+    static func killOnInterrupt() -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
@@ -71,22 +72,7 @@ enum Children {
                 exit(128 + number)
             }
             source.resume()
-            sources.withLock { $0.append(source) }
+            return source
         }
-    }
-
-    // Kept alive for the life of the process; touched only under this lock.
-    private static let sources = SignalSources()
-}
-
-/// Keeps the signal sources alive. Dispatch sources are not Sendable.
-// @unchecked Sendable is safe because `list` is only touched under `lock`.
-final class SignalSources: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [any DispatchSourceSignal] = []
-    func withLock(_ body: (inout [any DispatchSourceSignal]) -> Void) {
-        lock.lock()
-        defer { lock.unlock() }
-        body(&list)
     }
 }

@@ -22,19 +22,11 @@ enum PingPong {
 
     /// Round trips of a 64-byte line, in microseconds, against an echo child.
     static func measure(bench: URL, rounds: Int) throws -> [Double] {
-        let child = Process()
-        child.executableURL = bench
-        child.arguments = ["echo-server"]
-        let pipe = Pipe()
-        child.standardOutput = pipe
-        try child.run()
-        defer { child.terminate(); child.waitUntilExit() }
-        var line = ""
-        while !line.contains("\n") {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += String(decoding: chunk, as: UTF8.self)
-        }
+        var options = ChildProcess.Options(arguments: ["echo-server"])
+        options.stdout = .lines(maxLength: 4096, keep: 4)
+        let child = try ChildProcess.spawn(bench.path, options)
+        defer { _ = try? blocking { await child.stop(grace: .seconds(1)) } }
+        let line = try blocking { try await child.waitForLine(timeout: .seconds(10)) { _ in true } }
         guard let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
         else { throw BenchError("echo server said \(line)") }
         let socket = try Socket.connect(host: "127.0.0.1", port: port, timeout: .seconds(5))

@@ -26,7 +26,8 @@ enum SkyNetBench {
             }
         }
         Socket.ignoreBrokenPipes()
-        Children.killOnInterrupt()
+        let interrupts = Children.killOnInterrupt()
+        defer { withExtendedLifetime(interrupts) {} }
         let bench = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
         let skynet = bench.deletingLastPathComponent().appendingPathComponent("skynet")
         guard FileManager.default.isExecutableFile(atPath: skynet.path) else {

@@ -164,7 +164,7 @@ struct Workloads {
         try #"{"nodes":[]}"#.write(toFile: empty, atomically: true, encoding: .utf8)
         var seconds: [Double] = [], peak: [Double] = []
         for _ in 0..<max(1, runs / 2) {
-            let child = try ChildProcess.run(skynet.path, ["scan", "--total", "1000000", "--duration", "0",
+            let child = try ChildRun.run(skynet.path, ["scan", "--total", "1000000", "--duration", "0",
                                                            "--failing-every", "0", "--cluster", empty])
             guard child.stdout.hasSuffix("Finished 1000000 scans in \(child.stdout.split(separator: " ").last.map(String.init) ?? "")") ||
                   child.stdout.contains("Finished 1000000 scans") else { throw BenchError("W7: the million did not finish") }

@@ -32,9 +32,12 @@ struct NodeCommand: Command {
         """
 
     let options: Node.Options
+    /// Hidden `--exit-with-parent`: stdin is a pipe from the parent (`NodeProcess`); at its
+    /// EOF the parent is gone and the node stops at once.
+    let exitWithParent: Bool
 
     init(arguments: [String]) throws(UsageError) {
-        let args = try Arguments(arguments, options: ["port", "host", "name", "capacity", "failing-every"], flags: ["verbose"])
+        let args = try Arguments(arguments, options: ["port", "host", "name", "capacity", "failing-every"], flags: ["verbose", "exit-with-parent"])
         guard args.string("port") != nil else { throw UsageError("option '--port' is required (0 picks a free port)") }
         let port = try args.int("port", default: 0, in: 0...65535)
         if args.string("name")?.isEmpty == true { throw UsageError("option '--name' must not be empty") }
@@ -46,6 +49,7 @@ struct NodeCommand: Command {
         options.verbose = args.flag("verbose")
         options.token = SkyNetCLI.token
         self.options = options
+        exitWithParent = args.flag("exit-with-parent")
     }
 
     func run() async -> Int32 {
@@ -66,6 +70,12 @@ struct NodeCommand: Command {
             Console.err("[Node] Warning: listening on \(options.host) without SKYNET_TOKEN: anyone who can reach this port can run tasks here")
         }
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
+        if exitWithParent {
+            ParentWatch.start {
+                Console.err("[Node] Parent gone: stopping")
+                Task { await node.stop(grace: .milliseconds(500)); exit(0) }
+            }
+        }
         let signal = await signals.received.value
         Console.err("[Node] Stopping (signal \(signal)): finishing running scans")
         await node.stop(grace: .seconds(10))

@@ -10,8 +10,10 @@ import Darwin
 /// `37 scheduled  12.30 per sec.  25/100 tasks completed  1 failed  3 systems  collaborating`.
 ///
 /// Only for a terminal: `start` returns nil when stderr is not one, or NO_COLOR or --quiet
-/// asks for plain output. Other output clears the line first (`clearing`), and `stop` clears
-/// it for good. The counters and the terminal are guarded by one lock.
+/// asks for plain output. Every other line goes out behind `Progress.clear` in the same
+/// write, and `stop` clears it for good. The counters are guarded by one lock; the line is
+/// only ever *offered* to the console's queue (skipped when it is full), so no lock is held
+/// across a write that may block and the ticker never waits.
 final class Progress: Sendable {
     private struct State: Sendable {
         var scheduled = 0
@@ -20,7 +22,6 @@ final class Progress: Sendable {
         var peers = 0
         /// When a peer last completed a task: peers share the work while that is recent.
         var lastRemoteCompletion: ContinuousClock.Instant?
-        var shown = false
         var stopped = false
     }
 
@@ -48,7 +49,10 @@ final class Progress: Sendable {
         self.localSystems = localSystems
     }
 
-    private var isStopped: Bool { state.withLockIfAvailable { $0.stopped } ?? false }
+    /// Erases the line: sent ahead of every other line while a progress line is drawn.
+    static let clear = "\r\u{1B}[2K"
+
+    private var isStopped: Bool { state.withLock { $0.stopped } }
 
     /// The width of the terminal on stderr (80 when it cannot be read).
     private static var terminalColumns: Int {
@@ -88,28 +92,19 @@ final class Progress: Sendable {
         }
     }
 
-    /// Runs `body` (which prints a line) with the progress line erased; it is redrawn later.
-    func clearing(_ body: () -> Void) {
-        state.withLock { state in
-            if state.shown { Self.write("\r\u{1B}[2K") }
-            state.shown = false
-            body()
+    /// Erases the line for good (the ticker stops drawing first).
+    func stop() async {
+        let first = state.withLock { state in
+            defer { state.stopped = true }
+            return !state.stopped
         }
+        if first { await Console.writer.write(Self.clear, to: 2) }
     }
 
-    /// Erases the line for good.
-    func stop() {
-        state.withLock { state in
-            if state.shown { Self.write("\r\u{1B}[2K") }
-            state.shown = false
-            state.stopped = true
-        }
-    }
-
-    /// Draws the line, unless someone is printing right now (then the next tick draws): the
-    /// ticker never waits on a lock held across a write that may block.
+    /// Draws the line if the console's queue has room (else the next tick draws). The offer
+    /// is made under the lock, so no line is drawn after `stop`.
     private func draw() {
-        _ = state.withLockIfAvailable { state in
+        state.withLock { state in
             guard !state.stopped else { return }
             let seconds = max(0.001, (ContinuousClock.now - started).seconds)
             let systems = localSystems + state.peers
@@ -119,13 +114,8 @@ final class Progress: Sendable {
             if let last = state.lastRemoteCompletion, ContinuousClock.now - last < .seconds(2) { line += "  collaborating" }
             // A line wider than the terminal would wrap, and only its last row be redrawn.
             line = String(line.prefix(max(10, Self.terminalColumns - 1)))
-            Self.write("\r\u{1B}[2K" + line)
-            state.shown = true
+            Console.writer.offer(Self.clear + line, to: 2)
         }
-    }
-
-    private static func write(_ text: String) {
-        Console.raw(text, to: 2)
     }
 }
 

@@ -3,21 +3,26 @@ import SkyNet
 
 extension ScanCommand {
     func run() async -> Int32 {
+        let status = await runScan()
+        await Console.flush()  // every queued line is out before the process exits
+        return status
+    }
+
+    private func runScan() async -> Int32 {
         let signals = await TerminationSignals.install()
         Socket.ignoreBrokenPipes()
         for node in cluster.nodes where !(await Socket.resolves(host: node.host)) {
-            Console.err("error: cluster file \(clusterPath ?? "cluster.json"): node \(node.name) has an unknown host \"\(node.host)\"")
+            await Console.printError("error: cluster file \(clusterPath ?? "cluster.json"): node \(node.name) has an unknown host \"\(node.host)\"")
             return 2
         }
         let output: ScanOutput
         let done: Set<Int>
         do {
-            (output, done) = try openOutput()
+            (output, done) = try await openOutput()
         } catch {
-            Console.err("error: \(error)")
+            await Console.printError("error: \(error)")
             return 2
         }
-        defer { output.close() }
 
         let local = LocalSystem(name: ClusterConfig.localName, capacity: localCapacity, api: UnreliableAPI(failingEvery: failingEvery))
         let systems = Systems()
@@ -26,17 +31,20 @@ extension ScanCommand {
         do {
             spawned = try await spawnNodes()
         } catch {
-            output.error("\(error)")
+            await output.error("\(error)")
+            await output.close()
             return 1
         }
+        // A second Ctrl-C exits at once: the nodes go with it (their parent pipe closes too).
+        signals.beforeExit { for node in spawned { node.send(SIGKILL) } }
         let peers = ClusterConfig(
             nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
             capacity: cluster.capacity)
         let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
-            capacity: capacity, timeout: .seconds(timeout), token: SkyNetCLI.token)) { output.cluster($0) }
+            capacity: capacity, timeout: .seconds(timeout), token: SkyNetCLI.token)) { await output.cluster($0) }
 
         let tasks = (0..<total).filter { !done.contains($0) }.map { ScanTask(input: $0, duration: duration) }
-        let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { output.scan($0) }
+        let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { await output.scan($0) }
         let scan = Task { await coordinator.run(tasks) }
 
         // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
@@ -44,13 +52,14 @@ extension ScanCommand {
         let watcher = Task {
             _ = await stopSignal.value
             scan.cancel()
+            await Console.printError((isatty(2) == 1 ? Progress.clear : "") + "Stopping: running tasks are cancelled (Ctrl-C again to quit at once)")
         }
         let report = await scan.value
         watcher.cancel()
         // Links stop first, so no peer event follows the summary; a link still connecting is
         // left to the process's exit rather than awaited (its connect may take --timeout).
         links.stop()
-        output.finish(report, resumed: done.count)
+        await output.finish(report, resumed: done.count)
         await withTaskGroup(of: Void.self) { group in
             for node in spawned { group.addTask { await node.stop() } }
         }
@@ -60,7 +69,7 @@ extension ScanCommand {
     }
 
     /// The output, journaling to --journal, and the sectors the journal holds when resuming.
-    private func openOutput() throws -> (ScanOutput, Set<Int>) {
+    private func openOutput() async throws -> (ScanOutput, Set<Int>) {
         let progress = { Progress.start(total: total, hasLocalSystem: localCapacity > 0, quiet: quiet) }
         guard let journalPath else { return (ScanOutput(format: format, journal: nil, progress: progress()), []) }
         var done = Set<Int>()
@@ -71,7 +80,7 @@ extension ScanCommand {
             skipped = unreadable
         }
         let output = ScanOutput(format: format, journal: try ScanJournal(path: journalPath), progress: progress())
-        if resume { output.resumed(done.count, from: journalPath, skipped: skipped) }
+        if resume { await output.resumed(done.count, from: journalPath, skipped: skipped) }
         return (output, done)
     }
 

@@ -3,6 +3,11 @@ import SkyNet
 
 /// What a scan prints: the reference log lines, or (`--json`) one JSON event per line.
 /// Every completed sector is journaled before it is printed.
+///
+/// Lines go through the console's queue (`Console.writer`): when stdout stalls, the event
+/// methods suspend, and with them the coordinator or the link that called them. Every JSON
+/// event carries `time`, the seconds since the output was opened, stamped when the event is
+/// made (before it waits for room in the queue).
 final class ScanOutput: Sendable {
     enum Format: Sendable { case text, json }
 
@@ -10,6 +15,9 @@ final class ScanOutput: Sendable {
     private let journal: ScanJournal?
     private let journalFailed = Locked(false)
     private let progress: Progress?
+    private let started = ContinuousClock.now
+    /// Closed when the summary is about to be queued: no cluster event may follow it.
+    private let peerEventsOpen = Locked(true)
 
     init(format: Format, journal: ScanJournal?, progress: Progress?) {
         self.format = format
@@ -18,38 +26,34 @@ final class ScanOutput: Sendable {
     }
 
     /// Stops the progress line for good (on every path out of a scan).
-    func close() {
-        progress?.stop()
+    func close() async {
+        await progress?.stop()
     }
 
     /// An error line on stderr, with the progress line out of the way.
-    func error(_ message: String) {
-        if let progress {
-            progress.clearing { Console.err("error: \(message)") }
-        } else {
-            Console.err("error: \(message)")
-        }
+    func error(_ message: String) async {
+        await Console.writer.write((progress == nil ? "" : Progress.clear) + "error: \(message)\n", to: 2)
     }
 
     /// Whether a journal write failed (the scan then exits 1: its journal is incomplete).
     var journalIncomplete: Bool { journalFailed.withLock { $0 } }
 
-    func resumed(_ count: Int, from path: String, skipped: Int) {
+    func resumed(_ count: Int, from path: String, skipped: Int) async {
         switch format {
         case .text:
-            Console.out("Resumed: \(count) sectors from \(path)" + (skipped > 0 ? " (\(skipped) unreadable lines skipped)" : ""))
+            await line("Resumed: \(count) sectors from \(path)" + (skipped > 0 ? " (\(skipped) unreadable lines skipped)" : ""))
         case .json:
             var json = event("resumed")
             json.add("sectors", count)
             json.add("journal", path)
             json.add("skipped", skipped)
-            emit(json)
+            await emit(json)
         }
     }
 
-    func cluster(_ event: ClusterEvent) {
+    func cluster(_ event: ClusterEvent) async {
         progress?.record(event)
-        guard format == .json else { return line(event.description) }
+        guard format == .json else { return await line(event.description, peerEvent: true) }
         var json: JSONLine
         switch event {
         case .connected: json = self.event("connected")
@@ -60,18 +64,18 @@ final class ScanOutput: Sendable {
         case .responsive: json = self.event("responsive")
         }
         json.add("system", event.peer)
-        emit(json)
+        await emit(json, peerEvent: true)
     }
 
-    func scan(_ event: ScanEvent) {
+    func scan(_ event: ScanEvent) async {
         progress?.record(event)
         switch event {
         case .started:
             break
         case .completed(let task, let result, let system, let isLocal, let attempt, let seconds):
-            record(.init(input: task.input, result: result, system: system, attempt: attempt, seconds: seconds))
+            await record(.init(input: task.input, result: result, system: system, attempt: attempt, seconds: seconds))
             guard format == .json else {
-                return line(isLocal ? "Completed: \(task.input)" : "Completed: \(task.input) by \(system)")
+                return await line(isLocal ? "Completed: \(task.input)" : "Completed: \(task.input) by \(system)")
             }
             var json = self.event("completed")
             json.add("input", task.input)
@@ -79,66 +83,76 @@ final class ScanOutput: Sendable {
             json.add("system", system)
             json.add("attempt", attempt)
             json.add("seconds", seconds)
-            emit(json)
+            await emit(json)
         case .rerun(let task, let attempt, let system, let error):
-            guard format == .json else { return line("Re-run task: \(task.input). Failed with: \(error)") }
+            guard format == .json else { return await line("Re-run task: \(task.input). Failed with: \(error)") }
             var json = self.event("retry")
             json.add("input", task.input)
             json.add("attempt", attempt)
             json.add("system", system)
             json.add("error", "\(error)")
-            emit(json)
+            await emit(json)
         case .gaveUp(let task, let attempts, let error):
             guard format == .json else {
-                return line("Gave up on task \(task.input) after \(attempts) attempts: \(error)")
+                return await line("Gave up on task \(task.input) after \(attempts) attempts: \(error)")
             }
             var json = self.event("failed")
             json.add("input", task.input)
             json.add("attempts", attempts)
             json.add("error", "\(error)")
-            emit(json)
+            await emit(json)
         }
     }
 
     /// The closing lines; `resumed` sectors came from the journal and count as completed.
-    func finish(_ report: ScanReport, resumed: Int) {
-        progress?.stop()
+    func finish(_ report: ScanReport, resumed: Int) async {
+        peerEventsOpen.withLock { $0 = false }
+        await progress?.stop()
         let completed = resumed + report.completed
         switch format {
         case .text:
             if report.interrupted {
-                Console.out("Stopped: \(completed) completed, \(report.gaveUp.count) failed, \(report.notRun) not run.")
+                await line("Stopped: \(completed) completed, \(report.gaveUp.count) failed, \(report.notRun) not run.")
             } else {
-                Console.out("Done.")
+                await line("Done.")
             }
-            Console.out("Finished \(completed) scans in \(String(format: "%.2f", report.seconds)) seconds.")
+            await line("Finished \(completed) scans in \(String(format: "%.2f", report.seconds)) seconds.")
             // The table goes to stderr: stdout's last line stays the `Finished` line.
-            Console.err(SummaryTable(report).text)
+            await Console.printError(SummaryTable(report).text)
         case .json:
-            emit(SummaryTable(report).json(resumed: resumed))
+            var json = SummaryTable(report).json(resumed: resumed)
+            json.add("time", secondsSinceStart)
+            await emit(json)
         }
     }
 
+    /// A JSON event stamped with the time it is made.
     private func event(_ name: String) -> JSONLine {
         var json = JSONLine()
         json.add("event", name)
+        json.add("time", secondsSinceStart)
         return json
     }
 
-    private func emit(_ json: JSONLine) {
-        line(String(decoding: json.line.dropLast(), as: UTF8.self))
+    /// Seconds since the output was opened, to the millisecond.
+    private var secondsSinceStart: Double { ((ContinuousClock.now - started).seconds * 1000).rounded() / 1000 }
+
+    private func emit(_ json: JSONLine, peerEvent: Bool = false) async {
+        await line(String(decoding: json.line.dropLast(), as: UTF8.self), peerEvent: peerEvent)
     }
 
-    /// Prints a line on stdout, erasing the progress line first.
-    private func line(_ text: String) {
-        if let progress {
-            progress.clearing { Console.out(text) }
-        } else {
-            Console.out(text)
-        }
+    /// Queues a line for stdout, erasing the progress line in the same write. A peer event
+    /// is dropped if the summary has been queued before it.
+    private func line(_ text: String, peerEvent: Bool = false) async {
+        var pieces: [LineWriter.Piece] = progress == nil ? [] : [.init(Progress.clear, to: 2)]
+        pieces.append(.init(text + "\n", to: 1))
+        let open = peerEventsOpen
+        let isOpen: @Sendable () -> Bool = { open.withLock { $0 } }
+        let condition = peerEvent ? isOpen : nil
+        await Console.writer.write(pieces, if: condition)
     }
 
-    private func record(_ entry: ScanJournal.Entry) {
+    private func record(_ entry: ScanJournal.Entry) async {
         guard let journal else { return }
         do {
             try journal.append(entry)
@@ -147,7 +161,7 @@ final class ScanOutput: Sendable {
                 defer { failed = true }
                 return !failed
             }
-            if first { self.error("\(error); the journal is incomplete from here on") }
+            if first { await self.error("\(error); the journal is incomplete from here on") }
         }
     }
 }

@@ -6,11 +6,18 @@ import SkyNet
 ///
 /// Install it first thing: `install()` returns once both handlers are armed (dispatch
 /// registers sources asynchronously), so a signal sent after a node says `listening` is
-/// never lost. A second signal exits at once with 128 + its number.
+/// never lost. A second signal exits at once with 128 + its number, after the actions
+/// registered with `beforeExit` (e.g. killing spawned nodes).
 final class TerminationSignals {
     /// The first signal received.
     let received = AsyncSignal<Int32>()
+    private let exitActions = Locked<[@Sendable () -> Void]>([])
     private var sources: [any DispatchSourceSignal] = []
+
+    /// Runs `action` (synchronously, on the signal's queue) if a second signal exits at once.
+    func beforeExit(_ action: @escaping @Sendable () -> Void) {
+        exitActions.withLock { $0.append(action) }
+    }
 
     static func install() async -> TerminationSignals {
         let signals = TerminationSignals()
@@ -19,9 +26,11 @@ final class TerminationSignals {
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [received = signals.received] in
+            source.setEventHandler { [received = signals.received, exitActions = signals.exitActions] in
                 if received.current != nil {
-                    if isatty(2) == 1 { Console.raw("\r\u{1B}[2K", to: 2) }  // no progress line left behind
+                    for action in exitActions.withLock({ $0 }) { action() }
+                    // Direct writes: the console's queue may be stalled, and we exit now.
+                    if isatty(2) == 1 { Console.raw(Progress.clear, to: 2) }  // no progress line left behind
                     exit(128 + number)
                 }
                 received.fulfil(number)

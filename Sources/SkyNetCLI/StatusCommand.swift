@@ -52,10 +52,11 @@ struct StatusCommand: Command {
             return await group.reduce(into: [(Int, PeerStatus)]()) { $0.append($1) }.sorted { $0.0 < $1.0 }.map(\.1)
         }
         if json {
-            for status in statuses { Console.out(Self.json(status)) }
+            for status in statuses { await Console.print(Self.json(status)) }
         } else {
-            Console.out(Self.table(statuses))
+            await Console.print(Self.table(statuses))
         }
+        await Console.flush()
         return statuses.allSatisfy(\.isUp) ? 0 : 1
     }
 

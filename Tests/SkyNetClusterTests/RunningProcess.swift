@@ -1,105 +1,41 @@
 import Foundation
 @testable import SkyNet
 
-/// Lines as they arrive from a process, awaited by tests.
-final class LineLog: Sendable {
-    private struct State {
-        var lines: [String] = []
-        var waiters: [(predicate: @Sendable (String) -> Bool, signal: AsyncSignal<String?>)] = []
-        var closed = false
-    }
-
-    private let state = Locked(State())
-
-    var lines: [String] { state.withLock { $0.lines } }
-
-    func append(_ line: String) {
-        let matched = state.withLock { state -> [AsyncSignal<String?>] in
-            state.lines.append(line)
-            // Each predicate runs once per line: a counting predicate must not be asked twice.
-            var matching: [AsyncSignal<String?>] = []
-            state.waiters.removeAll { waiter in
-                guard waiter.predicate(line) else { return false }
-                matching.append(waiter.signal)
-                return true
-            }
-            return matching
-        }
-        for signal in matched { signal.fulfil(line) }
-    }
-
-    func close() {
-        let waiting = state.withLock { state in
-            state.closed = true
-            defer { state.waiters = [] }
-            return state.waiters.map(\.signal)
-        }
-        for signal in waiting { signal.fulfil(nil) }
-    }
-
-    /// The first line (already seen or still to come) that satisfies `predicate`; nil if the
-    /// output closes first.
-    func first(where predicate: @escaping @Sendable (String) -> Bool) async -> String? {
-        let signal = AsyncSignal<String?>()
-        let early: String?? = state.withLock { state in
-            if let line = state.lines.first(where: predicate) { return .some(line) }
-            if state.closed { return .some(nil) }
-            state.waiters.append((predicate, signal))
-            return nil
-        }
-        if let early { return early }
-        return await signal.value
-    }
-}
-
-/// A `skynet` process running in the background whose stdout lines the test can wait for.
+/// A `skynet` process running in the background whose stdout (and stderr) lines the test can
+/// wait for; killed when it is dropped.
 final class RunningProcess: Sendable {
-    // Process is touched only to start it and to send it signals.
-    private let process: Process
-    private let output = LineLog()
-    private let exit: ProcessExit
-    private let errorFile: URL
+    private let child: ChildProcess
 
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process = Process()
-        process.executableURL = skynetBinary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-err-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: errorFile)
-        process.standardInput = FileHandle.nullDevice
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        exit = ProcessExit(process)
-        try process.run()
-        let reader = pipe.fileHandleForReading
-        let thread = Thread { [output] in
-            var partial = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                partial.append(chunk)
-                while let newline = partial.firstIndex(of: 10) {
-                    output.append(String(decoding: partial[partial.startIndex..<newline], as: UTF8.self))
-                    partial = Data(partial[(newline + 1)...])
-                }
-            }
-            output.close()
-        }
-        thread.start()
+        var options = ChildProcess.Options(
+            arguments: arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+        options.stdout = .lines(keep: 1_000_000)
+        options.stderr = .lines(keep: 100_000)
+        child = try ChildProcess.spawn(skynetBinary.path, options)
     }
 
-    var lines: [String] { output.lines }
-    var pid: Int32 { process.processIdentifier }
+    var lines: [String] { child.stdoutLines?.lines ?? [] }
+    var errorLines: [String] { child.stderrLines?.lines ?? [] }
+    var pid: Int32 { child.pid }
 
     /// Waits for a stdout line that satisfies `predicate` (one already printed counts). The
     /// predicate runs under the output's lock: it must not read `lines`.
     @discardableResult
     func waitForLine(timeout: Duration = .seconds(30), where predicate: @escaping @Sendable (String) -> Bool) async throws -> String {
-        let output = self.output
-        guard let line = try await withTimeout(timeout, { await output.first(where: predicate) }) else {
-            throw ProcessEnded(lines: lines)
+        try await Self.wait(for: child.stdoutLines, timeout: timeout, predicate, lines: { self.lines })
+    }
+
+    /// Waits for a stderr line that satisfies `predicate`, as `waitForLine` does for stdout.
+    @discardableResult
+    func waitForErrorLine(timeout: Duration = .seconds(30), where predicate: @escaping @Sendable (String) -> Bool) async throws -> String {
+        try await Self.wait(for: child.stderrLines, timeout: timeout, predicate, lines: { self.errorLines })
+    }
+
+    private static func wait(
+        for log: LineLog?, timeout: Duration, _ predicate: @escaping @Sendable (String) -> Bool, lines: () -> [String]
+    ) async throws -> String {
+        guard let log, let line = try await withTimeout(timeout, { await log.first(where: predicate) }) else {
+            throw ProcessEnded(lines: lines())
         }
         return line
     }
@@ -117,30 +53,32 @@ final class RunningProcess: Sendable {
 
     /// Waits for the process to exit (killing it after `timeout`) and returns what it printed.
     func finish(timeout: Duration = .seconds(60)) async throws -> Finished {
-        let exit = self.exit, output = self.output
+        let child = self.child
         do {
-            _ = try await withTimeout(timeout) { await exit.status }
-            // The output is complete when the pipe closes.
-            _ = try await withTimeout(.seconds(10)) { await output.first { _ in false } }
+            _ = try await withTimeout(timeout) { await child.exit.value }
+            // The output is complete when the pipes close.
+            _ = try await withTimeout(.seconds(10)) {
+                await child.stdoutLines?.closed()
+                await child.stderrLines?.closed()
+            }
         } catch {
             kill()
             throw error
         }
-        return Finished(status: await exit.status, stdout: lines.joined(separator: "\n"),
-                        stderr: (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "")
+        return Finished(status: await child.exit.value.status, stdout: lines.joined(separator: "\n"),
+                        stderr: errorLines.joined(separator: "\n"))
     }
 
-    func send(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
+    func send(_ signal: Int32) { child.send(signal) }
 
-    /// Kills the process (if it still runs) and waits for it.
+    /// Kills the process (if it still runs).
     func kill() {
         send(SIGCONT)
         send(SIGKILL)
     }
 
     deinit {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        try? FileManager.default.removeItem(at: errorFile)
+        child.send(SIGKILL)
     }
 }
 

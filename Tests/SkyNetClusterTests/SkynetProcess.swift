@@ -27,50 +27,29 @@ func runSkynet(_ arguments: [String], limit: Duration = .seconds(60), environmen
     try await runProgram(skynetBinary.path, arguments, limit: limit, environment: environment)
 }
 
-/// Runs a program to the end, killing it after `limit`; `environment` adds (or, with nil,
-/// removes) variables.
+/// Runs a program to the end in a fresh folder, killing it after `limit`; `environment`
+/// adds (or, with nil, removes) variables.
 func runProgram(_ path: String, _ arguments: [String], limit: Duration = .seconds(60), environment: [String: String?] = [:]) async throws -> Finished {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-run-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
-    let outURL = folder.appendingPathComponent("out"), errURL = folder.appendingPathComponent("err")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    let outPath = folder.appendingPathComponent("out").path, errPath = folder.appendingPathComponent("err").path
 
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    process.currentDirectoryURL = folder
     var variables = ProcessInfo.processInfo.environment
     for (name, value) in environment { variables[name] = value }
-    process.environment = variables
-    process.standardOutput = try FileHandle(forWritingTo: outURL)
-    process.standardError = try FileHandle(forWritingTo: errURL)
-    process.standardInput = FileHandle.nullDevice
-    let exited = ProcessExit(process)
-    try process.run()
+    var options = ChildProcess.Options(arguments: arguments, environment: variables)
+    options.stdout = .file(outPath, append: false)
+    options.stderr = .file(errPath, append: false)
+    options.workingDirectory = folder.path
+    let child = try ChildProcess.spawn(path, options)
     do {
-        _ = try await withTimeout(limit) { await exited.status }
+        _ = try await withTimeout(limit) { await child.exit.value }
     } catch {
-        process.terminate()
-        kill(process.processIdentifier, SIGKILL)
-        _ = await exited.status
+        await child.stop(grace: .zero)
         throw error
     }
     return Finished(
-        status: await exited.status,
-        stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-        stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+        status: await child.exit.value.status,
+        stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
 }
-
-/// Awaits a process's exit status without blocking a thread.
-final class ProcessExit: Sendable {
-    private let exit = AsyncSignal<Int32>()
-
-    init(_ process: Process) {
-        process.terminationHandler = { [exit] process in exit.fulfil(process.terminationStatus) }
-    }
-
-    var status: Int32 { get async { await exit.value } }
-}
-

@@ -10,31 +10,20 @@ struct ChildRun {
     let peakKiB: Int
     let seconds: Double
     let stdout: String
-}
 
-enum ChildProcess {
-    /// Runs `executable arguments…` to the end with stdout in a file, blocking this (main)
-    /// thread, and reads its peak RSS from wait4's rusage.
+    /// Runs `executable arguments…` to the end with stdout in a file, waiting on this (main)
+    /// thread; the peak RSS comes from the reaper's wait4 rusage.
     static func run(_ executable: String, _ arguments: [String]) throws -> ChildRun {
         let outPath = NSTemporaryDirectory() + "skynet-bench-\(UUID().uuidString).out"
         defer { unlink(outPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
+        var options = ChildProcess.Options(arguments: arguments)
+        options.stdout = .file(outPath, append: false)
         let started = ContinuousClock.now
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw BenchError("posix_spawn \(executable): \(String(cString: strerror(spawned)))") }
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let child = try ChildProcess.spawn(executable, options)
+        let ended = try blocking { await child.exit.value }
         let seconds = (ContinuousClock.now - started).seconds
         let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-        return ChildRun(status: status, peakKiB: usage.ru_maxrss, seconds: seconds, stdout: output)
+        return ChildRun(status: ended.status, peakKiB: ended.peakResidentKiB, seconds: seconds, stdout: output)
     }
 }
 

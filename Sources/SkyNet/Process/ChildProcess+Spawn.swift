@@ -1,0 +1,152 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The posix_spawn calls of `ChildProcess`: descriptors, attributes, argv and environment.
+/// Every descriptor the parent keeps is close-on-exec from the moment it exists, so no
+/// other child (spawned by any thread) inherits it.
+enum Spawner {
+    /// The parent's ends of the pipes made for a child.
+    struct ParentEnds {
+        var stdin: Int32?
+        var stdout: Int32?
+        var stderr: Int32?
+    }
+
+    /// Spawns the child and returns its pid and the parent's pipe ends.
+    static func spawn(_ executable: String, _ options: ChildProcess.Options) throws(ChildProcessError) -> (pid_t, ParentEnds) {
+        var parent = ParentEnds()
+        var childEnds: [Int32] = []  // closed in the parent once the child has them
+        func closeAll() {
+            for fd in childEnds + [parent.stdin, parent.stdout, parent.stderr].compactMap({ $0 }) { close(fd) }
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        do {
+            switch options.stdin {
+            case .null: posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            case .file(let path): posix_spawn_file_actions_addopen(&actions, 0, path, O_RDONLY, 0)
+            case .pipe:
+                let (read, write) = try makePipe()
+                childEnds.append(read)
+                parent.stdin = write
+                posix_spawn_file_actions_adddup2(&actions, read, 0)
+            }
+            parent.stdout = try addOutput(options.stdout, as: 1, to: &actions, childEnds: &childEnds)
+            parent.stderr = try addOutput(options.stderr, as: 2, to: &actions, childEnds: &childEnds)
+            if let directory = options.workingDirectory {
+                guard let addchdir = GNU.addchdir else { throw ChildProcessError("chdir \(directory)", code: ENOSYS) }
+                _ = addchdir(&actions, directory)
+            }
+        } catch let error as ChildProcessError {
+            closeAll()
+            throw error
+        } catch {
+            closeAll()
+            throw ChildProcessError("spawn", code: EINVAL)
+        }
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // The child starts with default signal handling and nothing blocked: our process
+        // ignores SIGPIPE, SIGINT and SIGTERM, and an ignored signal survives exec.
+        var flags = Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
+        if options.ownProcessGroup {
+            flags |= Int32(POSIX_SPAWN_SETPGROUP)
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
+        var none = sigset_t(), defaults = sigset_t()
+        sigemptyset(&none)
+        sigemptyset(&defaults)
+        for number in 1..<32 where number != SIGKILL && number != SIGSTOP { sigaddset(&defaults, Int32(number)) }
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+
+        let argv = ([executable] + options.arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        let variables = options.environment.map { $0.map { "\($0.key)=\($0.value)" } }
+        let envp = variables.map { $0.map { strdup($0) } + [nil] }
+        defer { for pointer in envp ?? [] { free(pointer) } }
+
+        var pid: pid_t = 0
+        let result: Int32 = envp.withOptionalPointer { envp in
+            options.searchPath
+                ? posix_spawnp(&pid, executable, &actions, &attributes, argv, envp ?? UnsafePointer(environ))
+                : posix_spawn(&pid, executable, &actions, &attributes, argv, envp ?? UnsafePointer(environ))
+        }
+        for fd in childEnds { close(fd) }
+        childEnds = []
+        guard result == 0 else {
+            closeAll()
+            throw ChildProcessError("cannot run '\(executable)'", code: result)
+        }
+        return (pid, parent)
+    }
+
+    /// Adds the file actions for one output; returns the parent's read end for `.lines`/`.pipe`.
+    private static func addOutput(
+        _ output: ChildProcess.Output, as target: Int32, to actions: inout posix_spawn_file_actions_t, childEnds: inout [Int32]
+    ) throws(ChildProcessError) -> Int32? {
+        switch output {
+        case .null:
+            posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+        case .inherit:
+            break
+        case .file(let path, let append):
+            posix_spawn_file_actions_addopen(&actions, target, path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0o644)
+        case .descriptor(let fd):
+            posix_spawn_file_actions_adddup2(&actions, fd, target)
+        case .lines, .pipe:
+            let (read, write) = try makePipe()
+            childEnds.append(write)
+            posix_spawn_file_actions_adddup2(&actions, write, target)
+            return read
+        }
+        return nil
+    }
+
+    /// A pipe whose both ends are close-on-exec from birth (pipe2, not pipe + fcntl: another
+    /// thread may spawn in between).
+    static func makePipe() throws(ChildProcessError) -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [-1, -1]
+        #if canImport(Glibc)
+        guard let pipe2 = GNU.pipe2 else { throw ChildProcessError("pipe2", code: ENOSYS) }
+        guard pipe2(&fds, O_CLOEXEC) == 0 else { throw ChildProcessError("pipe", code: errno) }
+        #else
+        guard pipe(&fds) == 0 else { throw ChildProcessError("pipe", code: errno) }
+        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        #endif
+        return (fds[0], fds[1])
+    }
+}
+
+/// GNU extensions Swift's Glibc module hides (they need _GNU_SOURCE), looked up once.
+enum GNU {
+    typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -> Int32
+    typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
+
+    static let pipe2: Pipe2? = symbol("pipe2").map { unsafeBitCast($0, to: Pipe2.self) }
+    static let addchdir: AddChdir? = symbol("posix_spawn_file_actions_addchdir_np").map { unsafeBitCast($0, to: AddChdir.self) }
+
+    private static func symbol(_ name: String) -> UnsafeMutableRawPointer? {
+        #if canImport(Glibc)
+        dlsym(UnsafeMutableRawPointer(bitPattern: 0), name)  // RTLD_DEFAULT
+        #else
+        dlsym(UnsafeMutableRawPointer(bitPattern: -2), name)
+        #endif
+    }
+}
+
+private extension Optional where Wrapped == [UnsafeMutablePointer<CChar>?] {
+    /// Passes the array's pointer (or nil) to `body`.
+    func withOptionalPointer<R>(_ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>?) -> R) -> R {
+        guard let self else { return body(nil) }
+        return self.withUnsafeBufferPointer { body($0.baseAddress) }
+    }
+}

@@ -1,0 +1,215 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A child process started with `posix_spawn`: argv without a shell, stdin/stdout/stderr
+/// from /dev/null, a file, a descriptor or a pipe, optionally a process group of its own.
+///
+/// A thread of its own reaps it (`waitpid` never runs on the cooperative pool) and fulfils
+/// `exit`; `.lines` outputs are read on threads of their own into a `LineLog`. Every pipe end
+/// the parent keeps is close-on-exec, and every one is closed by the time the child is reaped
+/// and its output has ended: no zombie, no leaked descriptor. Signals go only to a child that
+/// has not been reaped yet (its pid cannot have been reused).
+public final class ChildProcess: Sendable {
+    /// Where the child's stdin comes from.
+    public enum Input: Sendable {
+        case null
+        case file(String)
+        /// A pipe whose write end the parent holds (`closeStdin()`, or closed when the child
+        /// is reaped). Nothing is written to it: the child sees EOF when the parent is gone.
+        case pipe
+    }
+
+    /// Where the child's stdout or stderr goes.
+    public enum Output: Sendable {
+        case null
+        /// This process's own stdout or stderr.
+        case inherit
+        case file(String, append: Bool)
+        /// A descriptor of this process (it stays the caller's).
+        case descriptor(Int32)
+        /// Read line by line on a thread of its own into a `LineLog`; longer lines are cut at
+        /// `maxLength` bytes, and at most `keep` lines are kept.
+        case lines(maxLength: Int = 64 * 1024, keep: Int = 10_000)
+        /// A pipe whose read end the caller takes with `takeOutputPipe` and must close.
+        case pipe
+    }
+
+    /// What to start and how.
+    public struct Options: Sendable {
+        public var arguments: [String]
+        /// The whole environment; nil: this process's.
+        public var environment: [String: String]?
+        public var stdin: Input = .null
+        public var stdout: Output = .null
+        public var stderr: Output = .null
+        /// A process group of its own (`POSIX_SPAWN_SETPGROUP`): `signalGroup` and `stop`
+        /// then reach its descendants too.
+        public var ownProcessGroup = false
+        /// Look the executable up in PATH when it holds no slash.
+        public var searchPath = false
+        public var workingDirectory: String?
+
+        public init(arguments: [String] = [], environment: [String: String]? = nil) {
+            self.arguments = arguments
+            self.environment = environment
+        }
+    }
+
+    private enum State {
+        case running(stdinWriter: Int32?)
+        case reaped(ChildExit)
+    }
+
+    public let pid: Int32
+    /// How it ended, once it has been reaped.
+    public let exit = AsyncSignal<ChildExit>()
+    /// Its stdout / stderr lines, for `.lines` outputs.
+    public let stdoutLines: LineLog?
+    public let stderrLines: LineLog?
+    public let ownProcessGroup: Bool
+    private let state: Locked<State>
+    private let pipes: Locked<(stdout: Int32?, stderr: Int32?)>
+
+    /// Starts `executable` (a path; with `searchPath`, a name looked up in PATH).
+    public static func spawn(_ executable: String, _ options: Options) throws(ChildProcessError) -> ChildProcess {
+        let (pid, ends) = try Spawner.spawn(executable, options)
+        return ChildProcess(pid: pid, ends: ends, options: options)
+    }
+
+    private init(pid: Int32, ends: Spawner.ParentEnds, options: Options) {
+        self.pid = pid
+        ownProcessGroup = options.ownProcessGroup
+        state = Locked(.running(stdinWriter: ends.stdin))
+        func log(_ output: Output, _ fd: Int32?, _ name: String) -> (LineLog?, Int32?) {
+            guard case .lines(let maxLength, let keep) = output, let fd else { return (nil, fd) }
+            let log = LineLog(keep: keep)
+            startThread(named: "skynet-child-\(name)") { readLines(from: fd, maxLength: maxLength, into: log) }
+            return (log, nil)
+        }
+        let (outLog, outPipe) = log(options.stdout, ends.stdout, "stdout")
+        let (errLog, errPipe) = log(options.stderr, ends.stderr, "stderr")
+        stdoutLines = outLog
+        stderrLines = errLog
+        pipes = Locked((outPipe, errPipe))
+        startThread(named: "skynet-reaper") { [self] in reap() }
+    }
+
+    /// Takes the read end of a `.pipe` output (1: stdout, 2: stderr); the caller closes it.
+    public func takeOutputPipe(_ stream: Int32) -> Int32? {
+        pipes.withLock { pipes in
+            defer { if stream == 1 { pipes.stdout = nil } else { pipes.stderr = nil } }
+            return stream == 1 ? pipes.stdout : pipes.stderr
+        }
+    }
+
+    /// Closes the parent's end of a `.pipe` stdin: the child reads EOF.
+    public func closeStdin() {
+        let fd = state.withLock { state -> Int32? in
+            guard case .running(let writer) = state else { return nil }
+            state = .running(stdinWriter: nil)
+            return writer
+        }
+        if let fd { close(fd) }
+    }
+
+    /// Sends `signal` to the child alone, unless it has been reaped already.
+    public func send(_ signal: Int32) {
+        state.withLock { state in
+            if case .running = state { _ = kill(pid, signal) }
+        }
+    }
+
+    /// Sends `signal` to the child's whole process group (its own group only; otherwise to
+    /// the child alone). Descendants are reached even after the child itself has exited.
+    public func signalGroup(_ signal: Int32) {
+        guard ownProcessGroup else { return send(signal) }
+        _ = kill(-pid, signal)
+    }
+
+    /// Asks the child to stop (SIGTERM, to its group if it has one), waits up to `grace` for
+    /// it to exit, then kills it (SIGKILL); a group of its own is killed whole at the end, so
+    /// no descendant outlives it. Returns how it ended.
+    @discardableResult
+    public func stop(grace: Duration = .seconds(5)) async -> ChildExit {
+        if exit.current == nil {
+            signalGroup(SIGCONT)  // a stopped process cannot act on SIGTERM
+            signalGroup(SIGTERM)
+            let exit = self.exit
+            if (try? await withTimeout(grace) { await exit.value }) == nil {
+                signalGroup(SIGKILL)
+            }
+        }
+        if ownProcessGroup { _ = kill(-pid, SIGKILL) }
+        return await exit.value
+    }
+
+    /// Waits (up to `timeout`) for a stdout line that satisfies `predicate`. Throws
+    /// `TimeoutError`, or `ChildProcessError` when stdout closes first (the child ended).
+    @discardableResult
+    public func waitForLine(
+        timeout: Duration, where predicate: @escaping @Sendable (String) -> Bool
+    ) async throws -> String {
+        guard let log = stdoutLines else { throw ChildProcessError("stdout is not read as lines", code: EINVAL) }
+        guard let line = try await withTimeout(timeout, { await log.first(where: predicate) }) else {
+            throw ChildProcessError("process \(pid) closed its output before the awaited line", code: EPIPE)
+        }
+        return line
+    }
+
+    /// Runs on the reaper thread: waits for the exit without reaping (WNOWAIT), then reaps
+    /// under the lock, so `send` never signals a pid that may belong to someone else.
+    private func reap() {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 {
+            guard errno == EINTR else { break }
+        }
+        let (ended, writer) = state.withLock { state -> (ChildExit, Int32?) in
+            var status: Int32 = 0
+            var usage = rusage()
+            var result: pid_t
+            repeat { result = wait4(pid, &status, 0, &usage) } while result < 0 && errno == EINTR
+            let ended = result == pid ? ChildExit(waitStatus: status, usage: usage) : ChildExit(reason: .exited(-1))
+            var writer: Int32?
+            if case .running(let stdinWriter) = state { writer = stdinWriter }
+            state = .reaped(ended)
+            return (ended, writer)
+        }
+        if let writer { close(writer) }
+        exit.fulfil(ended)
+    }
+
+    deinit {
+        // Read ends of `.pipe` outputs nobody took.
+        let (out, err) = pipes.withLock { $0 }
+        for fd in [out, err].compactMap({ $0 }) { close(fd) }
+    }
+}
+
+/// Reads `fd` to EOF on the calling thread, line by line into `log`, then closes both.
+func readLines(from fd: Int32, maxLength: Int, into log: LineLog) {
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    var line: [UInt8] = []
+    var cut = false  // the current line passed maxLength: drop the rest of it
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { break }
+        for byte in buffer[0..<count] {
+            if byte == UInt8(ascii: "\n") {
+                log.append(String(decoding: line, as: UTF8.self))
+                line.removeAll(keepingCapacity: true)
+                cut = false
+            } else if line.count < maxLength {
+                line.append(byte)
+            } else if !cut {
+                cut = true
+            }
+        }
+    }
+    if !line.isEmpty { log.append(String(decoding: line, as: UTF8.self)) }
+    close(fd)
+    log.close()
+}

@@ -1,0 +1,31 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The child's side of a life tied to its parent (`ChildProcess.Input.pipe`): a thread of
+/// its own reads the descriptor until EOF, which comes when the parent (the only holder of
+/// the write end) is gone, however it ended.
+public enum ParentWatch {
+    /// Starts watching `descriptor` (default: stdin). `gone` runs once, on the watch thread,
+    /// at EOF; if the process is still alive `backstop` later, it exits at once (status 1),
+    /// so a child whose orderly stop hangs still never outlives its parent for long.
+    public static func start(descriptor: Int32 = 0, backstop: Duration = .seconds(2), gone: @escaping @Sendable () -> Void) {
+        startThread(named: "skynet-parent-watch") {
+            var byte: UInt8 = 0
+            while true {
+                let count = read(descriptor, &byte, 1)
+                if count < 0, errno == EINTR { continue }
+                if count <= 0 { break }
+                // A parent never writes; bytes that arrive anyway are ignored.
+            }
+            gone()
+            let (seconds, attoseconds) = backstop.components
+            var pause = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+            var left = timespec()
+            while nanosleep(&pause, &left) < 0, errno == EINTR { pause = left }
+            _exit(1)
+        }
+    }
+}

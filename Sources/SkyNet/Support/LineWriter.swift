@@ -1,0 +1,188 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Output to descriptors (a terminal, a pipe, a file) through one bounded queue that a thread
+/// of its own drains with blocking `write`s.
+///
+/// `write` returns as soon as the text is queued; when the queue is full it suspends the
+/// caller (no pool thread blocks, no line is dropped) until the thread has made room. One
+/// queue for stdout and stderr keeps their order on a shared terminal: what was accepted
+/// first is written first. A descriptor that fails (a closed pipe) drops what follows for it
+/// instead of failing the program. The queue, the waiting producers and the flush waiters
+/// are guarded by one lock (`Locked`); the thread sleeps on a semaphore.
+public final class LineWriter: Sendable {
+    /// Text for one descriptor.
+    public struct Piece: Sendable {
+        public let descriptor: Int32
+        public let bytes: [UInt8]
+
+        public init(_ text: String, to descriptor: Int32) {
+            self.descriptor = descriptor
+            bytes = Array(text.utf8)
+        }
+    }
+
+    private struct Producer {
+        let pieces: [Piece]
+        let condition: (@Sendable () -> Bool)?
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private struct State {
+        var queue: [[Piece]] = []
+        /// Bytes accepted and not yet written (the batch being written included).
+        var queuedBytes = 0
+        /// Producers waiting for room, oldest first, each with its pieces.
+        var blocked: [Producer] = []
+        /// Records accepted so far / written (or dropped) so far.
+        var accepted = 0
+        var written = 0
+        /// Conditional records dropped while they waited (flush targets counted them).
+        var dropped = 0
+        var flushWaiters: [(upTo: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var failed: Set<Int32> = []
+        var threadStarted = false
+
+        func fits(_ size: Int, capacity: Int) -> Bool {
+            queuedBytes == 0 || queuedBytes + size <= capacity  // a record larger than the queue goes alone
+        }
+    }
+
+    /// The most bytes queued before producers wait.
+    public let capacity: Int
+    private let state = Locked(State())
+    private let wake = DispatchSemaphore(value: 0)
+
+    public init(capacity: Int = 64 * 1024) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// Queues `text` for `descriptor`, suspending while the queue is full.
+    public func write(_ text: String, to descriptor: Int32) async {
+        await write([Piece(text, to: descriptor)])
+    }
+
+    /// Queues pieces that are written together, in order, with nothing between them.
+    ///
+    /// `condition`, if given, is asked under the queue's lock at the moment the pieces would
+    /// be accepted (after any wait for room); when it says no, they are dropped. A gate that
+    /// closes before a last line is queued thus keeps every later conditional line out.
+    public func write(_ pieces: [Piece], if condition: (@Sendable () -> Bool)? = nil) async {
+        let size = pieces.reduce(0) { $0 + $1.bytes.count }
+        guard size > 0 else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let accepted = state.withLock { state -> Bool in
+                // Only when nobody waits ahead: order is kept.
+                guard state.blocked.isEmpty, state.fits(size, capacity: capacity) else {
+                    state.blocked.append(Producer(pieces: pieces, condition: condition, continuation: continuation))
+                    return false
+                }
+                if condition?() ?? true { accept(pieces, size: size, into: &state) }
+                return true
+            }
+            if accepted { continuation.resume() }
+        }
+    }
+
+    /// Queues `text` only if there is room right now (for output that may be skipped, such
+    /// as a progress line about to be redrawn anyway); never waits. Whether it was queued.
+    @discardableResult
+    public func offer(_ text: String, to descriptor: Int32) -> Bool {
+        let piece = Piece(text, to: descriptor)
+        return state.withLock { state in
+            guard state.blocked.isEmpty, state.fits(piece.bytes.count, capacity: capacity) else { return false }
+            accept([piece], size: piece.bytes.count, into: &state)
+            return true
+        }
+    }
+
+    /// Waits until everything queued (or waiting to be) before the call has been written.
+    public func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                let target = state.accepted + state.dropped + state.blocked.count
+                guard state.written + state.dropped < target else { return true }
+                state.flushWaiters.append((target, continuation))
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    private func accept(_ pieces: [Piece], size: Int, into state: inout State) {
+        if !state.threadStarted {
+            state.threadStarted = true
+            startThread(named: "skynet-writer") { [self] in drain() }
+        }
+        state.accepted += 1
+        state.queue.append(pieces)
+        state.queuedBytes += size
+        wake.signal()
+    }
+
+    /// The writer thread: takes what is queued, writes it, makes room, wakes who waited.
+    private func drain() {
+        while true {
+            wake.wait()
+            while let (batch, failed) = state.withLock({ state -> ([[Piece]], Set<Int32>)? in
+                guard !state.queue.isEmpty else { return nil }
+                defer { state.queue = [] }
+                return (state.queue, state.failed)
+            }) {
+                var failedNow = failed
+                for piece in batch.joined() where !failedNow.contains(piece.descriptor) {
+                    if !writeAll(piece) { failedNow.insert(piece.descriptor) }
+                }
+                let size = batch.joined().reduce(0) { $0 + $1.bytes.count }
+                let woken = state.withLock { state in
+                    state.written += batch.count
+                    state.queuedBytes -= size
+                    state.failed.formUnion(failedNow)
+                    var woken: [CheckedContinuation<Void, Never>] = []
+                    while let first = state.blocked.first {
+                        let size = first.pieces.reduce(0) { $0 + $1.bytes.count }
+                        guard state.fits(size, capacity: capacity) else { break }
+                        state.blocked.removeFirst()
+                        if first.condition?() ?? true {
+                            accept(first.pieces, size: size, into: &state)
+                        } else {
+                            state.dropped += 1  // counts as written for flush waiters
+                        }
+                        woken.append(first.continuation)
+                    }
+                    let written = state.written + state.dropped
+                    woken += state.flushWaiters.filter { $0.upTo <= written }.map(\.continuation)
+                    state.flushWaiters.removeAll { $0.upTo <= written }
+                    return woken
+                }
+                for continuation in woken { continuation.resume() }
+            }
+        }
+    }
+
+    /// Blocking `write`s of one piece; false when its descriptor failed.
+    private func writeAll(_ piece: Piece) -> Bool {
+        var offset = 0
+        while offset < piece.bytes.count {
+            let count = piece.bytes.withUnsafeBytes { buffer in
+                #if canImport(Glibc)
+                Glibc.write(piece.descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                #else
+                Darwin.write(piece.descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                #endif
+            }
+            if count > 0 {
+                offset += count
+            } else if count < 0, errno == EINTR {
+                continue
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+}
