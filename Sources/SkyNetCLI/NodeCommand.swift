@@ -7,7 +7,7 @@ struct NodeCommand: Command {
     static let summary = "run a node that executes the scan tasks peers send it"
     static let usage = """
         usage: skynet node --port PORT [--host 127.0.0.1] [--name NAME] [--capacity 4] [--failing-every 10]
-                           [--verbose]
+                           [--max-connections 256] [--idle-timeout 60] [--verbose]
         """
     static let help = """
         Run a node: accept connections from coordinators and run the tasks they send, at most
@@ -24,6 +24,12 @@ struct NodeCommand: Command {
           --name NAME          the name peers see (default node-PORT)
           --capacity N         tasks run at once, 1...1024 (default 4)
           --failing-every N    fail every N-th task; 0 never (default 10)
+          --max-connections N  clients served at once, 1...65536 (default 256); one more that
+                               says hello is answered busy. Connections that have not said hello
+                               have a budget of their own (64, 16 per address, 3 s to say it)
+          --idle-timeout S     close a client that sent nothing, not even a ping, for S seconds
+                               while none of its scans runs, 1...86400 (default 60); coordinators
+                               ping idle links every 15 s
           --verbose            log every task to stderr
 
         examples:
@@ -37,7 +43,9 @@ struct NodeCommand: Command {
     let exitWithParent: Bool
 
     init(arguments: [String]) throws(UsageError) {
-        let args = try Arguments(arguments, options: ["port", "host", "name", "capacity", "failing-every"], flags: ["verbose", "exit-with-parent"])
+        let args = try Arguments(arguments, options: [
+            "port", "host", "name", "capacity", "failing-every", "max-connections", "idle-timeout",
+        ], flags: ["verbose", "exit-with-parent"])
         guard args.string("port") != nil else { throw UsageError("option '--port' is required (0 picks a free port)") }
         let port = try args.int("port", default: 0, in: 0...65535)
         if args.string("name")?.isEmpty == true { throw UsageError("option '--name' must not be empty") }
@@ -46,6 +54,8 @@ struct NodeCommand: Command {
         options.host = args.string("host") ?? "127.0.0.1"
         options.capacity = try args.int("capacity", default: 4, in: 1...ClusterConfig.maxCapacity)
         options.failingEvery = try args.int("failing-every", default: 10, in: 0...1_000_000_000)
+        options.maxConnections = try args.int("max-connections", default: 256, in: 1...65536)
+        options.idleTimeout = .seconds(try args.double("idle-timeout", default: 60, in: 1...86400))
         options.verbose = args.flag("verbose")
         options.token = SkyNetCLI.token
         self.options = options

@@ -36,6 +36,7 @@ enum SkyNetCLI {
         """
 
     static func main() async {
+        DescriptorLimit.raiseToMaximum()
         exit(await run(Array(CommandLine.arguments.dropFirst())))
     }
 

@@ -5,16 +5,34 @@ import Testing
 /// A node in this process, spoken to over loopback.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct NodeTests {
-    func startNode(capacity: Int = 4, token: String? = nil) async throws -> Node {
+    func options(capacity: Int = 4, token: String? = nil) -> Node.Options {
         var options = Node.Options(name: "beta")
         options.capacity = capacity
         options.failingEvery = 0
         options.token = token
-        return try await Node.start(options)
+        return options
     }
 
-    func connect(_ node: Node, token: String? = nil) async throws -> PeerConnection {
-        try await PeerConnection.open(name: "beta", host: "127.0.0.1", port: node.port, token: token, timeout: .seconds(5))
+    /// Runs `body` with a node that is stopped on every path, early returns and throws included.
+    func withNode<T>(_ options: Node.Options, _ body: (Node) async throws -> T) async throws -> T {
+        let node = try await Node.start(options)
+        do {
+            let result = try await body(node)
+            await node.stop(grace: .seconds(1))
+            return result
+        } catch {
+            await node.stop(grace: .seconds(1))
+            throw error
+        }
+    }
+
+    func withNode<T>(capacity: Int = 4, token: String? = nil, _ body: (Node) async throws -> T) async throws -> T {
+        try await withNode(options(capacity: capacity, token: token), body)
+    }
+
+    func connect(_ node: Node, token: String? = nil, keepAlive: Duration = PeerConnection.defaultKeepAliveInterval) async throws -> PeerConnection {
+        try await PeerConnection.open(name: "beta", host: "127.0.0.1", port: node.port, token: token, timeout: .seconds(5),
+                                      keepAliveInterval: keepAlive)
     }
 
     func scan(_ peer: PeerConnection, id: Int? = nil, duration: Double = 0) async throws -> Reply {
@@ -28,109 +46,116 @@ struct NodeTests {
         return pong.running
     }
 
+    /// Awaits a state (asked again and again, never slept for); throws after `limit`.
+    func waitUntil(upTo limit: Duration = .seconds(5), _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else { throw TimeoutError() }
+            await Task.yield()
+        }
+    }
+
     @Test func welcomesWithItsNameAndCapacity() async throws {
-        let node = try await startNode(capacity: 3)
-        let peer = try await connect(node)
-        #expect(peer.welcome.name == "beta")
-        #expect(peer.welcome.capacity == 3)
-        peer.close()
-        await node.stop()
+        try await withNode(capacity: 3) { node in
+            let peer = try await connect(node)
+            defer { peer.close() }
+            #expect(peer.welcome.name == "beta")
+            #expect(peer.welcome.capacity == 3)
+        }
     }
 
     @Test func saysBusyBeyondItsCapacityCountedOverAllConnections() async throws {
-        let node = try await startNode(capacity: 2)
-        let first = try await connect(node), second = try await connect(node)
-        async let a = scan(first, duration: 0.5)
-        async let b = scan(second, duration: 0.5)
-        // Wait until both run, then a third request on either connection is refused at once.
-        let deadline = ContinuousClock.now + .seconds(5)
-        while try await running(first) < 2, ContinuousClock.now < deadline { await Task.yield() }
-        let third = try await scan(first)
-        guard case .failure(_, _, let code, _) = third else { Issue.record("expected busy, got \(third)"); return }
-        #expect(code == "busy")
-        let results = try await [a, b]
-        #expect(results.allSatisfy { if case .result = $0 { true } else { false } })
-        first.close(); second.close()
-        await node.stop()
+        try await withNode(capacity: 2) { node in
+            let first = try await connect(node), second = try await connect(node)
+            defer { first.close(); second.close() }
+            async let a = scan(first, duration: 0.5)
+            async let b = scan(second, duration: 0.5)
+            // Wait until both run, then a third request on either connection is refused at once.
+            try await waitUntil { try await running(first) == 2 }
+            let third = try await scan(first)
+            guard case .failure(_, _, let code, _) = third else { Issue.record("expected busy, got \(third)"); return }
+            #expect(code == "busy")
+            let results = try await [a, b]
+            #expect(results.allSatisfy { if case .result = $0 { true } else { false } })
+        }
     }
 
     @Test func aTimedOutRequestIsCancelledOnTheNodeAndFreesTheSlot() async throws {
-        let node = try await startNode(capacity: 1)
-        let peer = try await connect(node)
-        let remote = RemoteSystem(name: "beta", peer: peer, timeout: .milliseconds(200))
-        await #expect(throws: TimeoutError.self) { try await remote.run(ScanTask(input: 1, duration: 30)) }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while try await running(peer) > 0, ContinuousClock.now < deadline { await Task.yield() }
-        #expect(try await running(peer) == 0)
-        #expect(try await remote.run(ScanTask(input: 2, duration: 0)) == "2")
-        peer.close()
-        await node.stop()
+        try await withNode(capacity: 1) { node in
+            let peer = try await connect(node)
+            defer { peer.close() }
+            let remote = RemoteSystem(name: "beta", peer: peer, timeout: .milliseconds(200))
+            await #expect(throws: TimeoutError.self) { try await remote.run(ScanTask(input: 1, duration: 30)) }
+            try await waitUntil { try await running(peer) == 0 }
+            #expect(try await remote.run(ScanTask(input: 2, duration: 0)) == "2")
+        }
     }
 
     /// The error carries the id, so (as the protocol says) it ends the request with that id.
     @Test func aDuplicateRequestIdInFlightIsABadRequest() async throws {
-        let node = try await startNode()
-        let peer = try await connect(node)
-        let first = Task { try await scan(peer, id: 100, duration: 0.5) }
-        try await Task.sleep(for: .milliseconds(100))
-        peer.post(.scan(id: 100, task: ScanTask(input: 100, duration: 0)))
-        await #expect(throws: WireError.badRequest("request id 100 is already in flight", id: 100)) {
-            try await first.value
+        try await withNode { node in
+            let peer = try await connect(node)
+            defer { peer.close() }
+            let first = Task { try await scan(peer, id: 100, duration: 1) }
+            try await waitUntil { try await running(peer) == 1 }
+            peer.post(.scan(id: 100, task: ScanTask(input: 100, duration: 0)))
+            await #expect(throws: WireError.badRequest("request id 100 is already in flight", id: 100)) {
+                try await first.value
+            }
+            #expect(try await running(peer) == 1)  // the first scan still runs on the node
         }
-        #expect(try await running(peer) == 1)  // the first scan still runs on the node
-        peer.close()
-        await node.stop()
     }
 
     @Test func aPingWithTheIdOfAScanInFlightIsABadRequest() async throws {
-        let node = try await startNode()
-        let peer = try await connect(node)
-        let scan = Task { try await self.scan(peer, id: 7, duration: 0.5) }
-        try await Task.sleep(for: .milliseconds(100))
-        let reply = try await peer.request(id: 1007, .ping(id: 1007))
-        guard case .pong = reply else { Issue.record("expected pong, got \(reply)"); return }
-        peer.post(.ping(id: 7))  // the node's error carries id 7 and so ends the scan's wait
-        await #expect(throws: WireError.badRequest("request id 7 is already in flight", id: 7)) { try await scan.value }
-        peer.close()
-        await node.stop()
+        try await withNode { node in
+            let peer = try await connect(node)
+            defer { peer.close() }
+            let scan = Task { try await self.scan(peer, id: 7, duration: 1) }
+            try await waitUntil { try await running(peer) == 1 }
+            peer.post(.ping(id: 7))  // the node's error carries id 7 and so ends the scan's wait
+            await #expect(throws: WireError.badRequest("request id 7 is already in flight", id: 7)) { try await scan.value }
+        }
     }
 
     @Test func aStoppingNodeRefusesNewScansAndFinishesRunningOnes() async throws {
-        let node = try await startNode()
-        let peer = try await connect(node)
-        let running = Task { try await self.scan(peer, duration: 0.5) }
-        try await Task.sleep(for: .milliseconds(100))
-        let stopping = Task { await node.stop(grace: .seconds(5)) }
-        try await Task.sleep(for: .milliseconds(50))
-        let refused = try await scan(peer)
-        guard case .failure(_, _, let code, let message) = refused else { Issue.record("expected busy, got \(refused)"); return }
-        #expect(code == "busy")
-        #expect(message == "beta is stopping")
-        guard case .result = try await running.value else { Issue.record("the running scan did not finish"); return }
-        await stopping.value
+        try await withNode { node in
+            let peer = try await connect(node)
+            defer { peer.close() }
+            let running = Task { try await self.scan(peer, duration: 0.5) }
+            try await waitUntil { try await self.running(peer) == 1 }
+            let stopping = Task { await node.stop(grace: .seconds(5)) }
+            try await waitUntil { node.isStopping }
+            let refused = try await scan(peer)
+            guard case .failure(_, _, let code, let message) = refused else { Issue.record("expected busy, got \(refused)"); return }
+            #expect(code == "busy")
+            #expect(message == "beta is stopping")
+            guard case .result = try await running.value else { Issue.record("the running scan did not finish"); return }
+            await stopping.value
+        }
     }
 
     @Test func pendingRequestsFailAtOnceWhenThePeerGoesAway() async throws {
-        let node = try await startNode()
-        let peer = try await connect(node)
-        let clock = ContinuousClock(), start = clock.now
-        let pending = Task { try await scan(peer, duration: 30) }
-        try await Task.sleep(for: .milliseconds(100))
-        await node.stop(grace: .zero)
-        await #expect(throws: PeerDisconnected.self) { try await pending.value }
-        #expect(clock.now - start < .seconds(10))
+        try await withNode { node in
+            let peer = try await connect(node)
+            let clock = ContinuousClock(), start = clock.now
+            let pending = Task { try await scan(peer, duration: 30) }
+            try await waitUntil { try await running(peer) == 1 }
+            await node.stop(grace: .zero)
+            await #expect(throws: PeerDisconnected.self) { try await pending.value }
+            #expect(clock.now - start < .seconds(10))
+        }
     }
 
     @Test func aNodeWithATokenRefusesAWrongOrMissingOne() async throws {
-        let node = try await startNode(token: "open sesame")
-        await #expect(throws: WireError(code: "unauthorized", message: "wrong or missing token")) {
-            _ = try await connect(node, token: "guess")
+        try await withNode(token: "open sesame") { node in
+            await #expect(throws: WireError(code: "unauthorized", message: "wrong or missing token")) {
+                _ = try await connect(node, token: "guess")
+            }
+            await #expect(throws: WireError.self) { _ = try await connect(node) }
+            let peer = try await connect(node, token: "open sesame")
+            defer { peer.close() }
+            #expect(peer.welcome.name == "beta")
         }
-        await #expect(throws: WireError.self) { _ = try await connect(node) }
-        let peer = try await connect(node, token: "open sesame")
-        #expect(peer.welcome.name == "beta")
-        peer.close()
-        await node.stop()
     }
 
     @Test func constantTimeComparisonAgreesWithEquality() {

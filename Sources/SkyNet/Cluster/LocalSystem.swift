@@ -14,7 +14,12 @@ public actor LocalSystem: ScanSystem {
     public nonisolated let capacity: Int
     public nonisolated var isLocal: Bool { true }
     private let api: UnreliableAPI
-    public private(set) var counters = SystemCounters()
+    public private(set) var counters = SystemCounters() {
+        didSet { live.withLock { $0 = counters } }
+    }
+    /// A copy of `counters`, readable without a hop onto the actor (a node answers pings with
+    /// it on the connection's reader thread).
+    private nonisolated let live = Locked(SystemCounters())
     /// The most tasks ever running at once: a witness for tests and status.
     public private(set) var highWater = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -45,6 +50,9 @@ public actor LocalSystem: ScanSystem {
 }
 
 extension LocalSystem {
+    /// The counters as of the last change, read without awaiting the actor.
+    public nonisolated var currentCounters: SystemCounters { live.withLock { $0 } }
+
     /// Returns once no task is running (at once when none is).
     public func waitUntilIdle() async {
         guard counters.running > 0 else { return }

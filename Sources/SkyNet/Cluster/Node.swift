@@ -1,8 +1,12 @@
+import Foundation
 
 /// A node: serves scans to peers over TCP on its own `LocalSystem`.
 ///
 /// The accept loop hands each connection to a `NodeSession`; a session's failure never takes
-/// the node down. Connections beyond `maxConnections` get a `busy` error and are closed.
+/// the node down. Connections that have not said hello live on a budget of their own
+/// (`Node+Admission.swift`), so they can never crowd out clients that have; a client beyond
+/// `maxConnections` is answered `busy` and closed. A sweeper closes connections that missed
+/// their hello deadline and clients that have been silent for `idleTimeout`.
 public final class Node: Sendable {
     public struct Options: Sendable {
         /// The name peers see; empty: `node-PORT` with the real port.
@@ -13,13 +17,26 @@ public final class Node: Sendable {
         public var failingEvery = 10
         /// When set, a hello must carry this token.
         public var token: String?
+        /// The most clients that completed their hello, served at once.
         public var maxConnections = 256
+        /// The most connections that have not said hello yet; a newer one pushes out the oldest.
+        public var maxPendingConnections = 64
+        /// The most connections without hello from one address; a newer one pushes out its oldest.
+        public var maxPendingPerAddress = 16
         /// A connection that has not said hello by then is closed.
-        public var helloTimeout: Duration = .seconds(10)
+        public var helloTimeout: Duration = .seconds(3)
+        /// A client that has sent nothing (not even a ping) for this long while none of its
+        /// scans runs is closed: its host may have died without closing the connection.
+        public var idleTimeout: Duration = .seconds(60)
         public var maxRequestsPerConnection = 1024
         /// Log every task (never the token).
         public var verbose = false
-        public var limits = Connection.Limits()
+        public var limits: Connection.Limits = {
+            var limits = Connection.Limits()
+            // Back pressure: a client that does not read its replies is not read from either.
+            limits.pauseReadingAbove = 1 << 20
+            return limits
+        }()
 
         public init(name: String) {
             self.name = name
@@ -29,9 +46,10 @@ public final class Node: Sendable {
     public let options: Options
     public let system: LocalSystem
     private let listener: Listener
-    private let sessions = Locked<[ObjectIdentifier: NodeSession]>([:])
+    let admission = Locked(Admission())
     private let stopping = Locked(false)
-    private let log: @Sendable (String) -> Void
+    private let sweeper = Locked<Task<Void, Never>?>(nil)
+    let log: @Sendable (String) -> Void
 
     /// The address the node accepts connections on (the real port when 0 was asked for).
     public var host: String { listener.host }
@@ -42,7 +60,9 @@ public final class Node: Sendable {
         Socket.ignoreBrokenPipes()
         let listener = try await Listener.bind(host: options.host, port: options.port)
         let node = Node(options: options, listener: listener, log: log)
-        listener.start { [node] socket, peer in node.accept(socket, peer: peer) }
+        listener.start(onAccept: { [node] socket, peer in node.accept(socket, peer: peer) },
+                       onFailure: { error in log("[Node] Cannot accept connections: \(error)") })
+        node.startSweeper()
         return node
     }
 
@@ -56,27 +76,33 @@ public final class Node: Sendable {
                              api: UnreliableAPI(failingEvery: options.failingEvery))
     }
 
-    /// How many connections are open.
-    public var connectionCount: Int { sessions.withLock { $0.count } }
+    /// How many connections are open (with and without hello).
+    public var connectionCount: Int { admission.withLock { $0.pending.count + $0.greeted.count } }
+
+    /// Whether `stop` has begun: new scans are refused.
+    public var isStopping: Bool { stopping.withLock { $0 } }
 
     private func accept(_ socket: Socket, peer: String) {
         let connection = Connection(socket: socket, peer: peer, limits: options.limits)
-        let context = NodeContext(system: system, options: options, log: log, stopping: stopping)
+        let context = NodeContext(system: system, options: options, log: log, stopping: stopping) { [weak self] session in
+            self?.admitGreeted(session) ?? false
+        }
         let session = NodeSession(connection: connection, context: context) { [weak self] session in
-            _ = self?.sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) }
+            self?.forget(session)
         }
-        let admitted = sessions.withLock { sessions -> Bool in
-            guard sessions.count < options.maxConnections else { return false }
-            sessions[ObjectIdentifier(session)] = session
-            return true
-        }
-        guard admitted else {
-            log("[Node] Refused \(peer): already \(options.maxConnections) connections")
-            try? connection.send(WireError(code: "busy", message: "too many connections").line)
-            connection.close()
-            return
-        }
+        admitPending(session)
         session.start()
+    }
+
+    private func startSweeper() {
+        let tick = min(Duration.seconds(1), options.helloTimeout / 4, options.idleTimeout / 4)
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: tick)
+                self?.sweep()
+            }
+        }
+        sweeper.withLock { $0 = task }
     }
 
     /// Stops accepting, lets running scans finish for up to `grace`, then closes every
@@ -87,7 +113,8 @@ public final class Node: Sendable {
         await listener.stopped.value
         let system = self.system
         _ = try? await withTimeout(grace) { await system.waitUntilIdle() }
-        let open = sessions.withLock { Array($0.values) }
+        sweeper.withLock { $0 }?.cancel()
+        let open = admission.withLock { Array($0.pending.values.map(\.session)) + Array($0.greeted.values) }
         for session in open { session.connection.close() }
         for session in open { _ = await session.connection.closed.value }
     }

@@ -22,6 +22,9 @@ public final class PeerConnection: Sendable {
         var lastID = 0
         var pending: [Int: CheckedContinuation<Reply, any Error>] = [:]
         var ended: String?
+        /// When a line was last sent: the keep-alive pings only a link idle for its interval.
+        var lastSent = ContinuousClock.now
+        var keepAlive: Task<Void, Never>?
     }
 
     public let name: String
@@ -29,9 +32,15 @@ public final class PeerConnection: Sendable {
     private let connection: Connection
     private let state: Locked<State>
 
+    /// How often an idle link is pinged by default: well under a node's idle bound (60 s), so a
+    /// healthy coordinator that has nothing to send is never dropped.
+    public static let defaultKeepAliveInterval: Duration = .seconds(15)
+
     /// Connects to `host:port` and says hello; throws when the peer is down, refuses the hello
-    /// or does not answer within `timeout`.
-    public static func open(name: String, host: String, port: Int, token: String?, timeout: Duration) async throws -> PeerConnection {
+    /// or does not answer within `timeout`. Once open, the link is pinged whenever nothing
+    /// has been sent on it for `keepAliveInterval`.
+    public static func open(name: String, host: String, port: Int, token: String?, timeout: Duration,
+                            keepAliveInterval: Duration = defaultKeepAliveInterval) async throws -> PeerConnection {
         let socket = try await onOwnThread(named: "skynet-connect") {
             try Socket.connect(host: host, port: port, timeout: timeout)
         }
@@ -44,6 +53,7 @@ public final class PeerConnection: Sendable {
             try connection.send(Request.hello(version: wireVersion, name: "coordinator", token: token).line)
             let welcome = try await withTimeout(timeout) { try await handshake.welcome.value.get() }
             let peer = PeerConnection(name: name, welcome: welcome, connection: connection)
+            peer.startKeepAlive(every: keepAliveInterval)
             handshake.handOver(to: peer)
             return peer
         } catch {
@@ -85,7 +95,7 @@ public final class PeerConnection: Sendable {
                 }
                 if let refusal { return continuation.resume(throwing: refusal) }
                 do {
-                    try connection.send(request.line)
+                    try transmit(request)
                 } catch {
                     complete(id, with: .failure(PeerDisconnected(peer: name, reason: "\(error)")))
                 }
@@ -97,7 +107,37 @@ public final class PeerConnection: Sendable {
 
     /// Sends a message that gets no reply (`cancel`); dropped if the connection has ended.
     public func post(_ request: Request) {
-        try? connection.send(request.line)
+        try? transmit(request)
+    }
+
+    private func transmit(_ request: Request) throws(Connection.Closed) {
+        state.withLock { $0.lastSent = ContinuousClock.now }
+        try connection.send(request.line)
+    }
+
+    /// Pings the link whenever nothing was sent on it for `interval` (the pong is dropped, as
+    /// any reply nobody waits for): the node sees a live client, not an idle one to close.
+    private func startKeepAlive(every interval: Duration) {
+        guard interval > .zero else { return }
+        let task = Task { [weak self] in
+            var wait = interval
+            while !Task.isCancelled {
+                try? await Task.sleep(for: wait)
+                guard let self, !Task.isCancelled else { return }
+                let idle = ContinuousClock.now - state.withLock { $0.lastSent }
+                if idle >= interval {
+                    post(.ping(id: nextID()))
+                    wait = interval
+                } else {
+                    wait = interval - idle
+                }
+            }
+        }
+        let ended = state.withLock { state -> Bool in
+            state.keepAlive = task
+            return state.ended != nil
+        }
+        if ended { task.cancel() }
     }
 
     public func close() {
@@ -114,11 +154,12 @@ public final class PeerConnection: Sendable {
     }
 
     fileprivate func end(_ reason: String) {
-        let pending = state.withLock { state in
+        let (pending, keepAlive) = state.withLock { state in
             state.ended = reason
             defer { state.pending = [:] }
-            return state.pending
+            return (state.pending, state.keepAlive)
         }
+        keepAlive?.cancel()
         for continuation in pending.values {
             continuation.resume(throwing: PeerDisconnected(peer: name, reason: reason))
         }

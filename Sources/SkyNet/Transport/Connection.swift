@@ -1,19 +1,24 @@
-import Dispatch
 import Foundation
 
 /// A TCP connection that carries lines of bytes.
 ///
-/// A reader thread of its own does the blocking reads and hands each complete line to a
-/// handler. Writes never block the caller: what the kernel does not take at once is queued,
-/// up to a bound, and sent by a short-lived flusher thread; a peer that stops reading fails
-/// the connection. `close()` wakes the reader with shutdown(); the reader thread closes the
-/// descriptor, after the flusher is gone, in one place.
+/// A reader thread of its own does the blocking reads, frames them with a `LineFramer` and
+/// hands each line to a handler. Writes never block the caller: what the kernel does not take
+/// at once is queued, up to a bound, and sent by a short-lived flusher thread; a peer that
+/// lets too much queue up fails the connection. With `Limits.pauseReadingAbove` set, the
+/// reader stops reading while the queue is above that mark (back pressure).
+///
+/// All of it is one `State`, changed only under one lock: there is no moment in which a
+/// `send` can queue bytes that no flusher will send.
 public final class Connection: Sendable {
     public struct Limits: Sendable {
         /// The longest line accepted, newline excluded (PROTOCOL.md: 1 MiB).
         public var maxLineBytes = 1 << 20
-        /// The most bytes queued for a peer that does not read.
+        /// The most bytes queued for a peer that does not read: beyond, the connection fails.
         public var maxQueuedBytes = 8 << 20
+        /// When set, the reader stops reading while more than this many bytes are queued, and
+        /// reads again once fewer than a quarter of it are (or the connection ends).
+        public var pauseReadingAbove: Int?
         public init() {}
     }
 
@@ -40,26 +45,34 @@ public final class Connection: Sendable {
         }
     }
 
-    /// Sending on a connection that has ended.
+    /// Sending on a connection that has ended (or not started).
     public struct Closed: Error, CustomStringConvertible {
         public var description: String { "connection closed" }
     }
 
-    private struct State {
-        var outbox: [UInt8] = []
-        var flushing = false
-        var closing: CloseReason?
-        /// Set by the reader thread when it is done; the descriptor is then (about to be) closed.
-        var finished = false
-        var started = false
+    /// The one state of a connection. `open` and `flushing` read; `flushing` also has a
+    /// flusher thread that owns sending the queue. A send finds either no flusher and an empty
+    /// queue (`open`) or a flusher that will see what it appends (`flushing`): the flusher
+    /// leaves `flushing` only under the lock, when it finds the queue empty.
+    enum State {
+        /// Created; `start` not called yet. Sends are refused; `close` closes the descriptor.
+        case notStarted
+        /// Reading; nothing queued, no flusher.
+        case open
+        /// Reading; a flusher thread sends the queue.
+        case flushing(ByteQueue)
+        /// Ending: the socket is shut down, the reader will close the descriptor once the
+        /// flusher (if `flusher`) has left.
+        case closing(CloseReason, flusher: Bool)
+        /// The descriptor is closed.
+        case closed(CloseReason)
     }
 
     public let socket: Socket
     /// The peer's `host:port`, for logs.
     public let peer: String
-    private let limits: Limits
-    private let state = Locked(State())
-    private let flusherExited = DispatchSemaphore(value: 0)
+    let limits: Limits
+    let state = Guarded(State.notStarted)
     /// Fulfilled once the connection has ended and its descriptor is closed.
     public let closed = AsyncSignal<CloseReason>()
 
@@ -70,11 +83,18 @@ public final class Connection: Sendable {
     }
 
     /// Starts the reader thread. `onEvent` and then `onClose` run on it, one call at a time;
-    /// they must not block for long. Call once.
+    /// they must not block for long. Call once, before any `send`.
     public func start(onEvent: @escaping @Sendable (Event) -> Void, onClose: @escaping @Sendable (CloseReason) -> Void = { _ in }) {
-        let closedBeforeStart = state.withLock { state -> CloseReason? in
-            state.started = true
-            return state.finished ? state.closing : nil
+        let closedBeforeStart: CloseReason? = state.withLock { state in
+            switch state {
+            case .notStarted:
+                state = .open
+                return nil
+            case .closed(let reason), .closing(let reason, _):
+                return reason
+            case .open, .flushing:
+                return nil  // started twice: the first reader serves
+            }
         }
         if let closedBeforeStart {
             // Closed before it started: the descriptor is already gone, nothing to read.
@@ -82,11 +102,7 @@ public final class Connection: Sendable {
             return
         }
         startThread(named: "skynet-reader") { [self] in
-            var reason = readLines(onEvent)
-            if case .lineTooLong = reason { drainAfterRefusal() }
-            if let local = state.withLock({ $0.closing }), case .peerClosed = reason { reason = local }
-            if let local = state.withLock({ $0.closing }), case .failed = reason { reason = local }
-            finish()
+            let reason = readUntilEnd(onEvent)
             onClose(reason)
             closed.fulfil(reason)
         }
@@ -95,138 +111,99 @@ public final class Connection: Sendable {
     /// Sends bytes (whole lines, newline included) without blocking. Throws `Closed` when the
     /// connection has ended; fails the connection when the peer lets too much queue up.
     public func send(_ bytes: [UInt8]) throws(Closed) {
-        let outcome: Result<Bool, Closed> = state.withLock { state in
-            guard state.closing == nil, !state.finished else { return .failure(Closed()) }
-            if state.outbox.isEmpty, !state.flushing {
+        let startFlusher: Bool = try state.withLock { (state) throws(Closed) -> Bool in
+            switch state {
+            case .notStarted, .closing, .closed:
+                throw Closed()
+            case .open:
                 let sent: Int
                 do throws(SocketError) {
                     sent = try socket.send(bytes, wait: false)
                 } catch {
                     closeLocked(&state, reason: .failed(error))
-                    return .failure(Closed())
+                    throw Closed()
                 }
-                if sent == bytes.count { return .success(false) }
-                state.outbox.append(contentsOf: bytes[sent...])
-                state.flushing = true
-                return .success(true)
+                if sent == bytes.count { return false }
+                state = .flushing(ByteQueue(bytes[sent...]))
+                return true
+            case .flushing(var queue):
+                guard queue.count + bytes.count <= limits.maxQueuedBytes else {
+                    closeLocked(&state, reason: .writeBacklog)
+                    throw Closed()
+                }
+                state = .open  // drop the state's reference so the queue grows in place
+                queue.append(bytes)
+                state = .flushing(queue)
+                return false
             }
-            guard state.outbox.count + bytes.count <= limits.maxQueuedBytes else {
-                closeLocked(&state, reason: .writeBacklog)
-                return .failure(Closed())
-            }
-            state.outbox.append(contentsOf: bytes)
-            return .success(false)
         }
-        if try outcome.get() {
+        if startFlusher {
             startThread(named: "skynet-flusher") { [self] in flush() }
         }
     }
 
     /// Ends the connection: the reader wakes, and the descriptor is closed once it is done.
     public func close() {
-        state.withLock { closeLocked(&$0, reason: .closedLocally) }
-    }
-
-    private func closeLocked(_ state: inout State, reason: CloseReason) {
-        guard state.closing == nil else { return }
-        state.closing = reason
-        if state.started, !state.finished {
-            socket.shutdown()
-        } else if !state.started {
-            // Never started: no reader will close the descriptor, so do it here.
-            state.finished = true
-            socket.close()
-            closed.fulfil(reason)
-        }
-    }
-
-    private func readLines(_ onEvent: (Event) -> Void) -> CloseReason {
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
-        defer { chunk.deallocate() }
-        var partial = Data()
-        while true {
-            let count: Int
-            do { count = try socket.receive(into: chunk) } catch { return .failed(error) }
-            if count == 0 { return .peerClosed }
-            guard let base = chunk.baseAddress else { return .peerClosed }
-            var start = 0
-            while start < count, let found = memchr(base + start, 10, count - start) {
-                let end = base.distance(to: found)
-                guard partial.count + end - start <= limits.maxLineBytes else {
-                    onEvent(.lineTooLong)
-                    return .lineTooLong
-                }
-                if partial.isEmpty {
-                    onEvent(.line(Data(bytes: base + start, count: end - start)))
-                } else {
-                    partial.append(Data(bytes: base + start, count: end - start))
-                    onEvent(.line(partial))
-                    partial = Data()
-                }
-                start = end + 1
+        let closedNow = state.withLock { state -> Bool in
+            if case .notStarted = state {
+                // No reader will ever close the descriptor: do it here.
+                socket.close()
+                state = .closed(.closedLocally)
+                return true
             }
-            partial.append(Data(bytes: base + start, count: count - start))
-            if partial.count > limits.maxLineBytes {
-                onEvent(.lineTooLong)
-                return .lineTooLong
-            }
+            closeLocked(&state, reason: .closedLocally)
+            return false
         }
+        if closedNow { closed.fulfil(.closedLocally) }
     }
 
-    /// After refusing an over-long line: stop sending, and read (and drop) what the peer is
-    /// still sending for a moment, so that closing does not reset the connection before the
-    /// peer has read our reply. Bounded: 16 MiB and one second in all.
-    private func drainAfterRefusal() {
-        socket.shutdown(reading: false, writing: true)
-        let deadline = ContinuousClock.now + .seconds(1)
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
-        defer { chunk.deallocate() }
-        var drained = 0
-        while drained < 16 << 20 {
-            let left = deadline - ContinuousClock.now
-            guard left > .milliseconds(1) else { return }
-            socket.setReceiveTimeout(left)
-            guard let count = try? socket.receive(into: chunk), count > 0 else { return }
-            drained += count
-        }
+    /// Bytes waiting to be sent.
+    public var queuedBytes: Int {
+        state.withLock { if case .flushing(let queue) = $0 { queue.count } else { 0 } }
     }
 
-    /// The reader is done: wait for a running flusher, then close the descriptor.
-    private func finish() {
-        let mustWait = state.withLock { state -> Bool in
-            state.finished = true
-            if state.closing == nil { state.closing = .peerClosed }
-            return state.flushing
+    /// Moves a running connection to `closing` and wakes its reader (and flusher).
+    func closeLocked(_ state: inout State, reason: CloseReason) {
+        switch state {
+        case .open:
+            state = .closing(reason, flusher: false)
+        case .flushing:
+            state = .closing(reason, flusher: true)
+        case .notStarted, .closing, .closed:
+            return
         }
-        if mustWait {
-            socket.shutdown()
-            flusherExited.wait()
-        }
-        socket.close()
+        socket.shutdown()
     }
 
-    /// Sends the queued bytes, blocking its own thread, until the queue is empty or the
-    /// connection ends.
+    /// Sends the queue, blocking its own thread, until it is empty or the connection ends.
     private func flush() {
         while true {
             let pending: [UInt8]? = state.withLock { state in
-                guard state.closing == nil, !state.outbox.isEmpty else { return nil }
-                return Array(state.outbox.prefix(256 * 1024))
+                switch state {
+                case .flushing(let queue) where queue.isEmpty:
+                    state = .open  // in the same step that saw it empty: no send falls between
+                    return nil
+                case .flushing(let queue):
+                    return queue.front(256 * 1024)
+                case .closing(let reason, flusher: true):
+                    state = .closing(reason, flusher: false)  // the reader may close the descriptor
+                    return nil
+                case .notStarted, .open, .closing, .closed:
+                    return nil  // not reached: only the flusher leaves `flushing`
+                }
             }
-            guard let pending else { break }
+            guard let pending else { return }
             do {
                 let sent = try socket.send(pending, wait: true)
-                state.withLock { $0.outbox.removeFirst(sent) }
+                state.withLock { state in
+                    guard case .flushing(var queue) = state else { return }
+                    state = .open  // drop the state's reference so the queue shrinks in place
+                    queue.consume(sent)
+                    state = .flushing(queue)
+                }
             } catch {
                 state.withLock { closeLocked(&$0, reason: .failed(error)) }
-                break
             }
         }
-        let readerWaits = state.withLock { state -> Bool in
-            state.flushing = false
-            state.outbox = []
-            return state.finished
-        }
-        if readerWaits { flusherExited.signal() }
     }
 }

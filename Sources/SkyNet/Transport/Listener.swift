@@ -40,15 +40,21 @@ public final class Listener: Sendable {
 
     /// Starts accepting; `onAccept` runs on the accept thread for each new connection and must
     /// not block. Transient accept failures (a peer that gave up, out of descriptors) are
-    /// waited out; only `stop()` ends the loop.
-    public func start(onAccept: @escaping @Sendable (Socket, String) -> Void) {
+    /// waited out; `onFailure` hears the first failure of each burst (a burst ends with the
+    /// next accepted connection), never one per attempt. Only `stop()` ends the loop.
+    public func start(onAccept: @escaping @Sendable (Socket, String) -> Void,
+                      onFailure: @escaping @Sendable (SocketError) -> Void = { _ in }) {
         startThread(named: "skynet-accept") { [self] in
+            var failing = false
             while !state.withLock({ $0.stopping }) {
                 do throws(SocketError) {
                     let (client, peer) = try socket.accept()
+                    failing = false
                     onAccept(client, peer)
                 } catch {
                     if state.withLock({ $0.stopping }) { break }
+                    if !failing, error.code != ECONNABORTED { onFailure(error) }
+                    failing = error.code != ECONNABORTED
                     if [EMFILE, ENFILE, ENOMEM, ENOBUFS].contains(error.code) {
                         // Out of descriptors or memory: give connections a moment to close.
                         _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(100))

@@ -30,8 +30,13 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
     init(_ operation: String, code: Int32 = errno) {
         self.operation = operation
         self.code = code
-        self.reason = String(cString: strerror(code))
+        var reason = String(cString: strerror(code))
+        if code == EMFILE || code == ENFILE { reason += DescriptorLimit.hint(for: code) }
+        self.reason = reason
     }
+
+    /// The process (EMFILE) or the system (ENFILE) ran out of descriptors.
+    public var isOutOfDescriptors: Bool { code == EMFILE || code == ENFILE }
 
     init(_ operation: String, reason: String) {
         self.operation = operation
@@ -64,7 +69,7 @@ public struct Socket: Sendable, Hashable {
         var lastError = SocketError("bind \(address)", reason: "no usable address")
         for candidate in try resolve(host: host, port: port, passive: true) {
             let fd = socket(candidate.family, streamType, 0)
-            guard fd >= 0 else { lastError = SocketError("socket"); continue }
+            guard fd >= 0 else { lastError = SocketError("socket for \(address)"); continue }
             let socket = Socket(descriptor: fd)
             socket.setOption(SOL_SOCKET, SO_REUSEADDR, 1)
             let bound = candidate.address.withUnsafeBytes {
@@ -83,11 +88,12 @@ public struct Socket: Sendable, Hashable {
         var lastError = SocketError("connect \(address)", reason: "no usable address")
         for candidate in try resolve(host: host, port: port, passive: false) {
             let fd = socket(candidate.family, streamType, 0)
-            guard fd >= 0 else { lastError = SocketError("socket"); continue }
+            guard fd >= 0 else { lastError = SocketError("connect \(address)"); continue }
             let socket = Socket(descriptor: fd)
             do {
                 try socket.connect(to: candidate, timeout: timeout, naming: address)
                 socket.setOption(Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+                socket.enableKeepAlive()
                 #if canImport(Darwin)
                 socket.setOption(SOL_SOCKET, SO_NOSIGPIPE, 1)
                 #endif
@@ -110,6 +116,7 @@ public struct Socket: Sendable, Hashable {
         guard fd >= 0 else { throw SocketError("accept") }
         let socket = Socket(descriptor: fd)
         socket.setOption(Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        socket.enableKeepAlive()
         #if canImport(Darwin)
         socket.setOption(SOL_SOCKET, SO_NOSIGPIPE, 1)
         #endif
@@ -180,7 +187,7 @@ public struct Socket: Sendable, Hashable {
         _ = system_close(descriptor)
     }
 
-    private func setOption(_ level: Int32, _ name: Int32, _ value: Int32) {
+    func setOption(_ level: Int32, _ name: Int32, _ value: Int32) {
         var value = value
         _ = setsockopt(descriptor, level, name, &value, socklen_t(MemoryLayout<Int32>.size))
     }

@@ -1,0 +1,72 @@
+import Foundation
+
+extension NodeSession {
+    /// One request of a client that said hello. Runs on the reader thread: a ping is answered
+    /// here, with no task of its own, so a flood of pings costs nothing but its replies (and
+    /// those are bounded by the connection's back pressure).
+    func serve(_ request: Request) {
+        switch request {
+        case .hello:
+            send(WireError.badRequest("already greeted").line)
+        case .scan(let id, let task):
+            startScan(id: id, task: task)
+        case .cancel(let id):
+            state.withLock { $0.scans[id] }?.cancel()
+        case .ping(let id):
+            if state.withLock({ $0.scans[id] != nil }) {
+                return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
+            }
+            let system = context.system, counters = system.currentCounters
+            send(Reply.pong(id: id, Pong(
+                name: context.options.name, running: counters.running, capacity: system.capacity,
+                completed: counters.completed, failed: counters.failed)).line)
+        }
+    }
+
+    private func startScan(id: Int, task: ScanTask) {
+        let busy = { (message: String) in Reply.failure(id: id, task: task.id, code: "busy", message: message).line }
+        let refusal: [UInt8]? = state.withLock { state in
+            guard state.scans[id] == nil else { return WireError.badRequest("request id \(id) is already in flight", id: id).line }
+            guard !context.stopping.withLock({ $0 }) else { return busy("\(context.options.name) is stopping") }
+            guard state.scans.count < context.options.maxRequestsPerConnection else {
+                return busy("too many requests in flight on this connection")
+            }
+            state.scans[id] = Task { await self.runScan(id: id, task: task) }
+            return nil
+        }
+        if let refusal { send(refusal) }
+    }
+
+    private func runScan(id: Int, task: ScanTask) async {
+        let started = ContinuousClock.now
+        let reply: Reply
+        do {
+            let result = try await context.system.run(task)
+            reply = .result(id: id, task: task.id, result: result)
+        } catch let failure as ScanFailure {
+            reply = .failure(id: id, task: task.id, code: failure.code, message: failure.message)
+        } catch is CancellationError {
+            reply = .failure(id: id, task: task.id, code: "cancelled", message: "cancelled")
+        } catch {
+            reply = .failure(id: id, task: task.id, code: "task-failed", message: "\(error)")
+        }
+        // Forget the id before replying: the client may reuse it as soon as it has the reply.
+        let client = state.withLock { state in
+            state.scans.removeValue(forKey: id)
+            state.lastActivity = ContinuousClock.now
+            if case .serving(let client) = state.phase { return client }
+            return "client"
+        }
+        send(reply.line)
+        if context.options.verbose {
+            let seconds = (ContinuousClock.now - started).seconds
+            let outcome: String
+            switch reply {
+            case .result: outcome = "completed"
+            case .failure(_, _, let code, let message): outcome = "\(code): \(message)"
+            default: outcome = "answered"
+            }
+            context.log("[Node] Task \(task.input) from \(client): \(outcome) in \(String(format: "%.3f", seconds)) s")
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+
+extension Connection {
+    /// The reader thread's whole life: read and frame until the connection ends, wait for the
+    /// flusher, close the descriptor. Returns why it ended.
+    func readUntilEnd(_ onEvent: (Event) -> Void) -> CloseReason {
+        var reason = readLines(onEvent)
+        if case .lineTooLong = reason { drainAfterRefusal() }
+        reason = state.withLock { state in
+            switch state {
+            case .open:
+                state = .closing(reason, flusher: false)
+            case .flushing:
+                // The peer is gone or refused: the flusher's blocked send fails after this.
+                socket.shutdown()
+                state = .closing(reason, flusher: true)
+            case .closing(let local, _):
+                // Closed here first: that is the reason, not the shutdown it caused.
+                if case .peerClosed = reason { reason = local }
+                if case .failed = reason { reason = local }
+            case .notStarted, .closed:
+                break
+            }
+            return reason
+        }
+        let final = state.wait(while: { if case .closing(_, flusher: true) = $0 { true } else { false } }) { state, _ in
+            if case .closing(let reason, _) = state { state = .closed(reason) }
+            if case .closed(let reason) = state { return reason }
+            return reason
+        }
+        // `closed`: nobody touches the socket any more.
+        socket.close()
+        return final
+    }
+
+    private func readLines(_ onEvent: (Event) -> Void) -> CloseReason {
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+        defer { chunk.deallocate() }
+        var framer = LineFramer(maxLineBytes: limits.maxLineBytes)
+        while true {
+            waitForRepliesToDrain()
+            let count: Int
+            do { count = try socket.receive(into: chunk) } catch { return .failed(error) }
+            if count == 0 { return .peerClosed }
+            framer.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { output in
+                switch output {
+                case .line(let line): onEvent(.line(line))
+                case .tooLong: onEvent(.lineTooLong)
+                }
+            }
+            if framer.isBroken { return .lineTooLong }
+        }
+    }
+
+    /// Back pressure: while more than `pauseReadingAbove` bytes wait for a peer that does not
+    /// read them, read nothing more from it (its requests would only queue more replies);
+    /// read again once the queue is down to a quarter, or the connection ends.
+    private func waitForRepliesToDrain() {
+        guard let high = limits.pauseReadingAbove else { return }
+        let queued = { (state: State) -> Int in if case .flushing(let queue) = state { queue.count } else { 0 } }
+        guard queued(state.withLock { $0 }) > high else { return }
+        state.wait(while: { queued($0) > high / 4 }) { _, _ in }
+    }
+
+    /// After refusing an over-long line: let the refusal go out (up to a second), stop
+    /// sending, and read (and drop) what the peer is still sending for a moment, so that
+    /// closing does not reset the connection before the peer has read our reply. Bounded:
+    /// 16 MiB and one second in all.
+    private func drainAfterRefusal() {
+        let deadline = ContinuousClock.now + .seconds(1)
+        state.wait(while: { if case .flushing = $0 { true } else { false } }, deadline: deadline) { _, _ in }
+        socket.shutdown(reading: false, writing: true)
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+        defer { chunk.deallocate() }
+        var drained = 0
+        while drained < 16 << 20 {
+            let left = deadline - ContinuousClock.now
+            guard left > .milliseconds(1) else { return }
+            socket.setReceiveTimeout(left)
+            guard let count = try? socket.receive(into: chunk), count > 0 else { return }
+            drained += count
+        }
+    }
+}

@@ -1,0 +1,92 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension Socket {
+    /// How TCP keepalive probes a silent peer: first probe after `idle`, then every
+    /// `interval`, and the connection fails after `count` unanswered probes. A peer whose host
+    /// died without a FIN is noticed within idle + interval × count (here 30 s + 3 × 5 s).
+    public static let keepAlive = (idle: Int32(30), interval: Int32(5), count: Int32(3))
+
+    /// Turns on TCP keepalive with short probes, so a half-open connection (the peer's host
+    /// died, no FIN) fails the blocked `receive` instead of holding the descriptor forever.
+    func enableKeepAlive() {
+        setOption(SOL_SOCKET, SO_KEEPALIVE, 1)
+        #if canImport(Glibc)
+        setOption(Int32(IPPROTO_TCP), TCP_KEEPIDLE, Self.keepAlive.idle)
+        #elseif canImport(Darwin)
+        setOption(Int32(IPPROTO_TCP), TCP_KEEPALIVE, Self.keepAlive.idle)
+        #endif
+        setOption(Int32(IPPROTO_TCP), TCP_KEEPINTVL, Self.keepAlive.interval)
+        setOption(Int32(IPPROTO_TCP), TCP_KEEPCNT, Self.keepAlive.count)
+    }
+
+    /// Whether keepalive is on (for tests).
+    var keepsAlive: Bool { option(SOL_SOCKET, SO_KEEPALIVE) != 0 }
+
+    /// The seconds of silence before the first keepalive probe (for tests).
+    var keepAliveIdleSeconds: Int32 {
+        #if canImport(Glibc)
+        option(Int32(IPPROTO_TCP), TCP_KEEPIDLE)
+        #else
+        option(Int32(IPPROTO_TCP), TCP_KEEPALIVE)
+        #endif
+    }
+
+    /// Shrinks the kernel's buffers (tests use it to make a peer's buffer fill quickly).
+    func setBufferSizes(send: Int32, receive: Int32) {
+        setOption(SOL_SOCKET, SO_SNDBUF, send)
+        setOption(SOL_SOCKET, SO_RCVBUF, receive)
+    }
+
+    private func option(_ level: Int32, _ name: Int32) -> Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = getsockopt(descriptor, level, name, &value, &length)
+        return value
+    }
+}
+
+/// The process's limit on open descriptors (RLIMIT_NOFILE).
+public enum DescriptorLimit {
+    /// Raises the soft limit to the hard limit, so a node can hold as many connections as the
+    /// system allows it. Call it first thing at process start; returns the new soft limit.
+    @discardableResult
+    public static func raiseToMaximum() -> Int {
+        var limit = rlimit()
+        guard getrlimit(resourceNumber, &limit) == 0 else { return current }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            #if canImport(Darwin)
+            // Darwin refuses a soft limit above OPEN_MAX even when the hard limit is unlimited.
+            raised.rlim_cur = min(limit.rlim_max, rlim_t(OPEN_MAX))
+            #endif
+            _ = setrlimit(resourceNumber, &raised)
+        }
+        return current
+    }
+
+    /// The soft limit now in force.
+    public static var current: Int {
+        var limit = rlimit()
+        guard getrlimit(resourceNumber, &limit) == 0 else { return -1 }
+        return Int(clamping: limit.rlim_cur)  // RLIM_INFINITY is the largest value: clamped to Int.max
+    }
+
+    /// What a person should know when EMFILE or ENFILE struck: the limit and what to do.
+    static func hint(for code: Int32) -> String {
+        if code == ENFILE { return " (the system's table of open files is full; close programs or raise fs.file-max)" }
+        let limit = current
+        let shown = limit == Int.max ? "unlimited" : String(limit)
+        return " (this process may open \(shown) descriptors; raise the limit with ulimit -n)"
+    }
+
+    #if canImport(Glibc)
+    private static let resourceNumber = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    #else
+    private static let resourceNumber = RLIMIT_NOFILE
+    #endif
+}

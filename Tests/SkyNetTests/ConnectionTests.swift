@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+@testable import SkyNet
+
+/// A connected pair of sockets over loopback: `server` (accepted) and `client`.
+func loopbackPair() async throws -> (server: Socket, client: Socket) {
+    try await onOwnThread(named: "test-pair") {
+        let listener = try Socket.listen(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        let port = try listener.localAddress().port
+        let client = try Socket.connect(host: "127.0.0.1", port: port, timeout: .seconds(5))
+        let (server, _) = try listener.accept()
+        return (server, client)
+    }
+}
+
+/// Reads lines from `socket` (blocking: call it on a thread of its own) until `count` have
+/// arrived, or nothing has arrived for `silence`, or the peer closed.
+func readLines(from socket: Socket, count: Int, silence: Duration) -> [String] {
+    socket.setReceiveTimeout(silence)
+    var framer = LineFramer(maxLineBytes: 1 << 20)
+    var lines: [String] = []
+    let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+    defer { chunk.deallocate() }
+    while lines.count < count {
+        guard let received = try? socket.receive(into: chunk), received > 0 else { break }
+        framer.feed(UnsafeRawBufferPointer(rebasing: chunk[..<received])) { output in
+            if case .line(let data) = output { lines.append(String(decoding: data, as: UTF8.self)) }
+        }
+    }
+    return lines
+}
+
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct ConnectionTests {
+    /// The lost-line race (issue 9, item 1): the flusher, finding the queue empty, must not
+    /// erase bytes that a send queued just after. Senders race a reader that first stalls
+    /// (the small kernel buffers fill, sends queue) and then drains while they still send, so
+    /// the flusher empties its queue and exits many times under their feet.
+    @Test func everyLineFromConcurrentSendersArrivesOnceAndInOrderThroughStallsAndDrains() async throws {
+        let rounds = Int(ProcessInfo.processInfo.environment["SKYNET_STRESS_ROUNDS"] ?? "") ?? 12
+        for round in 0..<rounds {
+            let problems = try await sendThroughAStall(senders: 8, linesEach: 2000)
+            #expect(problems.isEmpty, "round \(round): \(problems.prefix(5))")
+            if !problems.isEmpty { return }
+        }
+    }
+
+    private func sendThroughAStall(senders: Int, linesEach: Int) async throws -> [String] {
+        let (server, client) = try await loopbackPair()
+        defer { client.close() }
+        server.setBufferSizes(send: 32768, receive: 32768)
+        client.setBufferSizes(send: 32768, receive: 32768)
+        var limits = Connection.Limits()
+        limits.maxQueuedBytes = 256 << 20
+        let connection = Connection(socket: server, peer: "test", limits: limits)
+        connection.start(onEvent: { _ in })
+        defer { connection.close() }
+
+        let yieldEvery = Int(ProcessInfo.processInfo.environment["SKYNET_STRESS_YIELD"] ?? "") ?? 16
+        let total = senders * linesEach
+        let halfway = Counter(), stalled = DispatchSemaphore(value: 0)
+        let reader = Task {
+            try await onOwnThread(named: "test-drain") {
+                stalled.wait()  // the reader stalls until every sender is a quarter through
+                return readLines(from: client, count: total, silence: .seconds(5))
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for sender in 0..<senders {
+                group.addTask {
+                    let padding = String(repeating: ".", count: 60)
+                    for index in 0..<linesEach {
+                        try connection.send(Array("\(sender) \(index) \(padding)\n".utf8))
+                        if index == linesEach / 4 {
+                            halfway.increment()
+                            if halfway.value == senders { stalled.signal() }
+                        }
+                        if index.isMultiple(of: yieldEvery) { await Task.yield() }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let received = try await reader.value
+        var next = [Int](repeating: 0, count: senders)
+        var problems: [String] = []
+        for line in received {
+            let words = line.split(separator: " ")
+            guard words.count == 3, let sender = Int(words[0]), let index = Int(words[1]),
+                  next.indices.contains(sender) else { problems.append("garbled: \(line.prefix(40))"); continue }
+            if index != next[sender] { problems.append("sender \(sender): got \(index), expected \(next[sender])") }
+            next[sender] = index + 1
+        }
+        if received.count != total { problems.append("\(received.count) of \(total) lines arrived") }
+        return problems
+    }
+}

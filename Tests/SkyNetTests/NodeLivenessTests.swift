@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+@testable import SkyNet
+
+/// Half-open and silent peers (issue 9, item 2), descriptors (item 8) and the hello budget
+/// (item 12), in process.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct NodeLivenessTests {
+    let nodeTests = NodeTests()
+
+    /// A raw client: connects, sends `lines`, and returns its socket (the test closes it).
+    func rawClient(_ node: Node, saying lines: [String]) async throws -> Socket {
+        let (socket, _) = try await onOwnThread(named: "test-raw") { () throws -> (Socket, Int) in
+            let socket = try Socket.connect(host: "127.0.0.1", port: node.port, timeout: .seconds(5))
+            let bytes = Array(lines.map { $0 + "\n" }.joined().utf8)
+            return (socket, try socket.send(bytes, wait: true))
+        }
+        return socket
+    }
+
+    /// Reads until the node closes the connection (or `limit`); returns the lines and when.
+    func readToEnd(_ socket: Socket, limit: Duration) async throws -> [String] {
+        try await onOwnThread(named: "test-read") { readLines(from: socket, count: .max, silence: limit) }
+    }
+
+    @Test func aClientThatSaysHelloThenGoesSilentIsDroppedWithinTheIdleBound() async throws {
+        var options = nodeTests.options()
+        options.idleTimeout = .milliseconds(600)
+        try await nodeTests.withNode(options) { node in
+            let socket = try await rawClient(node, saying: [#"{"type":"hello","version":1,"name":"mute"}"#])
+            defer { socket.close() }
+            let clock = ContinuousClock(), start = clock.now
+            let lines = try await readToEnd(socket, limit: .seconds(10))
+            let waited = clock.now - start
+            #expect(lines.count == 1 && lines[0].contains("welcome"))
+            #expect(waited < .seconds(5), "dropped after \(waited)")
+            #expect(waited >= .milliseconds(500), "dropped too early, after \(waited)")
+            try await nodeTests.waitUntil { node.connectionCount == 0 }
+        }
+    }
+
+    @Test func aCoordinatorWhoseLinkIsIdleKeepsItAliveWithPings() async throws {
+        var options = nodeTests.options()
+        options.idleTimeout = .milliseconds(600)
+        try await nodeTests.withNode(options) { node in
+            let peer = try await nodeTests.connect(node, keepAlive: .milliseconds(150))
+            defer { peer.close() }
+            // The link stays up for five idle bounds with nothing but the keep-alive pings on it.
+            let closed = peer.closed
+            await #expect(throws: TimeoutError.self) { _ = try await withTimeout(.seconds(3)) { await closed.value } }
+            #expect(try await nodeTests.running(peer) == 0)
+        }
+    }
+
+    @Test func anAcceptedAndAConnectedSocketBothProbeWithKeepalive() async throws {
+        let (server, client) = try await loopbackPair()
+        defer { server.close(); client.close() }
+        #expect(server.keepsAlive && client.keepsAlive)
+        #expect(server.keepAliveIdleSeconds == Socket.keepAlive.idle)
+        #expect(client.keepAliveIdleSeconds == Socket.keepAlive.idle)
+    }
+
+    @Test func runningOutOfDescriptorsNamesTheLimitAndTheFix() {
+        let error = SocketError("connect 127.0.0.1:9001", code: EMFILE)
+        #expect(error.description == "connect 127.0.0.1:9001: Too many open files "
+                + "(this process may open \(DescriptorLimit.current) descriptors; raise the limit with ulimit -n)")
+        #expect(error.isOutOfDescriptors)
+        #expect(DescriptorLimit.raiseToMaximum() >= DescriptorLimit.current)
+    }
+
+    @Test func silentConnectionsBeyondTheHelloBudgetPushOutTheOldestAndNeverLockOutAClient() async throws {
+        var options = nodeTests.options(token: "secret")
+        options.maxPendingConnections = 8
+        options.maxPendingPerAddress = 4
+        options.helloTimeout = .seconds(30)
+        try await nodeTests.withNode(options) { node in
+            var silent: [Socket] = []
+            defer { for socket in silent { socket.close() } }
+            for _ in 0..<40 { silent.append(try await rawClient(node, saying: [])) }
+            try await nodeTests.waitUntil { node.connectionCount <= 4 }
+            let peer = try await nodeTests.connect(node, token: "secret")
+            defer { peer.close() }
+            #expect(try await nodeTests.running(peer) == 0)
+            // The oldest silent ones were closed by the node.
+            #expect(try await readToEnd(silent[0], limit: .seconds(5)).isEmpty)
+        }
+    }
+
+    @Test func aClientBeyondMaxConnectionsIsAnsweredBusy() async throws {
+        var options = nodeTests.options()
+        options.maxConnections = 2
+        try await nodeTests.withNode(options) { node in
+            let first = try await nodeTests.connect(node), second = try await nodeTests.connect(node)
+            defer { first.close(); second.close() }
+            await #expect(throws: WireError(code: "busy", message: "too many connections (at most 2)")) {
+                _ = try await nodeTests.connect(node)
+            }
+            second.close()
+            try await nodeTests.waitUntil { node.connectionCount == 1 }
+            let third = try await nodeTests.connect(node)
+            third.close()
+        }
+    }
+}
