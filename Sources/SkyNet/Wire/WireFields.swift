@@ -9,7 +9,7 @@ struct WireFields {
     /// How errors name the fields of a nested object: `task.`.
     private var prefix = ""
 
-    init(_ line: Data) throws(WireError) {
+    init<Bytes: Collection<UInt8>>(_ line: Bytes) throws(WireError) {
         let value: JSONValue
         do {
             value = try JSONParser.parse(line)
