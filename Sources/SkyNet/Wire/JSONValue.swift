@@ -4,7 +4,11 @@ enum JSONValue: Equatable, Sendable {
     case bool(Bool)
     /// A number written without fraction or exponent that fits an `Int`.
     case int(Int)
+    /// Any other number a `Double` holds finitely (an integer too large for `Int` included).
     case double(Double)
+    /// A number too large for a `Double`, as written (`1e999`): kept rather than refused, so
+    /// the fields around it, the request's id among them, can still be read.
+    case outOfRange(String)
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
@@ -216,7 +220,7 @@ struct JSONParser {
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if integral, let value = Int(text) { return .int(value) }
-        guard let value = Double(text), value.isFinite else { throw error("number out of range") }
+        guard let value = Double(text), value.isFinite else { return .outOfRange(text) }
         return .double(value)
     }
 
