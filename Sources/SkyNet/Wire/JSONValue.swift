@@ -19,6 +19,22 @@ struct JSONSyntaxError: Error, CustomStringConvertible {
     let reason: String
     let offset: Int
     var description: String { "\(reason) at byte \(offset)" }
+
+    /// Where the error is in `text` (the bytes that were parsed), for people: a line and a
+    /// column, both from 1, the column counted in characters (Unicode scalars).
+    func location<Bytes: Collection<UInt8>>(in text: Bytes) -> (line: Int, column: Int) {
+        var line = 1, column = 1
+        for byte in text.prefix(offset) {
+            if byte == 10 {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                // Not a UTF-8 continuation byte: a new character.
+                column += 1
+            }
+        }
+        return (line, column)
+    }
 }
 
 /// A strict JSON parser (RFC 8259) for one line: rejects invalid UTF-8, raw control
