@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+import SkyNetTestSupport
 
 @Suite(.timeLimit(.minutes(5)))
 struct JournalTests {
@@ -104,6 +105,69 @@ struct JournalTests {
         #expect(count == 2)
         #expect(skipped == 0)
         #expect((0..<10).filter { sectors.contains($0) } == [0, 4])
+    }
+}
+
+struct JournalLineTests {
+    func fast(_ text: String) -> ScanJournal.Entry? {
+        Array(text.utf8).withUnsafeBufferPointer { ScanJournal.Entry(journalLine: $0) }
+    }
+
+    let written = #"{"input":-12,"result":"12","system":"beta","attempt":2,"seconds":1.25}"#
+
+    @Test func theFastReaderReadsWhatTheJournalWrites() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let entry = ScanJournal.Entry(input: -12, result: "12", system: "beta", attempt: 2, seconds: 1.25)
+        try ScanJournal(path: path).append(entry)
+        let line = try String(contentsOfFile: path, encoding: .utf8).dropLast()
+        #expect(line == written)
+        #expect(fast(String(line)) == entry)
+    }
+
+    @Test func everyTornPrefixOfALineIsRefused() {
+        for end in 0..<written.utf8.count {
+            let prefix = Array(written.utf8.prefix(end))
+            #expect(prefix.withUnsafeBufferPointer { ScanJournal.Entry(journalLine: $0) } == nil)
+            #expect(ScanJournal.parse(prefix) == nil)
+        }
+    }
+
+    @Test func otherFormsFallBackToTheFullParserWithTheSameMeaning() {
+        let others = [
+            #"{"result":"12","input":-12,"system":"beta","attempt":2,"seconds":1.25}"#,
+            #"{ "input": -12, "result": "12", "system": "beta", "attempt": 2, "seconds": 1.25 }"#,
+            #"{"input":-12,"result":"1\u0032","system":"beta","attempt":2,"seconds":1.25}"#,
+            #"{"input":-12,"result":"12","system":"beta","attempt":2,"seconds":125e-2}"#,
+        ]
+        for line in others {
+            let fastEntry = fast(line)
+            #expect(fastEntry == nil || fastEntry == ScanJournal.parse(Array(line.utf8)))
+            #expect(ScanJournal.parse(Array(line.utf8)) == fast(written))
+        }
+    }
+
+    /// Mutated lines: whatever the fast reader accepts, the full parser reads the same way.
+    @Test func theFastReaderNeverDisagreesWithTheFullParser() {
+        var seeded = SeededRandom(seed: 7)
+        let replacements = Array("0123456789-.e\"\\}, a".utf8), insertions = Array("0123456789\"".utf8)
+        var accepted = 0
+        for _ in 0..<20_000 {
+            var bytes = Array(written.utf8)
+            for _ in 0..<(1 + seeded.next() % 3) {
+                let at = Int(seeded.next() % UInt64(bytes.count))
+                switch seeded.next() % 3 {
+                case 0: bytes[at] = replacements[Int(seeded.next() % UInt64(replacements.count))]
+                case 1: bytes.remove(at: at)
+                default: bytes.insert(insertions[Int(seeded.next() % UInt64(insertions.count))], at: at)
+                }
+                if bytes.isEmpty { break }
+            }
+            guard let entry = bytes.withUnsafeBufferPointer({ ScanJournal.Entry(journalLine: $0) }) else { continue }
+            accepted += 1
+            #expect(ScanJournal.parse(bytes) == entry, "\(String(decoding: bytes, as: UTF8.self))")
+        }
+        #expect(accepted > 100)
     }
 }
 

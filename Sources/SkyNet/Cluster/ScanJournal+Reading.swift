@@ -149,7 +149,7 @@ private struct JournalLines {
     /// Passes the line's entry to `body`; false when the line is not empty and not an entry.
     private static func read(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (ScanJournal.Entry) -> Void) -> Bool {
         guard !bytes.isEmpty else { return true }
-        guard let entry = ScanJournal.parse(bytes) else { return false }
+        guard let entry = ScanJournal.Entry(journalLine: bytes) ?? ScanJournal.parse(bytes) else { return false }
         body(entry)
         return true
     }
