@@ -63,7 +63,9 @@ extension ScanCommand {
     /// one bit per sector, read as a stream, so a journal of any length resumes in bounded memory.
     private func openOutput() async throws -> (ScanOutput, SectorSet) {
         let progress = { Progress.start(total: total, hasLocalSystem: localCapacity > 0, quiet: quiet) }
-        guard let journalPath else { return (ScanOutput(format: format, journal: nil, progress: progress()), SectorSet(total: 0)) }
+        guard let journalPath else {
+            return (ScanOutput(format: format, journal: nil, progress: progress()), SectorSet(total: 0))
+        }
         var resumed: (sectors: SectorSet, count: Int, skipped: Int)?
         if resume {
             if FileManager.default.fileExists(atPath: journalPath) {
