@@ -70,8 +70,10 @@ struct Arguments {
 }
 
 /// The candidate nearest to `word` by edit distance, when it is near enough to be a typo.
-private func closest(to word: String, among candidates: Set<String>) -> String? {
-    let scored = candidates.map { ($0, editDistance(word, $0)) }.sorted { ($0.1, $0.0) < ($1.1, $1.0) }
+func closest(to word: String, among candidates: Set<String>) -> String? {
+    // Among equally near candidates, one that `word` begins (`stat` → `status`) wins.
+    let scored = candidates.map { ($0, editDistance(word, $0), $0.hasPrefix(word) ? 0 : 1) }
+        .sorted { ($0.1, $0.2, $0.0) < ($1.1, $1.2, $1.0) }
     guard let best = scored.first, best.1 <= max(2, word.count / 3) else { return nil }
     return best.0
 }

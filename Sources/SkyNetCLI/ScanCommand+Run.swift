@@ -16,7 +16,7 @@ extension ScanCommand {
             return 2
         }
         let output: ScanOutput
-        let done: Set<Int>
+        let done: SectorSet
         do {
             (output, done) = try await openOutput()
         } catch {
@@ -68,20 +68,25 @@ extension ScanCommand {
         return report.gaveUp.isEmpty && !output.journalIncomplete ? 0 : 1
     }
 
-    /// The output, journaling to --journal, and the sectors the journal holds when resuming.
-    private func openOutput() async throws -> (ScanOutput, Set<Int>) {
+    /// The output, journaling to --journal, and the sectors the journal holds when resuming:
+    /// one bit per sector, read as a stream, so a journal of any length resumes in bounded memory.
+    private func openOutput() async throws -> (ScanOutput, SectorSet) {
         let progress = { Progress.start(total: total, hasLocalSystem: localCapacity > 0, quiet: quiet) }
-        guard let journalPath else { return (ScanOutput(format: format, journal: nil, progress: progress()), []) }
-        var done = Set<Int>()
-        var skipped = 0
-        if resume {
-            let (entries, unreadable) = try ScanJournal.read(path: journalPath)
-            done = Set(entries.map(\.input).filter { (0..<total).contains($0) })
-            skipped = unreadable
+        guard let journalPath else {
+            return (ScanOutput(format: format, journal: nil, progress: progress()), SectorSet(total: 0))
         }
-        let output = ScanOutput(format: format, journal: try ScanJournal(path: journalPath), progress: progress())
-        if resume { await output.resumed(done.count, from: journalPath, skipped: skipped) }
-        return (output, done)
+        var resumed: (sectors: SectorSet, count: Int, skipped: Int)?
+        if resume {
+            if FileManager.default.fileExists(atPath: journalPath) {
+                resumed = try await ScanJournal.readCompletedSectors(path: journalPath, total: total)
+            } else {
+                // A mistyped path would otherwise look like a resume that found nothing to skip.
+                await Console.printError("no journal at \(journalPath): starting a new one")
+            }
+        }
+        let output = ScanOutput(format: format, journal: try await ScanJournal.appending(to: journalPath), progress: progress())
+        if let resumed { await output.resumed(resumed.count, from: journalPath, skipped: resumed.skipped) }
+        return (output, resumed?.sectors ?? SectorSet(total: 0))
     }
 
     /// Starts the --spawn nodes in parallel; if one fails, stops the others.

@@ -24,7 +24,8 @@ struct ScanCommand: Command {
           --spawn N            start N local `skynet node` processes on free ports for this scan,
                                use them as peers and stop them afterwards, 0...64
           --duration S         seconds of simulated work per task, 0...3600 (default 1.0)
-          --timeout S          seconds one remote request may take (default: the cluster file's, else 5)
+          --timeout S          seconds one remote request may take, longer than --duration
+                               (default: the cluster file's, else 5)
           --capacity N         slots per system, 0...1024 (default 4)
           --local-capacity N   slots of this process's own system (default: --capacity);
                                0 only dispatches, and re-runs go to the first free system
@@ -86,7 +87,8 @@ struct ScanCommand: Command {
         clusterPath = spawn > 0 && args.string("cluster") == nil ? nil : args.string("cluster") ?? "cluster.json"
         cluster = spawn > 0 && args.string("cluster") == nil
             ? ClusterConfig() : try Self.loadCluster(named: args.string("cluster"))
-        timeout = try args.optionalDouble("timeout", in: 0.001...3600) ?? cluster.timeout ?? 5
+        let givenTimeout = try args.optionalDouble("timeout", in: 0.001...3600)
+        timeout = givenTimeout ?? cluster.timeout ?? 5
         journalPath = args.string("journal")
         resume = args.flag("resume")
         format = args.flag("json") ? .json : .text
@@ -95,6 +97,14 @@ struct ScanCommand: Command {
         let peerSlots = cluster.nodes.reduce(spawn * capacity) { $0 + ($1.capacity ?? cluster.capacity ?? capacity) }
         if localCapacity + peerSlots == 0 {
             throw UsageError("no system has a slot to run tasks: give --capacity, --local-capacity or the cluster's peers at least 1")
+        }
+        if spawn > 0 || !cluster.nodes.isEmpty, timeout <= duration {
+            // Refused rather than warned about: a peer cannot answer before the task's duration
+            // has passed, so every remote attempt would time out, a certain waste a warning
+            // would scroll away above the scan's lines.
+            let source = givenTimeout != nil ? "--timeout \(timeout.formatted)"
+                : cluster.timeout != nil ? "the cluster file's timeout \(timeout.formatted)" : "the default --timeout 5"
+            throw UsageError("\(source) is not longer than --duration \(duration.formatted): every remote task would time out; give --timeout above \(duration.formatted)")
         }
         let spawnedNames = Set((0..<spawn).map { Self.spawnedName($0 + 1) })
         if let clash = cluster.nodes.first(where: { spawnedNames.contains($0.name) }) {

@@ -83,7 +83,9 @@ enum SkyNetCLI {
     }
 
     private static func unknownCommand(_ name: String) -> Int32 {
-        Console.err("error: unknown command '\(name)'; the commands are \(commands.map { $0.name }.joined(separator: ", ")).\nRun 'skynet --help' for usage.")
+        let names = commands.map { $0.name }
+        let suggestion = closest(to: name, among: Set(names)).map { " Did you mean '\($0)'?" } ?? ""
+        Console.err("error: unknown command '\(name)'.\(suggestion)\nThe commands are \(names.joined(separator: ", ")); run 'skynet --help' for usage.")
         return 2
     }
 }

@@ -43,9 +43,18 @@ public struct ClusterConfig: Sendable, Equatable, Decodable {
 
     /// Decodes and validates the text of a cluster file; `file` names it in errors.
     public static func parse(_ data: Data, file: String) throws(ConfigError) -> ClusterConfig {
+        // A byte order mark, as some editors write, is not part of the JSON.
+        let text = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data
+        // Our own strict parser first: unlike JSONDecoder it says where the text breaks.
+        do {
+            _ = try JSONParser.parse(text)
+        } catch {
+            let (line, column) = error.location(in: text)
+            throw ConfigError(file: file, problem: "not valid JSON: line \(line), column \(column): \(error.reason)")
+        }
         let config: ClusterConfig
         do {
-            config = try JSONDecoder().decode(ClusterConfig.self, from: data)
+            config = try JSONDecoder().decode(ClusterConfig.self, from: Data(text))
         } catch let error as DecodingError {
             throw ConfigError(file: file, problem: error.plainDescription)
         } catch {

@@ -43,12 +43,11 @@ public final class ScanJournal: Sendable {
     /// a newline is added first so the next entry starts on a line of its own.
     public init(path: String) throws(Failure) {
         self.path = path
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        // Readable too, for the pread of the last byte; O_APPEND still puts every write at the end.
+        let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw Failure(description: "journal \(path): \(String(cString: strerror(errno)))") }
         descriptor = fd
-        if let data = FileManager.default.contents(atPath: path), let last = data.last, last != 10 {
-            try write([10])
-        }
+        if try !endsInNewline() { try write([10]) }
     }
 
     deinit { close(descriptor) }
@@ -64,41 +63,37 @@ public final class ScanJournal: Sendable {
         try write(json.line)
     }
 
+    /// Whether the file is empty or its last byte is a newline: one `pread` of that byte, so
+    /// opening a journal costs the same whatever its size.
+    private func endsInNewline() throws(Failure) -> Bool {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw failure() }
+        guard info.st_size > 0 else { return true }
+        var last: UInt8 = 0
+        while true {
+            let count = pread(descriptor, &last, 1, off_t(info.st_size - 1))
+            if count == 1 { return last == 10 }
+            if count < 0 && errno == EINTR { continue }
+            // The file shrank under us: nothing to tear.
+            if count == 0 { return true }
+            throw failure()
+        }
+    }
+
+    /// The failure of the last call, naming the file.
+    func failure() -> Failure {
+        Failure(description: "journal \(path): \(String(cString: strerror(errno)))")
+    }
+
     private func write(_ bytes: [UInt8]) throws(Failure) {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { systemWrite(descriptor, $0.baseAddress, $0.count) }
             if written < 0 {
                 if errno == EINTR { continue }
-                throw Failure(description: "journal \(path): \(String(cString: strerror(errno)))")
+                throw failure()
             }
             offset += written
         }
-    }
-
-    /// The entries of a journal file; none when it does not exist. Lines that do not parse (a
-    /// torn last line after a crash, or damage) are skipped and counted.
-    public static func read(path: String) throws(Failure) -> (entries: [Entry], skipped: Int) {
-        guard FileManager.default.fileExists(atPath: path) else { return ([], 0) }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw Failure(description: "journal \(path): cannot be read")
-        }
-        var entries: [Entry] = []
-        var skipped = 0
-        for line in data.split(separator: 10, omittingEmptySubsequences: true) {
-            guard let entry = try? parse(line) else {
-                skipped += 1
-                continue
-            }
-            entries.append(entry)
-        }
-        return (entries, skipped)
-    }
-
-    private static func parse(_ line: Data) throws(WireError) -> Entry {
-        let fields = try WireFields(line)
-        return Entry(input: try fields.int("input"), result: try fields.string("result"),
-                     system: try fields.string("system"), attempt: try fields.int("attempt"),
-                     seconds: try fields.optionalNumber("seconds") ?? 0)
     }
 }

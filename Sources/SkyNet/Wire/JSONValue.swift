@@ -4,7 +4,11 @@ enum JSONValue: Equatable, Sendable {
     case bool(Bool)
     /// A number written without fraction or exponent that fits an `Int`.
     case int(Int)
+    /// Any other number a `Double` holds finitely (an integer too large for `Int` included).
     case double(Double)
+    /// A number too large for a `Double`, as written (`1e999`): kept rather than refused, so
+    /// the fields around it, the request's id among them, can still be read.
+    case outOfRange(String)
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
@@ -15,6 +19,22 @@ struct JSONSyntaxError: Error, CustomStringConvertible {
     let reason: String
     let offset: Int
     var description: String { "\(reason) at byte \(offset)" }
+
+    /// Where the error is in `text` (the bytes that were parsed), for people: a line and a
+    /// column, both from 1, the column counted in characters (Unicode scalars).
+    func location<Bytes: Collection<UInt8>>(in text: Bytes) -> (line: Int, column: Int) {
+        var line = 1, column = 1
+        for byte in text.prefix(offset) {
+            if byte == 10 {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                // Not a UTF-8 continuation byte: a new character.
+                column += 1
+            }
+        }
+        return (line, column)
+    }
 }
 
 /// A strict JSON parser (RFC 8259) for one line: rejects invalid UTF-8, raw control
@@ -216,7 +236,7 @@ struct JSONParser {
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if integral, let value = Int(text) { return .int(value) }
-        guard let value = Double(text), value.isFinite else { throw error("number out of range") }
+        guard let value = Double(text), value.isFinite else { return .outOfRange(text) }
         return .double(value)
     }
 

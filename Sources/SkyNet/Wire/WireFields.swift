@@ -9,7 +9,7 @@ struct WireFields {
     /// How errors name the fields of a nested object: `task.`.
     private var prefix = ""
 
-    init(_ line: Data) throws(WireError) {
+    init<Bytes: Collection<UInt8>>(_ line: Bytes) throws(WireError) {
         let value: JSONValue
         do {
             value = try JSONParser.parse(line)
@@ -34,10 +34,15 @@ struct WireFields {
         return type
     }
 
-    /// The request's `id`: required, an integer.
+    /// The request's `id`: required, an integer. An id written any other way (`1e2`, `7.0`,
+    /// `"7"`) is refused rather than read as a number: the reply echoes the id, and a client
+    /// matches its replies by the id it wrote. The error carries no id, since there is none.
     func requestID() throws(WireError) -> Int {
-        guard let id else { throw .badRequest("missing integer field \"id\"") }
-        return id
+        if let id { return id }
+        switch fields["id"] {
+        case nil, .null?: throw .badRequest("missing integer field \"id\"")
+        default: throw .badRequest("\"id\" must be a whole number (digits only, no fraction or exponent)")
+        }
     }
 
     func optionalInt(_ key: String) -> Int? {
@@ -45,7 +50,15 @@ struct WireFields {
     }
 
     func int(_ key: String, in range: ClosedRange<Int>? = nil) throws(WireError) -> Int {
-        guard case .int(let value) = fields[key] else { throw .badRequest("missing integer field \"\(prefix)\(key)\"", id: id) }
+        let value: Int
+        switch fields[key] {
+        case .int(let integer)?: value = integer
+        case nil, .null?: throw .badRequest("missing integer field \"\(prefix)\(key)\"", id: id)
+        case .outOfRange?: throw outOfRange(key)
+        case .double(let number)? where number == number.rounded() && abs(number) >= 0x1p63:
+            throw .badRequest("\"\(prefix)\(key)\" is outside the range of a 64-bit integer", id: id)
+        default: throw .badRequest("\"\(prefix)\(key)\" must be a whole number (digits only, no fraction or exponent)", id: id)
+        }
         if let range, !range.contains(value) {
             throw .badRequest("\"\(prefix)\(key)\" \(value) is outside \(range.lowerBound)...\(range.upperBound)", id: id)
         }
@@ -78,8 +91,13 @@ struct WireFields {
         case nil, .null?: return nil
         case .int(let value)?: return Double(value)
         case .double(let value)?: return value
+        case .outOfRange?: throw outOfRange(key)
         default: throw .badRequest("\"\(prefix)\(key)\" must be a number", id: id)
         }
+    }
+
+    private func outOfRange(_ key: String) -> WireError {
+        .badRequest("\"\(prefix)\(key)\" is out of range (too large for a 64-bit float)", id: id)
     }
 
     func object(_ key: String) throws(WireError) -> WireFields {

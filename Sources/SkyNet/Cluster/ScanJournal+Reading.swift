@@ -1,0 +1,156 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
+
+extension ScanJournal {
+    /// The longest line read as an entry. A journal line is about a hundred bytes; a longer
+    /// one is damage, skipped without being held.
+    public static let maxLineLength = 64 * 1024
+
+    /// The sectors in `0..<total` a journal holds, read as a stream: memory stays one bit per
+    /// sector plus a bounded buffer, however long the file. No file: none.
+    /// - Returns: the sectors, how many there are, and how many lines could not be read.
+    public static func completedSectors(path: String, total: Int) throws(Failure) -> (sectors: SectorSet, count: Int, skipped: Int) {
+        var sectors = SectorSet(total: total)
+        let skipped = try forEachEntry(path: path) { sectors.insert($0.input) }
+        return (sectors, sectors.count, skipped)
+    }
+
+    /// `completedSectors(path:total:)` on a thread of its own: a long journal keeps the read
+    /// waiting on the disk, which must not hold a thread of the cooperative pool.
+    public static func readCompletedSectors(path: String, total: Int) async throws -> (sectors: SectorSet, count: Int, skipped: Int) {
+        try await onOwnThread(named: "journal-read") { try completedSectors(path: path, total: total) }
+    }
+
+    /// The journal opened for appending (`init(path:)`) on a thread of its own, for async callers.
+    public static func appending(to path: String) async throws -> ScanJournal {
+        try await onOwnThread(named: "journal-open") { try ScanJournal(path: path) }
+    }
+
+    /// The entries of a journal file, all held; none when it does not exist. For small
+    /// journals (tests, tools); a resume uses `completedSectors(path:total:)`.
+    public static func read(path: String) throws(Failure) -> (entries: [Entry], skipped: Int) {
+        var entries: [Entry] = []
+        let skipped = try forEachEntry(path: path) { entries.append($0) }
+        return (entries, skipped)
+    }
+
+    /// Calls `body` with each entry of the file in order, reading it in bounded chunks; nothing
+    /// when it does not exist. Lines that do not parse (a torn last line after a crash, damage)
+    /// or are longer than `maxLineLength` are skipped and counted; empty lines are not counted.
+    /// - Returns: how many lines were skipped.
+    public static func forEachEntry(
+        path: String, maxLineLength: Int = ScanJournal.maxLineLength, _ body: (Entry) -> Void
+    ) throws(Failure) -> Int {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 && errno == ENOENT { return 0 }
+        func failure() -> Failure { Failure(description: "journal \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw failure() }
+        defer { close(fd) }
+        var lines = JournalLines(maxLineLength: maxLineLength)
+        var chunk = [UInt8](repeating: 0, count: 256 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure()
+            }
+            if count == 0 { break }
+            chunk.withUnsafeBufferPointer { lines.feed(UnsafeBufferPointer(rebasing: $0[..<count]), body) }
+        }
+        lines.finish(body)
+        return lines.skipped
+    }
+
+    /// One line of the journal as an entry; nil when it is not one.
+    static func parse<Bytes: Collection<UInt8>>(_ line: Bytes) -> Entry? {
+        guard let fields = try? WireFields(line) else { return nil }
+        do throws(WireError) {
+            return Entry(input: try fields.int("input"), result: try fields.string("result"),
+                         system: try fields.string("system"), attempt: try fields.int("attempt"),
+                         seconds: try fields.optionalNumber("seconds") ?? 0)
+        } catch {
+            return nil
+        }
+    }
+}
+
+/// Splits a stream of chunks into journal lines, holding at most `maxLineLength` bytes of a
+/// line that spans chunks; a longer line is dropped as it streams past and counted.
+private struct JournalLines {
+    let maxLineLength: Int
+    private(set) var skipped = 0
+    /// The start of a line the last chunk ended in.
+    private var partial: [UInt8] = []
+    /// The current line has outgrown the bound: drop it up to its newline.
+    private var overlong = false
+
+    init(maxLineLength: Int) {
+        self.maxLineLength = maxLineLength
+    }
+
+    mutating func feed(_ chunk: UnsafeBufferPointer<UInt8>, _ body: (ScanJournal.Entry) -> Void) {
+        guard let base = chunk.baseAddress else { return }
+        var start = 0
+        while start < chunk.count {
+            guard let found = memchr(base + start, 10, chunk.count - start) else {
+                take(UnsafeBufferPointer(rebasing: chunk[start...]))
+                return
+            }
+            let end = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            let piece = UnsafeBufferPointer(rebasing: chunk[start..<end])
+            if partial.isEmpty && !overlong {
+                line(piece, body)
+            } else {
+                take(piece)
+                endLine(body)
+            }
+            start = end + 1
+        }
+    }
+
+    /// The end of the file: a last line without a newline is read like any other.
+    mutating func finish(_ body: (ScanJournal.Entry) -> Void) {
+        endLine(body)
+    }
+
+    /// Keeps a piece of the current line, unless the line is already too long.
+    private mutating func take(_ piece: UnsafeBufferPointer<UInt8>) {
+        guard !overlong else { return }
+        if partial.count + piece.count > maxLineLength {
+            overlong = true
+            partial = []
+        } else {
+            partial.append(contentsOf: piece)
+        }
+    }
+
+    private mutating func endLine(_ body: (ScanJournal.Entry) -> Void) {
+        if overlong {
+            skipped += 1
+        } else if !partial.isEmpty {
+            let readable = partial.withUnsafeBufferPointer { Self.read($0, body) }
+            if !readable { skipped += 1 }
+        }
+        overlong = false
+        partial.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func line(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (ScanJournal.Entry) -> Void) {
+        guard bytes.count <= maxLineLength else { skipped += 1; return }
+        if !Self.read(bytes, body) { skipped += 1 }
+    }
+
+    /// Passes the line's entry to `body`; false when the line is not empty and not an entry.
+    private static func read(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (ScanJournal.Entry) -> Void) -> Bool {
+        guard !bytes.isEmpty else { return true }
+        guard let entry = ScanJournal.Entry(journalLine: bytes) ?? ScanJournal.parse(bytes) else { return false }
+        body(entry)
+        return true
+    }
+}

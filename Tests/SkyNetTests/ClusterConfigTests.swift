@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+@testable import SkyNet
+
+struct ClusterConfigTests {
+    func problem(_ text: String) -> String? {
+        do {
+            _ = try ClusterConfig.parse(Data(text.utf8), file: "cluster.json")
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test(arguments: [
+        ("{\n  \"nodes\": [\n    { \"name\": \"a\" \"host\": \"127.0.0.1\", \"port\": 9001 }\n  ]\n}",
+         "cluster file cluster.json: not valid JSON: line 3, column 19: expected ',' or '}'"),
+        ("nodes: []", "cluster file cluster.json: not valid JSON: line 1, column 1: unexpected character"),
+        ("{\"nodes\": [\n]", "cluster file cluster.json: not valid JSON: line 2, column 2: expected ',' or '}'"),
+        // Columns count characters, not bytes.
+        ("{\"nodes\": [], \"é\": tru}", "cluster file cluster.json: not valid JSON: line 1, column 20: unexpected character"),
+        ("{\"nodes\": []}\n\n  x", "cluster file cluster.json: not valid JSON: line 3, column 3: unexpected text after the value"),
+    ])
+    func textThatIsNotJSONIsNamedByLineAndColumn(text: String, message: String) {
+        #expect(problem(text) == message)
+    }
+
+    @Test func aFileWithAByteOrderMarkIsRead() throws {
+        let data = Data([0xEF, 0xBB, 0xBF] + Array(#"{"nodes":[{"name":"a","host":"127.0.0.1","port":9001}],"timeout":2}"#.utf8))
+        let config = try ClusterConfig.parse(data, file: "cluster.json")
+        #expect(config == ClusterConfig(nodes: [.init(name: "a", port: 9001)], timeout: 2))
+    }
+
+    @Test func jsonOfTheWrongShapeStillNamesTheField() {
+        #expect(problem(#"{"nodes":[{"name":"a","host":"127.0.0.1","port":"9001"}]}"#) == "cluster file cluster.json: nodes[0].port is not an integer")
+    }
+}

@@ -1,0 +1,213 @@
+import Foundation
+import Testing
+@testable import SkyNet
+import SkyNetTestSupport
+
+@Suite(.timeLimit(.minutes(5)))
+struct JournalTests {
+    /// A fresh path in the temporary folder; the caller removes it.
+    func temporaryPath() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString).jsonl").path
+    }
+
+    func line(_ input: Int, result: String = "r", system: String = "local") -> String {
+        #"{"input":\#(input),"result":"\#(result)","system":"\#(system)","attempt":1,"seconds":0.5}"# + "\n"
+    }
+
+    /// Writes `count` entries in chunks, so the test itself never holds the file.
+    func writeJournal(_ path: String, count: Int) throws {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let handle = try FileHandle(forWritingAtPath: path).unwrapped()
+        defer { try? handle.close() }
+        var text = ""
+        for input in 0..<count {
+            text += line(input, result: "result-\(input)", system: "node\(input % 7)")
+            if text.utf8.count > 1 << 20 {
+                try handle.write(contentsOf: Data(text.utf8))
+                text = ""
+            }
+        }
+        try handle.write(contentsOf: Data(text.utf8))
+    }
+
+    @Test func aMillionLineJournalIsReadInBoundedMemory() throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try writeJournal(path, count: 1_000_000)
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
+        #expect(size > 80 << 20)
+
+        let before = try MemoryUse.resetPeak()
+        let (sectors, count, skipped) = try ScanJournal.completedSectors(path: path, total: 1_000_000)
+        let growth = try MemoryUse.peak() - before
+        // The file is over 80 MiB; the old reader held all of it, then an array of its entries.
+        #expect(growth < 40 << 20, "peak RSS grew by \(growth >> 20) MiB")
+        #expect(count == 1_000_000)
+        #expect(skipped == 0)
+        #expect(sectors.contains(0) && sectors.contains(999_999) && !sectors.contains(1_000_000))
+    }
+
+    @Test func tornAndOverlongLinesAreSkippedAndCounted() throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let overlong = line(9, result: String(repeating: "x", count: ScanJournal.maxLineLength))
+        // Enough entries before it that lines also span the reader's chunks.
+        let filler = (100..<5_000).map { line($0) }.joined()
+        let text = line(1) + #"{"input":2,"resu"# + "\n" + "\n" + overlong + line(3) + filler
+            + "not json\n" + #"{"input":4}"# + "\n" + line(5) + overlong.dropLast()
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+
+        let (entries, skipped) = try ScanJournal.read(path: path)
+        // Torn, overlong, "not json", fields missing, and the last overlong line without its newline.
+        #expect(skipped == 5)
+        #expect(entries.map(\.input) == [1, 3] + Array(100..<5_000) + [5])
+        #expect(entries.first == ScanJournal.Entry(input: 1, result: "r", system: "local", attempt: 1, seconds: 0.5))
+    }
+
+    @Test func aLineLongerThanTheBoundIsSkippedEvenWhenItParses() throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data((line(1) + line(2, result: String(repeating: "y", count: 200)) + line(3)).utf8)
+            .write(to: URL(fileURLWithPath: path))
+        var inputs: [Int] = []
+        let skipped = try ScanJournal.forEachEntry(path: path, maxLineLength: 150) { inputs.append($0.input) }
+        #expect(inputs == [1, 3])
+        #expect(skipped == 1)
+    }
+
+    @Test func aJournalNotEndingInANewlineGetsOneBeforeTheNextEntry() throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data((line(1) + #"{"input":2,"res"#).utf8).write(to: URL(fileURLWithPath: path))
+        try ScanJournal(path: path).append(.init(input: 3, result: "c", system: "beta", attempt: 2, seconds: 0.25))
+        let (entries, skipped) = try ScanJournal.read(path: path)
+        #expect(entries.map(\.input) == [1, 3])
+        #expect(skipped == 1)
+        // Opened again, a journal that ends in a newline gets no blank line.
+        let length = try Data(contentsOf: URL(fileURLWithPath: path)).count
+        _ = try ScanJournal(path: path)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == length)
+    }
+
+    @Test func anEmptyOrMissingJournalHoldsNothing() throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try ScanJournal.completedSectors(path: path, total: 10).count == 0)
+        _ = try ScanJournal(path: path)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).isEmpty)
+    }
+
+    @Test func completedSectorsCountsEachSectorInRangeOnce() throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data((line(4) + line(4) + line(-1) + line(10) + line(0)).utf8).write(to: URL(fileURLWithPath: path))
+        let (sectors, count, skipped) = try ScanJournal.completedSectors(path: path, total: 10)
+        #expect(count == 2)
+        #expect(skipped == 0)
+        #expect((0..<10).filter { sectors.contains($0) } == [0, 4])
+    }
+}
+
+struct JournalLineTests {
+    func fast(_ text: String) -> ScanJournal.Entry? {
+        Array(text.utf8).withUnsafeBufferPointer { ScanJournal.Entry(journalLine: $0) }
+    }
+
+    let written = #"{"input":-12,"result":"12","system":"beta","attempt":2,"seconds":1.25}"#
+
+    @Test func theFastReaderReadsWhatTheJournalWrites() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let entry = ScanJournal.Entry(input: -12, result: "12", system: "beta", attempt: 2, seconds: 1.25)
+        try ScanJournal(path: path).append(entry)
+        let line = try String(contentsOfFile: path, encoding: .utf8).dropLast()
+        #expect(line == written)
+        #expect(fast(String(line)) == entry)
+    }
+
+    @Test func everyTornPrefixOfALineIsRefused() {
+        for end in 0..<written.utf8.count {
+            let prefix = Array(written.utf8.prefix(end))
+            #expect(prefix.withUnsafeBufferPointer { ScanJournal.Entry(journalLine: $0) } == nil)
+            #expect(ScanJournal.parse(prefix) == nil)
+        }
+    }
+
+    @Test func otherFormsFallBackToTheFullParserWithTheSameMeaning() {
+        let others = [
+            #"{"result":"12","input":-12,"system":"beta","attempt":2,"seconds":1.25}"#,
+            #"{ "input": -12, "result": "12", "system": "beta", "attempt": 2, "seconds": 1.25 }"#,
+            #"{"input":-12,"result":"1\u0032","system":"beta","attempt":2,"seconds":1.25}"#,
+            #"{"input":-12,"result":"12","system":"beta","attempt":2,"seconds":125e-2}"#,
+        ]
+        for line in others {
+            let fastEntry = fast(line)
+            #expect(fastEntry == nil || fastEntry == ScanJournal.parse(Array(line.utf8)))
+            #expect(ScanJournal.parse(Array(line.utf8)) == fast(written))
+        }
+    }
+
+    /// Mutated lines: whatever the fast reader accepts, the full parser reads the same way.
+    @Test func theFastReaderNeverDisagreesWithTheFullParser() {
+        var seeded = SeededRandom(seed: 7)
+        let replacements = Array("0123456789-.e\"\\}, a".utf8), insertions = Array("0123456789\"".utf8)
+        var accepted = 0
+        for _ in 0..<20_000 {
+            var bytes = Array(written.utf8)
+            for _ in 0..<(1 + seeded.next() % 3) {
+                let at = Int(seeded.next() % UInt64(bytes.count))
+                switch seeded.next() % 3 {
+                case 0: bytes[at] = replacements[Int(seeded.next() % UInt64(replacements.count))]
+                case 1: bytes.remove(at: at)
+                default: bytes.insert(insertions[Int(seeded.next() % UInt64(insertions.count))], at: at)
+                }
+                if bytes.isEmpty { break }
+            }
+            guard let entry = bytes.withUnsafeBufferPointer({ ScanJournal.Entry(journalLine: $0) }) else { continue }
+            accepted += 1
+            #expect(ScanJournal.parse(bytes) == entry, "\(String(decoding: bytes, as: UTF8.self))")
+        }
+        #expect(accepted > 100)
+    }
+}
+
+struct SectorSetTests {
+    @Test func holdsSectorsInItsRangeOnly() {
+        var set = SectorSet(total: 130)
+        #expect(set.isEmpty)
+        let inserted = [0, 63, 64, 129, 64, 130, -1].map { set.insert($0) }
+        #expect(inserted == [true, true, true, true, false, false, false])
+        #expect(set.count == 4)
+        #expect((-5..<200).filter { set.contains($0) } == [0, 63, 64, 129])
+        #expect(SectorSet(total: 0).contains(0) == false)
+    }
+}
+
+/// This process's resident memory, from /proc/self/status (Linux).
+enum MemoryUse {
+    struct Unavailable: Error {}
+
+    /// Resets the peak (VmHWM) to the current RSS and returns it, in bytes.
+    static func resetPeak() throws -> Int {
+        try Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
+        return try field("VmRSS")
+    }
+
+    /// The peak RSS since the last reset, in bytes.
+    static func peak() throws -> Int { try field("VmHWM") }
+
+    private static func field(_ name: String) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
+            if let kilobytes = Int(line.dropFirst(name.count + 1).filter { $0.isNumber }) { return kilobytes * 1024 }
+        }
+        throw Unavailable()
+    }
+}
+
+extension Optional {
+    func unwrapped() throws -> Wrapped {
+        guard let self else { throw MemoryUse.Unavailable() }
+        return self
+    }
+}
