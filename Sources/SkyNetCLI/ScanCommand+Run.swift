@@ -35,9 +35,10 @@ extension ScanCommand {
         let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
             capacity: capacity, timeout: .seconds(timeout), token: SkyNetCLI.token)) { output.cluster($0) }
 
-        let tasks = (0..<total).filter { !done.contains($0) }.map { ScanTask(input: $0, duration: duration) }
+        // Made one at a time as slots free: a scan of millions starts at once.
+        let tasks = (0..<total).lazy.filter { !done.contains($0) }.map { [duration] in ScanTask(input: $0, duration: duration) }
         let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { output.scan($0) }
-        let scan = Task { await coordinator.run(tasks) }
+        let scan = Task { await coordinator.run(tasks, count: total - done.count) }
 
         // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
         let stopSignal = signals.received
@@ -56,7 +57,7 @@ extension ScanCommand {
         }
         if report.interrupted, let signal = stopSignal.current { return 128 + signal }
         withExtendedLifetime(signals) {}
-        return report.gaveUp.isEmpty && !output.journalIncomplete ? 0 : 1
+        return report.gaveUp == 0 && !output.journalIncomplete ? 0 : 1
     }
 
     /// The output, journaling to --journal, and the sectors the journal holds when resuming.

@@ -107,7 +107,7 @@ final class ScanOutput: Sendable {
         switch format {
         case .text:
             if report.interrupted {
-                Console.out("Stopped: \(completed) completed, \(report.gaveUp.count) failed, \(report.notRun) not run.")
+                Console.out("Stopped: \(completed) completed, \(report.gaveUp) failed, \(report.notRun) not run.")
             } else {
                 Console.out("Done.")
             }
