@@ -51,14 +51,21 @@ extension Coordinator {
 struct BusyBackoff {
     static let first: Duration = .milliseconds(50)
     static let most: Duration = .seconds(2)
+    let first: Duration
+    let most: Duration
     /// Unbroken `busy` answers by system name (bounded by the number of systems).
     private var streaks: [String: Int] = [:]
+
+    init(first: Duration, most: Duration) {
+        self.first = first
+        self.most = most
+    }
 
     /// Counts a `busy` answer from `system` and returns how long the slot rests.
     mutating func bounced(on system: String) -> Duration {
         let streak = min((streaks[system] ?? 0) + 1, 16)
         streaks[system] = streak
-        let ceiling = min(Self.first * (1 << (streak - 1)), Self.most)
+        let ceiling = min(first * (1 << (streak - 1)), most)
         return ceiling * Double.random(in: 0.5...1)
     }
 

@@ -12,6 +12,8 @@ public struct Coordinator: Sendable {
     public let systems: Systems
     public let maxAttempts: Int
     let onEvent: @Sendable (ScanEvent) async -> Void
+    /// How long a slot rests after a `busy` answer: from `first`, doubling, up to `most`.
+    var busyRest = (first: BusyBackoff.first, most: BusyBackoff.most)
 
     /// - Parameter onEvent: called for each event, one at a time, in order. It may suspend (an
     ///   output that is full): the scan then waits for it, holding no thread.
@@ -42,7 +44,7 @@ public struct Coordinator: Sendable {
         let start = clock.now
         var report = ScanReport(total: count)
         var queue = WorkQueue(tasks: tasks, rerunOnLocal: await systems.localCapacity > 0)
-        var backoff = BusyBackoff()
+        var backoff = BusyBackoff(first: busyRest.first, most: busyRest.most)
 
         await withThrowingTaskGroup(of: Step.self) { group in
             while !Task.isCancelled, !queue.isDone() {
