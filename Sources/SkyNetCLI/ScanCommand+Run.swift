@@ -46,8 +46,16 @@ extension ScanCommand {
             _ = await stopSignal.value
             scan.cancel()
         }
+        // A scan that only dispatches has nothing to run it once every peer refused it for good.
+        let everyPeerRefused = links.everyPeerRefused
+        let refusalWatcher = Task { [localCapacity] in
+            guard localCapacity == 0 else { return }
+            _ = await everyPeerRefused.value
+            scan.cancel()
+        }
         let report = await scan.value
         watcher.cancel()
+        refusalWatcher.cancel()
         // Links stop first, so no peer event follows the summary; a link still connecting is
         // left to the process's exit rather than awaited (its connect may take --timeout).
         links.stop()
@@ -56,6 +64,10 @@ extension ScanCommand {
             for node in spawned { group.addTask { await node.stop() } }
         }
         if report.interrupted, let signal = stopSignal.current { return 128 + signal }
+        if report.interrupted, localCapacity == 0, let refusal = everyPeerRefused.current {
+            output.error(refusal)
+            return 2
+        }
         withExtendedLifetime(signals) {}
         return report.gaveUp == 0 && !output.journalIncomplete ? 0 : 1
     }

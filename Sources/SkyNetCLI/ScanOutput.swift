@@ -56,6 +56,8 @@ final class ScanOutput: Sendable {
         case .disconnected(_, let reason): json = self.event("disconnected"); json.add("reason", reason)
         case .unreachable(_, let address, let error):
             json = self.event("unreachable"); json.add("address", address); json.add("error", error)
+        case .refused(_, let code, _):
+            json = self.event("refused"); json.add("code", code); json.add("hint", event.refusalHint)
         case .unresponsive: json = self.event("unresponsive")
         case .responsive: json = self.event("responsive")
         }
