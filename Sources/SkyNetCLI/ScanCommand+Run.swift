@@ -58,7 +58,7 @@ extension ScanCommand {
         refusalWatcher.cancel()
         // Links stop first, so no peer event follows the summary; a link still connecting is
         // left to the process's exit rather than awaited (its connect may take --timeout).
-        links.stop()
+        await links.stop()
         output.finish(report, resumed: done.count)
         await withTaskGroup(of: Void.self) { group in
             for node in spawned { group.addTask { await node.stop() } }

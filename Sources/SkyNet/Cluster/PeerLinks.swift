@@ -27,8 +27,16 @@ public final class PeerLinks: Sendable {
         }
     }
 
+    /// Whether the links may still report, and the reports under way: `stop()` waits for
+    /// those, since a report may suspend on a full output after it passed the check.
+    private struct Reporting {
+        var stopped = false
+        var underWay = 0
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
     private let tasks: [Task<Void, Never>]
-    private let stopped = Locked(false)
+    private let reporting = Locked(Reporting())
     /// The peers whose last answer was a refusal for good, by name.
     private let refusing = Locked<Set<String>>([])
     /// Fulfilled (with the reasons, one line) once every peer of the cluster has refused the
@@ -37,7 +45,7 @@ public final class PeerLinks: Sendable {
 
     /// Starts linking to every node of `cluster`.
     public init(cluster: ClusterConfig, systems: Systems, settings: Settings, log: @escaping @Sendable (ClusterEvent) async -> Void) {
-        let stopped = self.stopped, refusing = self.refusing, everyPeerRefused = self.everyPeerRefused
+        let reporting = self.reporting, refusing = self.refusing, everyPeerRefused = self.everyPeerRefused
         let count = cluster.nodes.count
         let log: @Sendable (ClusterEvent) async -> Void = { event in
             // Track refusals before logging, so the signal never waits on a full output.
@@ -53,7 +61,19 @@ public final class PeerLinks: Sendable {
             default:
                 break
             }
-            if !stopped.withLock({ $0 }) { await log(event) }
+            let allowed = reporting.withLock { reporting in
+                if !reporting.stopped { reporting.underWay += 1 }
+                return !reporting.stopped
+            }
+            guard allowed else { return }
+            await log(event)
+            let waiters = reporting.withLock { reporting in
+                reporting.underWay -= 1
+                guard reporting.stopped, reporting.underWay == 0 else { return [CheckedContinuation<Void, Never>]() }
+                defer { reporting.stopWaiters = [] }
+                return reporting.stopWaiters
+            }
+            for waiter in waiters { waiter.resume() }
         }
         tasks = cluster.nodes.map { node in
             Task { await Self.link(node, capacity: node.capacity ?? cluster.capacity ?? settings.capacity,
@@ -62,10 +82,19 @@ public final class PeerLinks: Sendable {
     }
 
     /// Stops every link: open connections close, and no link reports anything after this
-    /// returns. A connect in progress ends on its own (within the timeout), unawaited.
-    public func stop() {
-        stopped.withLock { $0 = true }
+    /// returns (a report already under way is awaited). A connect in progress ends on its own
+    /// (within the timeout), unawaited.
+    public func stop() async {
         for task in tasks { task.cancel() }
+        await withCheckedContinuation { continuation in
+            let now = reporting.withLock { reporting in
+                reporting.stopped = true
+                if reporting.underWay == 0 { return true }
+                reporting.stopWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     private static func link(
