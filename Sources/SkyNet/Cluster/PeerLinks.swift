@@ -48,32 +48,21 @@ public final class PeerLinks: Sendable {
         let reporting = self.reporting, refusing = self.refusing, everyPeerRefused = self.everyPeerRefused
         let count = cluster.nodes.count
         let log: @Sendable (ClusterEvent) async -> Void = { event in
-            // Track refusals before logging, so the signal never waits on a full output.
+            var everyPeerRefusedNow = false
             switch event {
             case .refused:
-                let all = refusing.withLock { refusing in
+                everyPeerRefusedNow = refusing.withLock { refusing in
                     refusing.insert(event.peer)
                     return refusing.count == count
                 }
-                if all { everyPeerRefused.fulfil("every peer refused this coordinator (\(event.refusalHint))") }
             case .connected:
                 _ = refusing.withLock { $0.remove(event.peer) }
             default:
                 break
             }
-            let allowed = reporting.withLock { reporting in
-                if !reporting.stopped { reporting.underWay += 1 }
-                return !reporting.stopped
-            }
-            guard allowed else { return }
-            await log(event)
-            let waiters = reporting.withLock { reporting in
-                reporting.underWay -= 1
-                guard reporting.stopped, reporting.underWay == 0 else { return [CheckedContinuation<Void, Never>]() }
-                defer { reporting.stopWaiters = [] }
-                return reporting.stopWaiters
-            }
-            for waiter in waiters { waiter.resume() }
+            await Self.report(event, to: log, reporting: reporting)
+            // After the report: whoever stops the scan on this signal sees the last refusal printed.
+            if everyPeerRefusedNow { everyPeerRefused.fulfil("every peer refused this coordinator (\(event.refusalHint))") }
         }
         tasks = cluster.nodes.map { node in
             Task { await Self.link(node, capacity: node.capacity ?? cluster.capacity ?? settings.capacity,
@@ -95,6 +84,23 @@ public final class PeerLinks: Sendable {
             }
             if now { continuation.resume() }
         }
+    }
+
+    /// Passes `event` on unless the links were stopped, counting it as under way meanwhile.
+    private static func report(_ event: ClusterEvent, to log: @Sendable (ClusterEvent) async -> Void, reporting: Locked<Reporting>) async {
+        let allowed = reporting.withLock { reporting in
+            if !reporting.stopped { reporting.underWay += 1 }
+            return !reporting.stopped
+        }
+        guard allowed else { return }
+        await log(event)
+        let waiters = reporting.withLock { reporting in
+            reporting.underWay -= 1
+            guard reporting.stopped, reporting.underWay == 0 else { return [CheckedContinuation<Void, Never>]() }
+            defer { reporting.stopWaiters = [] }
+            return reporting.stopWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     private static func link(
