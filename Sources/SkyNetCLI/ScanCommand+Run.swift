@@ -43,9 +43,10 @@ extension ScanCommand {
         let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
             capacity: capacity, timeout: .seconds(timeout), token: SkyNetCLI.token)) { await output.cluster($0) }
 
-        let tasks = (0..<total).filter { !done.contains($0) }.map { ScanTask(input: $0, duration: duration) }
+        // Made one at a time as slots free: a scan of millions starts at once.
+        let tasks = (0..<total).lazy.filter { !done.contains($0) }.map { [duration] in ScanTask(input: $0, duration: duration) }
         let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { await output.scan($0) }
-        let scan = Task { await coordinator.run(tasks) }
+        let scan = Task { await coordinator.run(tasks, count: total - done.count) }
 
         // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
         let stopSignal = signals.received
@@ -54,18 +55,30 @@ extension ScanCommand {
             scan.cancel()
             await Console.printError((isatty(2) == 1 ? Progress.clear : "") + "Stopping: running tasks are cancelled (Ctrl-C again to quit at once)")
         }
+        // A scan that only dispatches has nothing to run it once every peer refused it for good.
+        let everyPeerRefused = links.everyPeerRefused
+        let refusalWatcher = Task { [localCapacity] in
+            guard localCapacity == 0 else { return }
+            _ = await everyPeerRefused.value
+            scan.cancel()
+        }
         let report = await scan.value
         watcher.cancel()
+        refusalWatcher.cancel()
         // Links stop first, so no peer event follows the summary; a link still connecting is
         // left to the process's exit rather than awaited (its connect may take --timeout).
-        links.stop()
+        await links.stop()
         await output.finish(report, resumed: done.count)
         await withTaskGroup(of: Void.self) { group in
             for node in spawned { group.addTask { await node.stop() } }
         }
         if report.interrupted, let signal = stopSignal.current { return 128 + signal }
+        if report.interrupted, localCapacity == 0, let refusal = everyPeerRefused.current {
+            await output.error(refusal)
+            return 2
+        }
         withExtendedLifetime(signals) {}
-        return report.gaveUp.isEmpty && !output.journalIncomplete ? 0 : 1
+        return report.gaveUp == 0 && !output.journalIncomplete ? 0 : 1
     }
 
     /// The output, journaling to --journal, and the sectors the journal holds when resuming:

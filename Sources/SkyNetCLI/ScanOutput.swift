@@ -60,6 +60,8 @@ final class ScanOutput: Sendable {
         case .disconnected(_, let reason): json = self.event("disconnected"); json.add("reason", reason)
         case .unreachable(_, let address, let error):
             json = self.event("unreachable"); json.add("address", address); json.add("error", error)
+        case .refused(_, let code, _):
+            json = self.event("refused"); json.add("code", code); json.add("hint", event.refusalHint)
         case .unresponsive: json = self.event("unresponsive")
         case .responsive: json = self.event("responsive")
         }
@@ -112,7 +114,7 @@ final class ScanOutput: Sendable {
         switch format {
         case .text:
             if report.interrupted {
-                await line("Stopped: \(completed) completed, \(report.gaveUp.count) failed, \(report.notRun) not run.")
+                await line("Stopped: \(completed) completed, \(report.gaveUp) failed, \(report.notRun) not run.")
             } else {
                 await line("Done.")
             }

@@ -20,9 +20,9 @@ struct SummaryTable {
     }
 
     var text: String {
-        let header = ["system", "completed", "failed", "re-runs", "mean s", "share"]
+        let header = ["system", "completed", "failed", "re-runs", "busy", "mean s", "share"]
         let body = rows.map { row in
-            [row.name, String(row.tally.completed), String(row.tally.failed), String(row.tally.reruns),
+            [row.name, String(row.tally.completed), String(row.tally.failed), String(row.tally.reruns), String(row.tally.busy),
              String(format: "%.3f", row.tally.meanSeconds), String(format: "%.0f%%", share(row.tally) * 100)]
         }
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
@@ -38,12 +38,13 @@ struct SummaryTable {
     func json(resumed: Int) -> JSONLine {
         var json = JSONLine()
         json.add("event", "summary")
-        json.add("total", report.results.count + resumed)
+        json.add("total", report.total + resumed)
         json.add("completed", report.completed + resumed)
         json.add("resumed", resumed)
-        json.add("failed", report.gaveUp.count)
+        json.add("failed", report.gaveUp)
         json.add("not_run", report.notRun)
         json.add("reruns", report.reruns)
+        json.add("busy", report.busyBounces)
         json.add("seconds", report.seconds)
         json.add("interrupted", report.interrupted)
         var systems = JSONLine()
@@ -52,6 +53,7 @@ struct SummaryTable {
             system.add("completed", row.tally.completed)
             system.add("failed", row.tally.failed)
             system.add("reruns", row.tally.reruns)
+            system.add("busy", row.tally.busy)
             system.add("mean_seconds", row.tally.meanSeconds)
             system.add("share", share(row.tally))
             systems.add(row.name, object: system)

@@ -54,8 +54,9 @@ struct SystemsTests {
             woken.set()
             return reservation.name
         }
-        // Nothing frees a slot for a while: the waiter must still be waiting.
-        try await Task.sleep(for: .milliseconds(100))
+        // The waiter is in line and nothing freed a slot: it must still be waiting.
+        try await awaitState { await systems.waiterCount == 1 }
+        for _ in 0..<100 { await Task.yield() }
         #expect(!woken.isSet)
         await systems.release(held)
         #expect(try await withTimeout(.seconds(5)) { try await waiter.value } == "local")
@@ -64,7 +65,7 @@ struct SystemsTests {
     @Test func aWaiterIsWokenWhenASystemJoins() async throws {
         let systems = await makeSystems(local: 0)
         let waiter = Task { try await systems.firstAvailableSystem().name }
-        await Task.yield()
+        try await awaitState { await systems.waiterCount == 1 }
         await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 1)
         #expect(try await withTimeout(.seconds(5)) { try await waiter.value } == "beta")
     }
@@ -73,9 +74,9 @@ struct SystemsTests {
         let systems = await makeSystems(local: 1)
         let held = try #require(await systems.tryReserve())
         let anyWaiter = Task { try await systems.firstAvailableSystem() }
-        try await Task.sleep(for: .milliseconds(20))
+        try await awaitState { await systems.waiterCount == 1 }
         let localWaiter = Task { try await systems.localSystem() }
-        try await Task.sleep(for: .milliseconds(20))
+        try await awaitState { await systems.waiterCount == 2 }
         await systems.release(held)
         let first = try await withTimeout(.seconds(5)) { try await localWaiter.value }
         #expect(first.name == "local")
@@ -88,8 +89,10 @@ struct SystemsTests {
         let systems = await makeSystems(local: 1)
         let held = try #require(await systems.tryReserve())
         let waiter = Task { try await systems.firstAvailableSystem() }
+        try await awaitState { await systems.waiterCount == 1 }
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
+        try await awaitState { await systems.waiterCount == 0 }
         await systems.release(held)
         #expect(await systems.inFlight(on: "local") == 0)
     }

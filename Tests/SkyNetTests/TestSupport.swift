@@ -2,17 +2,14 @@
 
 /// A one-way signal between tasks, awaited with a bound.
 final class Flag: Sendable {
-    private let state = Locked(false)
-    var isSet: Bool { state.withLock { $0 } }
-    func set() { state.withLock { $0 = true } }
+    private let signal = AsyncSignal<Void>()
+    var isSet: Bool { signal.current != nil }
+    func set() { signal.fulfil(()) }
 
-    /// Waits until set, checking every few milliseconds; throws after `limit`.
+    /// Waits until set; throws after `limit`.
     func wait(upTo limit: Duration) async throws {
-        let deadline = ContinuousClock.now + limit
-        while !isSet {
-            guard ContinuousClock.now < deadline else { throw TimeoutError() }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        let signal = self.signal
+        try await withTimeout(limit) { await signal.value }
     }
 }
 
@@ -23,6 +20,16 @@ final class Counter: Sendable {
     func increment() { count.withLock { $0 += 1 } }
 }
 
+/// Waits, yielding (never sleeping), until `condition` holds; throws after `limit`. For state
+/// behind an actor that offers no signal of its own.
+func awaitState(upTo limit: Duration = .seconds(10), _ condition: @escaping @Sendable () async -> Bool) async throws {
+    try await withTimeout(limit) {
+        while !(await condition()) {
+            try Task.checkCancellation()
+            await Task.yield()
+        }
+    }
+}
 
 /// A system that fails every task it is given, counting them.
 actor AlwaysFailingSystem: ScanSystem {
@@ -42,15 +49,50 @@ actor AlwaysFailingSystem: ScanSystem {
     }
 }
 
-/// Collects a coordinator's events for inspection.
+/// Collects a coordinator's events for inspection; tests can await a number of completions.
 final class EventLog: Sendable {
-    private let events = Locked<[ScanEvent]>([])
-    func append(_ event: ScanEvent) { events.withLock { $0.append(event) } }
-    var all: [ScanEvent] { events.withLock { $0 } }
+    private struct State {
+        var events: [ScanEvent] = []
+        var completed = 0
+        var waiters: [(count: Int, signal: AsyncSignal<Void>)] = []
+    }
+
+    private let state = Locked(State())
+
+    func append(_ event: ScanEvent) {
+        let ready = state.withLock { state -> [AsyncSignal<Void>] in
+            state.events.append(event)
+            guard case .completed = event else { return [] }
+            state.completed += 1
+            let completed = state.completed
+            defer { state.waiters.removeAll { $0.count <= completed } }
+            return state.waiters.filter { $0.count <= completed }.map(\.signal)
+        }
+        for signal in ready { signal.fulfil(()) }
+    }
+
+    var all: [ScanEvent] { state.withLock { $0.events } }
+
+    /// Returns once `count` tasks have completed; throws after `limit`.
+    func waitForCompletions(_ count: Int, upTo limit: Duration = .seconds(10)) async throws {
+        let signal = AsyncSignal<Void>()
+        let reached = state.withLock { state in
+            if state.completed >= count { return true }
+            state.waiters.append((count, signal))
+            return false
+        }
+        if reached { return }
+        try await withTimeout(limit) { await signal.value }
+    }
 
     /// Inputs of the completed events, in order.
     var completedInputs: [Int] {
         all.compactMap { if case .completed(let task, _, _, _, _, _) = $0 { task.input } else { nil } }
+    }
+    /// Results of the completed events, by input.
+    var resultsByInput: [Int: String] {
+        Dictionary(all.compactMap { if case .completed(let task, let result, _, _, _, _) = $0 { (task.input, result) } else { nil } },
+                   uniquingKeysWith: { first, _ in first })
     }
     var rerunCount: Int { all.filter { if case .rerun = $0 { true } else { false } }.count }
 }

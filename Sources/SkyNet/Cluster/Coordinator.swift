@@ -1,14 +1,19 @@
-/// Runs a list of scan tasks over the systems of a registry.
+/// Runs scan tasks over the systems of a registry.
 ///
 /// One throwing task group holds every running task and the coordinator's requests for free
 /// slots. Each task goes to the first system with a free slot; a failed attempt runs again on
-/// the local system (on any system when the local one has no slots) until `maxAttempts`.
-/// Tasks are started only when a slot is reserved for them, so memory stays bounded by the
-/// slots, not by the number of tasks.
+/// the local system (on any system when the local one has no slots) until `maxAttempts`. A
+/// `busy` answer is back-pressure, not failure: the task goes back to the queue at no cost and
+/// the system that said it gets a slot's rest, longer each time (`BusyBackoff`).
+///
+/// Tasks are drawn from their source only when a slot is reserved for them, and results leave
+/// through events, so memory stays bounded by the slots, not by the number of tasks.
 public struct Coordinator: Sendable {
     public let systems: Systems
     public let maxAttempts: Int
-    private let onEvent: @Sendable (ScanEvent) async -> Void
+    let onEvent: @Sendable (ScanEvent) async -> Void
+    /// How long a slot rests after a `busy` answer: from `first`, doubling, up to `most`.
+    var busyRest = (first: BusyBackoff.first, most: BusyBackoff.most)
 
     /// - Parameter onEvent: called for each event, one at a time, in order. It may suspend (an
     ///   output that is full): the scan then waits for it, holding no thread.
@@ -18,22 +23,34 @@ public struct Coordinator: Sendable {
         self.onEvent = onEvent
     }
 
-    /// Runs every task to completion or to its last attempt.
+    /// Runs every task of a list (see `run(_:count:)`).
+    public func run(_ tasks: [ScanTask]) async -> ScanReport {
+        await run(tasks, count: tasks.count)
+    }
+
+    /// Runs every task to completion or to its last attempt, and returns as soon as each has
+    /// its outcome (slot requests still parked are cancelled).
+    ///
+    /// - Parameters:
+    ///   - tasks: the tasks, drawn lazily one at a time as slots free (a lazy sequence of ten
+    ///     million tasks costs nothing up front).
+    ///   - count: how many tasks `tasks` yields: the report's `total`.
     ///
     /// Cancelling the calling task stops the scan: no new attempt starts, running ones are
     /// cancelled (remote ones on their nodes too), results that still arrive are kept, and the
     /// report says `interrupted`.
-    public func run(_ tasks: [ScanTask]) async -> ScanReport {
+    public func run<Tasks: Sequence<ScanTask>>(_ tasks: Tasks, count: Int) async -> ScanReport {
         let clock = ContinuousClock()
         let start = clock.now
-        var report = ScanReport(taskCount: tasks.count)
-        var queue = WorkQueue(taskCount: tasks.count, rerunOnLocal: await systems.localCapacity > 0)
+        var report = ScanReport(total: count)
+        var queue = WorkQueue(tasks: tasks, rerunOnLocal: await systems.localCapacity > 0)
+        var backoff = BusyBackoff(first: busyRest.first, most: busyRest.most)
 
         await withThrowingTaskGroup(of: Step.self) { group in
-            while !Task.isCancelled {
+            while !Task.isCancelled, !queue.isDone() {
                 // Use every slot that is free right now, then park one request per kind of
                 // work still waiting, so a freed slot or a joining peer wakes us.
-                while let (job, reservation) = await queue.takeFreeSlot(from: systems, tasks: tasks) {
+                while let (job, reservation) = await queue.takeFreeSlot(from: systems) {
                     await launch(job, on: reservation, in: &group)
                 }
                 while let kind = queue.slotRequestToPark() {
@@ -47,18 +64,36 @@ public struct Coordinator: Sendable {
                 guard let step = try? await group.next() else { break }
                 switch step {
                 case .slot(let reservation, let kind):
-                    if !Task.isCancelled, let job = queue.job(for: reservation, requestedAs: kind, tasks: tasks) {
+                    if !Task.isCancelled, let job = queue.job(for: reservation, requestedAs: kind) {
                         await launch(job, on: reservation, in: &group)
                     } else {
                         await systems.release(reservation)
                     }
+                case .finished(let job, let reservation, .failure(let failure as ScanFailure), _)
+                    where failure.code == "busy" && !Task.isCancelled:
+                    queue.finished()
+                    queue.bounce(job)
+                    report.busyBounces += 1
+                    report.systems[reservation.name, default: SystemTally()].busy += 1
+                    // The slot rests before it is released: that system gets less from us
+                    // while it is full, and the task goes to whichever slot frees first.
+                    let rest = backoff.bounced(on: reservation.name)
+                    group.addTask {
+                        try? await Task.sleep(for: rest)
+                        return .rested(reservation)
+                    }
                 case .finished(let job, let reservation, let result, let seconds):
+                    queue.finished()
+                    backoff.answered(on: reservation.name)
                     await systems.release(reservation)
                     await record(job, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
+                case .rested(let reservation):
+                    await systems.release(reservation)
                 }
             }
-            guard Task.isCancelled else { return }
-            report.interrupted = true
+            report.interrupted = Task.isCancelled
+            // Every task has its outcome (or the scan was stopped): what is left are parked
+            // slot requests, resting slots and, when stopped, running attempts.
             group.cancelAll()
             await drain(&group, into: &report, queue: &queue)
         }
@@ -66,7 +101,8 @@ public struct Coordinator: Sendable {
         return report
     }
 
-    /// After cancellation: waits for every child, keeping results that still arrive.
+    /// After the loop: waits for every child, releasing slots and keeping results that still
+    /// arrive.
     private func drain(_ group: inout ThrowingTaskGroup<Step, any Error>, into report: inout ScanReport, queue: inout WorkQueue) async {
         while !group.isEmpty {
             let step: Step?
@@ -75,7 +111,7 @@ public struct Coordinator: Sendable {
             case .finished(let job, let reservation, .success(let value), let seconds)?:
                 await systems.release(reservation)
                 await record(job, system: reservation.system, result: .success(value), seconds: seconds, in: &report, queue: &queue)
-            case .slot(let reservation, _)?:
+            case .slot(let reservation, _)?, .rested(let reservation)?:
                 await systems.release(reservation)
             case .finished(_, let reservation, _, _)?:
                 await systems.release(reservation)  // a cancelled attempt: the task counts as not run
@@ -84,85 +120,12 @@ public struct Coordinator: Sendable {
             }
         }
     }
-
-    private func launch(_ job: Job, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) async {
-        let system = reservation.system
-        await onEvent(.started(job.task, system: system.name, isLocal: system.isLocal, attempt: job.attempt))
-        group.addTask { await attempt(job, on: reservation) }
-    }
-
-    private func attempt(_ job: Job, on reservation: Reservation) async -> Step {
-        let started = ContinuousClock.now
-        let result: Result<String, any Error>
-        do { result = .success(try await reservation.system.run(job.task)) } catch { result = .failure(error) }
-        let seconds = (ContinuousClock.now - started).seconds
-        switch result {
-        case .failure(is PeerDisconnected):
-            await systems.retire(reservation)  // gone: no other task should be handed to it
-        case .failure(let failure as ScanFailure) where failure.code == "busy":
-            // Someone else fills that system: keep its slot a moment so the re-run goes elsewhere.
-            try? await Task.sleep(for: Self.busyCoolDown)
-        default:
-            break
-        }
-        // The slot is released by the loop when it takes this step: so no more children live
-        // than there are slots, however far the loop falls behind.
-        return .finished(job, reservation, result, seconds)
-    }
-
-    /// How long a system that answered `busy` gets no task from this slot.
-    static let busyCoolDown: Duration = .milliseconds(100)
-    /// How often a task may meet a `busy` system before that counts as a failed attempt.
-    static let maxBusyBounces = 50
-
-    private func record(
-        _ job: Job, system: any ScanSystem, result: Result<String, any Error>, seconds: Double,
-        in report: inout ScanReport, queue: inout WorkQueue
-    ) async {
-        if job.attempt > 1 || job.busyBounces > 0 { report.systems[system.name, default: SystemTally()].reruns += 1 }
-        switch result {
-        case .success(let value):
-            report.results[job.index] = value
-            report.systems[system.name, default: SystemTally()].completed += 1
-            report.systems[system.name, default: SystemTally()].busySeconds += seconds
-            await onEvent(.completed(job.task, result: value, system: system.name, isLocal: system.isLocal,
-                               attempt: job.attempt, seconds: seconds))
-        case .failure where Task.isCancelled:
-            break  // stopped, not failed: the task counts as not run
-        case .failure(let failure as ScanFailure) where failure.code == "busy" && job.busyBounces < Self.maxBusyBounces:
-            // The system could not take it: not an attempt at the task, so it costs none.
-            report.systems[system.name, default: SystemTally()].failed += 1
-            report.reruns += 1
-            queue.rerun(Job(index: job.index, task: job.task, attempt: job.attempt, busyBounces: job.busyBounces + 1))
-            await onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: failure))
-        case .failure(let error) where job.attempt < maxAttempts:
-            report.systems[system.name, default: SystemTally()].failed += 1
-            report.reruns += 1
-            queue.rerun(Job(index: job.index, task: job.task, attempt: job.attempt + 1, busyBounces: job.busyBounces))
-            await onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: error))
-        case .failure(let error):
-            report.systems[system.name, default: SystemTally()].failed += 1
-            report.gaveUp.append(job.task)
-            await onEvent(.gaveUp(job.task, attempts: job.attempt, error: error))
-        }
-    }
-}
-
-/// One attempt at one task: its position in the list and which try this is (from 1).
-struct Job: Sendable {
-    let index: Int
-    let task: ScanTask
-    let attempt: Int
-    /// How often the task met a system that was full (`busy`); bounded, costs no attempt.
-    var busyBounces = 0
 }
 
 /// What a child of the coordinator's task group reports back.
 enum Step: Sendable {
     case slot(Reservation, SlotKind)
     case finished(Job, Reservation, Result<String, any Error>, Double)
+    /// A slot that rested after a `busy` answer, ready to be released.
+    case rested(Reservation)
 }
-
-/// Which slots a parked request waits for: local ones (for re-runs) or any.
-enum SlotKind: Sendable { case local, any }
-

@@ -3,6 +3,11 @@
 /// Each peer has a task of its own that connects and says hello in the background, adds the
 /// peer to the registry when it is welcomed, removes it when it disconnects, and tries again
 /// with backoff: a peer that is down is reported once, and joins when it comes up.
+///
+/// A peer that refuses the hello for good (`unauthorized`, `unsupported-version`) is reported
+/// once with the fix and asked again only rarely (`refusalRetryDelay`): the answer cannot
+/// change until someone restarts that node or this coordinator, and a loop of refused hellos
+/// would only fill the node's log.
 public final class PeerLinks: Sendable {
     public struct Settings: Sendable {
         /// Slots per peer unless the cluster file says otherwise.
@@ -12,6 +17,8 @@ public final class PeerLinks: Sendable {
         public var token: String?
         /// Backoff between attempts to reach a peer that is down.
         public var retryDelays: (first: Duration, most: Duration) = (.milliseconds(100), .seconds(2))
+        /// Wait before asking again a peer that refused the hello for good.
+        public var refusalRetryDelay: Duration = .seconds(30)
 
         public init(capacity: Int = 4, timeout: Duration = .seconds(5), token: String? = nil) {
             self.capacity = capacity
@@ -20,14 +27,42 @@ public final class PeerLinks: Sendable {
         }
     }
 
+    /// Whether the links may still report, and the reports under way: `stop()` waits for
+    /// those, since a report may suspend on a full output after it passed the check.
+    private struct Reporting {
+        var stopped = false
+        var underWay = 0
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
     private let tasks: [Task<Void, Never>]
-    private let stopped = Locked(false)
+    private let reporting = Locked(Reporting())
+    /// The peers whose last answer was a refusal for good, by name.
+    private let refusing = Locked<Set<String>>([])
+    /// Fulfilled (with the reasons, one line) once every peer of the cluster has refused the
+    /// hello for good: a scan with no local slots then has nothing that can run it.
+    public let everyPeerRefused = AsyncSignal<String>()
 
     /// Starts linking to every node of `cluster`.
     public init(cluster: ClusterConfig, systems: Systems, settings: Settings, log: @escaping @Sendable (ClusterEvent) async -> Void) {
-        let stopped = self.stopped
+        let reporting = self.reporting, refusing = self.refusing, everyPeerRefused = self.everyPeerRefused
+        let count = cluster.nodes.count
         let log: @Sendable (ClusterEvent) async -> Void = { event in
-            if !stopped.withLock({ $0 }) { await log(event) }
+            var everyPeerRefusedNow = false
+            switch event {
+            case .refused:
+                everyPeerRefusedNow = refusing.withLock { refusing in
+                    refusing.insert(event.peer)
+                    return refusing.count == count
+                }
+            case .connected:
+                _ = refusing.withLock { $0.remove(event.peer) }
+            default:
+                break
+            }
+            await Self.report(event, to: log, reporting: reporting)
+            // After the report: whoever stops the scan on this signal sees the last refusal printed.
+            if everyPeerRefusedNow { everyPeerRefused.fulfil("every peer refused this coordinator (\(event.refusalHint))") }
         }
         tasks = cluster.nodes.map { node in
             Task { await Self.link(node, capacity: node.capacity ?? cluster.capacity ?? settings.capacity,
@@ -36,10 +71,36 @@ public final class PeerLinks: Sendable {
     }
 
     /// Stops every link: open connections close, and no link reports anything after this
-    /// returns. A connect in progress ends on its own (within the timeout), unawaited.
-    public func stop() {
-        stopped.withLock { $0 = true }
+    /// returns (a report already under way is awaited). A connect in progress ends on its own
+    /// (within the timeout), unawaited.
+    public func stop() async {
         for task in tasks { task.cancel() }
+        await withCheckedContinuation { continuation in
+            let now = reporting.withLock { reporting in
+                reporting.stopped = true
+                if reporting.underWay == 0 { return true }
+                reporting.stopWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Passes `event` on unless the links were stopped, counting it as under way meanwhile.
+    private static func report(_ event: ClusterEvent, to log: @Sendable (ClusterEvent) async -> Void, reporting: Locked<Reporting>) async {
+        let allowed = reporting.withLock { reporting in
+            if !reporting.stopped { reporting.underWay += 1 }
+            return !reporting.stopped
+        }
+        guard allowed else { return }
+        await log(event)
+        let waiters = reporting.withLock { reporting in
+            reporting.underWay -= 1
+            guard reporting.stopped, reporting.underWay == 0 else { return [CheckedContinuation<Void, Never>]() }
+            defer { reporting.stopWaiters = [] }
+            return reporting.stopWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     private static func link(
@@ -48,11 +109,20 @@ public final class PeerLinks: Sendable {
     ) async {
         var delay = settings.retryDelays.first
         var reportedDown = false
+        var reportedRefusal = false
         while !Task.isCancelled {
             let peer: PeerConnection
             do {
                 peer = try await PeerConnection.open(name: node.name, host: node.host, port: node.port,
                                                      token: settings.token, timeout: settings.timeout)
+            } catch let refusal as WireError where ClusterEvent.isPermanentRefusal(refusal.code) {
+                if Task.isCancelled { return }
+                if !reportedRefusal {
+                    await log(.refused(node.name, code: refusal.code, message: refusal.message ?? ""))
+                    reportedRefusal = true
+                }
+                try? await Task.sleep(for: settings.refusalRetryDelay)
+                continue
             } catch {
                 if Task.isCancelled { return }
                 if !reportedDown {
@@ -64,6 +134,7 @@ public final class PeerLinks: Sendable {
                 continue
             }
             reportedDown = false
+            reportedRefusal = false
             delay = settings.retryDelays.first
             let slots = min(capacity, peer.welcome.capacity)
             let remote = RemoteSystem(name: node.name, peer: peer, timeout: settings.timeout) { responsive in

@@ -17,6 +17,9 @@ public struct SystemTally: Sendable, Equatable {
     public internal(set) var failed = 0
     /// Attempts it ran that were re-runs of a task that had failed (anywhere) before.
     public internal(set) var reruns = 0
+    /// Times it answered `busy` (full with other coordinators' work): back-pressure, not
+    /// failures; the task went back to the queue at no cost.
+    public internal(set) var busy = 0
     /// Seconds of the attempts it completed, added up.
     public internal(set) var busySeconds: Double = 0
 
@@ -24,22 +27,25 @@ public struct SystemTally: Sendable, Equatable {
     public var meanSeconds: Double { completed == 0 ? 0 : busySeconds / Double(completed) }
 }
 
-/// The outcome of a whole scan.
+/// The outcome of a whole scan: counters only, so its size does not depend on the number of
+/// tasks (each task's result went out through `ScanEvent.completed`).
 public struct ScanReport: Sendable {
-    /// The result of each task, in the order the tasks were given; nil for a task given up.
-    public internal(set) var results: [String?]
-    /// Tasks that used up their attempts.
-    public internal(set) var gaveUp: [ScanTask] = []
+    /// How many tasks the scan was given.
+    public let total: Int
+    /// How many tasks used up their attempts.
+    public internal(set) var gaveUp = 0
     /// How many failed attempts were queued to run again (a stopped scan may not have run them).
     public internal(set) var reruns = 0
+    /// How many `busy` answers sent a task back to the queue (they cost no attempt).
+    public internal(set) var busyBounces = 0
     /// What each system did, by name.
     public internal(set) var systems: [String: SystemTally] = [:]
     public internal(set) var seconds: Double = 0
     /// Whether the scan was stopped (cancelled) before every task had its outcome.
     public internal(set) var interrupted = false
 
-    init(taskCount: Int) {
-        results = Array(repeating: nil, count: taskCount)
+    init(total: Int) {
+        self.total = total
     }
 
     /// How many tasks completed.
@@ -49,5 +55,5 @@ public struct ScanReport: Sendable {
     public var completedBySystem: [String: Int] { systems.filter { $0.value.completed > 0 }.mapValues(\.completed) }
 
     /// How many tasks neither completed nor used up their attempts (an interrupted scan).
-    public var notRun: Int { results.count - completed - gaveUp.count }
+    public var notRun: Int { total - completed - gaveUp }
 }

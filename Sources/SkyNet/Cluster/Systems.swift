@@ -46,6 +46,9 @@ public actor Systems {
         entries.first { $0.system.name == name }?.inFlight ?? 0
     }
 
+    /// How many callers wait in line for a slot: lets tests await a waiter instead of sleeping.
+    var waiterCount: Int { waiters.count }
+
     /// The slots of all systems together.
     public var totalCapacity: Int { entries.reduce(0) { $0 + $1.capacity } }
 

@@ -1,0 +1,76 @@
+extension Coordinator {
+    func launch(_ job: Job, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) async {
+        let system = reservation.system
+        await onEvent(.started(job.task, system: system.name, isLocal: system.isLocal, attempt: job.attempt))
+        group.addTask { await attempt(job, on: reservation) }
+    }
+
+    private func attempt(_ job: Job, on reservation: Reservation) async -> Step {
+        let started = ContinuousClock.now
+        let result: Result<String, any Error>
+        do { result = .success(try await reservation.system.run(job.task)) } catch { result = .failure(error) }
+        let seconds = (ContinuousClock.now - started).seconds
+        if case .failure(is PeerDisconnected) = result {
+            await systems.retire(reservation)  // gone: no other task should be handed to it
+        }
+        // The slot is released by the loop when it takes this step: so no more children live
+        // than there are slots, however far the loop falls behind.
+        return .finished(job, reservation, result, seconds)
+    }
+
+    /// Counts the outcome of an attempt (not a `busy` one) and queues a re-run if it failed.
+    func record(
+        _ job: Job, system: any ScanSystem, result: Result<String, any Error>, seconds: Double,
+        in report: inout ScanReport, queue: inout WorkQueue
+    ) async {
+        if job.attempt > 1 { report.systems[system.name, default: SystemTally()].reruns += 1 }
+        switch result {
+        case .success(let value):
+            report.systems[system.name, default: SystemTally()].completed += 1
+            report.systems[system.name, default: SystemTally()].busySeconds += seconds
+            await onEvent(.completed(job.task, result: value, system: system.name, isLocal: system.isLocal,
+                                     attempt: job.attempt, seconds: seconds))
+        case .failure where Task.isCancelled:
+            break  // stopped, not failed: the task counts as not run
+        case .failure(let error) where job.attempt < maxAttempts:
+            report.systems[system.name, default: SystemTally()].failed += 1
+            report.reruns += 1
+            queue.rerun(Job(task: job.task, attempt: job.attempt + 1))
+            await onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: error))
+        case .failure(let error):
+            report.systems[system.name, default: SystemTally()].failed += 1
+            report.gaveUp += 1
+            await onEvent(.gaveUp(job.task, attempts: job.attempt, error: error))
+        }
+    }
+}
+
+/// How long a slot rests after its system answered `busy`: exponential in the system's
+/// unbroken run of `busy` answers, with jitter so coordinators sharing a node do not come back
+/// in step, and bounded. Any other answer from the system ends its run.
+struct BusyBackoff {
+    static let first: Duration = .milliseconds(50)
+    static let most: Duration = .seconds(2)
+    let first: Duration
+    let most: Duration
+    /// Unbroken `busy` answers by system name (bounded by the number of systems).
+    private var streaks: [String: Int] = [:]
+
+    init(first: Duration, most: Duration) {
+        self.first = first
+        self.most = most
+    }
+
+    /// Counts a `busy` answer from `system` and returns how long the slot rests.
+    mutating func bounced(on system: String) -> Duration {
+        let streak = min((streaks[system] ?? 0) + 1, 16)
+        streaks[system] = streak
+        let ceiling = min(first * (1 << (streak - 1)), most)
+        return ceiling * Double.random(in: 0.5...1)
+    }
+
+    /// `system` answered something other than `busy`: its next `busy` starts short again.
+    mutating func answered(on system: String) {
+        streaks[system] = nil
+    }
+}
