@@ -1,0 +1,178 @@
+/// A job's command line, split into words the way a POSIX shell splits them, but never run by
+/// one: `sha256sum {}` or `convert {} 'out/{#}.png'`.
+///
+/// Quoting works as in `sh`: single quotes keep everything, double quotes keep everything but
+/// `\"`, `\\`, `\$` and `` \` ``, and a backslash outside quotes keeps the next character. What
+/// only a shell could do (pipes, redirections, `;`, `&`, `$VAR`, `$(…)`, backquotes) is refused
+/// rather than passed on as a literal word, so a command never means something else than it
+/// seems to. `{}` stands for the task's input and `{#}` for its sector number, anywhere in a
+/// word; `\{}` is a literal `{}`. Without a placeholder the input is appended as the last word.
+public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
+    /// A command that cannot be split, saying what is wrong and what to write instead.
+    public struct ParseError: Error, CustomStringConvertible, Equatable, Sendable {
+        public let description: String
+    }
+
+    enum Piece: Sendable, Equatable {
+        case text(String)
+        case input
+        case sector
+    }
+
+    /// The command as the operator wrote it.
+    public let text: String
+    let words: [[Piece]]
+    let hasPlaceholder: Bool
+
+    public var description: String { text }
+
+    /// The program to run: the first word (a name looked up in PATH, or a path).
+    public var program: String { words.first.map { Self.join($0, input: "", sector: 0) } ?? "" }
+
+    public init(_ command: String) throws(ParseError) {
+        var splitter = WordSplitter()
+        for character in command { try splitter.take(character) }
+        let words = try splitter.finish()
+        guard let first = words.first else {
+            throw ParseError(description: "the command is empty: name a program, e.g. 'sha256sum {}'")
+        }
+        guard first.allSatisfy({ if case .text = $0 { true } else { false } }) else {
+            throw ParseError(description: "the program must be named in the command, not given by a placeholder: '\(command)'")
+        }
+        text = command
+        self.words = words
+        hasPlaceholder = words.joined().contains { !Self.isText($0) }
+    }
+
+    /// The argument vector for one task (program first).
+    public func arguments(input: String, sector: Int) -> [String] {
+        var arguments = words.map { Self.join($0, input: input, sector: sector) }
+        if !hasPlaceholder { arguments.append(input) }
+        return arguments
+    }
+
+    private static func isText(_ piece: Piece) -> Bool {
+        if case .text = piece { true } else { false }
+    }
+
+    private static func join(_ pieces: [Piece], input: String, sector: Int) -> String {
+        var word = ""
+        for piece in pieces {
+            switch piece {
+            case .text(let text): word += text
+            case .input: word += input
+            case .sector: word += String(sector)
+            }
+        }
+        return word
+    }
+}
+
+/// Splits a command into words of text and placeholders, one character at a time.
+private struct WordSplitter {
+    private enum Quote { case none, single, double }
+
+    private var words: [[CommandTemplate.Piece]] = []
+    private var pieces: [CommandTemplate.Piece] = []
+    private var text = ""
+    /// A word has begun (also when it is empty so far, as after `''`).
+    private var inWord = false
+    private var quote = Quote.none
+    private var escaped = false
+    /// Characters of a possible placeholder seen so far: `{` or `{#`.
+    private var brace = ""
+
+    mutating func take(_ character: Character) throws(CommandTemplate.ParseError) {
+        if !brace.isEmpty {
+            if try continuePlaceholder(with: character) { return }
+        }
+        if escaped {
+            escaped = false
+            if quote == .double, !"$`\"\\\n".contains(character) { text.append("\\") }
+            if character != "\n" { text.append(character) }
+            return
+        }
+        switch (quote, character) {
+        case (.single, "'"): quote = .none
+        case (.single, "{"): beginPlaceholder()
+        case (.single, _): appendLiteral(character)
+        case (.double, "\""): quote = .none
+        case (.double, "\\"): escaped = true
+        case (.double, "$"), (.double, "`"): throw Self.shellOnly(character)
+        case (.double, "{"): beginPlaceholder()
+        case (.double, _): appendLiteral(character)
+        case (.none, "'"): inWord = true; quote = .single
+        case (.none, "\""): inWord = true; quote = .double
+        case (.none, "\\"): inWord = true; escaped = true
+        case (.none, "{"): beginPlaceholder()
+        case (.none, " "), (.none, "\t"), (.none, "\n"): endWord()
+        case (.none, _) where "|&;<>()$`".contains(character): throw Self.shellOnly(character)
+        case (.none, "#") where !inWord: throw Self.shellOnly(character)  // a comment, to a shell
+        case (.none, _): appendLiteral(character)
+        }
+    }
+
+    mutating func finish() throws(CommandTemplate.ParseError) -> [[CommandTemplate.Piece]] {
+        if !brace.isEmpty {
+            text += brace
+            brace = ""
+        }
+        if escaped, quote == .none {
+            throw CommandTemplate.ParseError(description: "the command ends in a lone backslash")
+        }
+        switch quote {
+        case .single: throw CommandTemplate.ParseError(description: "a single quote (') is never closed")
+        case .double: throw CommandTemplate.ParseError(description: "a double quote (\") is never closed")
+        case .none: break
+        }
+        endWord()
+        return words
+    }
+
+    private mutating func appendLiteral(_ character: Character) {
+        inWord = true
+        text.append(character)
+    }
+
+    private mutating func beginPlaceholder() {
+        inWord = true
+        brace = "{"
+    }
+
+    /// Whether `character` was used up by a placeholder in progress (`{`, `{#`); when it
+    /// turns out to be plain text, that text is kept and `character` is handled as usual.
+    private mutating func continuePlaceholder(with character: Character) throws(CommandTemplate.ParseError) -> Bool {
+        switch (brace, character) {
+        case ("{", "}"), ("{#", "}"):
+            if !text.isEmpty { pieces.append(.text(text)) }
+            text = ""
+            pieces.append(brace == "{" ? .input : .sector)
+            brace = ""
+            return true
+        case ("{", "#"):
+            brace = "{#"
+            return true
+        default:
+            text += brace
+            brace = ""
+            return false
+        }
+    }
+
+    private mutating func endWord() {
+        guard inWord else { return }
+        if !text.isEmpty || pieces.isEmpty { pieces.append(.text(text)) }
+        words.append(pieces)
+        pieces = []
+        text = ""
+        inWord = false
+    }
+
+    private static func shellOnly(_ character: Character) -> CommandTemplate.ParseError {
+        CommandTemplate.ParseError(description: """
+            '\(character)' means something only to a shell, and a job's command is never run by one: \
+            quote it ('\(character)') to pass it as text, or put a pipeline or redirection in a script \
+            and name the script as the command
+            """)
+    }
+}

@@ -1,0 +1,54 @@
+/// What one task asks of a job: its sector, its input text and its limits.
+public struct JobRequest: Sendable, Equatable {
+    /// The task's sector number (0-based): its line in the inputs, or the number itself.
+    public let sector: Int
+    /// The task's input text (the sector number as text when there is no inputs file).
+    public let input: String
+    /// Seconds of simulated work: the built-in `scan` job's one parameter; other jobs ignore it.
+    public let duration: Double
+    /// The task's deadline, if it has one: at that moment its work is stopped.
+    public let deadline: ContinuousClock.Instant?
+
+    public init(sector: Int, input: String, duration: Double = 1.0, deadline: ContinuousClock.Instant? = nil) {
+        self.sector = sector
+        self.input = input
+        self.duration = duration
+        self.deadline = deadline
+    }
+}
+
+/// A kind of work a system runs by name: the simulated scan, a command the operator declared,
+/// or Swift code registered through the library.
+///
+/// `run` is cancelled when the task is (a cancel from the coordinator, a lost connection, its
+/// deadline): it must then stop its work and throw `CancellationError`. Work that computes
+/// rather than waits runs on a thread of its own (see `JobRegistry.register(_:blocking:)`),
+/// never on the cooperative pool.
+public protocol Job: Sendable {
+    /// What the job runs, as peers are told it: the command as written, or a short label.
+    var summary: String { get }
+    /// Runs the job for one task and returns its result text.
+    func run(_ request: JobRequest) async throws -> String
+}
+
+/// A job whose work is a Swift closure that suspends (awaits) rather than computes.
+struct ClosureJob: Job {
+    let summary: String
+    let body: @Sendable (JobRequest) async throws -> String
+
+    func run(_ request: JobRequest) async throws -> String {
+        try await body(request)
+    }
+}
+
+/// A job whose work is a synchronous Swift closure: it runs on a thread of its own, so
+/// CPU-bound work never holds a thread of the cooperative pool.
+struct BlockingJob: Job {
+    let summary: String
+    let body: @Sendable (JobRequest) throws -> String
+
+    func run(_ request: JobRequest) async throws -> String {
+        try Task.checkCancellation()
+        return try await onOwnThread(named: "skynet-job") { [body] in try body(request) }
+    }
+}
