@@ -15,6 +15,9 @@ struct WireTests {
         let requests: [Request] = [
             .hello(version: 1, name: "coordinator", token: "s3cr\"et\n"),
             .scan(id: 7, task: task), .cancel(id: 7), .ping(id: Int.max),
+            .scan(id: 8, task: ScanTask(id: task.id, input: 3, duration: 0.5, timeout: 2.5)),
+            .job(id: 9, task: ScanTask(id: task.id, input: 4, duration: 0, job: "sum", text: "a b\n'c'", timeout: 30)),
+            .job(id: 10, task: ScanTask(id: task.id, input: -1, duration: 0, job: "x.y_z-1", text: "")),
         ]
         for request in requests {
             let line = request.line
@@ -26,7 +29,8 @@ struct WireTests {
 
     @Test func repliesSurviveARoundTrip() throws {
         let replies: [Reply] = [
-            .welcome(version: 1, name: "beta", capacity: 4),
+            .welcome(version: 1, name: "beta", capacity: 4, jobs: nil),
+            .welcome(version: 1, name: "beta", capacity: 4, jobs: ["scan": "built-in simulated scan", "sum": "sha256sum {}"]),
             .result(id: 1, task: UUID(), result: "3"),
             .failure(id: 2, task: UUID(), code: "task-failed", message: "UnreliableAPI.action(failingEvery:) failed."),
             .pong(id: 3, Pong(name: "b", running: 2, capacity: 4, completed: 120, failed: 3)),
@@ -54,6 +58,11 @@ struct WireTests {
         ("[1,2]", "bad-request", nil),
         (#"{"id":3}"#, "bad-request", 3),
         (#"{"type":"ping"}"#, "bad-request", nil),
+        (#"{"type":"job","id":6,"job":"scan","task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","sector":1,"input":"x"}}"#, "bad-request", 6),
+        (#"{"type":"job","id":6,"job":"a b","task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","sector":1,"input":"x"}}"#, "bad-request", 6),
+        (#"{"type":"job","id":6,"job":"sum","task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","sector":1,"input":7}}"#, "bad-request", 6),
+        (#"{"type":"job","id":6,"job":"sum","task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","sector":1,"input":"x","timeout":0}}"#, "bad-request", 6),
+        (#"{"type":"scan","id":6,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1,"timeout":-1}}"#, "bad-request", 6),
         (#"{"type":"ping","id":"3"}"#, "bad-request", nil),
         (#"{"type":"scan","id":5,"task":{"id":"nope","input":1}}"#, "bad-request", 5),
         (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1.5}}"#, "bad-request", 5),

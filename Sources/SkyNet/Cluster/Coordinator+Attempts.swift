@@ -1,46 +1,46 @@
 extension Coordinator {
-    func launch(_ job: Job, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) async {
+    func launch(_ work: Attempt, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) async {
         let system = reservation.system
-        await onEvent(.started(job.task, system: system.name, isLocal: system.isLocal, attempt: job.attempt))
-        group.addTask { await attempt(job, on: reservation) }
+        await onEvent(.started(work.task, system: system.name, isLocal: system.isLocal, attempt: work.attempt))
+        group.addTask { await attempt(work, on: reservation) }
     }
 
-    private func attempt(_ job: Job, on reservation: Reservation) async -> Step {
+    private func attempt(_ work: Attempt, on reservation: Reservation) async -> Step {
         let started = ContinuousClock.now
         let result: Result<String, any Error>
-        do { result = .success(try await reservation.system.run(job.task)) } catch { result = .failure(error) }
+        do { result = .success(try await reservation.system.run(work.task)) } catch { result = .failure(error) }
         let seconds = (ContinuousClock.now - started).seconds
         if case .failure(is PeerDisconnected) = result {
             await systems.retire(reservation)  // gone: no other task should be handed to it
         }
         // The slot is released by the loop when it takes this step: so no more children live
         // than there are slots, however far the loop falls behind.
-        return .finished(job, reservation, result, seconds)
+        return .finished(work, reservation, result, seconds)
     }
 
     /// Counts the outcome of an attempt (not a `busy` one) and queues a re-run if it failed.
     func record(
-        _ job: Job, system: any ScanSystem, result: Result<String, any Error>, seconds: Double,
+        _ work: Attempt, system: any ScanSystem, result: Result<String, any Error>, seconds: Double,
         in report: inout ScanReport, queue: inout WorkQueue
     ) async {
-        if job.attempt > 1 { report.systems[system.name, default: SystemTally()].reruns += 1 }
+        if work.attempt > 1 { report.systems[system.name, default: SystemTally()].reruns += 1 }
         switch result {
         case .success(let value):
             report.systems[system.name, default: SystemTally()].completed += 1
             report.systems[system.name, default: SystemTally()].busySeconds += seconds
-            await onEvent(.completed(job.task, result: value, system: system.name, isLocal: system.isLocal,
-                                     attempt: job.attempt, seconds: seconds))
+            await onEvent(.completed(work.task, result: value, system: system.name, isLocal: system.isLocal,
+                                     attempt: work.attempt, seconds: seconds))
         case .failure where Task.isCancelled:
             break  // stopped, not failed: the task counts as not run
-        case .failure(let error) where job.attempt < maxAttempts:
+        case .failure(let error) where work.attempt < maxAttempts:
             report.systems[system.name, default: SystemTally()].failed += 1
             report.reruns += 1
-            queue.rerun(Job(task: job.task, attempt: job.attempt + 1))
-            await onEvent(.rerun(job.task, attempt: job.attempt, system: system.name, error: error))
+            queue.rerun(Attempt(task: work.task, attempt: work.attempt + 1))
+            await onEvent(.rerun(work.task, attempt: work.attempt, system: system.name, error: error))
         case .failure(let error):
             report.systems[system.name, default: SystemTally()].failed += 1
             report.gaveUp += 1
-            await onEvent(.gaveUp(job.task, attempts: job.attempt, error: error))
+            await onEvent(.gaveUp(work.task, attempts: work.attempt, error: error))
         }
     }
 }

@@ -50,8 +50,8 @@ public struct Coordinator: Sendable {
             while !Task.isCancelled, !queue.isDone() {
                 // Use every slot that is free right now, then park one request per kind of
                 // work still waiting, so a freed slot or a joining peer wakes us.
-                while let (job, reservation) = await queue.takeFreeSlot(from: systems) {
-                    await launch(job, on: reservation, in: &group)
+                while let (work, reservation) = await queue.takeFreeSlot(from: systems) {
+                    await launch(work, on: reservation, in: &group)
                 }
                 while let kind = queue.slotRequestToPark() {
                     group.addTask { [systems] in
@@ -64,15 +64,15 @@ public struct Coordinator: Sendable {
                 guard let step = try? await group.next() else { break }
                 switch step {
                 case .slot(let reservation, let kind):
-                    if !Task.isCancelled, let job = queue.job(for: reservation, requestedAs: kind) {
-                        await launch(job, on: reservation, in: &group)
+                    if !Task.isCancelled, let work = queue.work(for: reservation, requestedAs: kind) {
+                        await launch(work, on: reservation, in: &group)
                     } else {
                         await systems.release(reservation)
                     }
-                case .finished(let job, let reservation, .failure(let failure as ScanFailure), _)
+                case .finished(let work, let reservation, .failure(let failure as ScanFailure), _)
                     where failure.code == "busy" && !Task.isCancelled:
                     queue.finished()
-                    queue.bounce(job)
+                    queue.bounce(work)
                     report.busyBounces += 1
                     report.systems[reservation.name, default: SystemTally()].busy += 1
                     // The slot rests before it is released: that system gets less from us
@@ -82,11 +82,11 @@ public struct Coordinator: Sendable {
                         try? await Task.sleep(for: rest)
                         return .rested(reservation)
                     }
-                case .finished(let job, let reservation, let result, let seconds):
+                case .finished(let work, let reservation, let result, let seconds):
                     queue.finished()
                     backoff.answered(on: reservation.name)
                     await systems.release(reservation)
-                    await record(job, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
+                    await record(work, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
                 case .rested(let reservation):
                     await systems.release(reservation)
                 }
@@ -108,9 +108,9 @@ public struct Coordinator: Sendable {
             let step: Step?
             do { step = try await group.next() } catch { continue }  // a cancelled slot request
             switch step {
-            case .finished(let job, let reservation, .success(let value), let seconds)?:
+            case .finished(let work, let reservation, .success(let value), let seconds)?:
                 await systems.release(reservation)
-                await record(job, system: reservation.system, result: .success(value), seconds: seconds, in: &report, queue: &queue)
+                await record(work, system: reservation.system, result: .success(value), seconds: seconds, in: &report, queue: &queue)
             case .slot(let reservation, _)?, .rested(let reservation)?:
                 await systems.release(reservation)
             case .finished(_, let reservation, _, _)?:
@@ -125,7 +125,7 @@ public struct Coordinator: Sendable {
 /// What a child of the coordinator's task group reports back.
 enum Step: Sendable {
     case slot(Reservation, SlotKind)
-    case finished(Job, Reservation, Result<String, any Error>, Double)
+    case finished(Attempt, Reservation, Result<String, any Error>, Double)
     /// A slot that rested after a `busy` answer, ready to be released.
     case rested(Reservation)
 }

@@ -31,6 +31,7 @@ public actor LocalSystem: ScanSystem {
     }
 
     public func run(_ task: ScanTask) async throws -> String {
+        guard task.isScan else { throw ScanFailure(code: "unknown-job", message: "\(name) has no job '\(task.job)'") }
         guard counters.running < capacity else { throw ScanFailure.busy(name, capacity: capacity) }
         counters.running += 1
         highWater = max(highWater, counters.running)

@@ -8,7 +8,7 @@ extension NodeSession {
         switch request {
         case .hello:
             send(WireError.badRequest("already greeted").line)
-        case .scan(let id, let task):
+        case .scan(let id, let task), .job(let id, let task):
             startScan(id: id, task: task)
         case .cancel(let id):
             state.withLock { $0.scans[id] }?.cancel()

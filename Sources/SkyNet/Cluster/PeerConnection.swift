@@ -16,6 +16,15 @@ public final class PeerConnection: Sendable {
     public struct Welcome: Sendable {
         public let name: String
         public let capacity: Int
+        /// The jobs the node runs, each with its summary (its command, or a label). A v1 node
+        /// does not say: it runs the built-in scan only.
+        public let jobs: [String: String]
+
+        public init(name: String, capacity: Int, jobs: [String: String]?) {
+            self.name = name
+            self.capacity = capacity
+            self.jobs = jobs ?? [JobRegistry.scan: "built-in simulated scan"]
+        }
     }
 
     private struct State {
@@ -183,8 +192,8 @@ private final class Handshake: Sendable {
         case .handshake:
             guard case .line(let line) = event else { return }
             switch Result(catching: { try Reply.decode(line) }) {
-            case .success(.welcome(_, let name, let capacity)):
-                welcome.fulfil(.success(.init(name: name, capacity: capacity)))
+            case .success(.welcome(_, let name, let capacity, let jobs)):
+                welcome.fulfil(.success(.init(name: name, capacity: capacity, jobs: jobs)))
             case .success(.error(let error)):
                 welcome.fulfil(.failure(error))
             case .success(let other):

@@ -10,9 +10,9 @@ struct WorkQueue {
     private var lookahead: ScanTask?
     private var sourceEnded = false
     /// Failed attempts: they wait for a local slot when the local system has any.
-    private var reruns = FIFO<Job>()
+    private var reruns = FIFO<Attempt>()
     /// Tasks a `busy` system sent back: not failed, so any slot takes them, before new ones.
-    private var bounced = FIFO<Job>()
+    private var bounced = FIFO<Attempt>()
     /// Attempts handed to a system whose outcome the loop has not taken yet.
     private(set) var running = 0
     /// Re-runs wait for a local slot when the local system has any; else for any slot.
@@ -38,13 +38,13 @@ struct WorkQueue {
     }
 
     /// Queues a failed attempt to run again.
-    mutating func rerun(_ job: Job) {
-        reruns.append(job)
+    mutating func rerun(_ work: Attempt) {
+        reruns.append(work)
     }
 
     /// Queues a task that a full system sent back, to go out again as it was.
-    mutating func bounce(_ job: Job) {
-        bounced.append(job)
+    mutating func bounce(_ work: Attempt) {
+        bounced.append(work)
     }
 
     /// The loop took the outcome of a running attempt.
@@ -53,7 +53,7 @@ struct WorkQueue {
     }
 
     /// Reserves a slot that is free right now for the next piece of work, if both exist.
-    mutating func takeFreeSlot(from systems: Systems) async -> (Job, Reservation)? {
+    mutating func takeFreeSlot(from systems: Systems) async -> (Attempt, Reservation)? {
         if !reruns.isEmpty, let reservation = await systems.tryReserve(localOnly: rerunOnLocal) {
             return (start(reruns.removeFirst()), reservation)
         }
@@ -78,7 +78,7 @@ struct WorkQueue {
     }
 
     /// The work to run on a slot that a parked request obtained, or nil to release the slot.
-    mutating func job(for reservation: Reservation, requestedAs kind: SlotKind) -> Job? {
+    mutating func work(for reservation: Reservation, requestedAs kind: SlotKind) -> Attempt? {
         parked.remove(kind)
         if !reruns.isEmpty, !rerunOnLocal || reservation.system.isLocal { return start(reruns.removeFirst()) }
         if !bounced.isEmpty || hasNew() { return start(popAny()) }
@@ -86,21 +86,21 @@ struct WorkQueue {
     }
 
     /// A bounced task, else a new one. Call only when one of them exists.
-    private mutating func popAny() -> Job {
+    private mutating func popAny() -> Attempt {
         if !bounced.isEmpty { return bounced.removeFirst() }
         let task = lookahead ?? ScanTask(input: 0)  // hasNew() drew it just before
         lookahead = nil
-        return Job(task: task, attempt: 1)
+        return Attempt(task: task, attempt: 1)
     }
 
-    private mutating func start(_ job: Job) -> Job {
+    private mutating func start(_ work: Attempt) -> Attempt {
         running += 1
-        return job
+        return work
     }
 }
 
 /// One attempt at one task: which try this is (from 1).
-struct Job: Sendable {
+struct Attempt: Sendable {
     let task: ScanTask
     let attempt: Int
 }

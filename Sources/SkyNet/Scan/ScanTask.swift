@@ -1,22 +1,57 @@
 import Foundation
 
-/// One unit of work: scanning one numbered sector of the sky.
+/// One unit of work: one numbered sector, run by a job.
 ///
-/// The work is simulated: it takes `duration` seconds and returns the sector number as text.
+/// By default the job is the built-in simulated scan, which takes `duration` seconds and
+/// returns the sector number as text. Another job (a command a node declared, Swift work a
+/// program registered) gets the task's input text and sector number instead.
 public struct ScanTask: Codable, Sendable, Hashable, Identifiable {
     /// The longest simulated work a task may ask for, in seconds (PROTOCOL.md).
     public static let maxDuration: Double = 3600
+    /// The longest deadline a task may carry, in seconds (a week).
+    public static let maxTimeout: Double = 7 * 86400
+    /// The most bytes of input text a task may carry (it travels on one wire line of 1 MiB).
+    public static let maxTextBytes = 256 * 1024
 
     public let id: UUID
-    /// The sector number; any integer.
+    /// The sector number (the protocol's `input` of a scan); any integer.
     public let input: Int
-    /// Seconds of simulated work; finite and within 0...3600.
+    /// Seconds of simulated work; finite and within 0...3600. Only the built-in scan uses it.
     public let duration: Double
+    /// The name of the job that runs the task (`JobRegistry.scan` by default).
+    public let job: String
+    /// The input text the job gets; nil: the sector number as text.
+    public let text: String?
+    /// Seconds the task may run once started before it is stopped and fails; nil: no deadline.
+    public let timeout: Double?
 
-    public init(id: UUID = UUID(), input: Int, duration: Double = 1.0) {
+    public init(
+        id: UUID = UUID(), input: Int, duration: Double = 1.0,
+        job: String = JobRegistry.scan, text: String? = nil, timeout: Double? = nil
+    ) {
         self.id = id
         self.input = input
         self.duration = duration
+        self.job = job
+        self.text = text
+        self.timeout = timeout
+    }
+
+    /// The text the job gets as its input (`{}`): the input text, or the sector number.
+    public var inputText: String { text ?? String(input) }
+
+    /// Whether the task runs the built-in simulated scan.
+    public var isScan: Bool { job == JobRegistry.scan }
+
+    /// What the task asks of its job, with its deadline counted from `start`.
+    public func request(startingAt start: ContinuousClock.Instant = .now) -> JobRequest {
+        JobRequest(sector: input, input: inputText, duration: duration,
+                   deadline: timeout.map { start + .seconds($0) })
+    }
+
+    /// Whether `seconds` is a deadline the protocol accepts (finite, above 0, at most a week).
+    public static func isValidTimeout(_ seconds: Double) -> Bool {
+        seconds.isFinite && seconds > 0 && seconds <= maxTimeout
     }
 
     /// Whether `duration` is one the protocol accepts (finite, 0...3600).
@@ -24,17 +59,8 @@ public struct ScanTask: Codable, Sendable, Hashable, Identifiable {
         seconds.isFinite && seconds >= 0 && seconds <= maxDuration
     }
 
-    /// Runs the simulated scan: asks the unreliable API first, then "works" for `duration`.
-    ///
-    /// The work suspends instead of sleeping, so it never holds a thread of the cooperative
-    /// pool: a 2-core machine runs any number of these at once.
+    /// Runs the simulated scan (the built-in `scan` job) with `api`'s injected failures.
     public func perform(using api: UnreliableAPI) async throws -> String {
-        try api.action()
-        if duration > 0 {
-            try await Task.sleep(for: .seconds(duration))
-        } else {
-            try Task.checkCancellation()
-        }
-        return String(input)
+        try await ScanJob(api: api).run(request())
     }
 }

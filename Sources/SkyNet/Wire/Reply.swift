@@ -19,7 +19,9 @@ public struct Pong: Sendable, Equatable {
 
 /// A message a node sends to a client (PROTOCOL.md).
 public enum Reply: Sendable, Equatable {
-    case welcome(version: Int, name: String, capacity: Int)
+    /// `jobs`: what each job the node runs does, by name (its command, or a label); nil from a
+    /// node that does not say (protocol v1), which runs only the built-in scan.
+    case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?)
     case result(id: Int, task: UUID, result: String)
     case failure(id: Int, task: UUID, code: String, message: String)
     case pong(id: Int, Pong)
@@ -37,11 +39,16 @@ public enum Reply: Sendable, Equatable {
     /// The line to send.
     public var line: [UInt8] {
         switch self {
-        case .welcome(let version, let name, let capacity):
+        case .welcome(let version, let name, let capacity, let jobs):
             var json = JSONLine(type: "welcome")
             json.add("version", version)
             json.add("name", name)
             json.add("capacity", capacity)
+            if let jobs {
+                var list = JSONLine()
+                for (name, summary) in jobs.sorted(by: { $0.key < $1.key }) { list.add(name, summary) }
+                json.add("jobs", object: list)
+            }
             return json.line
         case .result(let id, let task, let result):
             var json = JSONLine(type: "result")
@@ -76,7 +83,7 @@ public enum Reply: Sendable, Equatable {
         switch try fields.type() {
         case "welcome":
             return .welcome(version: try fields.int("version"), name: try fields.string("name"),
-                            capacity: try fields.int("capacity", in: 0...Int.max))
+                            capacity: try fields.int("capacity", in: 0...Int.max), jobs: try fields.jobs())
         case "result":
             return .result(id: try fields.requestID(), task: try fields.uuid("task"), result: try fields.string("result"))
         case "failure":

@@ -6,9 +6,18 @@ public let wireVersion = 1
 /// A message a client sends to a node (PROTOCOL.md).
 public enum Request: Sendable, Equatable {
     case hello(version: Int, name: String, token: String?)
+    /// A task of the built-in scan (protocol v1; a deadline rides along as `task.timeout`).
     case scan(id: Int, task: ScanTask)
+    /// A task of a named job other than `scan`. A v1 node answers `unknown-type`: it can never
+    /// mistake it for a scan and run different work.
+    case job(id: Int, task: ScanTask)
     case cancel(id: Int)
     case ping(id: Int)
+
+    /// The request that runs `task`: a `scan` for the built-in scan, else a `job`.
+    public static func run(id: Int, task: ScanTask) -> Request {
+        task.isScan ? .scan(id: id, task: task) : .job(id: id, task: task)
+    }
 
     /// The line to send.
     public var line: [UInt8] {
@@ -24,8 +33,20 @@ public enum Request: Sendable, Equatable {
             body.add("id", task.id.wireText)
             body.add("input", task.input)
             body.add("duration", task.duration)
+            if let timeout = task.timeout { body.add("timeout", timeout) }
             var json = JSONLine(type: "scan")
             json.add("id", id)
+            json.add("task", object: body)
+            return json.line
+        case .job(let id, let task):
+            var body = JSONLine()
+            body.add("id", task.id.wireText)
+            body.add("sector", task.input)
+            body.add("input", task.inputText)
+            if let timeout = task.timeout { body.add("timeout", timeout) }
+            var json = JSONLine(type: "job")
+            json.add("id", id)
+            json.add("job", task.job)
             json.add("task", object: body)
             return json.line
         case .cancel(let id):
@@ -54,6 +75,9 @@ public enum Request: Sendable, Equatable {
         case "scan":
             let id = try fields.requestID()
             return .scan(id: id, task: try fields.task(id: id))
+        case "job":
+            let id = try fields.requestID()
+            return .job(id: id, task: try fields.jobTask(id: id))
         case "cancel":
             return .cancel(id: try fields.requestID())
         case "ping":

@@ -114,6 +114,49 @@ struct WireFields {
         guard ScanTask.isValidDuration(duration) else {
             throw .badRequest("\"task.duration\" \(duration) is outside 0...\(Int(ScanTask.maxDuration)) seconds", id: requestID)
         }
-        return ScanTask(id: taskID, input: input, duration: duration)
+        return ScanTask(id: taskID, input: input, duration: duration, timeout: try task.timeout(id: requestID))
+    }
+
+    /// The job request's job name and `task`, validated: a job name, a UUID id, an integer
+    /// sector, an input text of at most `ScanTask.maxTextBytes`, an optional deadline.
+    func jobTask(id requestID: Int) throws(WireError) -> ScanTask {
+        let job = try string("job")
+        do { try JobRegistry.validate(job) } catch { throw .badRequest("\"job\": \(error)", id: requestID) }
+        guard job != JobRegistry.scan else {
+            throw .badRequest("the built-in scan is asked for with a \"scan\" request", id: requestID)
+        }
+        let task = try object("task")
+        let text = try task.string("input")
+        guard text.utf8.count <= ScanTask.maxTextBytes else {
+            throw .badRequest("\"task.input\" is longer than \(ScanTask.maxTextBytes) bytes", id: requestID)
+        }
+        return ScanTask(id: try task.uuid("id"), input: try task.int("sector"), duration: 0,
+                        job: job, text: text, timeout: try task.timeout(id: requestID))
+    }
+
+    /// A task's optional `timeout`: seconds, above 0 and at most a week.
+    private func timeout(id requestID: Int) throws(WireError) -> Double? {
+        guard let timeout = try optionalNumber("timeout") else { return nil }
+        guard ScanTask.isValidTimeout(timeout) else {
+            throw .badRequest("\"\(prefix)timeout\" \(timeout) is outside 0...\(Int(ScanTask.maxTimeout)) seconds (above 0)", id: requestID)
+        }
+        return timeout
+    }
+
+    /// A welcome's optional `jobs`: an object of job names and their summaries.
+    func jobs() throws(WireError) -> [String: String]? {
+        switch fields["jobs"] {
+        case nil, .null?: return nil
+        case .object(let object)?:
+            guard object.count <= 4096 else { throw .badRequest("\"jobs\" names more than 4096 jobs", id: id) }
+            var jobs: [String: String] = [:]
+            for (name, value) in object {
+                do { try JobRegistry.validate(name) } catch { throw .badRequest("\"jobs\": \(error)", id: id) }
+                guard case .string(let summary) = value else { throw .badRequest("\"jobs.\(name)\" must be a string", id: id) }
+                jobs[name] = summary
+            }
+            return jobs
+        default: throw .badRequest("\"jobs\" must be an object", id: id)
+        }
     }
 }
