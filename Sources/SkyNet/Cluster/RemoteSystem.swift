@@ -27,7 +27,7 @@ public actor RemoteSystem: ScanSystem {
         let reply: Reply
         do {
             reply = try await TimeoutTask(timeout: timeout) {
-                try await peer.request(id: id, .scan(id: id, task: task))
+                try await peer.request(id: id, Request.run(id: id, task: task))
             }.value
         } catch let error as TimeoutError {
             peer.post(.cancel(id: id))
