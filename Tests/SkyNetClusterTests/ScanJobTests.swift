@@ -115,6 +115,14 @@ extension ProcessTests {
             #expect(run.stderr.contains(message), "\(run.stderr)")
         }
 
+        @Test func theWordCountExampleRunsItsSwiftJobOnItsOwnSystemAndAnInProcessNode() async throws {
+            let example = skynetBinary.deletingLastPathComponent().appendingPathComponent("skynet-example-wordcount").path
+            let run = try await runProgram(example, [], limit: .seconds(30))
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.lines.contains("0 [local] 9 words, top letter o×4") || run.lines.contains("0 [node1] 9 words, top letter o×4"))
+            #expect(run.lines.last?.hasPrefix("6 of 6 lines done: ") == true)
+        }
+
         private func scratchFolder() throws -> URL {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-jobs-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
