@@ -111,7 +111,7 @@ extension ScanCommand {
     /// stream, so a journal of any length resumes in bounded memory. A journal written for
     /// other inputs is an error, never a silent skip.
     private func openOutput(count: Int, inputs: InputFile?) async throws -> (ScanOutput, SectorSet) {
-        let progress = { Progress.start(total: count, hasLocalSystem: localCapacity > 0, quiet: quiet) }
+        let progress = { Progress.start(total: count, hasLocalSystem: localCapacity > 0 && (jobCommand != nil || job == JobRegistry.scan), quiet: quiet) }
         var resumed: ScanJournal.ResumePoint?
         if let journalPath, resume {
             if FileManager.default.fileExists(atPath: journalPath) {
