@@ -54,7 +54,8 @@ extension ScanCommand {
             nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
             capacity: cluster.capacity)
         let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
-            capacity: capacity, timeout: .seconds(timeout), token: SkyNetCLI.token)) { await output.cluster($0) }
+            capacity: capacity, timeout: .seconds(timeout), token: SkyNetCLI.token,
+            job: job, jobSummary: jobs.job(named: job)?.summary)) { await output.cluster($0) }
 
         var coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { await output.scan($0) }
         coordinator.orderWindow = keepOrder ? Self.orderWindow : nil

@@ -5,7 +5,7 @@ import Testing
 extension ProcessTests {
     /// `skynet scan --job NAME` over real nodes: only the peers that declare the job get its
     /// tasks. Needs the scan's `--job` flag (helper G's branch).
-    @Suite(.serialized, .timeLimit(.minutes(2)), .disabled("needs wt-g: skynet scan --job"))
+    @Suite(.serialized, .timeLimit(.minutes(2)))
     struct PeerJobTests {
         /// Starts beta with `--job up=…` and gamma with `gammaArguments`, writes the cluster
         /// file, runs `body`, and stops both nodes on every path.
