@@ -144,7 +144,6 @@ public final class PeerLinks: Sendable {
                 continue
             }
             reportedDown = false
-            delay = settings.retryDelays.first
             switch jobCheck.check(peer.welcome, of: node.name) {
             case .lacks(let event):
                 peer.close()
@@ -165,6 +164,7 @@ public final class PeerLinks: Sendable {
             }
             await systems.add(remote, capacity: slots)
             await log(.connected(node.name))
+            let linked = ContinuousClock.now
             let reason = await withTaskCancellationHandler {
                 await peer.closed.value
             } onCancel: {
@@ -173,6 +173,14 @@ public final class PeerLinks: Sendable {
             await systems.remove(named: node.name)
             if Task.isCancelled { return }
             await log(.disconnected(node.name, reason: reason.description))
+            // A peer that welcomes and then drops the link at once (crashing, or full) would
+            // otherwise be redialled in a hot loop: only a link that lasted resets the backoff.
+            if ContinuousClock.now - linked >= settings.retryDelays.most {
+                delay = settings.retryDelays.first
+            } else {
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, settings.retryDelays.most)
+            }
         }
     }
 }
