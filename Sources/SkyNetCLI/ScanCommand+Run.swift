@@ -19,8 +19,13 @@ extension ScanCommand {
         let output: ScanOutput
         let done: SectorSet
         do {
-            inputs = try await inputsPath.asyncMap { try await InputFile.open(path: $0, limit: totalGiven ?? .max) }
-            (output, done) = try await openOutput(count: inputs?.count ?? total, inputs: inputs)
+            // Reading the inputs and the journal may take seconds: a stop signal ends the wait.
+            guard let opened = try await unlessStopped(signals, { [self] () async throws -> (InputFile?, ScanOutput, SectorSet) in
+                let inputs = try await inputsPath.asyncMap { try await InputFile.open(path: $0, limit: totalGiven ?? .max) }
+                let (output, done) = try await openOutput(count: inputs?.count ?? total, inputs: inputs)
+                return (inputs, output, done)
+            }) else { return await stoppedBeforeStart(signals) }
+            (inputs, output, done) = opened
         } catch {
             await Console.printError("error: \(error)")
             return 2
@@ -42,7 +47,11 @@ extension ScanCommand {
         await systems.add(local, capacity: localSlots)
         let spawned: [NodeProcess]
         do {
-            spawned = try await spawnNodes()
+            guard let started = try await unlessStopped(signals, { [self] in try await spawnNodes() }) else {
+                await output.close()
+                return await stoppedBeforeStart(signals)  // nodes that did start exit with us
+            }
+            spawned = started
         } catch {
             await output.error("\(error)")
             await output.close()
@@ -65,7 +74,7 @@ extension ScanCommand {
         let scan = Task { [coordinator, job, duration, taskTimeout, total] in
             if let feed { return await coordinator.run(feed: feed, count: count - done.count) }
             // Made one at a time as slots free: a scan of millions starts at once.
-            let tasks = (0..<total).lazy.filter { !done.contains($0) }
+            let tasks = done.absent(below: total).lazy
                 .map { ScanTask(input: $0, duration: duration, job: job, timeout: taskTimeout) }
             return await coordinator.run(tasks, count: total - done.count)
         }
@@ -105,6 +114,26 @@ extension ScanCommand {
         }
         withExtendedLifetime(signals) {}
         return report.gaveUp == 0 && !output.journalIncomplete ? 0 : 1
+    }
+
+    /// Runs `body` unless a stop signal comes first, and then returns nil at once: the process
+    /// is about to exit, and what `body` was still doing on threads of its own goes with it.
+    private func unlessStopped<T: Sendable>(
+        _ signals: TerminationSignals, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T? {
+        let outcome = AsyncSignal<Result<T, any Error>?>()
+        signals.received.whenFulfilled { _ in outcome.fulfil(nil) }
+        Task {
+            do { outcome.fulfil(.success(try await body())) } catch { outcome.fulfil(.failure(error)) }
+        }
+        return try await outcome.value?.get()
+    }
+
+    /// The exit status of a scan stopped by a signal before its first task.
+    private func stoppedBeforeStart(_ signals: TerminationSignals) async -> Int32 {
+        let signal = signals.received.current ?? SIGTERM
+        await Console.printError("Stopped before the scan started (signal \(signal)).")
+        return 128 + signal
     }
 
     /// The output, journaling to --journal, and the sectors the journal holds when resuming:

@@ -212,6 +212,22 @@ struct SectorSetTests {
         #expect((-5..<200).filter { set.contains($0) } == [0, 63, 64, 129])
         #expect(SectorSet(total: 0).contains(0) == false)
     }
+
+    @Test func theAbsentSectorsAreThoseNotInTheSetInOrder() {
+        var set = SectorSet(total: 200)
+        for sector in [0, 1, 2, 63, 64, 65, 127, 128, 199] { set.insert(sector) }
+        let expected = (0..<230).filter { !set.contains($0) }
+        #expect(Array(set.absent(below: 230)) == expected)
+        #expect(Array(set.absent(below: 3)) == [])
+        #expect(Array(SectorSet(total: 0).absent(below: 5)) == [0, 1, 2, 3, 4])
+    }
+
+    @Test func skippingTenMillionResumedSectorsTakesAWordAtATime() {
+        var set = SectorSet(total: 10_000_000)
+        for sector in 0..<9_999_990 { set.insert(sector) }
+        #expect(set.firstAbsent(from: 0) == 9_999_990)
+        #expect(Array(set.absent(below: 10_000_000)) == Array(9_999_990..<10_000_000))
+    }
 }
 
 /// This process's resident memory, from /proc/self/status (Linux).

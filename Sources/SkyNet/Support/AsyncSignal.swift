@@ -5,22 +5,39 @@
 /// calls are ignored. The state is guarded by a lock (`Locked`).
 public final class AsyncSignal<Value: Sendable>: Sendable {
     private enum State {
-        case waiting([CheckedContinuation<Value, Never>])
+        case waiting([CheckedContinuation<Value, Never>], actions: [@Sendable (Value) -> Void])
         case fulfilled(Value)
     }
 
-    private let state = Locked(State.waiting([]))
+    private let state = Locked(State.waiting([], actions: []))
 
     public init() {}
 
     /// Delivers the value to every waiter, present and future. Only the first call counts.
     public func fulfil(_ value: Value) {
-        let waiters: [CheckedContinuation<Value, Never>] = state.withLock { state in
-            guard case .waiting(let waiters) = state else { return [] }
+        let (waiters, actions) = state.withLock { state -> ([CheckedContinuation<Value, Never>], [@Sendable (Value) -> Void]) in
+            guard case .waiting(let waiters, let actions) = state else { return ([], []) }
             state = .fulfilled(value)
-            return waiters
+            return (waiters, actions)
         }
+        for action in actions { action(value) }
         for waiter in waiters { waiter.resume(returning: value) }
+    }
+
+    /// Runs `action` with the value when it arrives (at once, here, if it has): on the
+    /// thread that fulfils the signal, so it must be quick and must not block.
+    public func whenFulfilled(_ action: @escaping @Sendable (Value) -> Void) {
+        let ready: Value? = state.withLock { state in
+            switch state {
+            case .fulfilled(let value):
+                return value
+            case .waiting(let waiters, var actions):
+                actions.append(action)
+                state = .waiting(waiters, actions: actions)
+                return nil
+            }
+        }
+        if let ready { action(ready) }
     }
 
     /// The value, once it has arrived.
@@ -31,9 +48,9 @@ public final class AsyncSignal<Value: Sendable>: Sendable {
                     switch state {
                     case .fulfilled(let value):
                         return value
-                    case .waiting(var waiters):
+                    case .waiting(var waiters, let actions):
                         waiters.append(continuation)
-                        state = .waiting(waiters)
+                        state = .waiting(waiters, actions: actions)
                         return nil
                     }
                 }
