@@ -7,15 +7,17 @@ struct UsageError: Error, CustomStringConvertible {
 /// The options of one command line, parsed against the options the command knows.
 ///
 /// Accepts `--name value`, `--name=value` and bare `--flag`. Every value is checked when the
-/// command reads it, so errors name the option and what was wrong with it.
+/// command reads it, so errors name the option and what was wrong with it. An option is given
+/// once, unless it is one of the `repeating` ones (`--job a=… --job b=…`).
 struct Arguments {
-    private var values: [String: String] = [:]
+    private var values: [String: [String]] = [:]
     private var flags: Set<String> = []
 
     /// - Parameters:
     ///   - options: names (without `--`) that take a value.
+    ///   - repeating: names among `options` that may be given more than once.
     ///   - flags: names that take none.
-    init(_ arguments: [String], options: Set<String>, flags: Set<String>) throws(UsageError) {
+    init(_ arguments: [String], options: Set<String>, repeating: Set<String> = [], flags: Set<String>) throws(UsageError) {
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             guard argument.hasPrefix("--"), argument.count > 2 else {
@@ -34,8 +36,8 @@ struct Arguments {
                 guard let value = inlineValue ?? rest.popFirst() else {
                     throw UsageError("option '--\(name)' needs a value")
                 }
-                if values[name] != nil { throw UsageError("option '--\(name)' is given twice") }
-                values[name] = value
+                if values[name] != nil, !repeating.contains(name) { throw UsageError("option '--\(name)' is given twice") }
+                values[name, default: []].append(value)
             } else {
                 let suggestion = closest(to: name, among: options.union(flags))
                     .map { ". Did you mean '--\($0)'?" } ?? ""
@@ -46,18 +48,36 @@ struct Arguments {
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
 
-    func string(_ name: String) -> String? { values[name] }
+    /// The value of an option given once (the last one of a repeating option).
+    func string(_ name: String) -> String? { values[name]?.last }
+
+    /// Every value of a repeating option, in the order given.
+    func strings(_ name: String) -> [String] { values[name] ?? [] }
 
     func int(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
-        guard let text = values[name] else { return fallback }
+        guard let text = string(name) else { return fallback }
         guard let value = Int(text), range.contains(value) else {
             throw UsageError("option '--\(name)' wants a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
         }
         return value
     }
 
+    /// A number of bytes: plain (`262144`) or with a binary suffix (`256K`, `1M`).
+    func bytes(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let text = string(name) else { return fallback }
+        let units: [Character: Int] = ["K": 1024, "k": 1024, "M": 1 << 20, "m": 1 << 20]
+        let unit = text.last.flatMap { units[$0] }
+        let digits = unit == nil ? Substring(text) : text.dropLast()
+        guard let number = Int(digits), number >= 0, case let (value, overflow) = number.multipliedReportingOverflow(by: unit ?? 1),
+              !overflow, range.contains(value) else {
+            throw UsageError("option '--\(name)' wants a number of bytes in \(range.lowerBound)...\(range.upperBound) "
+                + "(a K or M suffix counts 1024 or 1048576), not '\(text)'")
+        }
+        return value
+    }
+
     func double(_ name: String, default fallback: Double, in range: ClosedRange<Double>) throws(UsageError) -> Double {
-        guard let text = values[name] else { return fallback }
+        guard let text = string(name) else { return fallback }
         guard let value = Double(text), value.isFinite, range.contains(value) else {
             throw UsageError("option '--\(name)' wants a number of seconds in \(range.lowerBound.formatted)...\(range.upperBound.formatted), not '\(text)'")
         }

@@ -4,9 +4,10 @@ import SkyNet
 /// `skynet node`: serves scans to coordinators over JSON Lines on TCP.
 struct NodeCommand: Command {
     static let name = "node"
-    static let summary = "run a node that executes the scan tasks peers send it"
+    static let summary = "run a node that executes the tasks peers send it, with the jobs it declares"
     static let usage = """
         usage: skynet node --port PORT [--host 127.0.0.1] [--name NAME] [--capacity 4] [--failing-every 10]
+                           [--job NAME=COMMAND ...] [--max-output 256K]
                            [--max-connections 256] [--idle-timeout 60] [--verbose]
         """
     static let help = """
@@ -16,6 +17,18 @@ struct NodeCommand: Command {
         SIGINT or SIGTERM: stop accepting, let running scans finish (up to 10 s), exit 0.
         With SKYNET_TOKEN set in the environment, only clients that send that token are served.
 
+        A node runs only the jobs its operator declared: the built-in simulated `scan` always,
+        and each --job NAME=COMMAND. A coordinator chooses a job by name and sends each task's
+        input text, never a command. COMMAND is split into words as a POSIX shell would (quotes,
+        backslashes) but never run by one: pipes, redirections, `;` and `$` are refused. In a
+        word, {} stands for the task's input and {#} for its sector number (0-based); with no
+        placeholder the input is the last argument. The task's result is the command's stdout
+        (one trailing newline removed); stdin is /dev/null; the environment adds SKYNET_INPUT,
+        SKYNET_SECTOR and SKYNET_JOB, and never holds SKYNET_TOKEN. Each task runs in a process
+        group of its own, killed whole at the task's deadline or when the task is cancelled.
+        Protected mode: a node that declares a --job and binds an address other than loopback
+        refuses to start unless SKYNET_TOKEN is set (anyone reaching the port could run it).
+
         \(usage)
 
         options:
@@ -23,7 +36,12 @@ struct NodeCommand: Command {
           --host HOST          address to bind (default 127.0.0.1)
           --name NAME          the name peers see (default node-PORT)
           --capacity N         tasks run at once, 1...1024 (default 4)
-          --failing-every N    fail every N-th task; 0 never (default 10)
+          --failing-every N    the built-in scan fails every N-th task; 0 never (default 10);
+                               declared jobs never fail on purpose
+          --job NAME=COMMAND   declare a command job, repeatable (at most \(JobDeclarations.maxJobs)); NAME is
+                               1 to 64 letters, digits, '-', '_' or '.', and not 'scan'
+          --max-output BYTES   the most stdout a job's task may print, 1...512K (default 256K;
+                               K = 1024, M = 1048576); more is a failure, never cut short
           --max-connections N  clients served at once, 1...65536 (default 256); one more that
                                says hello is answered busy. Connections that have not said hello
                                have a budget of their own (64, 16 per address, 3 s to say it)
@@ -35,6 +53,9 @@ struct NodeCommand: Command {
         examples:
           skynet node --port 9001 --name alpha
           skynet node --port 0 --capacity 8 --failing-every 0
+          skynet node --port 9001 --job sum='sha256sum {}'
+          skynet node --port 9001 --job thumb='convert {} -resize 200x200 thumbs/{#}.png' --job wc='wc -c'
+          SKYNET_TOKEN=… skynet node --host 0.0.0.0 --port 9001 --job sum='sha256sum {}'
         """
 
     let options: Node.Options
@@ -44,8 +65,8 @@ struct NodeCommand: Command {
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Arguments(arguments, options: [
-            "port", "host", "name", "capacity", "failing-every", "max-connections", "idle-timeout",
-        ], flags: ["verbose", "exit-with-parent"])
+            "port", "host", "name", "capacity", "failing-every", "max-connections", "idle-timeout", "job", "max-output",
+        ], repeating: ["job"], flags: ["verbose", "exit-with-parent"])
         guard args.string("port") != nil else { throw UsageError("option '--port' is required (0 picks a free port)") }
         let port = try args.int("port", default: 0, in: 0...65535)
         if args.string("name")?.isEmpty == true { throw UsageError("option '--name' must not be empty") }
@@ -58,6 +79,16 @@ struct NodeCommand: Command {
         options.idleTimeout = .seconds(try args.double("idle-timeout", default: 60, in: 1...86400))
         options.verbose = args.flag("verbose")
         options.token = SkyNetCLI.token
+        let maxOutput = try args.bytes("max-output", default: CommandJob.defaultMaxOutput, in: JobDeclarations.maxOutputRange)
+        let declared = args.strings("job")
+        options.jobs = try JobDeclarations.register(declared, in: options.jobs, maxOutput: maxOutput)
+        if !declared.isEmpty, options.token == nil, !JobDeclarations.isLoopback(options.host) {
+            throw UsageError("""
+                refusing to start: this node declares command jobs and would listen on \(options.host) without \
+                SKYNET_TOKEN, so anyone who can reach its port could run them. Set SKYNET_TOKEN in the environment \
+                of this node and of its coordinators, or bind a loopback address (--host 127.0.0.1)
+                """)
+        }
         self.options = options
         exitWithParent = args.flag("exit-with-parent")
     }
@@ -78,6 +109,11 @@ struct NodeCommand: Command {
         }
         if options.token == nil, !["127.0.0.1", "::1", "localhost"].contains(options.host) {
             Console.err("[Node] Warning: listening on \(options.host) without SKYNET_TOKEN: anyone who can reach this port can run tasks here")
+        }
+        let summaries = options.jobs.summaries
+        if summaries.count > 1 {
+            let list = summaries.keys.sorted().filter { $0 != JobRegistry.scan }.map { "\($0) (\(summaries[$0] ?? ""))" }
+            Console.err("[Node] Jobs: scan (built in), \(list.joined(separator: ", "))")
         }
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
         if exitWithParent {

@@ -15,18 +15,31 @@ extension ScanCommand {
             await Console.printError("error: cluster file \(clusterPath ?? "cluster.json"): node \(node.name) has an unknown host \"\(node.host)\"")
             return 2
         }
+        let inputs: InputFile?
         let output: ScanOutput
         let done: SectorSet
         do {
-            (output, done) = try await openOutput()
+            inputs = try await inputsPath.asyncMap { try await InputFile.open(path: $0, limit: totalGiven ?? .max) }
+            (output, done) = try await openOutput(count: inputs?.count ?? total, inputs: inputs)
         } catch {
             await Console.printError("error: \(error)")
             return 2
         }
+        let count = inputs?.count ?? total
 
-        let local = LocalSystem(name: ClusterConfig.localName, capacity: localCapacity, api: UnreliableAPI(failingEvery: failingEvery))
+        let jobs: JobRegistry
+        do {
+            jobs = try localJobs()
+        } catch {
+            await output.error("\(error)")
+            await output.close()
+            return 2
+        }
+        // A job this process does not declare runs on the peers that do, never here.
+        let localSlots = jobs.job(named: job) == nil ? 0 : localCapacity
+        let local = LocalSystem(name: ClusterConfig.localName, capacity: localSlots, jobs: jobs)
         let systems = Systems()
-        await systems.add(local, capacity: localCapacity)
+        await systems.add(local, capacity: localSlots)
         let spawned: [NodeProcess]
         do {
             spawned = try await spawnNodes()
@@ -43,10 +56,18 @@ extension ScanCommand {
         let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
             capacity: capacity, timeout: .seconds(timeout), token: SkyNetCLI.token)) { await output.cluster($0) }
 
-        // Made one at a time as slots free: a scan of millions starts at once.
-        let tasks = (0..<total).lazy.filter { !done.contains($0) }.map { [duration] in ScanTask(input: $0, duration: duration) }
-        let coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { await output.scan($0) }
-        let scan = Task { await coordinator.run(tasks, count: total - done.count) }
+        var coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { await output.scan($0) }
+        coordinator.orderWindow = keepOrder ? Self.orderWindow : nil
+        let feed = inputs.map { $0.feed { [job, duration, taskTimeout] sector, text in
+            done.contains(sector) ? nil : ScanTask(input: sector, duration: duration, job: job, text: text, timeout: taskTimeout)
+        } }
+        let scan = Task { [coordinator, job, duration, taskTimeout, total] in
+            if let feed { return await coordinator.run(feed: feed, count: count - done.count) }
+            // Made one at a time as slots free: a scan of millions starts at once.
+            let tasks = (0..<total).lazy.filter { !done.contains($0) }
+                .map { ScanTask(input: $0, duration: duration, job: job, timeout: taskTimeout) }
+            return await coordinator.run(tasks, count: total - done.count)
+        }
 
         // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
         let stopSignal = signals.received
@@ -57,8 +78,8 @@ extension ScanCommand {
         }
         // A scan that only dispatches has nothing to run it once every peer refused it for good.
         let everyPeerRefused = links.everyPeerRefused
-        let refusalWatcher = Task { [localCapacity] in
-            guard localCapacity == 0 else { return }
+        let refusalWatcher = Task {
+            guard localSlots == 0 else { return }
             _ = await everyPeerRefused.value
             scan.cancel()
         }
@@ -73,7 +94,11 @@ extension ScanCommand {
             for node in spawned { group.addTask { await node.stop() } }
         }
         if report.interrupted, let signal = stopSignal.current { return 128 + signal }
-        if report.interrupted, localCapacity == 0, let refusal = everyPeerRefused.current {
+        if let failure = feed?.failure {
+            await output.error("\(failure)")
+            return 1
+        }
+        if report.interrupted, localSlots == 0, let refusal = everyPeerRefused.current {
             await output.error(refusal)
             return 2
         }
@@ -82,34 +107,50 @@ extension ScanCommand {
     }
 
     /// The output, journaling to --journal, and the sectors the journal holds when resuming:
-    /// one bit per sector, read as a stream, so a journal of any length resumes in bounded memory.
-    private func openOutput() async throws -> (ScanOutput, SectorSet) {
-        let progress = { Progress.start(total: total, hasLocalSystem: localCapacity > 0, quiet: quiet) }
-        guard let journalPath else {
-            return (ScanOutput(format: format, journal: nil, progress: progress()), SectorSet(total: 0))
-        }
-        var resumed: (sectors: SectorSet, count: Int, skipped: Int)?
-        if resume {
+    /// one bit per sector (and with --inputs a fingerprint of each one's input), read as a
+    /// stream, so a journal of any length resumes in bounded memory. A journal written for
+    /// other inputs is an error, never a silent skip.
+    private func openOutput(count: Int, inputs: InputFile?) async throws -> (ScanOutput, SectorSet) {
+        let progress = { Progress.start(total: count, hasLocalSystem: localCapacity > 0, quiet: quiet) }
+        var resumed: ScanJournal.ResumePoint?
+        if let journalPath, resume {
             if FileManager.default.fileExists(atPath: journalPath) {
-                resumed = try await ScanJournal.readCompletedSectors(path: journalPath, total: total)
+                let point = try await ScanJournal.readResumePoint(path: journalPath, total: count, inputsFile: inputs != nil)
+                if let inputs, !point.sectors.isEmpty { try await inputs.verify { point.fingerprint(of: $0) } }
+                resumed = point
             } else {
                 // A mistyped path would otherwise look like a resume that found nothing to skip.
                 await Console.printError("no journal at \(journalPath): starting a new one")
             }
         }
-        let output = ScanOutput(format: format, journal: try await ScanJournal.appending(to: journalPath), progress: progress())
-        if let resumed { await output.resumed(resumed.count, from: journalPath, skipped: resumed.skipped) }
-        return (output, resumed?.sectors ?? SectorSet(total: 0))
+        let done = resumed?.sectors ?? SectorSet(total: 0)
+        let order = results ? ResultOrder(keepsOrder: keepOrder, skipped: done) : nil
+        let journal = try await journalPath.asyncMap { try await ScanJournal.appending(to: $0) }
+        let output = ScanOutput(format: format, journal: journal, progress: progress(), results: order)
+        if let resumed, let journalPath { await output.resumed(resumed.count, from: journalPath, skipped: resumed.skipped) }
+        return (output, done)
+    }
+
+    /// The jobs of this process's own system: the built-in scan, and the --job command if given.
+    private func localJobs() throws -> JobRegistry {
+        var jobs = JobRegistry(api: UnreliableAPI(failingEvery: failingEvery))
+        if let jobCommand {
+            try jobs.register(job, CommandJob(name: job, command: jobCommand, maxOutput: maxOutput ?? CommandJob.defaultMaxOutput))
+        }
+        return jobs
     }
 
     /// Starts the --spawn nodes in parallel; if one fails, stops the others.
     private func spawnNodes() async throws -> [NodeProcess] {
         guard spawn > 0 else { return [] }
         let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
-        let arguments = ["--capacity", String(max(1, capacity)), "--failing-every", String(failingEvery)]
+        var arguments = ["--capacity", String(max(1, capacity)), "--failing-every", String(failingEvery)]
+        // One machine, one operator: the nodes declare the job this scan declares.
+        if let jobCommand { arguments += ["--job", "\(job)=\(jobCommand.text)"] }
+        if let maxOutput { arguments += ["--max-output", String(maxOutput)] }
         return try await withThrowingTaskGroup(of: NodeProcess.self) { group in
             for index in 1...spawn {
-                group.addTask {
+                group.addTask { [arguments] in
                     try await NodeProcess.start(executable: executable, name: Self.spawnedName(index), arguments: arguments)
                 }
             }
@@ -122,5 +163,13 @@ extension ScanCommand {
             }
             return nodes.sorted { $0.name.localizedStandardCompare($1.name) == .orderedAscending }
         }
+    }
+}
+
+extension Optional {
+    /// `map` for an async transform.
+    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let self else { return nil }
+        return try await transform(self)
     }
 }

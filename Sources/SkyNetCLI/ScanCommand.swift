@@ -9,6 +9,8 @@ struct ScanCommand: Command {
         usage: skynet scan [--total 20] [--cluster FILE] [--spawn N] [--duration 1.0] [--timeout 5]
                            [--capacity 4] [--local-capacity N] [--failing-every 10] [--max-attempts 5]
                            [--journal FILE [--resume]] [--json] [--quiet]
+                           [--job NAME[=COMMAND]] [--inputs FILE|-] [--results [--keep-order]]
+                           [--task-timeout S] [--max-output BYTES]
         """
     static let help = """
         Run a scan of `total` sectors. Each task goes to the first system with a free slot: this
@@ -18,7 +20,8 @@ struct ScanCommand: Command {
         \(usage)
 
         options:
-          --total N            sectors to scan, 0...10000000 (default 20)
+          --total N            sectors to scan, 0...10000000 (default 20); with --inputs, run at
+                               most the first N inputs (default: all of them)
           --cluster FILE       the static peer list (default ./cluster.json when it exists;
                                with --spawn, only the spawned nodes)
           --spawn N            start N local `skynet node` processes on free ports for this scan,
@@ -37,6 +40,23 @@ struct ScanCommand: Command {
           --json               print JSON Lines events instead of log lines (see README)
           --quiet              no live progress line (also: NO_COLOR set, or stderr not a terminal)
 
+        real work:
+          --job NAME           run the job NAME on each input (default: scan, the built-in simulated
+                               scan); only systems that declare it get its tasks
+          --job NAME=COMMAND   also declare it for this process's own system and the --spawn nodes:
+                               COMMAND is split into words like sh would, never run by a shell;
+                               {} is the input, {#} the sector; no {}: the input is the last word
+          --inputs FILE        one input per line, sector i is line i (0-based); - reads stdin;
+                               a trailing \r is dropped; each line valid UTF-8, at most 256 KiB
+          --results            print only each task's result to stdout, whole, as it completes;
+                               the log lines go to stderr (not with --json)
+          --keep-order         with --results: in input order (at most \(ScanCommand.orderWindow) tasks run ahead
+                               of the oldest one not finished)
+          --task-timeout S     each task's deadline once started: its work is stopped (a command's
+                               whole process group) and the task fails and runs again
+          --max-output BYTES   the most output one command may print, 1...1048576 (default
+                               262144); more is a failure, never cut
+
         Peers that are down are reported and skipped, and join when they come up; a peer whose
         request timed out gets no new work until it answers a ping. With SKYNET_TOKEN set in the
         environment, the token is sent to every peer.
@@ -54,7 +74,12 @@ struct ScanCommand: Command {
           skynet scan --total 200 --cluster cluster.json --local-capacity 0
           skynet scan --total 1000 --journal scan.jsonl --resume
           skynet scan --total 100 --duration 0.1 --failing-every 0
+          ls *.jpg > files.txt; skynet scan --spawn 2 --job sum='sha256sum {}' --inputs files.txt --results
         """
+
+    /// With --keep-order: how far past the oldest unfinished sector a task may start, so at
+    /// most this many results wait to be printed.
+    static let orderWindow = 256
 
     let total: Int
     let duration: Double
@@ -70,13 +95,35 @@ struct ScanCommand: Command {
     let resume: Bool
     let format: ScanOutput.Format
     let quiet: Bool
+    /// The job the tasks run, and its command when this scan declares it.
+    let job: String
+    let jobCommand: CommandTemplate?
+    let inputsPath: String?
+    /// --total as given (with --inputs, a cap on the inputs run).
+    let totalGiven: Int?
+    let results: Bool
+    let keepOrder: Bool
+    let taskTimeout: Double?
+    let maxOutput: Int?
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Arguments(arguments, options: [
             "total", "cluster", "spawn", "duration", "timeout", "capacity", "local-capacity", "failing-every",
-            "max-attempts", "journal",
-        ], flags: ["resume", "json", "quiet"])
+            "max-attempts", "journal", "job", "inputs", "task-timeout", "max-output",
+        ], flags: ["resume", "json", "quiet", "results", "keep-order"])
         total = try args.int("total", default: 20, in: 0...10_000_000)
+        totalGiven = args.string("total") == nil ? nil : total
+        (job, jobCommand) = try Self.parseJob(args.string("job"))
+        inputsPath = args.string("inputs")
+        if inputsPath?.isEmpty == true { throw UsageError("option '--inputs' wants a file name, or - for stdin") }
+        results = args.flag("results")
+        keepOrder = args.flag("keep-order")
+        taskTimeout = try args.optionalDouble("task-timeout", in: 0.001...ScanTask.maxTimeout)
+        maxOutput = args.string("max-output") == nil ? nil : try args.int("max-output", default: 0, in: 1...1_048_576)
+        if keepOrder && !results { throw UsageError("--keep-order orders the results of --results: give --results too") }
+        if results && args.flag("json") {
+            throw UsageError("--results and --json both want stdout: choose one (the JSON events carry each result)")
+        }
         duration = try args.double("duration", default: 1.0, in: 0...ScanTask.maxDuration)
         capacity = try args.int("capacity", default: 4, in: 0...ClusterConfig.maxCapacity)
         localCapacity = try args.int("local-capacity", default: capacity, in: 0...ClusterConfig.maxCapacity)
@@ -98,7 +145,10 @@ struct ScanCommand: Command {
         if localCapacity + peerSlots == 0 {
             throw UsageError("no system has a slot to run tasks: give --capacity, --local-capacity or the cluster's peers at least 1")
         }
-        if spawn > 0 || !cluster.nodes.isEmpty, timeout <= duration {
+        if jobCommand == nil, job != JobRegistry.scan, spawn == 0, cluster.nodes.isEmpty {
+            throw UsageError("no system declares the job '\(job)': declare it here with --job \(job)=COMMAND, or give peers that declare it")
+        }
+        if job == JobRegistry.scan, spawn > 0 || !cluster.nodes.isEmpty, timeout <= duration {
             // Refused rather than warned about: a peer cannot answer before the task's duration
             // has passed, so every remote attempt would time out, a certain waste a warning
             // would scroll away above the scan's lines.
@@ -109,6 +159,26 @@ struct ScanCommand: Command {
         let spawnedNames = Set((0..<spawn).map { Self.spawnedName($0 + 1) })
         if let clash = cluster.nodes.first(where: { spawnedNames.contains($0.name) }) {
             throw UsageError("the cluster file's node \"\(clash.name)\" has the name of a spawned node; rename it")
+        }
+    }
+
+    /// `NAME` or `NAME=COMMAND` of --job; the built-in scan when not given.
+    static func parseJob(_ value: String?) throws(UsageError) -> (String, CommandTemplate?) {
+        guard let value else { return (JobRegistry.scan, nil) }
+        let name = String(value.prefix { $0 != "=" })
+        do {
+            try JobRegistry.validate(name)
+        } catch {
+            throw UsageError("--job \(error.description)")
+        }
+        guard name.count < value.count else { return (name, nil) }
+        if name == JobRegistry.scan {
+            throw UsageError("--job: the job name 'scan' is the built-in simulated scan; choose another name")
+        }
+        do {
+            return (name, try CommandTemplate(String(value.dropFirst(name.count + 1))))
+        } catch {
+            throw UsageError("--job \(name): \(error.description)")
         }
     }
 

@@ -18,11 +18,17 @@ final class ScanOutput: Sendable {
     private let started = ContinuousClock.now
     /// Closed when the summary is about to be queued: no cluster event may follow it.
     private let peerEventsOpen = Locked(true)
+    /// With --results: results go to stdout (in input order when it has an order), the log
+    /// lines to stderr.
+    private let results: ResultOrder?
+    /// Where log lines go: stdout, or stderr when stdout carries the results.
+    private var logDescriptor: Int32 { results == nil ? 1 : 2 }
 
-    init(format: Format, journal: ScanJournal?, progress: Progress?) {
+    init(format: Format, journal: ScanJournal?, progress: Progress?, results: ResultOrder? = nil) {
         self.format = format
         self.journal = journal
         self.progress = progress
+        self.results = results
     }
 
     /// Stops the progress line for good (on every path out of a scan).
@@ -75,12 +81,14 @@ final class ScanOutput: Sendable {
         case .started:
             break
         case .completed(let task, let result, let system, let isLocal, let attempt, let seconds):
-            await record(.init(input: task.input, result: result, system: system, attempt: attempt, seconds: seconds))
+            await record(.init(input: task.input, text: task.text, result: result, system: system, attempt: attempt, seconds: seconds))
+            await printResults(results?.settle(task.input, result: result))
             guard format == .json else {
                 return await line(isLocal ? "Completed: \(task.input)" : "Completed: \(task.input) by \(system)")
             }
             var json = self.event("completed")
             json.add("input", task.input)
+            if let text = task.text { json.add("text", text) }
             json.add("result", result)
             json.add("system", system)
             json.add("attempt", attempt)
@@ -90,20 +98,33 @@ final class ScanOutput: Sendable {
             guard format == .json else { return await line("Re-run task: \(task.input). Failed with: \(error)") }
             var json = self.event("retry")
             json.add("input", task.input)
+            if let text = task.text { json.add("text", text) }
             json.add("attempt", attempt)
             json.add("system", system)
             json.add("error", "\(error)")
             await emit(json)
         case .gaveUp(let task, let attempts, let error):
+            await record(.init(input: task.input, text: task.text, result: "", status: ScanJournal.Entry.status(of: error),
+                               error: "\(error)", system: "", attempt: attempts, seconds: 0))
+            await printResults(results?.settle(task.input, result: nil))
             guard format == .json else {
                 return await line("Gave up on task \(task.input) after \(attempts) attempts: \(error)")
             }
             var json = self.event("failed")
             json.add("input", task.input)
+            if let text = task.text { json.add("text", text) }
             json.add("attempts", attempts)
             json.add("error", "\(error)")
             await emit(json)
         }
+    }
+
+    /// Writes results to stdout, each whole, in one queued write.
+    private func printResults(_ ready: [String]?) async {
+        guard let ready, !ready.isEmpty else { return }
+        var pieces: [LineWriter.Piece] = progress == nil ? [] : [.init(Progress.clear, to: 2)]
+        pieces.append(.init(ready.map { $0 + "\n" }.joined(), to: 1))
+        await Console.writer.write(pieces, if: nil)
     }
 
     /// The closing lines; `resumed` sectors came from the journal and count as completed.
@@ -147,7 +168,7 @@ final class ScanOutput: Sendable {
     /// is dropped if the summary has been queued before it.
     private func line(_ text: String, peerEvent: Bool = false) async {
         var pieces: [LineWriter.Piece] = progress == nil ? [] : [.init(Progress.clear, to: 2)]
-        pieces.append(.init(text + "\n", to: 1))
+        pieces.append(.init(text + "\n", to: logDescriptor))
         let open = peerEventsOpen
         let isOpen: @Sendable () -> Bool = { open.withLock { $0 } }
         let condition = peerEvent ? isOpen : nil

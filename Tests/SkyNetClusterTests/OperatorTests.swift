@@ -138,7 +138,7 @@ extension ProcessTests {
             await node.stop()
             let log = try String(contentsOf: logFile, encoding: .utf8)
             #expect(log.contains("[Node] Connected: coordinator from 127.0.0.1:"))
-            #expect(log.contains("[Node] Task 3 from coordinator: completed in "))
+            #expect(log.contains("[Node] Task 3 (scan) from coordinator: completed in "))
             #expect(log.contains("[Node] Disconnected: coordinator"))
             #expect(!log.contains(secret["SKYNET_TOKEN"]!))
         }

@@ -135,7 +135,7 @@ actor LocalPeer: ScanSystem {
         self.name = name
         self.api = api
     }
-    func run(_ task: ScanTask) async throws -> String { try await task.perform(using: api) }
+    func run(_ task: ScanTask) async throws -> String { try await ScanJob(api: api).run(task.request()) }
 }
 
 /// A system that returns at once and tracks how many returned attempts the coordinator had

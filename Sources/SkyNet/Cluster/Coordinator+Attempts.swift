@@ -28,6 +28,7 @@ extension Coordinator {
         case .success(let value):
             report.systems[system.name, default: SystemTally()].completed += 1
             report.systems[system.name, default: SystemTally()].busySeconds += seconds
+            queue.settled(work.task)
             await onEvent(.completed(work.task, result: value, system: system.name, isLocal: system.isLocal,
                                      attempt: work.attempt, seconds: seconds))
         case .failure where Task.isCancelled:
@@ -40,6 +41,7 @@ extension Coordinator {
         case .failure(let error):
             report.systems[system.name, default: SystemTally()].failed += 1
             report.gaveUp += 1
+            queue.settled(work.task)
             await onEvent(.gaveUp(work.task, attempts: work.attempt, error: error))
         }
     }

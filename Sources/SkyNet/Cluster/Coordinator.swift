@@ -14,6 +14,10 @@ public struct Coordinator: Sendable {
     let onEvent: @Sendable (ScanEvent) async -> Void
     /// How long a slot rests after a `busy` answer: from `first`, doubling, up to `most`.
     var busyRest = (first: BusyBackoff.first, most: BusyBackoff.most)
+    /// With a window: a new task starts only while its sector is less than this many past the
+    /// oldest sector without an outcome, so output in input order (`--keep-order`) holds at
+    /// most this many results. Nil: tasks start as slots free.
+    public var orderWindow: Int?
 
     /// - Parameter onEvent: called for each event, one at a time, in order. It may suspend (an
     ///   output that is full): the scan then waits for it, holding no thread.
@@ -40,20 +44,32 @@ public struct Coordinator: Sendable {
     /// cancelled (remote ones on their nodes too), results that still arrive are kept, and the
     /// report says `interrupted`.
     public func run<Tasks: Sequence<ScanTask>>(_ tasks: Tasks, count: Int) async -> ScanReport {
+        let queue = WorkQueue(tasks: tasks, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
+        return await run(queue, count: count)
+    }
+
+    /// Runs every task of a feed, asking it for the next batch as the last one is used up
+    /// (see `run(_:count:)`).
+    public func run(feed: any TaskFeed, count: Int) async -> ScanReport {
+        let queue = WorkQueue(feed: feed, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
+        return await run(queue, count: count)
+    }
+
+    private func run(_ queue: WorkQueue, count: Int) async -> ScanReport {
+        var queue = queue
         let clock = ContinuousClock()
         let start = clock.now
         var report = ScanReport(total: count)
-        var queue = WorkQueue(tasks: tasks, rerunOnLocal: await systems.localCapacity > 0)
         var backoff = BusyBackoff(first: busyRest.first, most: busyRest.most)
 
         await withThrowingTaskGroup(of: Step.self) { group in
-            while !Task.isCancelled, !queue.isDone() {
+            while !Task.isCancelled, !(await queue.isDone()) {
                 // Use every slot that is free right now, then park one request per kind of
                 // work still waiting, so a freed slot or a joining peer wakes us.
                 while let (work, reservation) = await queue.takeFreeSlot(from: systems) {
                     await launch(work, on: reservation, in: &group)
                 }
-                while let kind = queue.slotRequestToPark() {
+                while let kind = await queue.slotRequestToPark() {
                     group.addTask { [systems] in
                         let reservation = kind == .local
                             ? try await systems.localSystem() : try await systems.firstAvailableSystem()
@@ -64,7 +80,7 @@ public struct Coordinator: Sendable {
                 guard let step = try? await group.next() else { break }
                 switch step {
                 case .slot(let reservation, let kind):
-                    if !Task.isCancelled, let work = queue.work(for: reservation, requestedAs: kind) {
+                    if !Task.isCancelled, let work = await queue.work(for: reservation, requestedAs: kind) {
                         await launch(work, on: reservation, in: &group)
                     } else {
                         await systems.release(reservation)

@@ -5,15 +5,18 @@ public struct SystemCounters: Sendable, Equatable {
     public var failed = 0
 }
 
-/// The scan system of this process: runs tasks in process, at most `capacity` at once.
+/// The scan system of this process: runs tasks in process with the jobs of its registry, at
+/// most `capacity` at once, each within its deadline.
 ///
 /// The capacity is checked and taken in one synchronous step, so concurrent callers (all the
 /// connections of a node) can never push it past `capacity`: the extra ones fail with `busy`.
+/// A slot is given back only when the task's work has really ended, also after its deadline.
 public actor LocalSystem: ScanSystem {
     public nonisolated let name: String
     public nonisolated let capacity: Int
     public nonisolated var isLocal: Bool { true }
-    private let api: UnreliableAPI
+    /// The jobs this system runs; a task naming another fails with `unknown-job`.
+    public nonisolated let jobs: JobRegistry
     public private(set) var counters = SystemCounters() {
         didSet { live.withLock { $0 = counters } }
     }
@@ -24,14 +27,20 @@ public actor LocalSystem: ScanSystem {
     public private(set) var highWater = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
-    public init(name: String = "local", capacity: Int = 4, api: UnreliableAPI = UnreliableAPI()) {
+    /// A system running the jobs of `jobs`.
+    public init(name: String = "local", capacity: Int = 4, jobs: JobRegistry) {
         self.name = name
         self.capacity = max(0, capacity)
-        self.api = api
+        self.jobs = jobs
+    }
+
+    /// A system running only the built-in scan, failing as `api` says.
+    public init(name: String = "local", capacity: Int = 4, api: UnreliableAPI = UnreliableAPI()) {
+        self.init(name: name, capacity: capacity, jobs: JobRegistry(api: api))
     }
 
     public func run(_ task: ScanTask) async throws -> String {
-        guard task.isScan else { throw ScanFailure(code: "unknown-job", message: "\(name) has no job '\(task.job)'") }
+        guard let job = jobs.job(named: task.job) else { throw ScanFailure.unknownJob(task.job, system: name) }
         guard counters.running < capacity else { throw ScanFailure.busy(name, capacity: capacity) }
         counters.running += 1
         highWater = max(highWater, counters.running)
@@ -40,7 +49,7 @@ public actor LocalSystem: ScanSystem {
             if counters.running == 0 { wakeIdleWaiters() }
         }
         do {
-            let result = try await task.perform(using: api)
+            let result = try await Self.execute(job, task)
             counters.completed += 1
             return result
         } catch {

@@ -14,7 +14,11 @@ public final class Node: Sendable {
         public var host = "127.0.0.1"
         public var port = 0
         public var capacity = 4
+        /// The built-in scan fails every N-th task (0: never); other jobs never fail on purpose.
         public var failingEvery = 10
+        /// The jobs the node runs: the built-in scan (failing as `failingEvery` says) and what
+        /// its operator or program registered. The welcome lists them.
+        public var jobs = JobRegistry()
         /// When set, a hello must carry this token.
         public var token: String?
         /// The most clients that completed their hello, served at once.
@@ -73,7 +77,7 @@ public final class Node: Sendable {
         self.listener = listener
         self.log = log
         system = LocalSystem(name: options.name, capacity: options.capacity,
-                             api: UnreliableAPI(failingEvery: options.failingEvery))
+                             jobs: options.jobs.replacingScan(api: UnreliableAPI(failingEvery: options.failingEvery)))
     }
 
     /// How many connections are open (with and without hello).

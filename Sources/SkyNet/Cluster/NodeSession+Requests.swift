@@ -66,7 +66,7 @@ extension NodeSession {
             case .failure(_, _, let code, let message): outcome = "\(code): \(message)"
             default: outcome = "answered"
             }
-            context.log("[Node] Task \(task.input) from \(client): \(outcome) in \(String(format: "%.3f", seconds)) s")
+            context.log("[Node] Task \(task.input) (\(task.job)) from \(client): \(outcome) in \(String(format: "%.3f", seconds)) s")
         }
     }
 }

@@ -110,7 +110,8 @@ final class NodeSession: Sendable {
         let client = hello.name.isEmpty ? "client" : hello.name
         state.withLock { $0.phase = .serving(client: client) }
         context.log("[Node] Connected: \(client) from \(connection.peer)")
-        send(Reply.welcome(version: wireVersion, name: context.options.name, capacity: context.system.capacity, jobs: nil).line)
+        send(Reply.welcome(version: wireVersion, name: context.options.name, capacity: context.system.capacity,
+                                 jobs: context.system.jobs.summaries).line)
     }
 
     private func refuse(_ error: WireError) {

@@ -5,14 +5,32 @@ extension ScanJournal.Entry {
     /// full parser, which decides.
     init?(journalLine line: UnsafeBufferPointer<UInt8>) {
         var reader = ExactLineReader(bytes: line)
-        guard reader.literal(#"{"input":"#), let input = reader.integer(),
-              reader.literal(#","result":"#), let result = reader.plainString(),
-              reader.literal(#","system":"#), let system = reader.plainString(),
+        guard reader.literal(#"{"input":"#), let input = reader.integer() else { return nil }
+        var text: String?
+        if reader.literal(#","text":"#) {
+            guard let value = reader.plainString() else { return nil }
+            text = value
+        }
+        var status = 0
+        if reader.literal(#","status":"#) {
+            guard let value = reader.integer() else { return nil }
+            status = value
+        }
+        var result = "", error: String?
+        if reader.literal(#","result":"#), let value = reader.plainString() {
+            result = value
+        } else if reader.literal(#","error":"#), let value = reader.plainString() {
+            error = value
+        } else {
+            return nil
+        }
+        guard reader.literal(#","system":"#), let system = reader.plainString(),
               reader.literal(#","attempt":"#), let attempt = reader.integer(),
               reader.literal(#","seconds":"#), let seconds = reader.number(),
               reader.literal("}"), reader.atEnd
         else { return nil }
-        self.init(input: input, result: result, system: system, attempt: attempt, seconds: seconds)
+        self.init(input: input, text: text, result: result, status: status, error: error,
+                  system: system, attempt: attempt, seconds: seconds)
     }
 }
 

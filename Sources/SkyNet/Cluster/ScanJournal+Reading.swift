@@ -8,16 +8,16 @@ import Darwin
 private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
 
 extension ScanJournal {
-    /// The longest line read as an entry. A journal line is about a hundred bytes; a longer
-    /// one is damage, skipped without being held.
-    public static let maxLineLength = 64 * 1024
+    /// The longest line read as an entry: room for a result of 1 MiB and an input of 256 KiB,
+    /// even fully escaped. A longer one is damage, skipped without being held.
+    public static let maxLineLength = 8 * 1024 * 1024
 
     /// The sectors in `0..<total` a journal holds, read as a stream: memory stays one bit per
     /// sector plus a bounded buffer, however long the file. No file: none.
     /// - Returns: the sectors, how many there are, and how many lines could not be read.
     public static func completedSectors(path: String, total: Int) throws(Failure) -> (sectors: SectorSet, count: Int, skipped: Int) {
         var sectors = SectorSet(total: total)
-        let skipped = try forEachEntry(path: path) { sectors.insert($0.input) }
+        let skipped = try forEachEntry(path: path) { if $0.completed { sectors.insert($0.input) } }
         return (sectors, sectors.count, skipped)
     }
 
@@ -71,7 +71,12 @@ extension ScanJournal {
     static func parse<Bytes: Collection<UInt8>>(_ line: Bytes) -> Entry? {
         guard let fields = try? WireFields(line) else { return nil }
         do throws(WireError) {
-            return Entry(input: try fields.int("input"), result: try fields.string("result"),
+            let result = try fields.optionalString("result"), error = try fields.optionalString("error")
+            // A status must be a whole number: a line that holds anything else is not an entry.
+            let status = try fields.optionalNumber("status") ?? 0
+            guard result != nil || error != nil, let whole = Int(exactly: status) else { return nil }
+            return Entry(input: try fields.int("input"), text: try fields.optionalString("text"),
+                         result: result ?? "", status: whole, error: error,
                          system: try fields.string("system"), attempt: try fields.int("attempt"),
                          seconds: try fields.optionalNumber("seconds") ?? 0)
         } catch {

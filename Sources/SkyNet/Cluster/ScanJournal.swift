@@ -14,20 +14,52 @@ private func systemWrite(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) 
 /// completed: a coordinator killed with SIGKILL keeps every line it printed `Completed` for.
 /// (Surviving a power loss would take an fsync per line; not done.)
 public final class ScanJournal: Sendable {
-    /// One completed sector.
+    /// One sector's outcome: its result when it completed (`status` 0), else why it failed.
     public struct Entry: Sendable, Equatable {
+        /// The sector number.
         public let input: Int
+        /// The input text the sector ran with (an `--inputs` line); nil: the sector number.
+        public let text: String?
+        /// The job's result; empty when the sector failed.
         public let result: String
+        /// 0 when the sector completed; else the command's exit status, 128 + the signal that
+        /// killed it, or -1 for any other failure (a deadline, a command that cannot start).
+        public let status: Int
+        /// Why the sector failed its last attempt; nil when it completed.
+        public let error: String?
         public let system: String
         public let attempt: Int
         public let seconds: Double
 
-        public init(input: Int, result: String, system: String, attempt: Int, seconds: Double) {
+        public init(
+            input: Int, text: String? = nil, result: String, status: Int = 0, error: String? = nil,
+            system: String, attempt: Int, seconds: Double
+        ) {
             self.input = input
+            self.text = text
             self.result = result
+            self.status = status
+            self.error = error
             self.system = system
             self.attempt = attempt
             self.seconds = seconds
+        }
+
+        /// Whether the sector completed (a resume skips it).
+        public var completed: Bool { status == 0 && error == nil }
+
+        /// The text the job got as its input.
+        public var inputText: String { text ?? String(input) }
+
+        /// The status a failure message names: `exit status N` gives N, `killed by signal N`
+        /// gives 128 + N (as a shell reports it), anything else -1.
+        public static func status(of error: any Error) -> Int {
+            let message = "\(error)"
+            for (prefix, offset) in [("exit status ", 0), ("killed by signal ", 128)] where message.hasPrefix(prefix) {
+                let digits = message.dropFirst(prefix.count).prefix { $0.isASCII && $0.isNumber }
+                if let number = Int(digits), number > 0 { return number + offset }
+            }
+            return -1
         }
     }
 
@@ -56,7 +88,9 @@ public final class ScanJournal: Sendable {
     public func append(_ entry: Entry) throws(Failure) {
         var json = JSONLine()
         json.add("input", entry.input)
-        json.add("result", entry.result)
+        if let text = entry.text { json.add("text", text) }
+        json.add("status", entry.status)
+        if let error = entry.error { json.add("error", error) } else { json.add("result", entry.result) }
         json.add("system", entry.system)
         json.add("attempt", entry.attempt)
         json.add("seconds", (entry.seconds * 1000).rounded() / 1000)

@@ -5,10 +5,19 @@
 /// New tasks are made only when a slot is there for them, so a scan of ten million tasks
 /// starts at once and holds only what is in flight.
 struct WorkQueue {
-    private var source: AnyIterator<ScanTask>
-    /// The next new task, drawn ahead so `hasNew` can answer.
-    private var lookahead: ScanTask?
+    /// Where new tasks come from: a sequence drawn one at a time, or a feed of batches.
+    private enum Source {
+        case iterator(AnyIterator<ScanTask>)
+        case feed(any TaskFeed)
+    }
+
+    private var source: Source
+    /// New tasks drawn ahead (one from an iterator, a batch from a feed) so `hasNew` can answer.
+    private var lookahead = FIFO<ScanTask>()
     private var sourceEnded = false
+    /// With an order window: the sectors started and not yet settled, so no new sector starts
+    /// too far past the oldest of them.
+    private var window: OrderWindow?
     /// Failed attempts: they wait for a local slot when the local system has any.
     private var reruns = FIFO<Attempt>()
     /// Tasks a `busy` system sent back: not failed, so any slot takes them, before new ones.
@@ -19,22 +28,48 @@ struct WorkQueue {
     let rerunOnLocal: Bool
     private var parked: Set<SlotKind> = []
 
-    init<Tasks: Sequence<ScanTask>>(tasks: Tasks, rerunOnLocal: Bool) {
-        self.source = AnyIterator(tasks.makeIterator())
+    init<Tasks: Sequence<ScanTask>>(tasks: Tasks, rerunOnLocal: Bool, orderWindow: Int? = nil) {
+        self.source = .iterator(AnyIterator(tasks.makeIterator()))
         self.rerunOnLocal = rerunOnLocal
+        self.window = orderWindow.map { OrderWindow(size: $0) }
     }
 
-    private mutating func hasNew() -> Bool {
-        if lookahead == nil, !sourceEnded {
-            lookahead = source.next()
-            sourceEnded = lookahead == nil
+    init(feed: any TaskFeed, rerunOnLocal: Bool, orderWindow: Int? = nil) {
+        self.source = .feed(feed)
+        self.rerunOnLocal = rerunOnLocal
+        self.window = orderWindow.map { OrderWindow(size: $0) }
+    }
+
+    /// Whether a new task waits in the source (drawing it ahead when needed).
+    private mutating func hasMore() async -> Bool {
+        if lookahead.isEmpty, !sourceEnded {
+            switch source {
+            case .iterator(let iterator):
+                if let task = iterator.next() { lookahead.append(task) }
+            case .feed(let feed):
+                for task in await feed.nextBatch() { lookahead.append(task) }
+            }
+            sourceEnded = lookahead.isEmpty
         }
-        return lookahead != nil
+        return !lookahead.isEmpty
+    }
+
+    /// Whether a new task may start now: one waits, and the order window has room for it.
+    private mutating func hasNew() async -> Bool {
+        guard await hasMore() else { return false }
+        guard let window, let next = lookahead.first else { return true }
+        return window.admits(next.input)
     }
 
     /// Whether every task has its outcome: none waiting, none running.
-    mutating func isDone() -> Bool {
-        running == 0 && reruns.isEmpty && bounced.isEmpty && !hasNew()
+    mutating func isDone() async -> Bool {
+        guard running == 0, reruns.isEmpty, bounced.isEmpty else { return false }
+        return !(await hasMore())
+    }
+
+    /// A task has its final outcome (completed, or gave up): the order window moves past it.
+    mutating func settled(_ task: ScanTask) {
+        window?.settle(task.input)
     }
 
     /// Queues a failed attempt to run again.
@@ -57,7 +92,7 @@ struct WorkQueue {
         if !reruns.isEmpty, let reservation = await systems.tryReserve(localOnly: rerunOnLocal) {
             return (start(reruns.removeFirst()), reservation)
         }
-        if !bounced.isEmpty || hasNew(), let reservation = await systems.tryReserve() {
+        if await hasBouncedOrNew(), let reservation = await systems.tryReserve() {
             return (start(popAny()), reservation)
         }
         return nil
@@ -65,12 +100,12 @@ struct WorkQueue {
 
     /// The kind of slot request to park in the task group, if work waits for that kind of
     /// slot and no request for it is parked yet. Call until it returns nil.
-    mutating func slotRequestToPark() -> SlotKind? {
+    mutating func slotRequestToPark() async -> SlotKind? {
         if !reruns.isEmpty, rerunOnLocal, !parked.contains(.local) {
             parked.insert(.local)
             return .local
         }
-        if !bounced.isEmpty || hasNew() || (!reruns.isEmpty && !rerunOnLocal), !parked.contains(.any) {
+        if !parked.contains(.any), await hasBouncedOrNew() || (!reruns.isEmpty && !rerunOnLocal) {
             parked.insert(.any)
             return .any
         }
@@ -78,18 +113,24 @@ struct WorkQueue {
     }
 
     /// The work to run on a slot that a parked request obtained, or nil to release the slot.
-    mutating func work(for reservation: Reservation, requestedAs kind: SlotKind) -> Attempt? {
+    mutating func work(for reservation: Reservation, requestedAs kind: SlotKind) async -> Attempt? {
         parked.remove(kind)
         if !reruns.isEmpty, !rerunOnLocal || reservation.system.isLocal { return start(reruns.removeFirst()) }
-        if !bounced.isEmpty || hasNew() { return start(popAny()) }
+        if await hasBouncedOrNew() { return start(popAny()) }
         return nil
+    }
+
+    private mutating func hasBouncedOrNew() async -> Bool {
+        if !bounced.isEmpty { return true }
+        return await hasNew()
     }
 
     /// A bounced task, else a new one. Call only when one of them exists.
     private mutating func popAny() -> Attempt {
         if !bounced.isEmpty { return bounced.removeFirst() }
-        let task = lookahead ?? ScanTask(input: 0)  // hasNew() drew it just before
-        lookahead = nil
+        let task = lookahead.first ?? ScanTask(input: 0)  // hasNew() drew it just before
+        if !lookahead.isEmpty { _ = lookahead.removeFirst() }
+        window?.start(task.input)
         return Attempt(task: task, attempt: 1)
     }
 
@@ -115,6 +156,9 @@ struct FIFO<Element> {
 
     var isEmpty: Bool { head == elements.count }
 
+    /// The oldest element, if any.
+    var first: Element? { isEmpty ? nil : elements[head] }
+
     mutating func append(_ element: Element) {
         elements.append(element)
     }
@@ -128,5 +172,35 @@ struct FIFO<Element> {
             head = 0
         }
         return element
+    }
+}
+
+/// The sectors started and not yet settled, oldest first: with `--keep-order` the output holds
+/// results until every earlier sector has its outcome, so a new sector may start only while it
+/// is less than `size` past the oldest unsettled one. That bounds what the output holds.
+struct OrderWindow {
+    let size: Int
+    /// Started sectors in the order they started (increasing), settled ones dropped from the front.
+    private var started = FIFO<Int>()
+    private var settledAhead: Set<Int> = []
+
+    init(size: Int) {
+        self.size = max(1, size)
+    }
+
+    func admits(_ sector: Int) -> Bool {
+        guard let oldest = started.first else { return true }
+        return sector - oldest < size
+    }
+
+    mutating func start(_ sector: Int) {
+        started.append(sector)
+    }
+
+    mutating func settle(_ sector: Int) {
+        settledAhead.insert(sector)
+        while let oldest = started.first, settledAhead.remove(oldest) != nil {
+            _ = started.removeFirst()
+        }
     }
 }

@@ -18,6 +18,13 @@ public struct JobRegistry: Sendable {
         jobs = [Self.scan: ScanJob(api: api)]
     }
 
+    /// This registry with its built-in scan failing as `api` says (a node's `--failing-every`).
+    public func replacingScan(api: UnreliableAPI) -> JobRegistry {
+        var copy = self
+        copy.jobs[Self.scan] = ScanJob(api: api)
+        return copy
+    }
+
     /// The names of the jobs, sorted.
     public var names: [String] { jobs.keys.sorted() }
 

@@ -6,7 +6,9 @@ import Darwin
 
 /// The posix_spawn calls of `ChildProcess`: descriptors, attributes, argv and environment.
 /// Every descriptor the parent keeps is close-on-exec from the moment it exists, so no
-/// other child (spawned by any thread) inherits it.
+/// other child (spawned by any thread) inherits it; and the child closes every descriptor
+/// above 2 before it execs (`posix_spawn_file_actions_addclosefrom_np`), so a descriptor some
+/// other code opened without close-on-exec does not leak into it either.
 enum Spawner {
     /// The parent's ends of the pipes made for a child.
     struct ParentEnds {
@@ -41,6 +43,8 @@ enum Spawner {
                 guard let addchdir = GNU.addchdir else { throw ChildProcessError("chdir \(directory)", code: ENOSYS) }
                 _ = addchdir(&actions, directory)
             }
+            // Last, after the dup2s onto 0, 1 and 2: the pipes' child ends are closed too.
+            if let addclosefrom = GNU.addclosefrom { _ = addclosefrom(&actions, 3) }
         } catch let error as ChildProcessError {
             closeAll()
             throw error
@@ -88,7 +92,8 @@ enum Spawner {
         return (pid, parent)
     }
 
-    /// Adds the file actions for one output; returns the parent's read end for `.lines`/`.pipe`.
+    /// Adds the file actions for one output; returns the parent's read end for the outputs
+    /// this process reads (`.lines`, `.pipe`, `.bytes`, `.tail`).
     private static func addOutput(
         _ output: ChildProcess.Output, as target: Int32, to actions: inout posix_spawn_file_actions_t, childEnds: inout [Int32]
     ) throws(ChildProcessError) -> Int32? {
@@ -101,7 +106,7 @@ enum Spawner {
             posix_spawn_file_actions_addopen(&actions, target, path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0o644)
         case .descriptor(let fd):
             posix_spawn_file_actions_adddup2(&actions, fd, target)
-        case .lines, .pipe:
+        case .lines, .pipe, .bytes, .tail:
             let (read, write) = try makePipe()
             childEnds.append(write)
             posix_spawn_file_actions_adddup2(&actions, write, target)
@@ -130,9 +135,14 @@ enum Spawner {
 enum GNU {
     typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -> Int32
     typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
+    typealias AddClosefrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
 
     static let pipe2: Pipe2? = symbol("pipe2").map { unsafeBitCast($0, to: Pipe2.self) }
     static let addchdir: AddChdir? = symbol("posix_spawn_file_actions_addchdir_np").map { unsafeBitCast($0, to: AddChdir.self) }
+    /// glibc 2.34 and later; without it the parent's close-on-exec flags are the only guard.
+    static let addclosefrom: AddClosefrom? = symbol("posix_spawn_file_actions_addclosefrom_np").map {
+        unsafeBitCast($0, to: AddClosefrom.self)
+    }
 
     private static func symbol(_ name: String) -> UnsafeMutableRawPointer? {
         #if canImport(Glibc)

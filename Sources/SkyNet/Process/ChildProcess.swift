@@ -35,6 +35,11 @@ public final class ChildProcess: Sendable {
         case lines(maxLength: Int = 64 * 1024, keep: Int = 10_000)
         /// A pipe whose read end the caller takes with `takeOutputPipe` and must close.
         case pipe
+        /// Read whole, as bytes, into `capturedOutput`, up to `limit` bytes: past it reading
+        /// stops and the child (its whole group, if it has one) is killed, never a silent cut.
+        case bytes(limit: Int)
+        /// Read to the end, keeping only the last `bytes` bytes, into `capturedOutput`.
+        case tail(bytes: Int)
     }
 
     /// What to start and how.
@@ -51,6 +56,11 @@ public final class ChildProcess: Sendable {
         /// Look the executable up in PATH when it holds no slash.
         public var searchPath = false
         public var workingDirectory: String?
+        /// When the child exits, kill what is left of its process group (SIGKILL) before
+        /// reaping it: the zombie still holds the group's id then, so the signal cannot reach
+        /// anyone else's processes. With `ownProcessGroup`: its background descendants end
+        /// with it and cannot hold its outputs open.
+        public var endGroupOnExit = false
 
         public init(arguments: [String] = [], environment: [String: String]? = nil) {
             self.arguments = arguments
@@ -70,6 +80,9 @@ public final class ChildProcess: Sendable {
     public let stdoutLines: LineLog?
     public let stderrLines: LineLog?
     public let ownProcessGroup: Bool
+    private let endGroupOnExit: Bool
+    /// The reader of `.bytes` / `.tail` outputs (one thread for both), if there are any.
+    private let capture: OutputCapture?
     private let state: Locked<State>
     private let pipes: Locked<(stdout: Int32?, stderr: Int32?)>
 
@@ -82,6 +95,7 @@ public final class ChildProcess: Sendable {
     private init(pid: Int32, ends: Spawner.ParentEnds, options: Options) {
         self.pid = pid
         ownProcessGroup = options.ownProcessGroup
+        endGroupOnExit = options.endGroupOnExit && options.ownProcessGroup
         state = Locked(.running(stdinWriter: ends.stdin))
         func log(_ output: Output, _ fd: Int32?, _ name: String) -> (LineLog?, Int32?) {
             guard case .lines(let maxLength, let keep) = output, let fd else { return (nil, fd) }
@@ -93,8 +107,49 @@ public final class ChildProcess: Sendable {
         let (errLog, errPipe) = log(options.stderr, ends.stderr, "stderr")
         stdoutLines = outLog
         stderrLines = errLog
-        pipes = Locked((outPipe, errPipe))
+        var streams: [OutputCapture.Stream] = []
+        func captured(_ output: Output, _ fd: Int32?, _ number: Int32) -> Int32? {
+            guard let fd else { return nil }
+            switch output {
+            case .bytes(let limit): streams.append(.init(fd: fd, number: number, limit: max(0, limit), keepsTail: false))
+            case .tail(let bytes): streams.append(.init(fd: fd, number: number, limit: max(0, bytes), keepsTail: true))
+            default: return fd
+            }
+            return nil
+        }
+        pipes = Locked((captured(options.stdout, outPipe, 1), captured(options.stderr, errPipe, 2)))
+        capture = streams.isEmpty ? nil : OutputCapture()
+        if let capture {
+            let streams = streams
+            startThread(named: "skynet-child-output") { [self] in
+                capture.run(streams) { killIfRunning() }
+            }
+        }
         startThread(named: "skynet-reaper") { [self] in reap() }
+    }
+
+    /// What the `.bytes` and `.tail` outputs held, once every process holding them has closed
+    /// them (or reading was abandoned); nil when the child has no such output.
+    public var capturedOutput: CapturedOutput? {
+        get async {
+            guard let capture else { return nil }
+            return await capture.result.value
+        }
+    }
+
+    /// Stops reading the captured outputs `grace` from now if they are still open then (a
+    /// process outside the child's group may hold them); `capturedOutput` says so.
+    public func abandonOutput(after grace: Duration) {
+        capture?.abandon(after: grace)
+    }
+
+    /// Kills the child (its group, if it has one) unless it has been reaped: a `.bytes`
+    /// output passed its limit.
+    private func killIfRunning() {
+        state.withLock { state in
+            guard case .running = state else { return }
+            _ = kill(ownProcessGroup ? -pid : pid, SIGKILL)
+        }
     }
 
     /// Takes the read end of a `.pipe` output (1: stdout, 2: stderr); the caller closes it.
@@ -167,6 +222,7 @@ public final class ChildProcess: Sendable {
             guard errno == EINTR else { break }
         }
         let (ended, writer) = state.withLock { state -> (ChildExit, Int32?) in
+            if endGroupOnExit { _ = kill(-pid, SIGKILL) }
             var status: Int32 = 0
             var usage = rusage()
             var result: pid_t

@@ -58,9 +58,4 @@ public struct ScanTask: Codable, Sendable, Hashable, Identifiable {
     public static func isValidDuration(_ seconds: Double) -> Bool {
         seconds.isFinite && seconds >= 0 && seconds <= maxDuration
     }
-
-    /// Runs the simulated scan (the built-in `scan` job) with `api`'s injected failures.
-    public func perform(using api: UnreliableAPI) async throws -> String {
-        try await ScanJob(api: api).run(request())
-    }
 }

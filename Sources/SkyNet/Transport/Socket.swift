@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
-private let streamType = Int32(SOCK_STREAM.rawValue)
+// Close-on-exec from birth: a child spawned by another thread between socket() and a later
+// fcntl would otherwise inherit it (a job would hold the node's connections open).
+private let streamType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
 private let noSignal = Int32(MSG_NOSIGNAL)
 #elseif canImport(Darwin)
 import Darwin
@@ -11,8 +13,22 @@ private let noSignal: Int32 = 0  // Darwin: SO_NOSIGPIPE is set per socket inste
 // The C calls whose names the methods below reuse, reachable under other names.
 private func system_listen(_ fd: Int32, _ backlog: Int32) -> Int32 { listen(fd, backlog) }
 private func system_accept(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: UnsafeMutablePointer<socklen_t>?) -> Int32 {
-    accept(fd, address, length)
+    #if canImport(Glibc)
+    // accept4 with SOCK_CLOEXEC: the accepted socket is close-on-exec from birth.
+    if let accept4 = Accept4.call { return accept4(fd, address, length, Int32(SOCK_CLOEXEC.rawValue)) }
+    #endif
+    let accepted = accept(fd, address, length)
+    if accepted >= 0 { _ = fcntl(accepted, F_SETFD, FD_CLOEXEC) }
+    return accepted
 }
+
+#if canImport(Glibc)
+/// glibc's `accept4`, which Swift's Glibc module hides (it needs _GNU_SOURCE), looked up once.
+private enum Accept4 {
+    typealias Function = @convention(c) (Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?, Int32) -> Int32
+    static let call: Function? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "accept4").map { unsafeBitCast($0, to: Function.self) }
+}
+#endif
 private func system_send(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int, _ flags: Int32) -> Int { send(fd, bytes, count, flags) }
 private func system_shutdown(_ fd: Int32, _ how: Int32) -> Int32 { shutdown(fd, how) }
 private func system_close(_ fd: Int32) -> Int32 { close(fd) }

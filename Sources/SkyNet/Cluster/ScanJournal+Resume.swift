@@ -1,0 +1,60 @@
+extension ScanJournal {
+    /// What a resumed scan takes from its journal: the sectors that completed and, with an
+    /// inputs file, a fingerprint of the input each ran with (four bytes a sector).
+    public struct ResumePoint: Sendable {
+        /// The completed sectors in `0..<total`.
+        public private(set) var sectors: SectorSet
+        /// Lines that could not be read as entries.
+        public internal(set) var skipped = 0
+        private var fingerprints: [UInt32]
+
+        init(total: Int, fingerprints: Bool) {
+            sectors = SectorSet(total: total)
+            self.fingerprints = fingerprints ? Array(repeating: 0, count: max(0, total)) : []
+        }
+
+        /// How many sectors completed.
+        public var count: Int { sectors.count }
+
+        /// The fingerprint of the input `sector` completed with; nil when it did not complete.
+        public func fingerprint(of sector: Int) -> UInt32? {
+            sectors.contains(sector) && sector < fingerprints.count ? fingerprints[sector] : nil
+        }
+
+        mutating func add(_ entry: Entry) {
+            sectors.insert(entry.input)
+            if sectors.contains(entry.input), entry.input < fingerprints.count {
+                fingerprints[entry.input] = inputFingerprint(entry.inputText)
+            }
+        }
+    }
+
+    /// The journal holds a sector that ran with another input than this scan gives it.
+    public struct Mismatch: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Reads what a resume needs from the journal at `path`, as a stream, on a thread of its
+    /// own.
+    ///
+    /// - Parameter inputsFile: whether the scan's inputs come from a file. Then each sector's
+    ///   input is fingerprinted, for `InputFile.verify`. Without one, a sector's input is its
+    ///   number, and a journaled sector that ran with another text is a `Mismatch` at once.
+    public static func readResumePoint(path: String, total: Int, inputsFile: Bool) async throws -> ResumePoint {
+        try await onOwnThread(named: "journal-read") { () throws -> ResumePoint in
+            var point = ResumePoint(total: total, fingerprints: inputsFile)
+            var mismatch: Entry?
+            point.skipped = try forEachEntry(path: path) { entry in
+                guard entry.completed else { return }
+                if !inputsFile, let text = entry.text, text != String(entry.input), mismatch == nil, entry.input >= 0, entry.input < total {
+                    mismatch = entry
+                }
+                point.add(entry)
+            }
+            if let mismatch {
+                throw Mismatch(description: "journal \(path): sector \(mismatch.input) ran with the input \(String((mismatch.text ?? "").prefix(60)).debugDescription) from an inputs file, but this scan has none: resume with --inputs and the file it was written with, or start a new journal")
+            }
+            return point
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// A job that runs a command the operator declared, once per task, never through a shell.
+///
+/// Each task runs `command.arguments(input:sector:)` as argv (the program looked up in PATH
+/// when it holds no slash) in a process group of its own, with stdin from /dev/null and this
+/// process's environment minus every `SKYNET_TOKEN*` variable, plus `SKYNET_INPUT`,
+/// `SKYNET_SECTOR` and `SKYNET_JOB`. Its stdout, one trailing newline removed, is the result;
+/// it must be UTF-8 text of at most `maxOutput` bytes. Exit status ≠ 0, death by a signal, a
+/// program that cannot start and output over the bound fail the task (`task-failed`), naming
+/// the cause and the last line of stderr. When the command exits, what is left of its group is
+/// killed: a task's processes end with it. Cancelled (deadline, `cancel`, lost connection), it
+/// sends SIGTERM to the group, SIGKILL after `killGrace`, reaps, then throws `CancellationError`.
+public struct CommandJob: Job {
+    /// The default bound on a task's output: 256 KiB.
+    public static let defaultMaxOutput = 262_144
+    /// How much of stderr's end is kept for the failure message.
+    static let stderrTail = 4096
+
+    /// The job's name, as `SKYNET_JOB` tells the command.
+    public let name: String
+    public let command: CommandTemplate
+    /// The most bytes of stdout a task may give (its trailing newline aside).
+    public let maxOutput: Int
+    /// How long a cancelled command has between SIGTERM and SIGKILL.
+    public let killGrace: Duration
+    /// The environment every task starts from: this process's, without any token.
+    let environment: [String: String]
+
+    public var summary: String { command.text }
+
+    public init(name: String, command: CommandTemplate, maxOutput: Int = CommandJob.defaultMaxOutput, killGrace: Duration = .seconds(2)) {
+        self.init(name: name, command: command, maxOutput: maxOutput, killGrace: killGrace,
+                  environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// As the public init, but starting from `environment` instead of this process's (tests).
+    init(name: String, command: CommandTemplate, maxOutput: Int, killGrace: Duration, environment: [String: String]) {
+        self.name = name
+        self.command = command
+        self.maxOutput = max(0, maxOutput)
+        self.killGrace = killGrace
+        self.environment = environment.filter { !$0.key.hasPrefix("SKYNET_TOKEN") }
+    }
+
+    public func run(_ request: JobRequest) async throws -> String {
+        try Task.checkCancellation()
+        let child = try start(request)
+        let grace = killGrace
+        let ended = await withTaskCancellationHandler {
+            // Not cancellable on purpose: a cancelled task still waits until its child is reaped.
+            await child.exit.value
+        } onCancel: {
+            Task { await child.stop(grace: grace) }
+        }
+        // The group was killed before the reap (endGroupOnExit); a process that left it and
+        // still holds stdout gets this long before reading is given up.
+        child.abandonOutput(after: grace)
+        let output = await child.capturedOutput ?? CapturedOutput()
+        if Task.isCancelled { throw CancellationError() }
+        return try Self.result(of: ended, output: output, maxOutput: maxOutput)
+    }
+
+    /// Starts the task's command, or fails the task saying why it cannot start.
+    private func start(_ request: JobRequest) throws(ScanFailure) -> ChildProcess {
+        // A C string ends at NUL: such an input would arrive cut, so it is refused whole.
+        guard !request.input.utf8.contains(0) else {
+            throw ScanFailure(code: "task-failed", message: "the input holds a NUL byte, which no argument can carry")
+        }
+        let argv = command.arguments(input: request.input, sector: request.sector)
+        let program = argv.first ?? command.program
+        var variables = environment
+        variables["SKYNET_INPUT"] = request.input
+        variables["SKYNET_SECTOR"] = String(request.sector)
+        variables["SKYNET_JOB"] = name
+        var options = ChildProcess.Options(arguments: Array(argv.dropFirst()), environment: variables)
+        options.stdin = .null
+        // One byte more than the bound: room for the trailing newline that is not counted.
+        options.stdout = .bytes(limit: maxOutput + 1)
+        options.stderr = .tail(bytes: Self.stderrTail)
+        options.ownProcessGroup = true
+        options.endGroupOnExit = true
+        options.searchPath = !program.contains("/")
+        do {
+            return try ChildProcess.spawn(program, options)
+        } catch {
+            throw ScanFailure(code: "task-failed", message: "cannot run '\(program)': \(String(cString: strerror(error.code)))")
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import SkyNet
+
+/// The `--job NAME=COMMAND` values of a command line, made into command jobs.
+enum JobDeclarations {
+    /// The most jobs one command line declares (the welcome lists them all in one line).
+    static let maxJobs = 64
+    /// The longest command, in bytes.
+    static let maxCommandBytes = 4096
+    /// `--max-output`: a result travels in one wire line of 1 MiB, escaped as JSON.
+    static let maxOutputRange = 1...(512 * 1024)
+
+    /// `registry` with a `CommandJob` added for every `NAME=COMMAND` in `values`.
+    static func register(_ values: [String], in registry: JobRegistry, maxOutput: Int) throws(UsageError) -> JobRegistry {
+        guard values.count <= maxJobs else { throw UsageError("option '--job' is given \(values.count) times; at most \(maxJobs) jobs") }
+        var registry = registry
+        for value in values {
+            let (name, command) = try parse(value)
+            do {
+                try registry.register(name, CommandJob(name: name, command: command, maxOutput: maxOutput))
+            } catch {
+                throw UsageError("option '--job \(value)': \(error)")
+            }
+        }
+        return registry
+    }
+
+    /// Splits `NAME=COMMAND` and checks both halves.
+    static func parse(_ value: String) throws(UsageError) -> (name: String, command: CommandTemplate) {
+        guard let equals = value.firstIndex(of: "=") else {
+            throw UsageError("option '--job' wants NAME=COMMAND, as in --job sum='sha256sum {}', not '\(value)'")
+        }
+        let name = String(value[..<equals]), text = String(value[value.index(after: equals)...])
+        do {
+            try JobRegistry.validate(name)
+        } catch {
+            throw UsageError("option '--job \(value)': \(error)")
+        }
+        guard name != JobRegistry.scan else {
+            throw UsageError("option '--job \(value)': 'scan' is the built-in simulated scan and cannot be redeclared; choose another name")
+        }
+        guard text.utf8.count <= maxCommandBytes else {
+            throw UsageError("option '--job \(name)=…': the command is longer than \(maxCommandBytes) bytes")
+        }
+        do {
+            return (name, try CommandTemplate(text))
+        } catch {
+            throw UsageError("option '--job \(value)': \(error)")
+        }
+    }
+
+    /// Whether `host` is only reachable from this machine.
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "::1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false).map { UInt8($0) }
+        return octets.count == 4 && octets.allSatisfy { $0 != nil } && octets[0] == 127
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+@testable import SkyNet
+
+/// A node runs the jobs it registered, says which in its welcome, and still serves v1 clients.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct NodeJobTests {
+    let nodeTests = NodeTests()
+
+    func options() throws -> Node.Options {
+        var options = nodeTests.options()
+        try options.jobs.register("upper", summary: "uppercase the input") { request in
+            "\(request.sector):\(request.input.uppercased())"
+        }
+        return options
+    }
+
+    func job(_ peer: PeerConnection, _ name: String, sector: Int, input: String, timeout: Double? = nil) async throws -> Reply {
+        let id = peer.nextID()
+        let task = ScanTask(input: sector, duration: 0, job: name, text: input, timeout: timeout)
+        return try await peer.request(id: id, .run(id: id, task: task))
+    }
+
+    @Test func theWelcomeListsTheJobsWithTheirSummaries() async throws {
+        try await nodeTests.withNode(try options()) { node in
+            let peer = try await nodeTests.connect(node)
+            defer { peer.close() }
+            #expect(peer.welcome.jobs == ["scan": "built-in simulated scan", "upper": "uppercase the input"])
+        }
+    }
+
+    @Test func aJobRequestRunsTheRegisteredJob() async throws {
+        try await nodeTests.withNode(try options()) { node in
+            let peer = try await nodeTests.connect(node)
+            defer { peer.close() }
+            let reply = try await job(peer, "upper", sector: 4, input: "héllo wörld")
+            guard case .result(_, _, let result) = reply else { Issue.record("expected a result, got \(reply)"); return }
+            #expect(result == "4:HÉLLO WÖRLD")
+        }
+    }
+
+    @Test func aJobTheNodeLacksFailsWithUnknownJob() async throws {
+        try await nodeTests.withNode(try options()) { node in
+            let peer = try await nodeTests.connect(node)
+            defer { peer.close() }
+            let reply = try await job(peer, "sum", sector: 0, input: "a.txt")
+            guard case .failure(_, _, let code, let message) = reply else { Issue.record("expected a failure, got \(reply)"); return }
+            #expect(code == "unknown-job")
+            #expect(message == "beta has no job 'sum'")
+        }
+    }
+
+    @Test func aJobPastItsDeadlineFailsWithDeadlineAndFreesItsSlot() async throws {
+        var options = nodeTests.options(capacity: 1)
+        try options.jobs.register("hang") { _ in
+            try await Task.sleep(for: .seconds(60))
+            return "too late"
+        }
+        try await nodeTests.withNode(options) { node in
+            let peer = try await nodeTests.connect(node)
+            defer { peer.close() }
+            let reply = try await job(peer, "hang", sector: 0, input: "x", timeout: 0.3)
+            guard case .failure(_, _, let code, let message) = reply else { Issue.record("expected a failure, got \(reply)"); return }
+            #expect(code == "deadline")
+            #expect(message == "stopped at its deadline of 0.3 s")
+            #expect(try await nodeTests.running(peer) == 0)
+        }
+    }
+
+    @Test func aV1ClientStillScansAndIsToldTheJobs() async throws {
+        try await nodeTests.withNode(try options()) { node in
+            let socket = try await onOwnThread(named: "test-raw") { () throws -> Socket in
+                let socket = try Socket.connect(host: "127.0.0.1", port: node.port, timeout: .seconds(5))
+                let lines = [
+                    #"{"type":"hello","version":1,"name":"old"}"#,
+                    #"{"type":"scan","id":1,"task":{"id":"6f1c1a52-0000-4000-8000-000000000001","input":42,"duration":0}}"#,
+                ]
+                _ = try socket.send(Array(lines.map { $0 + "\n" }.joined().utf8), wait: true)
+                return socket
+            }
+            defer { socket.close() }
+            let lines = try await onOwnThread(named: "test-read") { readLines(from: socket, count: 2, silence: .seconds(10)) }
+            #expect(lines.count == 2)
+            #expect(lines.first?.contains(#""jobs":{"scan":"built-in simulated scan","upper":"uppercase the input"}"#) == true)
+            #expect(lines.last == #"{"type":"result","id":1,"task":"6f1c1a52-0000-4000-8000-000000000001","result":"42"}"#)
+        }
+    }
+}
