@@ -127,6 +127,49 @@ import Testing
         #expect(openDescriptors() <= before + 20)
     }
 
+    @Test func aBytesOutputIsCapturedWholeAndItsOverflowKillsTheGroup() async throws {
+        var options = ChildProcess.Options(arguments: ["-c", "printf 'out'; printf 'err' >&2"])
+        options.stdout = .bytes(limit: 10)
+        options.stderr = .tail(bytes: 10)
+        let small = try ChildProcess.spawn("/bin/sh", options)
+        #expect(try await exit(of: small).succeeded)
+        let captured = await small.capturedOutput
+        #expect(captured == CapturedOutput(stdout: CapturedBytes(bytes: Array("out".utf8)), stderr: CapturedBytes(bytes: Array("err".utf8))))
+
+        options = ChildProcess.Options(arguments: ["-c", "sleep 60 & yes"])
+        options.stdout = .bytes(limit: 1000)
+        options.ownProcessGroup = true
+        let endless = try ChildProcess.spawn("/bin/sh", options)
+        #expect(try await exit(of: endless).reason == .signalled(SIGKILL))
+        let cut = await endless.capturedOutput
+        #expect(cut?.stdout?.overflowed == true)
+        #expect(cut?.stdout?.bytes.count == 1000)
+    }
+
+    @Test func aTailOutputKeepsOnlyTheLastBytes() async throws {
+        var options = ChildProcess.Options(arguments: ["-c", "seq 1 100000 >&2"])
+        options.stderr = .tail(bytes: 12)
+        let child = try ChildProcess.spawn("/bin/sh", options)
+        #expect(try await exit(of: child).succeeded)
+        let tail = await child.capturedOutput?.stderr
+        #expect(tail?.overflowed == true)
+        #expect(tail.map { String(decoding: $0.bytes, as: UTF8.self) } == "9999\n100000\n")
+    }
+
+    @Test func socketsAreCloseOnExecSoNoChildInheritsThem() async throws {
+        let listener = try Socket.listen(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        let port = try listener.localAddress().port
+        let client = try Socket.connect(host: "127.0.0.1", port: port, timeout: .seconds(10))
+        defer { client.close() }
+        // The connection is already queued: accept returns at once (still on a thread of its own).
+        let accepted = try await onOwnThread(named: "test-accept") { try listener.accept().socket }
+        defer { accepted.close() }
+        for socket in [listener, client, accepted] {
+            #expect(fcntl(socket.descriptor, F_GETFD) & FD_CLOEXEC != 0)
+        }
+    }
+
     private func isAlive(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
         return !(stat.split(separator: ")").last?.hasPrefix(" Z") ?? false)

@@ -135,10 +135,14 @@ enum Spawner {
 enum GNU {
     typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -> Int32
     typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
+    typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
     typealias AddClosefrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
 
     static let pipe2: Pipe2? = symbol("pipe2").map { unsafeBitCast($0, to: Pipe2.self) }
     static let addchdir: AddChdir? = symbol("posix_spawn_file_actions_addchdir_np").map { unsafeBitCast($0, to: AddChdir.self) }
+    /// glibc 2.36 and later: a descriptor that polls readable when the process exits. It is
+    /// close-on-exec from birth.
+    static let pidfdOpen: PidfdOpen? = symbol("pidfd_open").map { unsafeBitCast($0, to: PidfdOpen.self) }
     /// glibc 2.34 and later; without it the parent's close-on-exec flags are the only guard.
     static let addclosefrom: AddClosefrom? = symbol("posix_spawn_file_actions_addclosefrom_np").map {
         unsafeBitCast($0, to: AddClosefrom.self)

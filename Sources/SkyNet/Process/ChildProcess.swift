@@ -119,13 +119,18 @@ public final class ChildProcess: Sendable {
         }
         pipes = Locked((captured(options.stdout, outPipe, 1), captured(options.stderr, errPipe, 2)))
         capture = streams.isEmpty ? nil : OutputCapture()
+        // With captured outputs and a pidfd, one thread reads them and reaps the child as soon
+        // as its pidfd says it exited: one thread per child instead of two.
+        let exitDescriptor = capture == nil ? nil : GNU.pidfdOpen.map { $0(pid, 0) }.flatMap { $0 >= 0 ? $0 : nil }
         if let capture {
             let streams = streams
             startThread(named: "skynet-child-output") { [self] in
-                capture.run(streams) { killIfRunning() }
+                capture.run(streams, exitDescriptor: exitDescriptor, exited: { reap() }, overflow: { killIfRunning() })
             }
         }
-        startThread(named: "skynet-reaper") { [self] in reap() }
+        if exitDescriptor == nil {
+            startThread(named: "skynet-reaper") { [self] in reap() }
+        }
     }
 
     /// What the `.bytes` and `.tail` outputs held, once every process holding them has closed
@@ -214,8 +219,9 @@ public final class ChildProcess: Sendable {
         return line
     }
 
-    /// Runs on the reaper thread: waits for the exit without reaping (WNOWAIT), then reaps
-    /// under the lock, so `send` never signals a pid that may belong to someone else.
+    /// Runs on the reaper thread (or the output thread, once the pidfd says the child exited):
+    /// waits for the exit without reaping (WNOWAIT), then reaps under the lock, so `send` never
+    /// signals a pid that may belong to someone else.
     private func reap() {
         var info = siginfo_t()
         while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 {

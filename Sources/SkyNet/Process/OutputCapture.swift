@@ -43,8 +43,17 @@ final class OutputCapture: Sendable {
         giveUpAt.withLock { $0 = min($0 ?? at, at) }
     }
 
-    /// Runs on the capture thread. `overflow` runs (on it) when a `.bytes` output passes its limit.
-    func run(_ streams: [Stream], overflow: () -> Void) {
+    /// Runs on the capture thread. `overflow` runs (on it) when a `.bytes` output passes its
+    /// limit; `exited` runs (on it) when `exitDescriptor`, a pidfd it then closes, polls readable.
+    func run(_ streams: [Stream], exitDescriptor: Int32? = nil, exited: () -> Void = {}, overflow: () -> Void) {
+        var exitDescriptor = exitDescriptor
+        defer {
+            // The outputs ended first (or were abandoned): the child still has to be reaped.
+            if let fd = exitDescriptor {
+                close(fd)
+                exited()
+            }
+        }
         var open = streams
         var captured = [Int32: CapturedBytes]()
         for stream in streams { captured[stream.number] = CapturedBytes() }
@@ -60,11 +69,17 @@ final class OutputCapture: Sendable {
                 wait = min(wait, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1)
             }
             var polls = open.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            if let fd = exitDescriptor { polls.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
             let ready = poll(&polls, nfds_t(polls.count), wait)
             if ready < 0, errno != EINTR { break }
             guard ready > 0 else { continue }
+            if let fd = exitDescriptor, polls[open.count].revents != 0 {
+                close(fd)
+                exitDescriptor = nil
+                exited()
+            }
             var ended: Set<Int32> = []
-            for (index, entry) in polls.enumerated() where entry.revents != 0 {
+            for (index, entry) in polls.prefix(open.count).enumerated() where entry.revents != 0 {
                 let stream = open[index]
                 let count = buffer.withUnsafeMutableBytes { read(stream.fd, $0.baseAddress, $0.count) }
                 if count < 0, errno == EINTR || errno == EAGAIN { continue }
