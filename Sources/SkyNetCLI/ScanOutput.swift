@@ -68,6 +68,10 @@ final class ScanOutput: Sendable {
             json = self.event("unreachable"); json.add("address", address); json.add("error", error)
         case .refused(_, let code, _):
             json = self.event("refused"); json.add("code", code); json.add("hint", event.refusalHint)
+        case .lacksJob(_, let job, let jobs):
+            json = self.event("lacks-job"); json.add("job", job); json.add("jobs", jobs.joined(separator: ","))
+        case .jobDiffers(_, let job, let summary, let expected):
+            json = self.event("job-differs"); json.add("job", job); json.add("summary", summary); json.add("expected", expected)
         case .unresponsive: json = self.event("unresponsive")
         case .responsive: json = self.event("responsive")
         }

@@ -7,6 +7,12 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// Refused the hello for good (`unauthorized`, `unsupported-version`): reported once, with
     /// the fix (`refusalHint`), and asked again only rarely.
     case refused(String, code: String, message: String)
+    /// Its welcome does not list the scan's job (`jobs`: the ones it does list): reported once,
+    /// closed, not used, and asked again only rarely (its operator must restart it with the job).
+    case lacksJob(String, job: String, jobs: [String])
+    /// It runs the scan's job as `summary`, not as `expected` (the coordinator's own, or the
+    /// first peer's): warned once, and still used.
+    case jobDiffers(String, job: String, summary: String, expected: String)
     /// A request timed out: no new work until it answers a ping.
     case unresponsive(String)
     case responsive(String)
@@ -15,7 +21,8 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     public var peer: String {
         switch self {
         case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _),
-             .refused(let name, _, _), .unresponsive(let name), .responsive(let name): name
+             .refused(let name, _, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _),
+             .unresponsive(let name), .responsive(let name): name
         }
     }
 
@@ -26,19 +33,30 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         case .disconnected(let name, let reason): "[Cluster] Disconnected: \(name) (\(reason))"
         case .unreachable(let name, let address, let error): "[Cluster] Unreachable: \(name) at \(address) (\(error)); retrying"
         case .refused(let name, let code, _): "[Cluster] Refused by \(name): \(code) (\(refusalHint))"
+        case .lacksJob(let name, let job, let jobs):
+            "[Cluster] Lacks job: \(name) has no job '\(job)' (its jobs: \(jobs.joined(separator: ", ")))"
+        case .jobDiffers(let name, let job, let summary, let expected):
+            "[Cluster] Warning: \(name) runs job '\(job)' as '\(summary)', not '\(expected)'"
         case .unresponsive(let name): "[Cluster] Unresponsive: \(name)"
         case .responsive(let name): "[Cluster] Responsive: \(name)"
         }
     }
 
-    /// What the operator can do about a refusal (empty for other events).
+    /// What the operator can do about a refusal or a missing job (empty for other events).
     public var refusalHint: String {
+        if case .lacksJob(_, let job, _) = self { return "declare it on the nodes: skynet node --job '\(job)=COMMAND'" }
         guard case .refused(_, let code, let message) = self else { return "" }
         switch code {
         case "unauthorized": return "set SKYNET_TOKEN to the nodes' token"
         case "unsupported-version": return (message.isEmpty ? "" : message + "; ") + "run the same skynet version as the nodes"
         default: return message
         }
+    }
+
+    /// Why no peer can run the scan, once every one of them ended as this event says.
+    var everyPeerUnusable: String {
+        if case .lacksJob(_, let job, _) = self { return "no peer has the job '\(job)' (\(refusalHint))" }
+        return "every peer refused this coordinator (\(refusalHint))"
     }
 
     /// Whether a hello refused with `code` will be refused again, whatever the timing.

@@ -52,6 +52,7 @@ public final class Node: Sendable {
     private let listener: Listener
     let admission = Locked(Admission())
     private let stopping = Locked(false)
+    private let pending = PendingReplies()
     private let sweeper = Locked<Task<Void, Never>?>(nil)
     let log: @Sendable (String) -> Void
 
@@ -88,7 +89,7 @@ public final class Node: Sendable {
 
     private func accept(_ socket: Socket, peer: String) {
         let connection = Connection(socket: socket, peer: peer, limits: options.limits)
-        let context = NodeContext(system: system, options: options, log: log, stopping: stopping) { [weak self] session in
+        let context = NodeContext(system: system, options: options, log: log, stopping: stopping, pending: pending) { [weak self] session in
             self?.admitGreeted(session) ?? false
         }
         let session = NodeSession(connection: connection, context: context) { [weak self] session in
@@ -115,8 +116,10 @@ public final class Node: Sendable {
         stopping.withLock { $0 = true }
         listener.stop()
         await listener.stopped.value
-        let system = self.system
-        _ = try? await withTimeout(grace) { await system.waitUntilIdle() }
+        // Every started request answered, not only the system idle: a slot is free a moment
+        // before its reply is sent.
+        let pending = self.pending
+        _ = try? await withTimeout(grace) { await pending.waitUntilNone() }
         sweeper.withLock { $0 }?.cancel()
         let open = admission.withLock { Array($0.pending.values.map(\.session)) + Array($0.greeted.values) }
         for session in open { session.connection.close() }

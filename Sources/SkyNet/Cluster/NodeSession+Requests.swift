@@ -31,7 +31,11 @@ extension NodeSession {
             guard state.scans.count < context.options.maxRequestsPerConnection else {
                 return busy("too many requests in flight on this connection")
             }
-            state.scans[id] = Task { await self.runScan(id: id, task: task) }
+            context.pending.begin()
+            state.scans[id] = Task {
+                await self.runScan(id: id, task: task)
+                self.context.pending.end()
+            }
             return nil
         }
         if let refusal { send(refusal) }

@@ -7,6 +7,8 @@ struct NodeContext: Sendable {
     let log: @Sendable (String) -> Void
     /// Set when the node stops: new scans are refused with `busy` while running ones finish.
     let stopping: Locked<Bool>
+    /// Requests started and not yet answered, over all connections.
+    let pending: PendingReplies
     /// Called when a session completed its hello: whether the node has room for one more client.
     let admit: @Sendable (NodeSession) -> Bool
 }

@@ -7,7 +7,8 @@
 /// A peer that refuses the hello for good (`unauthorized`, `unsupported-version`) is reported
 /// once with the fix and asked again only rarely (`refusalRetryDelay`): the answer cannot
 /// change until someone restarts that node or this coordinator, and a loop of refused hellos
-/// would only fill the node's log.
+/// would only fill the node's log. A peer whose welcome lacks the scan's job is treated the
+/// same way; one that runs the job as a different command is warned about once and used.
 public final class PeerLinks: Sendable {
     public struct Settings: Sendable {
         /// Slots per peer unless the cluster file says otherwise.
@@ -17,13 +18,21 @@ public final class PeerLinks: Sendable {
         public var token: String?
         /// Backoff between attempts to reach a peer that is down.
         public var retryDelays: (first: Duration, most: Duration) = (.milliseconds(100), .seconds(2))
-        /// Wait before asking again a peer that refused the hello for good.
+        /// Wait before asking again a peer that refused the hello for good or lacks the job.
         public var refusalRetryDelay: Duration = .seconds(30)
+        /// The job the scan runs: a peer whose welcome does not list it is not used.
+        public var job: String
+        /// The coordinator's own summary of `job` (its command), to compare the peers' with;
+        /// nil when the coordinator does not declare it (then the first peer's is compared with).
+        public var jobSummary: String?
 
-        public init(capacity: Int = 4, timeout: Duration = .seconds(5), token: String? = nil) {
+        public init(capacity: Int = 4, timeout: Duration = .seconds(5), token: String? = nil,
+                    job: String = JobRegistry.scan, jobSummary: String? = nil) {
             self.capacity = capacity
             self.timeout = timeout
             self.token = token
+            self.job = job
+            self.jobSummary = jobSummary
         }
     }
 
@@ -37,10 +46,10 @@ public final class PeerLinks: Sendable {
 
     private let tasks: [Task<Void, Never>]
     private let reporting = Locked(Reporting())
-    /// The peers whose last answer was a refusal for good, by name.
+    /// The peers whose last answer was a refusal for good or a welcome without the job, by name.
     private let refusing = Locked<Set<String>>([])
     /// Fulfilled (with the reasons, one line) once every peer of the cluster has refused the
-    /// hello for good: a scan with no local slots then has nothing that can run it.
+    /// hello for good or lacks the job: a scan with no local slots then has nothing that can run it.
     public let everyPeerRefused = AsyncSignal<String>()
 
     /// Starts linking to every node of `cluster`.
@@ -50,7 +59,7 @@ public final class PeerLinks: Sendable {
         let log: @Sendable (ClusterEvent) async -> Void = { event in
             var everyPeerRefusedNow = false
             switch event {
-            case .refused:
+            case .refused, .lacksJob:
                 everyPeerRefusedNow = refusing.withLock { refusing in
                     refusing.insert(event.peer)
                     return refusing.count == count
@@ -62,11 +71,12 @@ public final class PeerLinks: Sendable {
             }
             await Self.report(event, to: log, reporting: reporting)
             // After the report: whoever stops the scan on this signal sees the last refusal printed.
-            if everyPeerRefusedNow { everyPeerRefused.fulfil("every peer refused this coordinator (\(event.refusalHint))") }
+            if everyPeerRefusedNow { everyPeerRefused.fulfil(event.everyPeerUnusable) }
         }
+        let jobCheck = JobCheck(job: settings.job, expected: settings.jobSummary)
         tasks = cluster.nodes.map { node in
             Task { await Self.link(node, capacity: node.capacity ?? cluster.capacity ?? settings.capacity,
-                                   systems: systems, settings: settings, log: log) }
+                                   systems: systems, settings: settings, jobCheck: jobCheck, log: log) }
         }
     }
 
@@ -104,7 +114,7 @@ public final class PeerLinks: Sendable {
     }
 
     private static func link(
-        _ node: ClusterConfig.Node, capacity: Int, systems: Systems, settings: Settings,
+        _ node: ClusterConfig.Node, capacity: Int, systems: Systems, settings: Settings, jobCheck: JobCheck,
         log: @escaping @Sendable (ClusterEvent) async -> Void
     ) async {
         var delay = settings.retryDelays.first
@@ -134,8 +144,20 @@ public final class PeerLinks: Sendable {
                 continue
             }
             reportedDown = false
-            reportedRefusal = false
             delay = settings.retryDelays.first
+            switch jobCheck.check(peer.welcome, of: node.name) {
+            case .lacks(let event):
+                peer.close()
+                if !reportedRefusal { await log(event) }
+                reportedRefusal = true
+                try? await Task.sleep(for: settings.refusalRetryDelay)
+                continue
+            case .differs(let event):
+                await log(event)
+            case .usable:
+                break
+            }
+            reportedRefusal = false
             let slots = min(capacity, peer.welcome.capacity)
             let remote = RemoteSystem(name: node.name, peer: peer, timeout: settings.timeout) { responsive in
                 await systems.setSuspended(!responsive, named: node.name)

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+@testable import SkyNet
+
+/// A coordinator's links use only peers whose welcome lists the scan's job, and warn about
+/// peers that run it as a different command.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct PeerLinksJobTests {
+    let nodeTests = NodeTests()
+
+    final class Events: Sendable {
+        private let events = Locked<[ClusterEvent]>([])
+        func append(_ event: ClusterEvent) { events.withLock { $0.append(event) } }
+        var all: [ClusterEvent] { events.withLock { $0 } }
+        var lines: [String] { all.map(\.description) }
+    }
+
+    /// A node named `name` that declares `sum` as `summary` (nil: not at all); `connections`
+    /// counts the hellos it welcomed.
+    func startNode(_ name: String, sum summary: String?, connections: Counter = Counter()) async throws -> Node {
+        var options = Node.Options(name: name)
+        options.failingEvery = 0
+        if let summary { try options.jobs.register("sum", summary: summary) { "\($0.input):\(summary)" } }
+        return try await Node.start(options) { line in if line.hasPrefix("[Node] Connected:") { connections.increment() } }
+    }
+
+    func withLinks<T>(
+        to nodes: [Node], settings: PeerLinks.Settings, _ body: (PeerLinks, Systems, Events) async throws -> T
+    ) async throws -> T {
+        let systems = Systems(), events = Events()
+        let cluster = ClusterConfig(nodes: nodes.map { .init(name: $0.options.name, port: $0.port) })
+        let links = PeerLinks(cluster: cluster, systems: systems, settings: settings) { events.append($0) }
+        func stopAll() async {
+            await links.stop()
+            for node in nodes { await node.stop(grace: .seconds(1)) }
+        }
+        do {
+            let result = try await body(links, systems, events)
+            await stopAll()
+            return result
+        } catch {
+            await stopAll()
+            throw error
+        }
+    }
+
+    func settings(jobSummary: String?) -> PeerLinks.Settings {
+        var settings = PeerLinks.Settings(capacity: 2, timeout: .seconds(5), job: "sum", jobSummary: jobSummary)
+        settings.refusalRetryDelay = .milliseconds(100)
+        return settings
+    }
+
+    @Test func aPeerWithoutTheJobIsReportedOnceAndNotUsedAndOneThatDiffersIsWarnedAboutAndUsed() async throws {
+        let asked = Counter()
+        let nodes = [
+            try await startNode("beta", sum: "sha256sum {}"),
+            try await startNode("gamma", sum: "md5sum {}"),
+            try await startNode("delta", sum: nil, connections: asked),
+        ]
+        try await withLinks(to: nodes, settings: settings(jobSummary: "sha256sum {}")) { links, systems, events in
+            try await awaitState { await Set(systems.names) == ["beta", "gamma"] }
+            // Asked again (rarely in real life; every 0.1 s here), but reported once only.
+            try await awaitState { asked.value >= 3 }
+            #expect(events.lines.filter { $0.contains("delta") } == ["[Cluster] Lacks job: delta has no job 'sum' (its jobs: scan)"])
+            #expect(events.lines.filter { $0.contains("Warning") } == ["[Cluster] Warning: gamma runs job 'sum' as 'md5sum {}', not 'sha256sum {}'"])
+            #expect(await !systems.names.contains("delta"))
+            #expect(links.everyPeerRefused.current == nil)
+            // The peer that differs still runs the work.
+            let reservation = try await systems.firstAvailableSystem()
+            await systems.retire(reservation)
+        }
+    }
+
+    @Test func withoutAJobOfItsOwnTheCoordinatorComparesThePeersWithTheFirst() async throws {
+        let nodes = [try await startNode("beta", sum: "sha256sum {}"), try await startNode("gamma", sum: "md5sum {}")]
+        try await withLinks(to: nodes, settings: settings(jobSummary: nil)) { _, systems, events in
+            try await awaitState { await Set(systems.names) == ["beta", "gamma"] }
+            let warnings = events.all.filter { if case .jobDiffers = $0 { true } else { false } }
+            #expect(warnings.count == 1, "\(events.lines)")
+        }
+    }
+
+    @Test func whenEveryPeerLacksTheJobTheLinksSaySoOnce() async throws {
+        let nodes = [try await startNode("beta", sum: nil), try await startNode("gamma", sum: nil)]
+        try await withLinks(to: nodes, settings: settings(jobSummary: "sha256sum {}")) { links, systems, _ in
+            let reason = try await withTimeout(.seconds(10)) { await links.everyPeerRefused.value }
+            #expect(reason == "no peer has the job 'sum' (declare it on the nodes: skynet node --job 'sum=COMMAND')")
+            #expect(await systems.names.isEmpty)
+        }
+    }
+
+    @Test func theBuiltInScanIsOnEveryPeerIncludingAV1One() async throws {
+        // A v1 node's welcome lists no jobs: it runs the built-in scan and nothing else.
+        let v1 = PeerConnection.Welcome(name: "old", capacity: 4, jobs: nil)
+        let check = PeerLinks.JobCheck(job: JobRegistry.scan, expected: "built-in simulated scan")
+        guard case .usable = check.check(v1, of: "old") else { Issue.record("a v1 node runs the scan"); return }
+        let sum = PeerLinks.JobCheck(job: "sum", expected: nil)
+        guard case .lacks(let event) = sum.check(v1, of: "old") else { Issue.record("a v1 node has no job 'sum'"); return }
+        #expect(event.description == "[Cluster] Lacks job: old has no job 'sum' (its jobs: scan)")
+    }
+}
