@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "skynet", targets: ["SkyNetCLI"]),
         .executable(name: "skynet-bench", targets: ["SkyNetBench"]),
+        .executable(name: "skynet-example-wordcount", targets: ["SkyNetExampleWordCount"]),
         .library(name: "SkyNet", targets: ["SkyNet"]),
     ],
     targets: [
@@ -14,6 +15,8 @@ let package = Package(
         .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet"]),
         // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
         .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet"]),
+        // A Swift job on a coordinator and an in-process node: `swift run skynet-example-wordcount`.
+        .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet"], path: "Examples/WordCount"),
         // What both test targets use (a seeded random source for the fuzz tests).
         .target(name: "SkyNetTestSupport", path: "Tests/SkyNetTestSupport"),
         .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"]),

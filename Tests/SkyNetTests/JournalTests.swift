@@ -113,7 +113,7 @@ struct JournalLineTests {
         Array(text.utf8).withUnsafeBufferPointer { ScanJournal.Entry(journalLine: $0) }
     }
 
-    let written = #"{"input":-12,"result":"12","system":"beta","attempt":2,"seconds":1.25}"#
+    let written = #"{"input":-12,"status":0,"result":"12","system":"beta","attempt":2,"seconds":1.25}"#
 
     @Test func theFastReaderReadsWhatTheJournalWrites() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)").path
@@ -123,6 +123,36 @@ struct JournalLineTests {
         let line = try String(contentsOfFile: path, encoding: .utf8).dropLast()
         #expect(line == written)
         #expect(fast(String(line)) == entry)
+    }
+
+    @Test func inputTextAndFailuresGoInAndComeBackBothWays() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let entries = [
+            ScanJournal.Entry(input: 0, text: "a b.jpg", result: "ok", system: "node1", attempt: 1, seconds: 0.5),
+            ScanJournal.Entry(input: 1, text: "c.jpg", result: "", status: 3, error: "exit status 3: no such file",
+                              system: "", attempt: 5, seconds: 0),
+            ScanJournal.Entry(input: 2, text: "quote\"d\n", result: "x\ty", system: "local", attempt: 2, seconds: 1),
+        ]
+        let journal = try ScanJournal(path: path)
+        for entry in entries { try journal.append(entry) }
+        #expect(try ScanJournal.read(path: path).entries == entries)
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { Array($0.utf8) }
+        #expect(lines.map { ScanJournal.parse($0) } == entries)
+        #expect(try ScanJournal.completedSectors(path: path, total: 3).count == 2)  // the failed one runs again
+    }
+
+    @Test func aVersionOneLineStillReadsAsACompletedSector() {
+        let entry = fast(#"{"input":-12,"result":"12","system":"beta","attempt":2,"seconds":1.25}"#)
+        #expect(entry == ScanJournal.Entry(input: -12, result: "12", system: "beta", attempt: 2, seconds: 1.25))
+        #expect(entry?.completed == true)
+    }
+
+    @Test func aFailureMessageGivesItsStatus() {
+        typealias Entry = ScanJournal.Entry
+        #expect(Entry.status(of: ScanFailure(code: "task-failed", message: "exit status 3: no such file")) == 3)
+        #expect(Entry.status(of: ScanFailure(code: "task-failed", message: "killed by signal 9 (SIGKILL)")) == 137)
+        #expect(Entry.status(of: ScanFailure(code: "deadline", message: "stopped at its deadline of 5 s")) == -1)
     }
 
     @Test func everyTornPrefixOfALineIsRefused() {
@@ -136,6 +166,7 @@ struct JournalLineTests {
     @Test func otherFormsFallBackToTheFullParserWithTheSameMeaning() {
         let others = [
             #"{"result":"12","input":-12,"system":"beta","attempt":2,"seconds":1.25}"#,
+            #"{"input":-12,"result":"12","system":"beta","attempt":2,"seconds":1.25}"#,
             #"{ "input": -12, "result": "12", "system": "beta", "attempt": 2, "seconds": 1.25 }"#,
             #"{"input":-12,"result":"1\u0032","system":"beta","attempt":2,"seconds":1.25}"#,
             #"{"input":-12,"result":"12","system":"beta","attempt":2,"seconds":125e-2}"#,
