@@ -6,13 +6,14 @@ final class BenchCluster: Sendable {
     let nodes: [NodeProcess]
     let file: String
 
-    init(skynet: URL, count: Int, failingEvery: Int = 0) throws {
+    /// Starts `count` nodes, each given `arguments` beside `--failing-every`.
+    init(skynet: URL, count: Int, failingEvery: Int = 0, arguments: [String] = []) throws {
         nodes = try blocking {
             try await withThrowingTaskGroup(of: NodeProcess.self) { group in
                 for index in 1...count {
                     group.addTask {
                         try await NodeProcess.start(executable: skynet, name: "n\(index)",
-                                                    arguments: ["--failing-every", String(failingEvery)])
+                                                    arguments: ["--failing-every", String(failingEvery)] + arguments)
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }

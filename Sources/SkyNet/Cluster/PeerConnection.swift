@@ -12,6 +12,10 @@ public struct PeerDisconnected: Error, CustomStringConvertible {
 /// Replies are matched on the connection's reader thread, which resumes the waiting request
 /// at once; when the connection ends, every pending request fails at once. The pending table
 /// is guarded by a lock (`Locked`).
+///
+/// Liveness: while a request sent with a `liveness` bound is pending, one loop pings the link;
+/// a ping not answered within the bound fails every pending scan and job at once with
+/// `PeerUnresponsive` (a long job is not a dead peer: only silence is).
 public final class PeerConnection: Sendable {
     public struct Welcome: Sendable {
         public let name: String
@@ -27,19 +31,33 @@ public final class PeerConnection: Sendable {
         }
     }
 
-    private struct State {
+    struct Pending {
+        let continuation: CheckedContinuation<Reply, any Error>
+        /// A scan or a job (not a ping): failed when the peer stops answering pings.
+        let isWork: Bool
+        /// Sent with a liveness bound: keeps the ping loop running while pending.
+        let isWatched: Bool
+    }
+
+    struct State {
         var lastID = 0
-        var pending: [Int: CheckedContinuation<Reply, any Error>] = [:]
+        var pending: [Int: Pending] = [:]
         var ended: String?
         /// When a line was last sent: the keep-alive pings only a link idle for its interval.
         var lastSent = ContinuousClock.now
         var keepAlive: Task<Void, Never>?
+        /// The liveness ping loop, while one runs (at most one per link).
+        var liveness: Task<Void, Never>?
+        /// Whether a liveness loop runs or is being started; changes with `pending`.
+        var watching = false
+        /// How long a ping may go unanswered: the bound of the latest watched request.
+        var livenessBound: Duration = .seconds(5)
     }
 
     public let name: String
     public let welcome: Welcome
     private let connection: Connection
-    private let state: Locked<State>
+    let state: Locked<State>
 
     /// How often an idle link is pinged by default: well under a node's idle bound (60 s), so a
     /// healthy coordinator that has nothing to send is never dropped.
@@ -91,18 +109,26 @@ public final class PeerConnection: Sendable {
 
     /// Sends a request and waits for its reply. An `error` reply is thrown as a `WireError`;
     /// cancellation forgets the request (a late reply is dropped).
-    public func request(id: Int, _ request: Request) async throws -> Reply {
+    ///
+    /// With a `liveness` bound the link is pinged while the request is pending, and the
+    /// request fails with `PeerUnresponsive` when a ping goes unanswered for that long.
+    public func request(id: Int, _ request: Request, liveness: Duration? = nil) async throws -> Reply {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Checked under the lock that `complete` takes: a cancellation that came
                 // before this registration is seen here, one after it finds the entry.
-                let refusal: (any Error)? = state.withLock { state in
-                    if let ended = state.ended { return PeerDisconnected(peer: name, reason: ended) }
-                    if Task.isCancelled { return CancellationError() }
-                    state.pending[id] = continuation
-                    return nil
+                let (refusal, startWatching) = state.withLock { state -> ((any Error)?, Bool) in
+                    if let ended = state.ended { return (PeerDisconnected(peer: name, reason: ended), false) }
+                    if Task.isCancelled { return (CancellationError(), false) }
+                    state.pending[id] = Pending(continuation: continuation, isWork: request.isWork,
+                                                isWatched: liveness != nil)
+                    guard let liveness else { return (nil, false) }
+                    state.livenessBound = liveness
+                    defer { state.watching = true }
+                    return (nil, !state.watching)
                 }
                 if let refusal { return continuation.resume(throwing: refusal) }
+                if startWatching { startLivenessLoop() }
                 do {
                     try transmit(request)
                 } catch {
@@ -153,7 +179,7 @@ public final class PeerConnection: Sendable {
         connection.close()
     }
 
-    fileprivate func deliver(_ event: Connection.Event) {
+    func deliver(_ event: Connection.Event) {
         guard case .line(let line) = event, let reply = try? Reply.decode(line), let id = reply.requestID else { return }
         if case .error(let error) = reply {
             complete(id, with: .failure(error))
@@ -162,66 +188,19 @@ public final class PeerConnection: Sendable {
         }
     }
 
-    fileprivate func end(_ reason: String) {
-        let (pending, keepAlive) = state.withLock { state in
+    func end(_ reason: String) {
+        let (pending, tasks) = state.withLock { state in
             state.ended = reason
             defer { state.pending = [:] }
-            return (state.pending, state.keepAlive)
+            return (state.pending, [state.keepAlive, state.liveness])
         }
-        keepAlive?.cancel()
-        for continuation in pending.values {
-            continuation.resume(throwing: PeerDisconnected(peer: name, reason: reason))
+        for task in tasks { task?.cancel() }
+        for entry in pending.values {
+            entry.continuation.resume(throwing: PeerDisconnected(peer: name, reason: reason))
         }
     }
 
     private func complete(_ id: Int, with result: Result<Reply, any Error>) {
-        state.withLock { $0.pending.removeValue(forKey: id) }?.resume(with: result)
-    }
-}
-
-/// Routes the reader thread's events: to the handshake until the welcome, then to the peer.
-private final class Handshake: Sendable {
-    private enum Route { case handshake, peer(PeerConnection), ended(String) }
-    private let route = Locked(Route.handshake)
-    let welcome = AsyncSignal<Result<PeerConnection.Welcome, any Error>>()
-
-    func deliver(_ event: Connection.Event) {
-        switch route.withLock({ $0 }) {
-        case .peer(let peer):
-            peer.deliver(event)
-        case .handshake:
-            guard case .line(let line) = event else { return }
-            switch Result(catching: { try Reply.decode(line) }) {
-            case .success(.welcome(_, let name, let capacity, let jobs)):
-                welcome.fulfil(.success(.init(name: name, capacity: capacity, jobs: jobs)))
-            case .success(.error(let error)):
-                welcome.fulfil(.failure(error))
-            case .success(let other):
-                welcome.fulfil(.failure(WireError.badRequest("expected a welcome, got \(other)")))
-            case .failure(let error):
-                welcome.fulfil(.failure(error))
-            }
-        case .ended:
-            break
-        }
-    }
-
-    func fail(_ error: PeerDisconnected) {
-        let previous = route.withLock { route in
-            defer { route = .ended(error.reason) }
-            return route
-        }
-        if case .peer(let peer) = previous { peer.end(error.reason) }
-        welcome.fulfil(.failure(error))
-    }
-
-    /// From now on replies go to `peer`. If the connection ended in between, the peer learns.
-    func handOver(to peer: PeerConnection) {
-        let ended: String? = route.withLock { route in
-            if case .ended(let reason) = route { return reason }
-            route = .peer(peer)
-            return nil
-        }
-        if let ended { peer.end(ended) }
+        state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(with: result)
     }
 }

@@ -1,36 +1,64 @@
-/// A peer node behind the `ScanSystem` interface: each task is one `scan` request, bounded by
-/// a `TimeoutTask`. A request that times out is cancelled on the node.
+/// A peer node behind the `ScanSystem` interface: each task is one request, bounded by a
+/// `TimeoutTask`; a request that is given up is cancelled on the node.
 ///
-/// A small circuit breaker: after a timeout the peer counts as unresponsive (`onHealth(false)`:
-/// the registry holds back new work) and is pinged until it answers (`onHealth(true)`).
+/// Liveness is not a deadline. A task of the built-in scan (short by design) is bounded by
+/// `timeout`. Any other job may run for hours: its request is bounded by the task's deadline
+/// plus `deadlineMargin` (or by `ScanTask.maxTimeout` when it has none), and the peer's
+/// liveness is decided by pings on the link while such work is in flight: a peer that answers
+/// no ping within `timeout` has every pending task failed at once (`PeerUnresponsive`).
+///
+/// A small circuit breaker: after a timeout or a missed ping the peer counts as unresponsive
+/// (`onHealth(false)`: the registry holds back new work) and is pinged until it answers
+/// (`onHealth(true)`).
 public actor RemoteSystem: ScanSystem {
     public nonisolated let name: String
     public nonisolated var isLocal: Bool { false }
     public nonisolated let peer: PeerConnection
+    /// The bound of a built-in scan request, and of a ping.
     public nonisolated let timeout: Duration
+    /// Added to a task's deadline to bound its request: the node stops the task at the
+    /// deadline, gives it a grace to end, then answers.
+    public nonisolated let deadlineMargin: Duration
     private let onHealth: @Sendable (_ responsive: Bool) async -> Void
     private var probing = false
 
+    /// The default `deadlineMargin`: the node's grace between SIGTERM and SIGKILL, and the trip back.
+    public static let defaultDeadlineMargin: Duration = .seconds(10)
+
     public init(name: String, peer: PeerConnection, timeout: Duration,
+                deadlineMargin: Duration = defaultDeadlineMargin,
                 onHealth: @escaping @Sendable (_ responsive: Bool) async -> Void = { _ in }) {
         self.name = name
         self.peer = peer
         self.timeout = timeout
+        self.deadlineMargin = deadlineMargin
         self.onHealth = onHealth
     }
 
-    /// Nonisolated: it touches no state of the actor but on a timeout, so a request costs no
-    /// hop onto the actor.
+    /// Nonisolated: it touches no state of the actor but when the peer seems gone, so a
+    /// request costs no hop onto the actor.
     public nonisolated func run(_ task: ScanTask) async throws -> String {
         let peer = self.peer
         let id = peer.nextID()
         let reply: Reply
         do {
-            reply = try await TimeoutTask(timeout: timeout) {
-                try await peer.request(id: id, Request.run(id: id, task: task))
-            }.value
+            if task.isScan {
+                reply = try await TimeoutTask(timeout: timeout) {
+                    try await peer.request(id: id, .scan(id: id, task: task))
+                }.value
+            } else {
+                let liveness = timeout
+                reply = try await TimeoutTask(timeout: bound(of: task)) {
+                    try await peer.request(id: id, .run(id: id, task: task), liveness: liveness)
+                }.value
+            }
         } catch let error as TimeoutError {
             peer.post(.cancel(id: id))
+            guard task.isScan else { throw deadlinePassed(task) }
+            await startProbing()
+            throw error
+        } catch let error as PeerUnresponsive {
+            peer.post(.cancel(id: id))  // should it still be alive, its slot is freed
             await startProbing()
             throw error
         } catch is CancellationError {
@@ -43,8 +71,20 @@ public actor RemoteSystem: ScanSystem {
         case .failure(_, _, let code, let message):
             throw ScanFailure(code: code, message: message)
         default:
-            throw ScanFailure(code: "bad-reply", message: "\(name) answered a scan with \(reply)")
+            throw ScanFailure(code: "bad-reply", message: "\(name) answered a task with \(reply)")
         }
+    }
+
+    /// How long a job's request may take: its deadline and the margin, or the longest deadline.
+    private nonisolated func bound(of task: ScanTask) -> Duration {
+        guard let seconds = task.timeout else { return .seconds(ScanTask.maxTimeout) }
+        return .seconds(seconds) + deadlineMargin
+    }
+
+    private nonisolated func deadlinePassed(_ task: ScanTask) -> ScanFailure {
+        let deadline = task.timeout.map { "its deadline of \($0.secondsText) s" } ?? "the longest deadline"
+        return ScanFailure(code: "deadline",
+                           message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.secondsText) s")
     }
 
     /// Marks the peer unresponsive (once) and pings it until it answers or disconnects.

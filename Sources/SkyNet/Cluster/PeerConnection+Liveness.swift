@@ -1,0 +1,86 @@
+import Foundation
+
+/// A peer that answered no ping within the liveness bound while work was in flight: its
+/// pending requests fail with this at once, so their tasks can run elsewhere.
+public struct PeerUnresponsive: Error, CustomStringConvertible, Equatable {
+    public let peer: String
+    public let bound: Duration
+    public var description: String { "\(peer) did not answer a ping within \(bound.secondsText) s" }
+}
+
+/// Liveness: one ping loop per link while watched work is pending.
+extension PeerConnection {
+    /// Whether a liveness loop runs on this link (work sent with a bound is pending).
+    var isWatchingLiveness: Bool { state.withLock { $0.watching } }
+
+    /// Starts the one liveness loop of this link (the caller set `watching`).
+    func startLivenessLoop() {
+        let task = Task { await self.pingWhileWatched() }
+        let ended = state.withLock { state -> Bool in
+            state.liveness = task
+            return state.ended != nil
+        }
+        if ended { task.cancel() }
+    }
+
+    /// Pings, waits up to the bound for the pong, rests a little, and again, while a watched
+    /// request is pending. Ends itself when none is (checked under the lock that registers
+    /// requests, so a request that comes later starts a new loop) or when the link ends.
+    private func pingWhileWatched() async {
+        while true {
+            let bound: Duration? = state.withLock { state in
+                guard state.ended == nil, state.pending.values.contains(where: \.isWatched) else {
+                    state.watching = false
+                    state.liveness = nil
+                    return nil
+                }
+                return state.livenessBound
+            }
+            guard let bound else { return }
+            let id = nextID()
+            do {
+                _ = try await withTimeout(bound) { try await self.request(id: id, .ping(id: id)) }
+            } catch is TimeoutError {
+                failWork(with: PeerUnresponsive(peer: name, bound: bound))
+                continue
+            } catch is PeerDisconnected {
+                return
+            } catch is CancellationError {
+                return  // the link ended
+            } catch {
+                // Any other answer (an `error` reply) still shows a live peer.
+            }
+            try? await Task.sleep(for: min(bound / 2, .seconds(1)))
+        }
+    }
+
+    /// Fails every pending scan and job (not the pings) with `error`.
+    private func failWork(with error: PeerUnresponsive) {
+        let work = state.withLock { state in
+            let work = state.pending.filter { $0.value.isWork }
+            for id in work.keys { state.pending[id] = nil }
+            return work
+        }
+        for entry in work.values { entry.continuation.resume(throwing: error) }
+    }
+}
+
+extension Request {
+    /// A request that runs a task (as opposed to a ping, a hello or a cancel).
+    var isWork: Bool {
+        switch self {
+        case .scan, .job: true
+        case .hello, .cancel, .ping: false
+        }
+    }
+}
+
+extension Duration {
+    /// `5` for 5 s, `0.3` for 300 ms: seconds as a person writes them.
+    var secondsText: String { seconds.secondsText }
+}
+
+extension Double {
+    /// `5` for 5.0, `0.3` for 0.3: seconds as a person writes them.
+    var secondsText: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
+}

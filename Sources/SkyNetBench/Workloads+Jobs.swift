@@ -1,0 +1,67 @@
+import Foundation
+import SkyNet
+
+extension Workloads {
+    /// W8: 2,000 tasks of `/bin/true` (a command job, `t=/bin/true`) on 3 nodes × 4 slots,
+    /// dispatch-only; beside GNU parallel `-j12 true` on the same inputs and a spawn floor
+    /// (posix_spawn and wait, 2 at a time), each run measuring all three in turn.
+    func commandJobs() throws -> [Row] {
+        let total = 2000, job = "t=/bin/true"
+        let inputs = (0..<total).map(String.init)  // the sector numbers: what `skynet scan` feeds without --inputs
+        let inputsFile = NSTemporaryDirectory() + "skynet-bench-w8-\(UUID().uuidString).txt"
+        try (inputs.joined(separator: "\n") + "\n").write(toFile: inputsFile, atomically: true, encoding: .utf8)
+        defer { unlink(inputsFile) }
+        let parallel = findOnPath("parallel")
+        if parallel == nil {
+            note("W8: GNU parallel is not on PATH (Debian: apt-get install parallel): its column and the 5x target are skipped")
+        }
+        let cluster = try BenchCluster(skynet: skynet, count: 3, arguments: ["--job", job])
+        defer { cluster.stop() }
+        func ours(_ count: Int) throws -> Double {
+            let run = try ScanRun.run(skynet, ["--cluster", cluster.file, "--local-capacity", "0", "--failing-every", "0",
+                                               "--job", job, "--total", String(count)])
+            guard run.completed == count else { throw BenchError("W8: \(run.completed)/\(count) completed") }
+            return Double(count) / run.seconds
+        }
+        func gnuParallel(_ path: String) throws -> Double {
+            let child = try ChildRun.run(path, ["--will-cite", "-j12", "true", "::::", inputsFile])
+            guard child.status == 0 else { throw BenchError("W8: parallel exited with status \(child.status)") }
+            return Double(total) / child.seconds
+        }
+        _ = try ours(200)  // warm-up: connections, page cache
+        if let parallel { _ = try gnuParallel(parallel) }
+        var skynetRates: [Double] = [], parallelRates: [Double] = [], floorRates: [Double] = []
+        for _ in 0..<runs {
+            skynetRates.append(try ours(total))
+            if let parallel { parallelRates.append(try gnuParallel(parallel)) }
+            floorRates.append(try SpawnFloor.measure(program: "/bin/true", inputs: inputs, width: 2))
+        }
+        return rows(skynet: skynetRates, parallel: parallelRates, floor: floorRates)
+    }
+
+    /// The rows of W8; the ratios are taken run by run (each run measured all three in turn).
+    private func rows(skynet: [Double], parallel: [Double], floor: [Double]) -> [Row] {
+        let overFloor = zip(skynet, floor).map { $0 / $1 }
+        var rows = [
+            Row(workload: "W8", measure: "2000 x /bin/true, ours", unit: "tasks/s", values: skynet, ideal: "-",
+                target: parallel.isEmpty ? ">= 0.6x floor (parallel missing)" : ">= 5x parallel, >= 0.6x floor",
+                met: median(overFloor) >= 0.6 && (parallel.isEmpty || median(zip(skynet, parallel).map { $0 / $1 }) >= 5)),
+            Row(workload: "W8", measure: "spawn floor, 2 at a time", unit: "tasks/s", values: floor, ideal: "-", target: "-", met: nil),
+            Row(workload: "W8", measure: "ours / floor", unit: "ratio", values: overFloor, ideal: "1.000", target: ">= 0.6",
+                met: median(overFloor) >= 0.6),
+        ]
+        if parallel.isEmpty {
+            var missing = Row(workload: "W8", measure: "GNU parallel -j12 true", unit: "tasks/s", values: [], ideal: "-",
+                              target: "-", met: nil)
+            missing.note = "skipped: GNU parallel is not on PATH (Debian: apt-get install parallel)"
+            rows.insert(missing, at: 1)
+        } else {
+            let overParallel = zip(skynet, parallel).map { $0 / $1 }
+            rows.insert(Row(workload: "W8", measure: "GNU parallel -j12 true", unit: "tasks/s", values: parallel, ideal: "-",
+                            target: "-", met: nil), at: 1)
+            rows.append(Row(workload: "W8", measure: "ours / GNU parallel", unit: "ratio", values: overParallel, ideal: "-",
+                            target: ">= 5", met: median(overParallel) >= 5))
+        }
+        return rows
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+@testable import SkyNet
+
+/// A node written for the tests, on 127.0.0.1 and port 0: it welcomes with the jobs `scan` and
+/// `slow`, holds every task it is sent without answering until told to, and answers pings
+/// unless told not to. It records what it was sent.
+final class FakeNode: Sendable {
+    /// A task the node was sent and has not answered.
+    struct Held: Sendable {
+        let connection: Connection
+        let id: Int
+        let task: ScanTask
+        let isJob: Bool
+    }
+
+    private struct State {
+        var connections: [Connection] = []
+        var held: [Held] = []
+        var received = 0
+        var answersPings = true
+        var pongs = 0
+        var cancels: [Int] = []
+    }
+
+    let port: Int
+    private let listener: Listener
+    private let state = Locked(State())
+
+    private init(listener: Listener) {
+        self.listener = listener
+        self.port = listener.port
+    }
+
+    static func start() async throws -> FakeNode {
+        let node = FakeNode(listener: try await Listener.bind(host: "127.0.0.1", port: 0))
+        node.listener.start { socket, peer in
+            let connection = Connection(socket: socket, peer: peer)
+            node.state.withLock { $0.connections.append(connection) }
+            connection.start(onEvent: { event in
+                guard case .line(let line) = event, let request = try? Request.decode(line) else { return }
+                node.handle(request, on: connection)
+            })
+        }
+        return node
+    }
+
+    /// Stops listening and closes every connection.
+    func stop() {
+        listener.stop()
+        for connection in state.withLock({ $0.connections }) { connection.close() }
+    }
+
+    /// Whether pings get a pong from now on.
+    func answerPings(_ answer: Bool) {
+        state.withLock { $0.answersPings = answer }
+    }
+
+    /// Answers every held task with the result `done <input>`; returns how many it answered.
+    @discardableResult
+    func answerHeld() -> Int {
+        let held = state.withLock { state in
+            defer { state.held = [] }
+            return state.held
+        }
+        for entry in held {
+            try? entry.connection.send(Reply.result(id: entry.id, task: entry.task.id, result: "done \(entry.task.inputText)").line)
+        }
+        return held.count
+    }
+
+    var held: [Held] { state.withLock { $0.held } }
+    /// Tasks received in all (scans and jobs), answered or not.
+    var received: Int { state.withLock { $0.received } }
+    var pongs: Int { state.withLock { $0.pongs } }
+    var cancels: [Int] { state.withLock { $0.cancels } }
+
+    private func handle(_ request: Request, on connection: Connection) {
+        switch request {
+        case .hello:
+            let jobs = [JobRegistry.scan: "built-in simulated scan", "slow": "sleep 3600"]
+            try? connection.send(Reply.welcome(version: wireVersion, name: "beta", capacity: 4, jobs: jobs).line)
+        case .scan(let id, let task), .job(let id, let task):
+            let isJob = if case .job = request { true } else { false }
+            state.withLock { state in
+                state.held.append(Held(connection: connection, id: id, task: task, isJob: isJob))
+                state.received += 1
+            }
+        case .ping(let id):
+            let answer = state.withLock { state in
+                if state.answersPings { state.pongs += 1 }
+                return state.answersPings
+            }
+            let pong = Pong(name: "beta", running: 0, capacity: 4, completed: 0, failed: 0)
+            if answer { try? connection.send(Reply.pong(id: id, pong).line) }
+        case .cancel(let id):
+            state.withLock { state in
+                state.cancels.append(id)
+                state.held.removeAll { $0.id == id && $0.connection === connection }
+            }
+        }
+    }
+}
