@@ -10,8 +10,11 @@ import Darwin
 /// Async callers (a scan's events, its progress line, `status`) go through `writer`: a
 /// bounded queue that a thread of its own writes out, so a stalled terminal or pipe makes
 /// them suspend and never blocks a thread of the pool; a command flushes it before it
-/// returns. Synchronous callers that cannot await (usage errors, node logs, the exit on a
-/// second signal) write directly with `out`/`err`/`raw`, each line in one `write`.
+/// returns. A node's logs, written from threads that must never wait (its accept loop, its
+/// reader threads, the pool), are offered to the same queue with `log`: when it is full
+/// they are dropped and counted, never waited for. Synchronous callers that cannot await
+/// (usage errors, the exit on a second signal) write directly with `out`/`err`/`raw`, each
+/// line in one `write`.
 enum Console {
     /// The queue of stdout and stderr (one, so their order holds on a shared terminal).
     static let writer = LineWriter(capacity: 256 * 1024)
@@ -22,6 +25,19 @@ enum Console {
     static func printError(_ line: String) async { await writer.write(line + "\n", to: 2) }
     /// Waits until every queued line is out.
     static func flush() async { await writer.flush() }
+
+    /// Waits until every queued line is out, or `limit` has passed (stderr that nobody reads
+    /// must not keep a process from exiting).
+    static func flush(within limit: Duration) async {
+        _ = try? await withTimeout(limit) { await writer.flush() }
+    }
+
+    /// Queues a log line for stderr if there is room now, never waiting: when the queue is
+    /// full the line is dropped and counted, and once room returns `notice(count)` is written
+    /// first. A logger must not stop a server whose stderr is not being read.
+    static func log(_ line: String, droppedNotice notice: @escaping @Sendable (Int) -> String) {
+        writer.offer(line + "\n", to: 2, countingDropsAs: { notice($0) + "\n" })
+    }
 
     static func out(_ line: String) { raw(line + "\n", to: 1) }
     static func err(_ line: String) { raw(line + "\n", to: 2) }

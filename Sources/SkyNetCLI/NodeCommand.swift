@@ -14,6 +14,8 @@ struct NodeCommand: Command {
         Run a node: accept connections from coordinators and run the tasks they send, at most
         --capacity at a time over all connections. When it accepts connections it prints
         `listening on HOST:PORT` on stdout (the real port, for --port 0); logs go to stderr.
+        A log never holds the node up: while stderr is not being read, log lines are dropped
+        and counted, and a line says how many once it is read again.
         SIGINT or SIGTERM: stop accepting, let running scans finish (up to 10 s), exit 0.
         With SKYNET_TOKEN set in the environment, only clients that send that token are served.
 
@@ -93,37 +95,56 @@ struct NodeCommand: Command {
         exitWithParent = args.flag("exit-with-parent")
     }
 
+    /// A node log line. Offered to the console's queue and never waited for: it is written
+    /// from the accept thread, reader threads and the pool, and a logger must not stop a
+    /// server, so while stderr is not read lines are dropped, counted, and the count said.
+    static func log(_ line: String) {
+        Console.log(line) { "[Node] \($0) log lines dropped: stderr is not being read" }
+    }
+
     func run() async -> Int32 {
+        let status = await serve()
+        await Console.flush(within: .seconds(2))
+        return status
+    }
+
+    private func serve() async -> Int32 {
         let signals = await TerminationSignals.install()
         let node: Node
         do {
-            node = try await Node.start(options) { Console.err($0) }
+            node = try await Node.start(options) { Self.log($0) }
         } catch {
-            Console.err("error: \(error)")
+            await Console.printError("error: \(error)")
             if let error = error as? SocketError, error.code == EADDRINUSE {
-                Console.err("hint: another process listens there; choose another --port (0 picks a free one)")
+                await Console.printError("hint: another process listens there; choose another --port (0 picks a free one)")
             } else if let error = error as? SocketError, error.code == EACCES {
-                Console.err("hint: ports below 1024 need privileges; choose a port from 1024 up")
+                await Console.printError("hint: ports below 1024 need privileges; choose a port from 1024 up")
             }
             return 2
         }
         if options.token == nil, !["127.0.0.1", "::1", "localhost"].contains(options.host) {
-            Console.err("[Node] Warning: listening on \(options.host) without SKYNET_TOKEN: anyone who can reach this port can run tasks here")
+            await Console.printError("[Node] Warning: listening on \(options.host) without SKYNET_TOKEN: anyone who can reach this port can run tasks here")
         }
         let summaries = options.jobs.summaries
         if summaries.count > 1 {
             let list = summaries.keys.sorted().filter { $0 != JobRegistry.scan }.map { "\($0) (\(summaries[$0] ?? ""))" }
-            Console.err("[Node] Jobs: scan (built in), \(list.joined(separator: ", "))")
+            await Console.printError("[Node] Jobs: scan (built in), \(list.joined(separator: ", "))")
         }
+        // What stderr said so far comes first on a shared terminal, but never waits long.
+        await Console.flush(within: .seconds(1))
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
         if exitWithParent {
             ParentWatch.start {
-                Console.err("[Node] Parent gone: stopping")
-                Task { await node.stop(grace: .milliseconds(500)); exit(0) }
+                Self.log("[Node] Parent gone: stopping")
+                Task {
+                    await node.stop(grace: .milliseconds(500))
+                    await Console.flush(within: .milliseconds(500))
+                    exit(0)
+                }
             }
         }
         let signal = await signals.received.value
-        Console.err("[Node] Stopping (signal \(signal)): finishing running scans")
+        Self.log("[Node] Stopping (signal \(signal)): finishing running scans")
         await node.stop(grace: .seconds(10))
         return 0
     }

@@ -85,6 +85,25 @@ extension ProcessTests {
             #expect(lines.allSatisfy { $0.hasPrefix("[Node] ") }, "\(lines.filter { !$0.hasPrefix("[Node] ") }.prefix(3))")
         }
 
+        /// A burst of connections pushed out of the hello budget is reported whole: the first
+        /// line at once, the rest summed in the next line once the interval has passed (the
+        /// old count said 1 when 4 were closed, and the other 3 were never reported).
+        @Test func everyConnectionPushedOutIsCountedInTheLog() {
+            var admission = Admission()
+            let start = ContinuousClock.now
+            let first = admission.evictionReport(adding: 1, now: start)
+            #expect(first?.count == 1 && first?.first == true)
+            for second in 1...3 {
+                #expect(admission.evictionReport(adding: 1, now: start + .seconds(second)) == nil)
+            }
+            #expect(admission.evictionReport(adding: 0, now: start + .seconds(9)) == nil)
+            let rest = admission.evictionReport(adding: 0, now: start + Admission.evictionLogInterval)
+            #expect(rest?.count == 3 && rest?.first == false)
+            #expect(admission.evictionReport(adding: 0, now: start + .seconds(60)) == nil)  // nothing left
+            let later = admission.evictionReport(adding: 2, now: start + .seconds(61))
+            #expect(later?.count == 2)
+        }
+
         /// N in `[Node] N log lines dropped: …`.
         static func droppedCount(_ line: String) -> Int? {
             guard line.contains("log lines dropped") else { return nil }

@@ -14,9 +14,12 @@ struct Admission: Sendable {
     var pending: [ObjectIdentifier: Pending] = [:]
     var greeted: [ObjectIdentifier: NodeSession] = [:]
     var accepted = 0
-    /// When pushed-out connections were last logged (once per burst, not per connection).
+    /// When pushed-out connections were last logged (at most once per `evictionLogInterval`,
+    /// not per connection), and how many were pushed out since: the next line reports them
+    /// all, from a new eviction or from the sweeper once the interval has passed.
     var lastEvictionLog: ContinuousClock.Instant?
     var evictedSinceLog = 0
+    static let evictionLogInterval: Duration = .seconds(10)
 
     /// Adds a new connection; returns the ones it pushes out of the budget (the oldest overall,
     /// or the oldest of its own address).
@@ -36,6 +39,19 @@ struct Admission: Sendable {
         pending[ObjectIdentifier(session)] = Pending(session: session, address: address, since: now, order: accepted)
         return evicted
     }
+
+    /// Counts `evicted` more pushed-out connections; returns how many to log now (all not yet
+    /// logged), or nil while the last line is more recent than the interval or none are left.
+    mutating func evictionReport(adding evicted: Int, now: ContinuousClock.Instant) -> (count: Int, first: Bool)? {
+        evictedSinceLog += evicted
+        guard evictedSinceLog > 0 else { return nil }
+        if let last = lastEvictionLog, now - last < Self.evictionLogInterval { return nil }
+        defer {
+            lastEvictionLog = now
+            evictedSinceLog = 0
+        }
+        return (evictedSinceLog, lastEvictionLog == nil)
+    }
 }
 
 extension Node {
@@ -44,20 +60,24 @@ extension Node {
     func admitPending(_ session: NodeSession) {
         let address = Self.address(of: session.connection.peer)
         let now = ContinuousClock.now
-        let (evicted, report) = admission.withLock { admission -> ([NodeSession], Int?) in
+        let (evicted, report) = admission.withLock { admission in
             let evicted = admission.add(session, address: address, now: now, maxPending: options.maxPendingConnections,
                                         maxPerAddress: options.maxPendingPerAddress)
-            guard !evicted.isEmpty else { return (evicted, nil) }
-            admission.evictedSinceLog += evicted.count
-            if let last = admission.lastEvictionLog, now - last < .seconds(10) { return (evicted, nil) }
-            admission.lastEvictionLog = now
-            defer { admission.evictedSinceLog = 0 }
-            return (evicted, admission.evictedSinceLog)
+            return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
         }
         for old in evicted { old.connection.close() }
-        if let report {
-            log("[Node] Closed \(report) connection(s) that had not said hello, to make room (at most "
-                + "\(options.maxPendingConnections) wait for a hello, \(options.maxPendingPerAddress) per address)")
+        if let report { logEvictions(report) }
+    }
+
+    /// One line for every connection pushed out since the last: the first says the budget,
+    /// the later ones how many more (a burst is summed, never left out).
+    func logEvictions(_ report: (count: Int, first: Bool)) {
+        if report.first {
+            log("[Node] Closed \(report.count) connection(s) that had not said hello, to make room (at most "
+                + "\(options.maxPendingConnections) wait for a hello, \(options.maxPendingPerAddress) per address); "
+                + "more are summed and logged at most every \(Int(Admission.evictionLogInterval.seconds)) s")
+        } else {
+            log("[Node] Closed \(report.count) more connection(s) that had not said hello, to make room")
         }
     }
 
@@ -83,10 +103,12 @@ extension Node {
     /// Closes connections past their hello deadline, and clients silent past the idle bound.
     func sweep() {
         let now = ContinuousClock.now
-        let (late, idle) = admission.withLock { admission in
+        let (late, idle, report) = admission.withLock { admission in
             (admission.pending.values.filter { now - $0.since >= options.helloTimeout }.map(\.session),
-             Array(admission.greeted.values))
+             Array(admission.greeted.values),
+             admission.evictionReport(adding: 0, now: now))  // the rest of a burst, once its interval passed
         }
+        if let report { logEvictions(report) }
         for session in late { session.connection.close() }
         for session in idle where session.closeIfIdle(now: now, bound: options.idleTimeout) {}
     }

@@ -4,6 +4,8 @@ import Foundation
 struct NodeContext: Sendable {
     let system: LocalSystem
     let options: Node.Options
+    /// Returns at once, never blocking: it is called on reader threads, the accept thread
+    /// and the pool (see `Node.start`).
     let log: @Sendable (String) -> Void
     /// Set when the node stops: new scans are refused with `busy` while running ones finish.
     let stopping: Locked<Bool>

@@ -14,6 +14,10 @@ import Darwin
 /// first is written first. A descriptor that fails (a closed pipe) drops what follows for it
 /// instead of failing the program. The queue, the waiting producers and the flush waiters
 /// are guarded by one lock (`Locked`); the thread sleeps on a semaphore.
+///
+/// `offer` never waits: it queues a line only if there is room now. Its counting form drops
+/// and counts what does not fit, and says how many when room returns (logs of a server,
+/// which a reader that stopped reading must never stop).
 public final class LineWriter: Sendable {
     /// Text for one descriptor.
     public struct Piece: Sendable {
@@ -32,6 +36,12 @@ public final class LineWriter: Sendable {
         let continuation: CheckedContinuation<Void, Never>
     }
 
+    /// Lines `offer(_:to:countingDropsAs:)` dropped for one descriptor, and how to say so.
+    private struct Drops {
+        var count = 0
+        let notice: @Sendable (Int) -> String
+    }
+
     private struct State {
         var queue: [[Piece]] = []
         /// Bytes accepted and not yet written (the batch being written included).
@@ -45,6 +55,8 @@ public final class LineWriter: Sendable {
         var dropped = 0
         var flushWaiters: [(upTo: Int, continuation: CheckedContinuation<Void, Never>)] = []
         var failed: Set<Int32> = []
+        /// Counted drops per descriptor whose notice is not queued yet.
+        var drops: [Int32: Drops] = [:]
         var threadStarted = false
 
         func fits(_ size: Int, capacity: Int) -> Bool {
@@ -100,11 +112,45 @@ public final class LineWriter: Sendable {
         }
     }
 
+    /// Queues `text` for `descriptor` if there is room right now; otherwise drops it and
+    /// counts it. Never waits: for logs written from threads that must not (an accept loop, a
+    /// reader thread, a pool thread), where a stalled reader must cost log lines, never
+    /// service. As soon as room returns (at the next offer, or once the writer thread has
+    /// written what it held), one line made by `notice(count)` is queued before anything newer
+    /// for that descriptor: the lines written keep their order, and the gap is stated. Whether
+    /// `text` was queued.
+    @discardableResult
+    public func offer(_ text: String, to descriptor: Int32, countingDropsAs notice: @escaping @Sendable (Int) -> String) -> Bool {
+        let piece = Piece(text, to: descriptor)
+        return state.withLock { state in
+            queueDropNotices(into: &state)
+            guard state.blocked.isEmpty, state.drops[descriptor] == nil,
+                  state.fits(piece.bytes.count, capacity: capacity) else {
+                state.drops[descriptor, default: Drops(notice: notice)].count += 1
+                return false
+            }
+            accept([piece], size: piece.bytes.count, into: &state)
+            return true
+        }
+    }
+
+    /// Queues the notice of each descriptor with counted drops, if it fits now and nobody
+    /// waits ahead of it (their records came first).
+    private func queueDropNotices(into state: inout State) {
+        guard state.blocked.isEmpty else { return }
+        for (descriptor, drops) in state.drops.sorted(by: { $0.key < $1.key }) {
+            let piece = Piece(drops.notice(drops.count), to: descriptor)
+            guard state.fits(piece.bytes.count, capacity: capacity) else { continue }
+            accept([piece], size: piece.bytes.count, into: &state)
+            state.drops[descriptor] = nil
+        }
+    }
+
     /// Waits until everything queued (or waiting to be) before the call has been written.
     public func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
-                let target = state.accepted + state.dropped + state.blocked.count
+                let target = state.accepted + state.dropped + state.blocked.count + state.drops.count  // notices too
                 guard state.written + state.dropped < target else { return true }
                 state.flushWaiters.append((target, continuation))
                 return false
@@ -154,6 +200,7 @@ public final class LineWriter: Sendable {
                         }
                         woken.append(first.continuation)
                     }
+                    queueDropNotices(into: &state)  // room has returned: say what was lost
                     let written = state.written + state.dropped
                     woken += state.flushWaiters.filter { $0.upTo <= written }.map(\.continuation)
                     state.flushWaiters.removeAll { $0.upTo <= written }
