@@ -178,21 +178,28 @@ extension ScanCommand {
         // One machine, one operator: the nodes declare the job this scan declares.
         if let jobCommand { arguments += ["--job", "\(job)=\(jobCommand.text)"] }
         if let maxOutput { arguments += ["--max-output", String(maxOutput)] }
-        return try await withThrowingTaskGroup(of: NodeProcess.self) { group in
+        // Every start is awaited, failed or not, so that no node that came up late is left
+        // running when another failed.
+        let started = await withTaskGroup(of: Result<NodeProcess, any Error>.self) { group in
             for index in 1...spawn {
                 group.addTask { [arguments] in
-                    try await NodeProcess.start(executable: executable, name: Self.spawnedName(index), arguments: arguments)
+                    do {
+                        return .success(try await NodeProcess.start(executable: executable, name: Self.spawnedName(index), arguments: arguments))
+                    } catch {
+                        return .failure(error)
+                    }
                 }
             }
-            var nodes: [NodeProcess] = []
-            do {
-                for try await node in group { nodes.append(node) }
-            } catch {
-                for node in nodes { await node.stop() }
-                throw error
-            }
-            return nodes.sorted { $0.name.localizedStandardCompare($1.name) == .orderedAscending }
+            return await group.reduce(into: []) { $0.append($1) }
         }
+        let nodes = started.compactMap { try? $0.get() }
+        if let failure = started.lazy.compactMap({ result -> (any Error)? in
+            if case .failure(let error) = result { error } else { nil }
+        }).first {
+            for node in nodes { await node.stop() }
+            throw failure
+        }
+        return nodes.sorted { $0.name.localizedStandardCompare($1.name) == .orderedAscending }
     }
 }
 

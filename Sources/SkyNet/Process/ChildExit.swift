@@ -67,6 +67,8 @@ public struct ChildProcessError: Error, CustomStringConvertible, Sendable {
 
     init(_ operation: String, code: Int32) {
         self.code = code
-        description = "\(operation): \(String(cString: strerror(code)))"
+        var reason = String(cString: strerror(code))
+        if code == EMFILE || code == ENFILE { reason += DescriptorLimit.hint(for: code) }
+        description = "\(operation): \(reason)"
     }
 }
