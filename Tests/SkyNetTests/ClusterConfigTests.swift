@@ -34,4 +34,18 @@ struct ClusterConfigTests {
     @Test func jsonOfTheWrongShapeStillNamesTheField() {
         #expect(problem(#"{"nodes":[{"name":"a","host":"127.0.0.1","port":"9001"}]}"#) == "cluster file cluster.json: nodes[0].port is not an integer")
     }
+
+    @Test(arguments: [
+        (#"{"nodes":[{"name":"a","host":"127.0.0.1","port":9001.5}]}"#, "nodes[0].port is not an integer: 9001.5"),
+        (#"{"nodes":[{"name":"a","host":"127.0.0.1","port":1e999}]}"#, "nodes[0].port is not an integer: 1e999 is out of range"),
+        (#"{"nodes":[{"name":"a","host":"127.0.0.1","port":99999999999999999999}]}"#, "nodes[0].port is not an integer: 1e+20"),
+        (#"{"nodes":[{"name":"a","host":"127.0.0.1"}]}"#, #"missing field "port" in nodes[0]"#),
+        (#"{"nodes":[{"name":"a","host":"127.0.0.1","port":9001}],"timeout":1e999}"#, "timeout is out of range: 1e999"),
+        ("[]", #"the top level must be an object, like {"nodes": [...]}"#),
+        ("{}", #"missing field "nodes""#),
+        (#"{"nodes":[7]}"#, "nodes[0] is not an object"),
+    ])
+    func aNumberOrShapeThatDoesNotFitNamesTheField(text: String, message: String) {
+        #expect(problem(text) == "cluster file cluster.json: \(message)")
+    }
 }

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The static peer list of cluster.json: which nodes a coordinator hands work to.
-public struct ClusterConfig: Sendable, Equatable, Decodable {
-    public struct Node: Sendable, Equatable, Decodable {
+public struct ClusterConfig: Sendable, Equatable {
+    public struct Node: Sendable, Equatable {
         public var name: String
         public var host: String
         public var port: Int
@@ -45,21 +45,15 @@ public struct ClusterConfig: Sendable, Equatable, Decodable {
     public static func parse(_ data: Data, file: String) throws(ConfigError) -> ClusterConfig {
         // A byte order mark, as some editors write, is not part of the JSON.
         let text = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data
-        // Our own strict parser first: unlike JSONDecoder it says where the text breaks.
+        // Our own strict parser: it says where the text breaks, and what is wrong with a field.
+        let value: JSONValue
         do {
-            _ = try JSONParser.parse(text)
+            value = try JSONParser.parse(text)
         } catch {
             let (line, column) = error.location(in: text)
             throw ConfigError(file: file, problem: "not valid JSON: line \(line), column \(column): \(error.reason)")
         }
-        let config: ClusterConfig
-        do {
-            config = try JSONDecoder().decode(ClusterConfig.self, from: Data(text))
-        } catch let error as DecodingError {
-            throw ConfigError(file: file, problem: error.plainDescription)
-        } catch {
-            throw ConfigError(file: file, problem: "not valid JSON")
-        }
+        let config = try decode(value, file: file)
         try config.validate(file: file)
         return config
     }
@@ -100,38 +94,4 @@ public struct ConfigError: Error, CustomStringConvertible, Equatable {
     public let file: String
     public let problem: String
     public var description: String { "cluster file \(file): \(problem)" }
-}
-
-extension DecodingError {
-    /// A one-line account of what did not decode and where, for people.
-    var plainDescription: String {
-        func path(_ context: Context) -> String {
-            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-            return keys.hasPrefix(".") ? String(keys.dropFirst()) : keys
-        }
-        switch self {
-        case .keyNotFound(let key, let context):
-            let parent = path(context)
-            return "missing field \"\(key.stringValue)\"" + (parent.isEmpty ? "" : " in \(parent)")
-        case .typeMismatch(let type, let context):
-            return "\(path(context)) is not \(Self.article(type))"
-        case .valueNotFound(let type, let context):
-            return "\(path(context)) is null, expected \(Self.article(type))"
-        case .dataCorrupted(let context):
-            let place = path(context)
-            return place.isEmpty ? "not valid JSON" : "\(place) is not valid: \(context.debugDescription)"
-        @unknown default:
-            return "not valid"
-        }
-    }
-
-    private static func article(_ type: Any.Type) -> String {
-        switch type {
-        case is Int.Type: "an integer"
-        case is Double.Type: "a number"
-        case is String.Type: "a string"
-        case is Bool.Type: "true or false"
-        default: "of the right type"
-        }
-    }
 }

@@ -1,0 +1,74 @@
+/// Reading a cluster file's JSON into a `ClusterConfig`, naming the field that is wrong.
+extension ClusterConfig {
+    static func decode(_ value: JSONValue, file: String) throws(ConfigError) -> ClusterConfig {
+        let root = try Fields(value, path: "", file: file, shape: #"the top level must be an object, like {"nodes": [...]}"#)
+        guard case .array(let entries)? = root.fields["nodes"] else {
+            throw root.fail(root.fields["nodes"] == nil ? #"missing field "nodes""# : "nodes is not a list")
+        }
+        var nodes: [Node] = []
+        for (index, entry) in entries.enumerated() {
+            let node = try Fields(entry, path: "nodes[\(index)]", file: file, shape: "nodes[\(index)] is not an object")
+            nodes.append(Node(name: try node.string("name"), host: try node.string("host"),
+                              port: try node.int("port"), capacity: try node.optionalInt("capacity")))
+        }
+        return ClusterConfig(nodes: nodes, capacity: try root.optionalInt("capacity"), timeout: try root.optionalNumber("timeout"))
+    }
+}
+
+/// The fields of one JSON object of a cluster file, with errors that name the field.
+private struct Fields {
+    let fields: [String: JSONValue]
+    let path: String
+    let file: String
+
+    init(_ value: JSONValue, path: String, file: String, shape: String) throws(ConfigError) {
+        self.path = path
+        self.file = file
+        guard case .object(let fields) = value else { throw ConfigError(file: file, problem: shape) }
+        self.fields = fields
+    }
+
+    func fail(_ problem: String) -> ConfigError { ConfigError(file: file, problem: problem) }
+
+    private func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    private func missing(_ key: String) -> ConfigError {
+        fail("missing field \"\(key)\"" + (path.isEmpty ? "" : " in \(path)"))
+    }
+
+    func string(_ key: String) throws(ConfigError) -> String {
+        guard let value = fields[key] else { throw missing(key) }
+        guard case .string(let text) = value else { throw fail("\(name(key)) is not a string") }
+        return text
+    }
+
+    func int(_ key: String) throws(ConfigError) -> Int {
+        guard let value = try optionalInt(key) else { throw missing(key) }
+        return value
+    }
+
+    func optionalInt(_ key: String) throws(ConfigError) -> Int? {
+        switch fields[key] {
+        case nil, .null?: return nil
+        case .int(let value)?: return value
+        case .double(let value)?: throw fail("\(name(key)) is not an integer: \(value.formattedForConfig)")
+        case .outOfRange(let text)?: throw fail("\(name(key)) is not an integer: \(text) is out of range")
+        default: throw fail("\(name(key)) is not an integer")
+        }
+    }
+
+    func optionalNumber(_ key: String) throws(ConfigError) -> Double? {
+        switch fields[key] {
+        case nil, .null?: return nil
+        case .int(let value)?: return Double(value)
+        case .double(let value)?: return value
+        case .outOfRange(let text)?: throw fail("\(name(key)) is out of range: \(text)")
+        default: throw fail("\(name(key)) is not a number")
+        }
+    }
+}
+
+private extension Double {
+    /// 9001.5 as written; a whole number too large for an integer without the ".0".
+    var formattedForConfig: String { self == rounded() && abs(self) < 1e18 ? String(Int(self)) : String(self) }
+}
