@@ -52,6 +52,21 @@ struct NodeLivenessTests {
         }
     }
 
+    /// The node names its idle bound in the welcome, and a coordinator with the default
+    /// keep-alive (15 s) pings at a third of it: a short `--idle-timeout` never drops it.
+    @Test func aNodeWithAShortIdleBoundSaysSoAndIsPingedInTime() async throws {
+        var options = nodeTests.options()
+        options.idleTimeout = .milliseconds(900)
+        try await nodeTests.withNode(options) { node in
+            let peer = try await PeerConnection.open(name: "beta", host: "127.0.0.1", port: node.port, token: nil, timeout: .seconds(5))
+            defer { peer.close() }
+            #expect(peer.welcome.idleSeconds == 0.9)
+            let closed = peer.closed
+            await #expect(throws: TimeoutError.self) { _ = try await withTimeout(.seconds(3)) { await closed.value } }
+            #expect(try await nodeTests.running(peer) == 0)
+        }
+    }
+
     @Test func anAcceptedAndAConnectedSocketBothProbeWithKeepalive() async throws {
         let (server, client) = try await loopbackPair()
         defer { server.close(); client.close() }

@@ -31,6 +31,7 @@ struct WireTests {
         let replies: [Reply] = [
             .welcome(version: 1, name: "beta", capacity: 4, jobs: nil),
             .welcome(version: 1, name: "beta", capacity: 4, jobs: ["scan": "built-in simulated scan", "sum": "sha256sum {}"]),
+            .welcome(version: 1, name: "beta", capacity: 4, jobs: nil, idle: 2.5),
             .result(id: 1, task: UUID(), result: "3"),
             .failure(id: 2, task: UUID(), code: "task-failed", message: "UnreliableAPI.action(failingEvery:) failed."),
             .pong(id: 3, Pong(name: "b", running: 2, capacity: 4, completed: 120, failed: 3)),

@@ -115,7 +115,7 @@ final class NodeSession: Sendable {
         state.withLock { $0.phase = .serving(client: client) }
         context.log("[Node] Connected: \(client) from \(connection.peer)")
         send(Reply.welcome(version: wireVersion, name: context.options.name, capacity: context.system.capacity,
-                                 jobs: context.system.jobs.summaries).line)
+                                 jobs: context.system.jobs.summaries, idle: context.options.idleTimeout.seconds).line)
     }
 
     private func refuse(_ error: WireError) {

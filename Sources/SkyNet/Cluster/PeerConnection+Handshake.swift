@@ -11,8 +11,8 @@ final class Handshake: Sendable {
         case .handshake:
             guard case .line(let line) = event else { return }
             switch Result(catching: { try Reply.decode(line) }) {
-            case .success(.welcome(_, let name, let capacity, let jobs)):
-                welcome.fulfil(.success(.init(name: name, capacity: capacity, jobs: jobs)))
+            case .success(.welcome(_, let name, let capacity, let jobs, let idle)):
+                welcome.fulfil(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle)))
             case .success(.error(let error)):
                 welcome.fulfil(.failure(error))
             case .success(let other):

@@ -23,11 +23,14 @@ public final class PeerConnection: Sendable {
         /// The jobs the node runs, each with its summary (its command, or a label). A v1 node
         /// does not say: it runs the built-in scan only.
         public let jobs: [String: String]
+        /// The node's idle bound in seconds, when it says (it closes a silent client then).
+        public let idleSeconds: Double?
 
-        public init(name: String, capacity: Int, jobs: [String: String]?) {
+        public init(name: String, capacity: Int, jobs: [String: String]?, idleSeconds: Double? = nil) {
             self.name = name
             self.capacity = capacity
             self.jobs = jobs ?? [JobRegistry.scan: "built-in simulated scan"]
+            self.idleSeconds = idleSeconds
         }
     }
 
@@ -80,7 +83,9 @@ public final class PeerConnection: Sendable {
             try connection.send(Request.hello(version: wireVersion, name: "coordinator", token: token).line)
             let welcome = try await withTimeout(timeout) { try await handshake.welcome.value.get() }
             let peer = PeerConnection(name: name, welcome: welcome, connection: connection)
-            peer.startKeepAlive(every: keepAliveInterval)
+            // A node that names its idle bound is pinged at a third of it, if that is sooner.
+            let bound = welcome.idleSeconds.map { Duration.seconds($0 / 3) } ?? keepAliveInterval
+            peer.startKeepAlive(every: min(keepAliveInterval, max(bound, .milliseconds(100))))
             handshake.handOver(to: peer)
             return peer
         } catch {

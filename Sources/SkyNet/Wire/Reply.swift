@@ -21,7 +21,10 @@ public struct Pong: Sendable, Equatable {
 public enum Reply: Sendable, Equatable {
     /// `jobs`: what each job the node runs does, by name (its command, or a label); nil from a
     /// node that does not say (protocol v1), which runs only the built-in scan.
-    case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?)
+    ///
+    /// `idle`: the node's idle bound in seconds (it closes a client that sends nothing for that
+    /// long while none of its scans runs); nil from a node that does not say.
+    case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?, idle: Double? = nil)
     case result(id: Int, task: UUID, result: String)
     case failure(id: Int, task: UUID, code: String, message: String)
     case pong(id: Int, Pong)
@@ -39,7 +42,7 @@ public enum Reply: Sendable, Equatable {
     /// The line to send.
     public var line: [UInt8] {
         switch self {
-        case .welcome(let version, let name, let capacity, let jobs):
+        case .welcome(let version, let name, let capacity, let jobs, let idle):
             var json = JSONLine(type: "welcome")
             json.add("version", version)
             json.add("name", name)
@@ -49,6 +52,7 @@ public enum Reply: Sendable, Equatable {
                 for (name, summary) in jobs.sorted(by: { $0.key < $1.key }) { list.add(name, summary) }
                 json.add("jobs", object: list)
             }
+            if let idle { json.add("idle", idle) }
             return json.line
         case .result(let id, let task, let result):
             var json = JSONLine(type: "result")
@@ -83,7 +87,8 @@ public enum Reply: Sendable, Equatable {
         switch try fields.type() {
         case "welcome":
             return .welcome(version: try fields.int("version"), name: try fields.string("name"),
-                            capacity: try fields.int("capacity", in: 0...Int.max), jobs: try fields.jobs())
+                            capacity: try fields.int("capacity", in: 0...Int.max), jobs: try fields.jobs(),
+                            idle: try fields.optionalNumber("idle").flatMap { $0.isFinite && $0 > 0 ? $0 : nil })
         case "result":
             return .result(id: try fields.requestID(), task: try fields.uuid("task"), result: try fields.string("result"))
         case "failure":
