@@ -15,7 +15,7 @@ let package = Package(
         // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
         .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet"]),
         // What both test targets use (a seeded random source for the fuzz tests).
-        .target(name: "SkyNetTestSupport", path: "Tests/SkyNetTestSupport"),
+        .target(name: "SkyNetTestSupport", dependencies: ["SkyNet"], path: "Tests/SkyNetTestSupport"),
         .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"]),
         // Depends on the executable so that `swift test` builds `skynet` beside the test bundle.
         .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetTestSupport"]),
