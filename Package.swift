@@ -18,7 +18,7 @@ let package = Package(
         // A Swift job on a coordinator and an in-process node: `swift run skynet-example-wordcount`.
         .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet"], path: "Examples/WordCount"),
         // What both test targets use (a seeded random source for the fuzz tests).
-        .target(name: "SkyNetTestSupport", path: "Tests/SkyNetTestSupport"),
+        .target(name: "SkyNetTestSupport", dependencies: ["SkyNet"], path: "Tests/SkyNetTestSupport"),
         .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"]),
         // Depends on the executable so that `swift test` builds `skynet` beside the test bundle.
         .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetTestSupport"]),

@@ -44,23 +44,7 @@ enum Console {
 
     /// Writes `text` as it is (no newline added), blocking: only for synchronous callers.
     static func raw(_ text: String, to descriptor: Int32) {
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { buffer in
-                #if canImport(Glibc)
-                Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                #else
-                Darwin.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                #endif
-            }
-            if written > 0 {
-                offset += written
-            } else if written < 0, errno == EINTR {
-                continue
-            } else {
-                return  // stdout closed (e.g. a pipe to `head`): drop the line, never crash
-            }
-        }
+        // A closed stdout (a pipe to `head`) drops the line: never a crash.
+        _ = Array(text.utf8).withUnsafeBytes { writeFully($0, to: descriptor) }
     }
 }

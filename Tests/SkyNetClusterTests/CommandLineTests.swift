@@ -25,7 +25,8 @@ extension ProcessTests {
             let gaveUp = run.lines.filter { $0.hasPrefix("Gave up on task ") }
             #expect(gaveUp.count == 3)
             #expect(gaveUp.allSatisfy { $0.hasSuffix(" after 2 attempts: UnreliableAPI.action(failingEvery:) failed.") })
-            #expect(run.lines.last == "Finished 0 scans in 0.00 seconds.")
+            // The seconds depend on the machine (a sanitizer build is slower): only the count is fixed.
+            #expect(run.lines.last?.hasPrefix("Finished 0 scans in ") == true)
         }
 
         @Test(arguments: [

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+import SkyNetTestSupport
 
 /// A node process against silent, idle, flooding and descriptor-hungry clients (issue 9,
 /// items 2, 8, 11 and 12).
@@ -76,7 +77,7 @@ extension ProcessTests {
                     try socket.sendAll(batch)
                 }
                 let pongs = try await onOwnThread(named: "test-ping-reader") {
-                    readLines(from: socket, count: total, silence: .seconds(20)).filter { $0.contains(#""type":"pong""#) }.count
+                    receiveLines(from: socket, count: total, silence: .seconds(20)).filter { $0.contains(#""type":"pong""#) }.count
                 }
                 try await written
                 done.set()
@@ -111,23 +112,6 @@ extension ProcessTests {
             }
         }
     }
-}
-
-/// Reads lines from `socket` (blocking: call it on a thread of its own) until `count` have
-/// arrived, or nothing has arrived for `silence`, or the peer closed.
-func readLines(from socket: Socket, count: Int, silence: Duration) -> [String] {
-    socket.setReceiveTimeout(silence)
-    var framer = LineFramer(maxLineBytes: 1 << 20)
-    var lines: [String] = []
-    let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
-    defer { chunk.deallocate() }
-    while lines.count < count {
-        guard let received = try? socket.receive(into: chunk), received > 0 else { break }
-        framer.feed(UnsafeRawBufferPointer(rebasing: chunk[..<received])) { output in
-            if case .line(let data) = output { lines.append(String(decoding: data, as: UTF8.self)) }
-        }
-    }
-    return lines
 }
 
 /// A one-way signal between tasks.

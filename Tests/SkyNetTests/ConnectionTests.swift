@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+import SkyNetTestSupport
 
 /// A connected pair of sockets over loopback: `server` (accepted) and `client`.
 func loopbackPair() async throws -> (server: Socket, client: Socket) {
@@ -12,23 +13,6 @@ func loopbackPair() async throws -> (server: Socket, client: Socket) {
         let (server, _) = try listener.accept()
         return (server, client)
     }
-}
-
-/// Reads lines from `socket` (blocking: call it on a thread of its own) until `count` have
-/// arrived, or nothing has arrived for `silence`, or the peer closed.
-func readLines(from socket: Socket, count: Int, silence: Duration) -> [String] {
-    socket.setReceiveTimeout(silence)
-    var framer = LineFramer(maxLineBytes: 1 << 20)
-    var lines: [String] = []
-    let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
-    defer { chunk.deallocate() }
-    while lines.count < count {
-        guard let received = try? socket.receive(into: chunk), received > 0 else { break }
-        framer.feed(UnsafeRawBufferPointer(rebasing: chunk[..<received])) { output in
-            if case .line(let data) = output { lines.append(String(decoding: data, as: UTF8.self)) }
-        }
-    }
-    return lines
 }
 
 @Suite(.serialized, .timeLimit(.minutes(3)))
@@ -63,7 +47,7 @@ struct ConnectionTests {
         let reader = Task {
             try await onOwnThread(named: "test-drain") {
                 stalled.wait()  // the reader stalls until every sender is a quarter through
-                return readLines(from: client, count: total, silence: .seconds(5))
+                return receiveLines(from: client, count: total, silence: .seconds(5))
             }
         }
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+import SkyNetTestSupport
 
 /// Half-open and silent peers (issue 9, item 2), descriptors (item 8) and the hello budget
 /// (item 12), in process.
@@ -20,7 +21,7 @@ struct NodeLivenessTests {
 
     /// Reads until the node closes the connection (or `limit`); returns the lines and when.
     func readToEnd(_ socket: Socket, limit: Duration) async throws -> [String] {
-        try await onOwnThread(named: "test-read") { readLines(from: socket, count: .max, silence: limit) }
+        try await onOwnThread(named: "test-read") { receiveLines(from: socket, count: .max, silence: limit) }
     }
 
     @Test func aClientThatSaysHelloThenGoesSilentIsDroppedWithinTheIdleBound() async throws {

@@ -213,23 +213,29 @@ public final class LineWriter: Sendable {
 
     /// Blocking `write`s of one piece; false when its descriptor failed.
     private func writeAll(_ piece: Piece) -> Bool {
-        var offset = 0
-        while offset < piece.bytes.count {
-            let count = piece.bytes.withUnsafeBytes { buffer in
-                #if canImport(Glibc)
-                Glibc.write(piece.descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                #else
-                Darwin.write(piece.descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                #endif
-            }
-            if count > 0 {
-                offset += count
-            } else if count < 0, errno == EINTR {
-                continue
-            } else {
-                return false
-            }
-        }
-        return true
+        piece.bytes.withUnsafeBytes { writeFully($0, to: piece.descriptor) }
     }
+}
+
+/// Writes all of `bytes` to `descriptor` with blocking `write`s (retrying after a signal);
+/// false when the descriptor fails (a closed pipe, say). Only for threads of our own or for
+/// synchronous callers about to exit: never call it from the cooperative pool.
+public func writeFully(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Bool {
+    guard let base = bytes.baseAddress else { return true }
+    var offset = 0
+    while offset < bytes.count {
+        #if canImport(Glibc)
+        let count = Glibc.write(descriptor, base + offset, bytes.count - offset)
+        #else
+        let count = Darwin.write(descriptor, base + offset, bytes.count - offset)
+        #endif
+        if count > 0 {
+            offset += count
+        } else if count < 0, errno == EINTR {
+            continue
+        } else {
+            return false
+        }
+    }
+    return true
 }
