@@ -133,6 +133,11 @@ final class ScanOutput: Sendable {
 
     /// The closing lines; `resumed` sectors came from the journal and count as completed.
     func finish(_ report: ScanReport, resumed: Int) async {
+        // Every journal line is written (or failed) before the scan says how it ended.
+        if journal != nil {
+            await Console.writer.flush()
+            await reportJournalFailure()
+        }
         peerEventsOpen.withLock { $0 = false }
         await progress?.stop()
         let completed = resumed + report.completed
@@ -179,16 +184,22 @@ final class ScanOutput: Sendable {
         await Console.writer.write(pieces, if: condition)
     }
 
+    /// Queues the sector's journal line on the writer, ahead of the line that reports it: the
+    /// writer's thread does the blocking write, in order, so a sector printed is a sector
+    /// journaled, and no thread of the pool ever waits on the journal's file.
     private func record(_ entry: ScanJournal.Entry) async {
         guard let journal else { return }
-        do {
-            try journal.append(entry)
-        } catch {
-            let first = journalFailed.withLock { failed in
-                defer { failed = true }
-                return !failed
-            }
-            if first { await self.error("\(error); the journal is incomplete from here on") }
+        await Console.writer.write([.init(bytes: journal.line(for: entry), to: journal.descriptor)])
+        await reportJournalFailure()
+    }
+
+    /// Says once that writing the journal failed (the writer finds out as it writes).
+    private func reportJournalFailure() async {
+        guard let journal, let reason = Console.writer.failure(of: journal.descriptor) else { return }
+        let first = journalFailed.withLock { failed in
+            defer { failed = true }
+            return !failed
         }
+        if first { await error("journal \(journal.path): \(reason); the journal is incomplete from here on") }
     }
 }

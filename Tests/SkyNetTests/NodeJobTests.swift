@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+import SkyNetTestSupport
 
 /// A node runs the jobs it registered, says which in its welcome, and still serves v1 clients.
 @Suite(.serialized, .timeLimit(.minutes(1)))
@@ -79,7 +80,7 @@ struct NodeJobTests {
                 return socket
             }
             defer { socket.close() }
-            let lines = try await onOwnThread(named: "test-read") { readLines(from: socket, count: 2, silence: .seconds(10)) }
+            let lines = try await onOwnThread(named: "test-read") { receiveLines(from: socket, count: 2, silence: .seconds(10)) }
             #expect(lines.count == 2)
             #expect(lines.first?.contains(#""jobs":{"scan":"built-in simulated scan","upper":"uppercase the input"}"#) == true)
             #expect(lines.last == #"{"type":"result","id":1,"task":"6f1c1a52-0000-4000-8000-000000000001","result":"42"}"#)

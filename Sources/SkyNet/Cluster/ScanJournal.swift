@@ -69,7 +69,8 @@ public final class ScanJournal: Sendable {
     }
 
     public let path: String
-    private let descriptor: Int32
+    /// Open for appending: whole lines go to it (`line(for:)`), each with one `write`.
+    public let descriptor: Int32
 
     /// Opens (creating if needed) the journal for appending. When the file ends in a torn line,
     /// a newline is added first so the next entry starts on a line of its own.
@@ -84,8 +85,14 @@ public final class ScanJournal: Sendable {
 
     deinit { close(descriptor) }
 
-    /// Appends one entry with a single `write`.
+    /// Appends one entry with a single blocking `write`: for threads of our own. A scan queues
+    /// `line(for:)` on its writer instead, before the line that reports the sector.
     public func append(_ entry: Entry) throws(Failure) {
+        try write(line(for: entry))
+    }
+
+    /// The journal line of one entry, newline included.
+    public func line(for entry: Entry) -> [UInt8] {
         var json = JSONLine()
         json.add("input", entry.input)
         if let text = entry.text { json.add("text", text) }
@@ -94,7 +101,7 @@ public final class ScanJournal: Sendable {
         json.add("system", entry.system)
         json.add("attempt", entry.attempt)
         json.add("seconds", (entry.seconds * 1000).rounded() / 1000)
-        try write(json.line)
+        return json.line
     }
 
     /// Whether the file is empty or its last byte is a newline: one `pread` of that byte, so

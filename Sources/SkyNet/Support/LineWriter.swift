@@ -28,6 +28,11 @@ public final class LineWriter: Sendable {
             self.descriptor = descriptor
             bytes = Array(text.utf8)
         }
+
+        public init(bytes: [UInt8], to descriptor: Int32) {
+            self.descriptor = descriptor
+            self.bytes = bytes
+        }
     }
 
     private struct Producer {
@@ -55,6 +60,8 @@ public final class LineWriter: Sendable {
         var dropped = 0
         var flushWaiters: [(upTo: Int, continuation: CheckedContinuation<Void, Never>)] = []
         var failed: Set<Int32> = []
+        /// Why each failed descriptor failed (its errno), for whoever must report it.
+        var failures: [Int32: Int32] = [:]
         /// Counted drops per descriptor whose notice is not queued yet.
         var drops: [Int32: Drops] = [:]
         var threadStarted = false
@@ -146,6 +153,11 @@ public final class LineWriter: Sendable {
         }
     }
 
+    /// Why writing to `descriptor` failed (what follows for it is dropped), if it did.
+    public func failure(of descriptor: Int32) -> String? {
+        state.withLock { $0.failures[descriptor] }.map { String(cString: strerror($0)) }
+    }
+
     /// Waits until everything queued (or waiting to be) before the call has been written.
     public func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -180,14 +192,19 @@ public final class LineWriter: Sendable {
                 return (state.queue, state.failed)
             }) {
                 var failedNow = failed
+                var reasons: [Int32: Int32] = [:]
                 for piece in batch.joined() where !failedNow.contains(piece.descriptor) {
-                    if !writeAll(piece) { failedNow.insert(piece.descriptor) }
+                    if !writeAll(piece) {
+                        failedNow.insert(piece.descriptor)
+                        reasons[piece.descriptor] = errno
+                    }
                 }
                 let size = batch.joined().reduce(0) { $0 + $1.bytes.count }
                 let woken = state.withLock { state in
                     state.written += batch.count
                     state.queuedBytes -= size
                     state.failed.formUnion(failedNow)
+                    state.failures.merge(reasons) { first, _ in first }
                     var woken: [CheckedContinuation<Void, Never>] = []
                     while let first = state.blocked.first {
                         let size = first.pieces.reduce(0) { $0 + $1.bytes.count }
