@@ -9,7 +9,7 @@ extension ProcessTests {
     struct UnreadStderrTests {
         /// Long client names make each round log ~600 bytes: 2,000 rounds are far more than the
         /// pipe (64 KiB) and the node's output queue (256 KiB) hold together.
-        static let clientName = "unread-stderr-" + String(repeating: "x", count: 240)
+        static let clientName = "unread-stderr-" + String(repeating: "x", count: 110)
         static let rounds = 2000
         static let scans = 300
 

@@ -141,6 +141,15 @@ struct WireTests {
             "big": .outOfRange("-1e999"),
         ]))
     }
+
+    @Test func aHelloNameIsShortPrintableText() throws {
+        #expect(try decode(#"{"type":"hello","version":1,"name":"coordinator-7"}"#) == .hello(version: 1, name: "coordinator-7", token: nil))
+        for name in [String(repeating: "x", count: 129), #"a\nb"#, #"a\u001b[2Jb"#] {
+            #expect(throws: WireError.badRequest("hello \"name\" must be at most 128 bytes of printable text")) {
+                try decode(#"{"type":"hello","version":1,"name":"\#(name)"}"#)
+            }
+        }
+    }
 }
 
 struct DecoderFuzzTests {
@@ -206,4 +215,5 @@ struct UUIDWireTextTests {
     func refusesWhatIsNotAUUID(text: String) {
         #expect(UUID(wireText: text) == nil)
     }
+
 }

@@ -19,6 +19,9 @@ public enum Request: Sendable, Equatable {
         task.isScan ? .scan(id: id, task: task) : .job(id: id, task: task)
     }
 
+    /// The longest client name a hello may carry.
+    public static let maxNameBytes = 128
+
     /// The line to send.
     public var line: [UInt8] {
         switch self {
@@ -70,8 +73,13 @@ public enum Request: Sendable, Equatable {
             guard let version = fields.optionalInt("version") else {
                 throw .badRequest("hello needs an integer \"version\"")
             }
-            return .hello(version: version, name: try fields.optionalString("name") ?? "",
-                          token: try fields.optionalString("token"))
+            let name = try fields.optionalString("name") ?? ""
+            // The name goes into the node's log lines: short, and no control character that
+            // could start a forged line.
+            guard name.utf8.count <= Self.maxNameBytes, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw .badRequest("hello \"name\" must be at most \(Self.maxNameBytes) bytes of printable text")
+            }
+            return .hello(version: version, name: name, token: try fields.optionalString("token"))
         case "scan":
             let id = try fields.requestID()
             return .scan(id: id, task: try fields.task(id: id))
