@@ -40,6 +40,25 @@ struct NodeJobTests {
         }
     }
 
+    /// 300,000 control characters escape to 1.8 MB: the node answers with a failure that says
+    /// so, and the link (which would refuse a line over 1 MiB) stays up.
+    @Test func aResultTooLargeOnceEncodedFailsAndKeepsTheLink() async throws {
+        var options = try options()
+        try options.jobs.register("controls") { _ in String(repeating: "\u{1}", count: 300_000) }
+        try await nodeTests.withNode(options) { node in
+            let peer = try await nodeTests.connect(node)
+            defer { peer.close() }
+            let reply = try await job(peer, "controls", sector: 1, input: "")
+            guard case .failure(_, _, let code, let message) = reply else { Issue.record("expected a failure, got \(reply)"); return }
+            #expect(code == "task-failed")
+            #expect(message.hasSuffix("bytes once encoded, over the 1048576 of a wire line"))
+            guard case .result(_, _, let result) = try await job(peer, "upper", sector: 2, input: "x") else {
+                Issue.record("the link did not survive"); return
+            }
+            #expect(result == "2:X")
+        }
+    }
+
     @Test func aJobTheNodeLacksFailsWithUnknownJob() async throws {
         try await nodeTests.withNode(try options()) { node in
             let peer = try await nodeTests.connect(node)

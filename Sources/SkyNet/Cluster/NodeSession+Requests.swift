@@ -43,7 +43,7 @@ extension NodeSession {
 
     private func runScan(id: Int, task: ScanTask) async {
         let started = ContinuousClock.now
-        let reply: Reply
+        var reply: Reply
         do {
             let result = try await context.system.run(task)
             reply = .result(id: id, task: task.id, result: result)
@@ -61,7 +61,15 @@ extension NodeSession {
             if case .serving(let client) = state.phase { return client }
             return "client"
         }
-        send(reply.line)
+        var line = reply.line
+        if line.count > context.options.limits.maxLineBytes {
+            // Escaping (a result full of control characters grows up to six times) can take a
+            // result past a wire line, which the client would refuse and drop the link for.
+            reply = .failure(id: id, task: task.id, code: "task-failed",
+                             message: "the result is \(line.count) bytes once encoded, over the \(context.options.limits.maxLineBytes) of a wire line")
+            line = reply.line
+        }
+        send(line)
         if context.options.verbose {
             let seconds = (ContinuousClock.now - started).seconds
             let outcome: String
