@@ -54,8 +54,8 @@ struct ScanCommand: Command {
                                of the oldest one not finished)
           --task-timeout S     each task's deadline once started: its work is stopped (a command's
                                whole process group) and the task fails and runs again
-          --max-output BYTES   the most output one command may print, 1...1048576 (default
-                               262144); more is a failure, never cut
+          --max-output BYTES   the most output one command may print, 1...512K (default 256K;
+                               K = 1024, M = 1048576); more is a failure, never cut
 
         Peers that are down are reported and skipped, and join when they come up; a peer whose
         request timed out gets no new work until it answers a ping. With SKYNET_TOKEN set in the
@@ -119,7 +119,9 @@ struct ScanCommand: Command {
         results = args.flag("results")
         keepOrder = args.flag("keep-order")
         taskTimeout = try args.optionalDouble("task-timeout", in: 0.001...ScanTask.maxTimeout)
-        maxOutput = args.string("max-output") == nil ? nil : try args.int("max-output", default: 0, in: 1...1_048_576)
+        // Given to spawned nodes only when set here, so their command line stays as it was.
+        maxOutput = args.string("max-output") == nil ? nil
+            : try args.bytes("max-output", default: CommandJob.defaultMaxOutput, in: JobDeclarations.maxOutputRange)
         if keepOrder && !results { throw UsageError("--keep-order orders the results of --results: give --results too") }
         if results && args.flag("json") {
             throw UsageError("--results and --json both want stdout: choose one (the JSON events carry each result)")
@@ -162,24 +164,20 @@ struct ScanCommand: Command {
         }
     }
 
-    /// `NAME` or `NAME=COMMAND` of --job; the built-in scan when not given.
+    /// `NAME` or `NAME=COMMAND` of --job (checked as `skynet node --job` checks it); the
+    /// built-in scan when not given.
     static func parseJob(_ value: String?) throws(UsageError) -> (String, CommandTemplate?) {
         guard let value else { return (JobRegistry.scan, nil) }
-        let name = String(value.prefix { $0 != "=" })
-        do {
-            try JobRegistry.validate(name)
-        } catch {
-            throw UsageError("--job \(error.description)")
-        }
-        guard name.count < value.count else { return (name, nil) }
-        if name == JobRegistry.scan {
-            throw UsageError("--job: the job name 'scan' is the built-in simulated scan; choose another name")
+        if value.contains("=") {
+            let (name, command) = try JobDeclarations.parse(value)
+            return (name, command)
         }
         do {
-            return (name, try CommandTemplate(String(value.dropFirst(name.count + 1))))
+            try JobRegistry.validate(value)
         } catch {
-            throw UsageError("--job \(name): \(error.description)")
+            throw UsageError("option '--job \(value)': \(error)")
         }
+        return (value, nil)
     }
 
     /// The name of the `index`-th spawned node (from 1).

@@ -102,7 +102,7 @@ extension ProcessTests {
 
         @Test(arguments: [
             (["scan", "--job", "nope"], "no system declares the job 'nope'"),
-            (["scan", "--job", "scan=true"], "the job name 'scan' is the built-in simulated scan"),
+            (["scan", "--job", "scan=true"], "'scan' is the built-in simulated scan"),
             (["scan", "--job", "bad name=true"], "cannot name a job"),
             (["scan", "--keep-order"], "--keep-order orders the results of --results"),
             (["scan", "--results", "--json"], "--results and --json both want stdout"),
