@@ -18,7 +18,7 @@ extension ProcessTests {
                 let completed = events.filter { $0["event"] as? String == "completed" }
                 #expect(completed.count == 2)
                 #expect(completed.allSatisfy { $0["attempt"] as? Int == 1 && $0["system"] as? String == "beta" })
-                #expect(!events.contains { $0["event"] as? String == "rerun" }, "\(run.stdout)")
+                #expect(!events.contains { $0["event"] as? String == "retry" }, "\(run.stdout)")
                 let summary = events.last { $0["event"] as? String == "summary" }
                 #expect(summary?["reruns"] as? Int == 0)
                 #expect(summary?["completed"] as? Int == 2)
