@@ -36,7 +36,9 @@ public final class NodeProcess: Sendable {
         options.stdin = .pipe
         options.stdout = .lines(maxLength: 4096, keep: 16)
         options.stderr = stderr.map { .descriptor($0.fileDescriptor) } ?? .null
-        let child = try ChildProcess.spawn(executable.path, options)
+        let spawnOptions = options
+        // posix_spawn holds its caller until the child has exec'd: not on the cooperative pool.
+        let child = try await onOwnThread(named: "skynet-spawn") { try ChildProcess.spawn(executable.path, spawnOptions) }
         let exitStatus = AsyncSignal<Int32>()
         Task { exitStatus.fulfil(await child.exit.value.status) }
         do {

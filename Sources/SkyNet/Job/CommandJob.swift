@@ -45,7 +45,9 @@ public struct CommandJob: Job {
 
     public func run(_ request: JobRequest) async throws -> String {
         try Task.checkCancellation()
-        let child = try start(request)
+        // posix_spawn holds its caller until the child has exec'd (far longer under a
+        // sanitizer): a thread of its own, never one of the cooperative pool.
+        let child = try await onOwnThread(named: "skynet-spawn") { [self] in try start(request) }
         let grace = killGrace
         let ended = await withTaskCancellationHandler {
             // Not cancellable on purpose: a cancelled task still waits until its child is reaped.
