@@ -44,4 +44,15 @@ final class ResultOrder: Sendable {
             }
         }
     }
+
+    /// Takes every result still held (the scan ended, stopped or not, before some earlier
+    /// sector had its outcome) and returns them in input order: the sectors that never ran
+    /// simply have no line; the journal and the `Stopped` line say which did not run.
+    func drain() -> [String] {
+        guard keepsOrder else { return [] }
+        return state.withLock { state in
+            defer { state.held = [:] }
+            return state.held.sorted { $0.key < $1.key }.compactMap { $0.value }
+        }
+    }
 }

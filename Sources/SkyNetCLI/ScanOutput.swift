@@ -133,6 +133,9 @@ final class ScanOutput: Sendable {
 
     /// The closing lines; `resumed` sectors came from the journal and count as completed.
     func finish(_ report: ScanReport, resumed: Int) async {
+        // Results held for their turn behind a sector that never had its outcome (a stopped
+        // scan) still go out, in input order, before the closing lines.
+        await printResults(results?.drain())
         // Every journal line is written (or failed) before the scan says how it ended.
         if journal != nil {
             await Console.writer.flush()

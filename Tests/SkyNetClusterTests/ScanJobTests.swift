@@ -82,6 +82,31 @@ extension ProcessTests {
             #expect(numbers.stderr.contains("this scan has none"))
         }
 
+        @Test func aStoppedScanWithKeepOrderStillPrintsTheResultsItHeld() async throws {
+            let folder = try scratchFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let script = folder.appendingPathComponent("slow1.sh").path
+            try "#!/bin/sh\nif [ \"$1\" = 1 ]; then sleep 30; fi\necho \"r$1\"\n".write(toFile: script, atomically: true, encoding: .utf8)
+            _ = chmod(script, 0o755)
+            let inputs = try write((0..<10).map(String.init), to: folder, named: "inputs.txt")
+            let scan = try RunningProcess(["scan", "--local-capacity", "3", "--job", "s=\(script) {}", "--inputs", inputs,
+                                           "--results", "--keep-order", "--quiet"])
+            defer { scan.kill() }
+            // Every input but 1 completes; 1 holds the others' results behind it.
+            let completed = Locked(0)
+            try await scan.waitForErrorLine(timeout: .seconds(60)) { line in
+                line.hasPrefix("Completed: ") && completed.withLock { count in
+                    count += 1
+                    return count == 9
+                }
+            }
+            scan.send(SIGINT)
+            let run = try await scan.finish()
+            #expect(run.status == 128 + SIGINT)
+            #expect(run.stdout == ([0] + Array(2..<10)).map { "r\($0)" }.joined(separator: "\n"), "\(run.stderr)")
+            #expect(run.stderr.contains("Stopped: 9 completed, 0 failed, 1 not run."))
+        }
+
         @Test func aBadInputLineIsRefusedBeforeAnyTaskRunsNamingItsLine() async throws {
             let folder = try scratchFolder()
             defer { try? FileManager.default.removeItem(at: folder) }
