@@ -80,4 +80,34 @@ struct InputFileTests {
         await #expect { try await inputs.verify { journaled[$0] } } throws: { "\($0)".contains("line 2 is not the input") }
         try await inputs.verify { $0 == 1 ? nil : journaled[$0] }  // sector 1 did not complete: nothing to compare
     }
+
+    @Test func aFIFOIsSpooledLikeStandardInputAndReadsLikeAFile() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("inputs-fifo-\(UUID().uuidString)").path
+        #expect(mkfifo(path, 0o600) == 0)
+        defer {
+            // Frees the writer if the reader never opened the FIFO, then removes it.
+            let fd = open(path, O_RDONLY | O_NONBLOCK)
+            if fd >= 0 { close(fd) }
+            unlink(path)
+        }
+        let bytes = Array("one\ntwo words\nthree\n".utf8)
+        let writer = Thread {
+            // A reader that gives up early must not kill the test with SIGPIPE.
+            var pipeSignal = sigset_t()
+            sigemptyset(&pipeSignal)
+            sigaddset(&pipeSignal, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+            let fd = open(path, O_WRONLY | O_CLOEXEC)  // waits for the reader
+            guard fd >= 0 else { return }
+            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+        }
+        writer.start()
+        let inputs = try await InputFile.open(path: path)
+        #expect(inputs.count == 3)
+        let read = await tasks(of: inputs)
+        #expect(read.map(\.text) == ["one", "two words", "three"])
+        let journaled = ["one", "two words", "three"].map(inputFingerprint)
+        try await inputs.verify { journaled[$0] }
+    }
 }

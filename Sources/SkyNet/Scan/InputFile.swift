@@ -13,7 +13,9 @@ private func systemWrite(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) 
 ///
 /// Opening it reads the whole file once as a stream (bounded memory) to count its lines and
 /// check every one, so a bad line is an error before any task runs, naming its line number.
-/// Standard input (`-`) is first copied to an unlinked temporary file, then read the same way.
+/// Standard input (`-`) and anything else that is not a regular file (a pipe, a FIFO, `<(…)`),
+/// which can be read only once, is first copied to an unlinked temporary file, then read the
+/// same way.
 /// The tasks are then read lazily, a batch ahead, on a thread of their own (`feed`).
 public final class InputFile: Sendable {
     /// The file's name in messages (`stdin` for `-`).
@@ -34,7 +36,7 @@ public final class InputFile: Sendable {
     /// its own: a long file keeps it reading, which must not hold the cooperative pool.
     public static func open(path: String, limit: Int = .max) async throws -> InputFile {
         try await onOwnThread(named: "inputs-open") { () throws -> InputFile in
-            let (name, fd) = path == "-" ? ("stdin", try spoolStandardInput()) : (path, try openFile(path))
+            let (name, fd) = path == "-" ? ("stdin", try spool(0, name: "stdin")) : (path, try openFile(path))
             do {
                 var cursor = LineCursor(descriptor: fd, name: name)
                 while cursor.lineIndex < limit, try cursor.nextLine() != nil {}
@@ -69,25 +71,31 @@ public final class InputFile: Sendable {
             close(fd)
             throw InputFailure("inputs \(path): is a directory, not a file of one input per line")
         }
+        // A pipe cannot be read twice (nor at an offset): read it once into a file that can.
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            defer { close(fd) }
+            return try spool(fd, name: path)
+        }
         return fd
     }
 
-    /// Copies standard input to its end into a temporary file unlinked at once (it goes when
-    /// the descriptor closes), so the inputs can be counted first and read twice.
-    private static func spoolStandardInput() throws(InputFailure) -> Int32 {
+    /// Copies `source` (standard input, a pipe, a FIFO) to its end into a temporary file
+    /// unlinked at once (it goes when the descriptor closes), so the inputs can be counted
+    /// first and read twice. Does not close `source`.
+    private static func spool(_ source: Int32, name: String) throws(InputFailure) -> Int32 {
         let directory = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         var template = Array("\(directory)/skynet-inputs-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
-        guard fd >= 0 else { throw InputFailure("inputs stdin: cannot make a temporary file in \(directory): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw InputFailure("inputs \(name): cannot make a temporary file in \(directory): \(String(cString: strerror(errno)))") }
         template.withUnsafeBufferPointer { _ = $0.baseAddress.map { unlink($0) } }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         var chunk = [UInt8](repeating: 0, count: LineCursor.chunkSize)
         while true {
-            let count = chunk.withUnsafeMutableBytes { systemRead(0, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { systemRead(source, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             if count < 0 {
                 close(fd)
-                throw InputFailure("inputs stdin: \(String(cString: strerror(errno)))")
+                throw InputFailure("inputs \(name): \(String(cString: strerror(errno)))")
             }
             if count == 0 { return fd }
             var offset = 0
@@ -96,7 +104,7 @@ public final class InputFile: Sendable {
                 if written < 0 && errno == EINTR { continue }
                 if written <= 0 {
                     close(fd)
-                    throw InputFailure("inputs stdin: cannot spool to \(directory): \(String(cString: strerror(errno)))")
+                    throw InputFailure("inputs \(name): cannot spool to \(directory): \(String(cString: strerror(errno)))")
                 }
                 offset += written
             }
