@@ -110,6 +110,8 @@ struct NodeCommand: Command {
 
     private func serve() async -> Int32 {
         let signals = await TerminationSignals.install()
+        // A second signal exits at once: the jobs still running go with it.
+        signals.beforeExit { ChildProcess.killEveryGroup() }
         let node: Node
         do {
             node = try await Node.start(options) { Self.log($0) }
@@ -139,6 +141,7 @@ struct NodeCommand: Command {
                 Task {
                     await node.stop(grace: .milliseconds(500))
                     await Console.flush(within: .milliseconds(500))
+                    ChildProcess.killEveryGroup()  // a job slow to stop does not outlive us
                     exit(0)
                 }
             }

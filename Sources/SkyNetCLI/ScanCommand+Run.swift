@@ -57,8 +57,12 @@ extension ScanCommand {
             await output.close()
             return 1
         }
-        // A second Ctrl-C exits at once: the nodes go with it (their parent pipe closes too).
-        signals.beforeExit { for node in spawned { node.send(SIGKILL) } }
+        // A second Ctrl-C exits at once: this process's jobs are killed with it, and the nodes
+        // are told to stop (their parent pipe closes too), so that they kill their own jobs.
+        signals.beforeExit {
+            ChildProcess.killEveryGroup()
+            for node in spawned { node.send(SIGTERM) }
+        }
         let peers = ClusterConfig(
             nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
             capacity: cluster.capacity)

@@ -10,17 +10,17 @@ extension ProcessTests {
         /// A folder with `hang.sh`: it starts a grandchild that sleeps, writes both pids next to
         /// the path it was given, and waits. The script is the test's; the product runs it
         /// without a shell (the program is /bin/sh, the script and the input its arguments).
-        func withHangingJob<T>(_ body: (_ folder: URL, _ job: String) async throws -> T) async throws -> T {
+        func withHangingJob<T>(ignoringTerm: Bool = false, _ body: (_ folder: URL, _ job: String) async throws -> T) async throws -> T {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-hang-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             let script = folder.appendingPathComponent("hang.sh")
-            try """
+            try ((ignoringTerm ? "trap '' TERM\n" : "") + """
                 sleep 60 &
                 echo $! > "$1.child"
                 echo $$ > "$1.parent"
                 wait
-                """.write(to: script, atomically: true, encoding: .utf8)
+                """).write(to: script, atomically: true, encoding: .utf8)
             let inputs = (0..<3).map { folder.appendingPathComponent("t\($0)").path }
             try (inputs.joined(separator: "\n") + "\n").write(to: folder.appendingPathComponent("inputs.txt"), atomically: true, encoding: .utf8)
             return try await body(folder, "hang=/bin/sh \(script.path) {}")
@@ -86,6 +86,65 @@ extension ProcessTests {
                 scan.send(SIGINT)
                 let finished = try await scan.finish(timeout: .seconds(30))
                 #expect(finished.status == 130, "\(finished.stderr)")
+                #expect(await survivors(of: started) == [])
+            }
+        }
+
+        /// Waits (bounded) until the scripts of all three tasks have written their pids.
+        func awaitAllStarted(in folder: URL) async throws -> [Int32] {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while pids(in: folder).count < 6, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))  // polling the folder, bounded
+            }
+            return pids(in: folder)
+        }
+
+        /// A second Ctrl-C exits at once, before jobs that ignore SIGTERM have been killed in
+        /// order: they are killed with the process, never left behind.
+        @Test func aSecondCtrlCTakesTheCoordinatorsJobsAlong() async throws {
+            try await withHangingJob(ignoringTerm: true) { folder, job in
+                let cluster = folder.appendingPathComponent("cluster.json")
+                try #"{"nodes":[]}"#.write(to: cluster, atomically: true, encoding: .utf8)
+                let scan = try RunningProcess([
+                    "scan", "--cluster", cluster.path, "--job", job,
+                    "--inputs", folder.appendingPathComponent("inputs.txt").path, "--failing-every", "0",
+                ])
+                defer { scan.kill() }
+                let started = try await awaitAllStarted(in: folder)
+                #expect(started.count == 6)
+                scan.send(SIGINT)
+                try await scan.waitForErrorLine { $0.contains("Ctrl-C again to quit at once") }
+                scan.send(SIGINT)
+                let finished = try await scan.finish(timeout: .seconds(30))
+                #expect(finished.status == 130)
+                #expect(await survivors(of: started) == [])
+            }
+        }
+
+        /// The same on a node: its second signal takes its running jobs along.
+        @Test func aSecondSignalTakesTheNodesJobsAlong() async throws {
+            try await withHangingJob(ignoringTerm: true) { folder, job in
+                let log = folder.appendingPathComponent("node.log")
+                _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+                let node = try await NodeProcess.start(executable: skynetBinary, name: "beta", arguments: ["--job", job],
+                                                       stderr: try FileHandle(forWritingTo: log))
+                defer { node.send(SIGKILL) }
+                let cluster = folder.appendingPathComponent("cluster.json")
+                try #"{"nodes":[{"name":"beta","host":"127.0.0.1","port":\#(node.port)}]}"#.write(to: cluster, atomically: true, encoding: .utf8)
+                let scan = try RunningProcess([
+                    "scan", "--cluster", cluster.path, "--job", String(job.prefix { $0 != "=" }), "--local-capacity", "0",
+                    "--inputs", folder.appendingPathComponent("inputs.txt").path,
+                ])
+                defer { scan.kill() }
+                let started = try await awaitAllStarted(in: folder)
+                #expect(started.count == 6)
+                node.send(SIGTERM)
+                let deadline = ContinuousClock.now + .seconds(10)
+                while !((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("[Node] Stopping"), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))  // polling the node's log, bounded
+                }
+                node.send(SIGTERM)
+                _ = try await withTimeout(.seconds(10)) { await node.exitStatus.value }
                 #expect(await survivors(of: started) == [])
             }
         }

@@ -89,6 +89,7 @@ public final class ChildProcess: Sendable {
     /// Starts `executable` (a path; with `searchPath`, a name looked up in PATH).
     public static func spawn(_ executable: String, _ options: Options) throws(ChildProcessError) -> ChildProcess {
         let (pid, ends) = try Spawner.spawn(executable, options)
+        if options.ownProcessGroup { LiveGroups.add(pid) }
         return ChildProcess(pid: pid, ends: ends, options: options)
     }
 
@@ -229,6 +230,8 @@ public final class ChildProcess: Sendable {
         }
         let (ended, writer) = state.withLock { state -> (ChildExit, Int32?) in
             if endGroupOnExit { _ = kill(-pid, SIGKILL) }
+            // Unlisted before the reap: while listed, the group's id is still this child's.
+            if ownProcessGroup { LiveGroups.remove(pid) }
             var status: Int32 = 0
             var usage = rusage()
             var result: pid_t

@@ -25,6 +25,7 @@ public enum ParentWatch {
             var pause = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
             var left = timespec()
             while nanosleep(&pause, &left) < 0, errno == EINTR { pause = left }
+            ChildProcess.killEveryGroup()
             _exit(1)
         }
     }
