@@ -107,9 +107,9 @@ final class ScanOutput: Sendable {
             json.add("system", system)
             json.add("error", "\(error)")
             await emit(json)
-        case .gaveUp(let task, let attempts, let error):
+        case .gaveUp(let task, let attempts, let system, let seconds, let error):
             await record(.init(input: task.input, text: task.text, result: "", status: ScanJournal.Entry.status(of: error),
-                               error: "\(error)", system: "", attempt: attempts, seconds: 0))
+                               error: "\(error)", system: system, attempt: attempts, seconds: seconds))
             await printResults(results?.settle(task.input, result: nil))
             guard format == .json else {
                 return await line("Gave up on task \(task.input) after \(attempts) attempts: \(error)")
@@ -119,6 +119,8 @@ final class ScanOutput: Sendable {
             if let text = task.text { json.add("text", text) }
             json.add("attempts", attempts)
             json.add("error", "\(error)")
+            json.add("system", system)
+            json.add("seconds", seconds)
             await emit(json)
         }
     }

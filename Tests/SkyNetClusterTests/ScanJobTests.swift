@@ -59,6 +59,16 @@ extension ProcessTests {
             let entries = try ScanJournal.read(path: journal).entries
             #expect(entries.map(\.status) == [3, 3])
             #expect(Set(entries.compactMap(\.text)) == ["first", "second"])
+            // A given-up sector names the system of its last attempt and that attempt's seconds.
+            #expect(entries.allSatisfy { ["local", "node1"].contains($0.system) && $0.seconds > 0 }, "\(entries)")
+            let json = try await runSkynet(["scan", "--spawn", "1", "--job", "fail=\(script) {}", "--inputs", inputs,
+                                            "--max-attempts", "1", "--json"])
+            let failed = json.lines.compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+            }.filter { $0["event"] as? String == "failed" }
+            #expect(failed.count == 2)
+            #expect(failed.allSatisfy { ["local", "node1"].contains($0["system"] as? String ?? "") && ($0["seconds"] as? Double ?? 0) > 0 },
+                    "\(json.stdout)")
         }
 
         @Test func resumingWithAChangedInputsFileIsAnErrorNeverASkip() async throws {

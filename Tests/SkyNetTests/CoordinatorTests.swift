@@ -40,9 +40,9 @@ struct CoordinatorTests {
         #expect(report.gaveUp == 5)
         #expect(report.completed == 0)
         #expect(await failing.calls == 15)
-        let gaveUpAttempts = log.all.compactMap { if case .gaveUp(_, let attempts, _) = $0 { attempts } else { nil } }
+        let gaveUpAttempts = log.all.compactMap { if case .gaveUp(_, let attempts, _, _, _) = $0 { attempts } else { nil } }
         #expect(gaveUpAttempts == [3, 3, 3, 3, 3])
-        let gaveUpInputs = log.all.compactMap { if case .gaveUp(let task, _, _) = $0 { task.input } else { nil } }
+        let gaveUpInputs = log.all.compactMap { if case .gaveUp(let task, _, _, _, _) = $0 { task.input } else { nil } }
         #expect(gaveUpInputs.sorted() == [0, 1, 2, 3, 4])
     }
 

@@ -42,7 +42,7 @@ extension Coordinator {
             report.systems[system.name, default: SystemTally()].failed += 1
             report.gaveUp += 1
             queue.settled(work.task)
-            await onEvent(.gaveUp(work.task, attempts: work.attempt, error: error))
+            await onEvent(.gaveUp(work.task, attempts: work.attempt, system: system.name, seconds: seconds, error: error))
         }
     }
 }

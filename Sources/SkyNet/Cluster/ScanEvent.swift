@@ -6,8 +6,8 @@ public enum ScanEvent: Sendable {
     case completed(ScanTask, result: String, system: String, isLocal: Bool, attempt: Int, seconds: Double)
     /// The task failed on `system` and will run again.
     case rerun(ScanTask, attempt: Int, system: String, error: any Error)
-    /// The task failed its last allowed attempt.
-    case gaveUp(ScanTask, attempts: Int, error: any Error)
+    /// The task failed its last allowed attempt, which ran on `system` for `seconds`.
+    case gaveUp(ScanTask, attempts: Int, system: String, seconds: Double, error: any Error)
 }
 
 /// What one system did in a scan.
