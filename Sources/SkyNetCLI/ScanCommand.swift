@@ -47,7 +47,7 @@ struct ScanCommand: Command {
                                COMMAND is split into words like sh would, never run by a shell;
                                {} is the input, {#} the sector; no {}: the input is the last word
           --inputs FILE        one input per line, sector i is line i (0-based); - reads stdin;
-                               a trailing \\r is dropped; each line valid UTF-8, at most 256 KiB
+                               a trailing \\r is dropped; each line valid UTF-8, at most 131008 bytes
           --results            print only each task's result to stdout, whole, as it completes;
                                the log lines go to stderr (not with --json)
           --keep-order         with --results: in input order (at most \(ScanCommand.orderWindow) tasks run ahead

@@ -97,6 +97,16 @@ import Testing
         #expect(failed == ScanFailure(code: "task-failed", message: "killed by signal 9 (SIGKILL)"))
     }
 
+    /// The longest input a task may carry runs (as an argument and in the environment); a word
+    /// the input makes longer than Linux allows one argument fails saying so.
+    @Test func theLongestInputRunsAndATooLongArgumentSaysWhy() async throws {
+        let longest = String(repeating: "a", count: ScanTask.maxTextBytes)
+        #expect(try await run(job("printf %s {}"), longest) == longest)
+        let doubled = try await failure(job("echo {}{}"), longest)
+        #expect(doubled == ScanFailure(code: "task-failed",
+                                       message: "cannot run 'echo': an argument or the environment is too long (Linux allows under 131072 bytes in one)"))
+    }
+
     @Test func aProgramThatCannotRunSaysWhy() async throws {
         let missing = try await failure(job("skynet-no-such-program {}"), "a")
         #expect(missing == ScanFailure(code: "task-failed", message: "cannot run 'skynet-no-such-program': No such file or directory"))

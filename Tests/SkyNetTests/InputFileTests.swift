@@ -46,7 +46,7 @@ struct InputFileTests {
         let cases: [([UInt8], String)] = [
             (Array("ok\n".utf8) + [0xC3, 0x28, 10], "line 2 is not valid UTF-8"),
             (Array("ok\nok\na".utf8) + [0] + [10], "line 3 holds a NUL byte"),
-            (Array("ok\n".utf8) + long + [10], "line 2 is longer than 262144 bytes"),
+            (Array("ok\n".utf8) + long + [10], "line 2 is longer than \(ScanTask.maxTextBytes) bytes"),
         ]
         for (bytes, message) in cases {
             let path = try file(bytes)

@@ -86,7 +86,12 @@ public struct CommandJob: Job {
         do {
             return try ChildProcess.spawn(program, options)
         } catch {
-            throw ScanFailure(code: "task-failed", message: "cannot run '\(program)': \(String(cString: strerror(error.code)))")
+            // E2BIG: one word of the command, made long by the input, is over the kernel's
+            // limit on one argument; say so rather than blame the program.
+            let reason = error.code == E2BIG
+                ? "an argument or the environment is too long (Linux allows under 131072 bytes in one)"
+                : String(cString: strerror(error.code))
+            throw ScanFailure(code: "task-failed", message: "cannot run '\(program)': \(reason)")
         }
     }
 }

@@ -11,7 +11,11 @@ public struct ScanTask: Codable, Sendable, Hashable, Identifiable {
     /// The longest deadline a task may carry, in seconds (a week).
     public static let maxTimeout: Double = 7 * 86400
     /// The most bytes of input text a task may carry (it travels on one wire line of 1 MiB).
-    public static let maxTextBytes = 256 * 1024
+    ///
+    /// A command job hands the input to its program as an argument and as `SKYNET_INPUT`, and
+    /// Linux refuses any one argument or environment string of 131,072 bytes or more: the
+    /// bound leaves room for the variable's name, so an input that is accepted can be run.
+    public static let maxTextBytes = 128 * 1024 - 64
 
     public let id: UUID
     /// The sector number (the protocol's `input` of a scan); any integer.
