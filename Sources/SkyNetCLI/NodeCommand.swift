@@ -22,7 +22,8 @@ struct NodeCommand: Command {
         A node runs only the jobs its operator declared: the built-in simulated `scan` always,
         and each --job NAME=COMMAND. A coordinator chooses a job by name and sends each task's
         input text, never a command. COMMAND is split into words as a POSIX shell would (quotes,
-        backslashes) but never run by one: pipes, redirections, `;` and `$` are refused. In a
+        backslashes) but never run by one: pipes, redirections, `;`, `$`, globs and a leading
+        `~` are refused (quote them to mean the text). In a
         word, {} stands for the task's input and {#} for its sector number (0-based); with no
         placeholder the input is the last argument. The task's result is the command's stdout
         (one trailing newline removed); stdin is /dev/null; the environment adds SKYNET_INPUT,
@@ -124,7 +125,7 @@ struct NodeCommand: Command {
             }
             return 2
         }
-        if options.token == nil, !["127.0.0.1", "::1", "localhost"].contains(options.host) {
+        if options.token == nil, !JobDeclarations.isLoopback(options.host) {
             await Console.printError("[Node] Warning: listening on \(options.host) without SKYNET_TOKEN: anyone who can reach this port can run tasks here")
         }
         let summaries = options.jobs.summaries

@@ -31,7 +31,7 @@ import Testing
         #expect(try words("echo {}", input: input) == ["echo", input])
     }
 
-    @Test(arguments: ["cat a | wc", "ls > out", "a; b", "a && b", "echo $HOME", "echo \"$HOME\"", "echo `id`", "sleep 1 &", "echo x # y", "(a)"])
+    @Test(arguments: ["cat a | wc", "ls > out", "a; b", "a && b", "echo $HOME", "echo \"$HOME\"", "echo `id`", "sleep 1 &", "echo x # y", "(a)", "ls *.jpg", "cat ~/x", "ls a?", "ls [ab]"])
     func refusesWhatOnlyAShellWouldDo(_ command: String) {
         #expect(throws: CommandTemplate.ParseError.self) { try CommandTemplate(command) }
     }

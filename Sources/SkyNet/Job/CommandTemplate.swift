@@ -3,7 +3,8 @@
 ///
 /// Quoting works as in `sh`: single quotes keep everything, double quotes keep everything but
 /// `\"`, `\\`, `\$` and `` \` ``, and a backslash outside quotes keeps the next character. What
-/// only a shell could do (pipes, redirections, `;`, `&`, `$VAR`, `$(…)`, backquotes) is refused
+/// only a shell could do (pipes, redirections, `;`, `&`, `$VAR`, `$(…)`, backquotes, globs such
+/// as `*.jpg`, a leading `~`) is refused
 /// rather than passed on as a literal word, so a command never means something else than it
 /// seems to. `{}` stands for the task's input and `{#}` for its sector number, anywhere in a
 /// word; `\{}` is a literal `{}`. Without a placeholder the input is appended as the last word.
@@ -108,6 +109,8 @@ private struct WordSplitter {
         case (.none, " "), (.none, "\t"), (.none, "\n"): endWord()
         case (.none, _) where "|&;<>()$`".contains(character): throw Self.shellOnly(character)
         case (.none, "#") where !inWord: throw Self.shellOnly(character)  // a comment, to a shell
+        case (.none, "~") where !inWord: throw Self.shellOnly(character)  // a home directory
+        case (.none, "*"), (.none, "?"), (.none, "["): throw Self.shellOnly(character)  // a glob
         case (.none, _): appendLiteral(character)
         }
     }
