@@ -149,7 +149,7 @@ extension ScanCommand {
         var resumed: ScanJournal.ResumePoint?
         if let journalPath, resume {
             if FileManager.default.fileExists(atPath: journalPath) {
-                let point = try await ScanJournal.readResumePoint(path: journalPath, total: count, inputsFile: inputs != nil)
+                let point = try await ScanJournal.readResumePoint(path: journalPath, total: count, inputsFile: inputs != nil, job: job)
                 if let inputs, !point.sectors.isEmpty { try await inputs.verify { point.fingerprint(of: $0) } }
                 resumed = point
             } else {

@@ -85,7 +85,7 @@ final class ScanOutput: Sendable {
         case .started:
             break
         case .completed(let task, let result, let system, let isLocal, let attempt, let seconds):
-            await record(.init(input: task.input, text: task.text, result: result, system: system, attempt: attempt, seconds: seconds))
+            await record(.init(input: task.input, text: task.text, job: task.isScan ? nil : task.job, result: result, system: system, attempt: attempt, seconds: seconds))
             await printResults(results?.settle(task.input, result: result))
             guard format == .json else {
                 return await line(isLocal ? "Completed: \(task.input)" : "Completed: \(task.input) by \(system)")
@@ -108,7 +108,7 @@ final class ScanOutput: Sendable {
             json.add("error", "\(error)")
             await emit(json)
         case .gaveUp(let task, let attempts, let system, let seconds, let error):
-            await record(.init(input: task.input, text: task.text, result: "", status: ScanJournal.Entry.status(of: error),
+            await record(.init(input: task.input, text: task.text, job: task.isScan ? nil : task.job, result: "", status: ScanJournal.Entry.status(of: error),
                                error: "\(error)", system: system, attempt: attempts, seconds: seconds))
             await printResults(results?.settle(task.input, result: nil))
             guard format == .json else {

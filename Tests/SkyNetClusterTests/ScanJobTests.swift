@@ -92,6 +92,29 @@ extension ProcessTests {
             #expect(numbers.stderr.contains("this scan has none"))
         }
 
+        @Test func resumingWithAnotherJobIsAnErrorNeverASkip() async throws {
+            let folder = try scratchFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let inputs = try write(["a", "b", "c", "d"], to: folder, named: "inputs.txt")
+            let journal = folder.appendingPathComponent("journal.jsonl").path
+            let arguments = ["--inputs", inputs, "--journal", journal, "--quiet"]
+            #expect(try await runSkynet(["scan", "--job", "e=echo {}"] + arguments).status == 0)
+            let other = try await runSkynet(["scan", "--job", "f=echo X{}", "--resume"] + arguments)
+            #expect(other.status == 2, "\(other.stdout)")
+            #expect(other.stderr.contains("ran the job 'e', but this scan runs the job 'f'"), "\(other.stderr)")
+            #expect(!other.stdout.contains("Completed"))
+            // The built-in scan's journal names no job (as v1 journals did); another job is refused on it too.
+            let numbers = folder.appendingPathComponent("numbers.jsonl").path
+            #expect(try await runSkynet(["scan", "--total", "3", "--duration", "0", "--failing-every", "0", "--journal", numbers, "--quiet"]).status == 0)
+            #expect(try String(contentsOfFile: numbers, encoding: .utf8).contains("\"job\"") == false)
+            let onScan = try await runSkynet(["scan", "--job", "e=echo {}", "--total", "3", "--journal", numbers, "--resume", "--quiet"])
+            #expect(onScan.status == 2)
+            #expect(onScan.stderr.contains("ran the job 'scan', but this scan runs the job 'e'"), "\(onScan.stderr)")
+            let same = try await runSkynet(["scan", "--job", "e=echo {}", "--resume"] + arguments)
+            #expect(same.status == 0)
+            #expect(same.lines.first == "Resumed: 4 sectors from \(journal)")
+        }
+
         @Test func aStoppedScanWithKeepOrderStillPrintsTheResultsItHeld() async throws {
             let folder = try scratchFolder()
             defer { try? FileManager.default.removeItem(at: folder) }

@@ -11,6 +11,11 @@ extension ScanJournal.Entry {
             guard let value = reader.plainString() else { return nil }
             text = value
         }
+        var job: String?
+        if reader.literal(#","job":"#) {
+            guard let value = reader.plainString() else { return nil }
+            job = value
+        }
         var status = 0
         if reader.literal(#","status":"#) {
             guard let value = reader.integer() else { return nil }
@@ -29,7 +34,7 @@ extension ScanJournal.Entry {
               reader.literal(#","seconds":"#), let seconds = reader.number(),
               reader.literal("}"), reader.atEnd
         else { return nil }
-        self.init(input: input, text: text, result: result, status: status, error: error,
+        self.init(input: input, text: text, job: job, result: result, status: status, error: error,
                   system: system, attempt: attempt, seconds: seconds)
     }
 }

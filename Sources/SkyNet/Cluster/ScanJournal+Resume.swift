@@ -37,15 +37,21 @@ extension ScanJournal {
     /// Reads what a resume needs from the journal at `path`, as a stream, on a thread of its
     /// own.
     ///
-    /// - Parameter inputsFile: whether the scan's inputs come from a file. Then each sector's
-    ///   input is fingerprinted, for `InputFile.verify`. Without one, a sector's input is its
-    ///   number, and a journaled sector that ran with another text is a `Mismatch` at once.
-    public static func readResumePoint(path: String, total: Int, inputsFile: Bool) async throws -> ResumePoint {
+    /// - Parameters:
+    ///   - inputsFile: whether the scan's inputs come from a file. Then each sector's input is
+    ///     fingerprinted, for `InputFile.verify`. Without one, a sector's input is its number,
+    ///     and a journaled sector that ran with another text is a `Mismatch` at once.
+    ///   - job: the job this scan runs. A completed sector that ran another job is a
+    ///     `Mismatch`: its result is not this job's. (Only the name is compared: the same name
+    ///     with another command is not detected.)
+    public static func readResumePoint(path: String, total: Int, inputsFile: Bool, job: String = JobRegistry.scan) async throws -> ResumePoint {
         try await onOwnThread(named: "journal-read") { () throws -> ResumePoint in
             var point = ResumePoint(total: total, fingerprints: inputsFile)
             var mismatch: Entry?
+            var otherJob: Entry?
             point.skipped = try forEachEntry(path: path) { entry in
                 guard entry.completed else { return }
+                if entry.jobName != job, otherJob == nil, entry.input >= 0, entry.input < total { otherJob = entry }
                 if !inputsFile, let text = entry.text, text != String(entry.input), mismatch == nil, entry.input >= 0, entry.input < total {
                     mismatch = entry
                 }
@@ -53,6 +59,9 @@ extension ScanJournal {
             }
             if let mismatch {
                 throw Mismatch(description: "journal \(path): sector \(mismatch.input) ran with the input \(String((mismatch.text ?? "").prefix(60)).debugDescription) from an inputs file, but this scan has none: resume with --inputs and the file it was written with, or start a new journal")
+            }
+            if let otherJob {
+                throw Mismatch(description: "journal \(path): sector \(otherJob.input) ran the job '\(otherJob.jobName)', but this scan runs the job '\(job)': resume with --job \(otherJob.jobName), or start a new journal")
             }
             return point
         }

@@ -20,6 +20,8 @@ public final class ScanJournal: Sendable {
         public let input: Int
         /// The input text the sector ran with (an `--inputs` line); nil: the sector number.
         public let text: String?
+        /// The job the sector ran; nil: the built-in scan (and every line of a v1 journal).
+        public let job: String?
         /// The job's result; empty when the sector failed.
         public let result: String
         /// 0 when the sector completed; else the command's exit status, 128 + the signal that
@@ -32,11 +34,12 @@ public final class ScanJournal: Sendable {
         public let seconds: Double
 
         public init(
-            input: Int, text: String? = nil, result: String, status: Int = 0, error: String? = nil,
+            input: Int, text: String? = nil, job: String? = nil, result: String, status: Int = 0, error: String? = nil,
             system: String, attempt: Int, seconds: Double
         ) {
             self.input = input
             self.text = text
+            self.job = job
             self.result = result
             self.status = status
             self.error = error
@@ -47,6 +50,9 @@ public final class ScanJournal: Sendable {
 
         /// Whether the sector completed (a resume skips it).
         public var completed: Bool { status == 0 && error == nil }
+
+        /// The name of the job the sector ran.
+        public var jobName: String { job ?? JobRegistry.scan }
 
         /// The text the job got as its input.
         public var inputText: String { text ?? String(input) }
@@ -96,6 +102,7 @@ public final class ScanJournal: Sendable {
         var json = JSONLine()
         json.add("input", entry.input)
         if let text = entry.text { json.add("text", text) }
+        if let job = entry.job { json.add("job", job) }
         json.add("status", entry.status)
         if let error = entry.error { json.add("error", error) } else { json.add("result", entry.result) }
         json.add("system", entry.system)
