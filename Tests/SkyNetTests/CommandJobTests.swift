@@ -254,7 +254,7 @@ enum ProcessTable {
         let deadline = ContinuousClock.now + .seconds(10)
         while !members(of: group).isEmpty {
             guard ContinuousClock.now < deadline else { return false }
-            await Task.yield()
+            try await Task.sleep(for: .milliseconds(10))  // polling the process table, bounded, not spinning
         }
         return true
     }
