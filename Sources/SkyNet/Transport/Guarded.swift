@@ -2,8 +2,8 @@ import Foundation
 
 /// State behind a pthread mutex with a condition: like `Locked`, and a thread of our own (a
 /// reader, a flusher; never a task of the pool) can wait until the state satisfies something.
+// @unchecked Sendable: safe because `state` is only touched with `condition`'s lock held.
 final class Guarded<State>: @unchecked Sendable {
-    // @unchecked: safe because `state` is only touched with `condition` locked.
     private let condition = NSCondition()
     private var state: State
 
