@@ -51,11 +51,19 @@ public struct CommandJob: Job {
         // posix_spawn holds its caller until the child has exec'd (far longer under a
         // sanitizer): never on the cooperative pool. One long-lived queue of its own spawns for
         // every command job of the process; a new thread per spawn cost 12 % of W8.
-        let child: ChildProcess = try await withCheckedThrowingContinuation { continuation in
+        // The child crosses from the queue to this task under a lock: a hand-over that
+        // ThreadSanitizer can see (through the continuation alone it reported a race).
+        let handOver = Locked<Result<ChildProcess, ScanFailure>?>(nil)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Self.spawner.async { [self] in
-                do { continuation.resume(returning: try start(request)) } catch { continuation.resume(throwing: error) }
+                let started: Result<ChildProcess, ScanFailure>
+                do throws(ScanFailure) { started = .success(try start(request)) } catch { started = .failure(error) }
+                handOver.withLock { $0 = started }
+                continuation.resume()
             }
         }
+        guard let started = handOver.withLock({ $0 }) else { throw CancellationError() }
+        let child = try started.get()
         let grace = killGrace
         let ended = await withTaskCancellationHandler {
             // Not cancellable on purpose: a cancelled task still waits until its child is reaped.
