@@ -28,9 +28,11 @@ struct NodeLivenessTests {
         var options = nodeTests.options()
         options.idleTimeout = .milliseconds(600)
         try await nodeTests.withNode(options) { node in
+            // Timed from before the hello is sent: the node cannot drop the client sooner than
+            // the bound after it (timed after, a late-scheduled test once saw 0.19 s under TSan).
+            let clock = ContinuousClock(), start = clock.now
             let socket = try await rawClient(node, saying: [#"{"type":"hello","version":1,"name":"mute"}"#])
             defer { socket.close() }
-            let clock = ContinuousClock(), start = clock.now
             let lines = try await readToEnd(socket, limit: .seconds(10))
             let waited = clock.now - start
             #expect(lines.count == 1 && lines[0].contains("welcome"))
