@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -20,13 +21,15 @@ public enum ParentWatch {
                 if count <= 0 { break }
                 // A parent never writes; bytes that arrive anyway are ignored.
             }
-            gone()
+            // The backstop is a timer on a dispatch queue, armed before the orderly stop starts:
+            // no thread sleeps for it, and it fires even if that stop hangs.
             let (seconds, attoseconds) = backstop.components
-            var pause = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-            var left = timespec()
-            while nanosleep(&pause, &left) < 0, errno == EINTR { pause = left }
-            ChildProcess.killEveryGroup()
-            _exit(1)
+            let nanoseconds = Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+                ChildProcess.killEveryGroup()
+                _exit(1)
+            }
+            gone()
         }
     }
 }
