@@ -8,7 +8,7 @@ struct NodeCommand: Command {
     static let usage = """
         usage: skynet node --port PORT [--host 127.0.0.1] [--name NAME] [--capacity 4] [--failing-every 10]
                            [--job NAME=COMMAND ...] [--max-output 256K]
-                           [--max-connections 256] [--idle-timeout 60] [--verbose]
+                           [--max-connections 256] [--idle-timeout 60] [--token-file FILE] [--verbose]
         """
     static let help = """
         Run a node: accept connections from coordinators and run the tasks they send, at most
@@ -17,7 +17,12 @@ struct NodeCommand: Command {
         A log never holds the node up: while stderr is not being read, log lines are dropped
         and counted, and a line says how many once it is read again.
         SIGINT or SIGTERM: stop accepting, let running scans finish (up to 10 s), exit 0.
-        With SKYNET_TOKEN set in the environment, only clients that send that token are served.
+        With a token (SKYNET_TOKEN in the environment, or --token-file), only clients that prove
+        they know it are served: the token itself never crosses the wire, and every line after
+        the handshake carries a MAC, so none can be forged, altered, replayed or reordered (see
+        docs/PROTOCOL.md; this is not encryption: inputs and results are readable on the wire).
+        A protocol v1 client that sends the token in plain text is still served, with a warning.
+        Repeated failed logins from one address are answered ever more slowly, and logged.
 
         A node runs only the jobs its operator declared: the built-in simulated `scan` always,
         and each --job NAME=COMMAND. A coordinator chooses a job by name and sends each task's
@@ -30,7 +35,7 @@ struct NodeCommand: Command {
         SKYNET_SECTOR and SKYNET_JOB, and never holds SKYNET_TOKEN. Each task runs in a process
         group of its own, killed whole at the task's deadline or when the task is cancelled.
         Protected mode: a node that declares a --job and binds an address other than loopback
-        refuses to start unless SKYNET_TOKEN is set (anyone reaching the port could run it).
+        refuses to start without a token (anyone reaching the port could run it).
 
         \(usage)
 
@@ -51,6 +56,9 @@ struct NodeCommand: Command {
           --idle-timeout S     close a client that sent nothing, not even a ping, for S seconds
                                while none of its scans runs, 1...86400 (default 60); coordinators
                                ping idle links every 15 s
+          --token-file FILE    read the token from FILE (its final newline dropped) instead of
+                               SKYNET_TOKEN; FILE must be readable by its owner only (chmod 600).
+                               A token is at least 16 bytes (make one: openssl rand -hex 32)
           --verbose            log every task to stderr
 
         examples:
@@ -69,6 +77,7 @@ struct NodeCommand: Command {
     init(arguments: [String]) throws(UsageError) {
         let args = try Arguments(arguments, options: [
             "port", "host", "name", "capacity", "failing-every", "max-connections", "idle-timeout", "job", "max-output",
+            "token-file",
         ], repeating: ["job"], flags: ["verbose", "exit-with-parent"])
         guard args.string("port") != nil else { throw UsageError("option '--port' is required (0 picks a free port)") }
         let port = try args.int("port", default: 0, in: 0...65535)
@@ -81,15 +90,15 @@ struct NodeCommand: Command {
         options.maxConnections = try args.int("max-connections", default: 256, in: 1...65536)
         options.idleTimeout = .seconds(try args.double("idle-timeout", default: 60, in: 1...86400))
         options.verbose = args.flag("verbose")
-        options.token = SkyNetCLI.token
+        options.token = try ClusterToken.load(args)?.value
         let maxOutput = try args.bytes("max-output", default: CommandJob.defaultMaxOutput, in: JobDeclarations.maxOutputRange)
         let declared = args.strings("job")
         options.jobs = try JobDeclarations.register(declared, in: options.jobs, maxOutput: maxOutput)
         if !declared.isEmpty, options.token == nil, !JobDeclarations.isLoopback(options.host) {
             throw UsageError("""
                 refusing to start: this node declares command jobs and would listen on \(options.host) without \
-                SKYNET_TOKEN, so anyone who can reach its port could run them. Set SKYNET_TOKEN in the environment \
-                of this node and of its coordinators, or bind a loopback address (--host 127.0.0.1)
+                a token, so anyone who can reach its port could run them. Give this node and its coordinators \
+                the token (SKYNET_TOKEN or --token-file), or bind a loopback address (--host 127.0.0.1)
                 """)
         }
         self.options = options
@@ -126,7 +135,7 @@ struct NodeCommand: Command {
             return 2
         }
         if options.token == nil, !JobDeclarations.isLoopback(options.host) {
-            await Console.printError("[Node] Warning: listening on \(options.host) without SKYNET_TOKEN: anyone who can reach this port can run tasks here")
+            await Console.printError("[Node] Warning: listening on \(options.host) without a token: anyone who can reach this port can run tasks here")
         }
         let summaries = options.jobs.summaries
         if summaries.count > 1 {

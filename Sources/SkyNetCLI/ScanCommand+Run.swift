@@ -67,7 +67,7 @@ extension ScanCommand {
             nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
             capacity: cluster.capacity)
         let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
-            capacity: capacity, timeout: .seconds(timeout), token: SkyNetCLI.token,
+            capacity: capacity, timeout: .seconds(timeout), token: token?.value,
             job: job, jobSummary: jobs.job(named: job)?.summary)) { await output.cluster($0) }
 
         var coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { await output.scan($0) }
@@ -182,6 +182,8 @@ extension ScanCommand {
         // One machine, one operator: the nodes declare the job this scan declares.
         if let jobCommand { arguments += ["--job", "\(job)=\(jobCommand.text)"] }
         if let maxOutput { arguments += ["--max-output", String(maxOutput)] }
+        // A token from the environment reaches them through it; one from a file, as that file.
+        if let file = token?.file { arguments += ["--token-file", file] }
         // Every start is awaited, failed or not, so that no node that came up late is left
         // running when another failed.
         let started = await withTaskGroup(of: Result<NodeProcess, any Error>.self) { group in

@@ -8,7 +8,7 @@ struct ScanCommand: Command {
     static let usage = """
         usage: skynet scan [--total 20] [--cluster FILE] [--spawn N] [--duration 1.0] [--timeout 5]
                            [--capacity 4] [--local-capacity N] [--failing-every 10] [--max-attempts 5]
-                           [--journal FILE [--resume]] [--json] [--quiet]
+                           [--journal FILE [--resume]] [--json] [--quiet] [--token-file FILE]
                            [--job NAME[=COMMAND]] [--inputs FILE|-] [--results [--keep-order]]
                            [--task-timeout S] [--max-output BYTES]
         """
@@ -39,6 +39,7 @@ struct ScanCommand: Command {
           --resume             skip the sectors FILE already holds and run the rest
           --json               print JSON Lines events instead of log lines (see README)
           --quiet              no live progress line (also: NO_COLOR set, or stderr not a terminal)
+          --token-file FILE    the cluster's token, instead of SKYNET_TOKEN (chmod 600 FILE)
 
         real work:
           --job NAME           run the job NAME on each input (default: scan, the built-in simulated
@@ -58,8 +59,10 @@ struct ScanCommand: Command {
                                K = 1024, M = 1048576); more is a failure, never cut
 
         Peers that are down are reported and skipped, and join when they come up; a peer whose
-        request timed out gets no new work until it answers a ping. With SKYNET_TOKEN set in the
-        environment, the token is sent to every peer.
+        request timed out gets no new work until it answers a ping. With a token (SKYNET_TOKEN in
+        the environment, or --token-file FILE, owner-readable only, at least 16 bytes), every peer
+        must prove it knows it before it gets a task (a peer that cannot is reported
+        `Unauthorized`), the token itself is never sent, and every line is authenticated.
 
         Ctrl-C or SIGTERM stops the scan: no new tasks, remote work cancelled, a summary of what
         completed and what did not, the journal intact; exit 130 (SIGINT) or 143 (SIGTERM). A
@@ -105,12 +108,14 @@ struct ScanCommand: Command {
     let keepOrder: Bool
     let taskTimeout: Double?
     let maxOutput: Int?
+    let token: ClusterToken?
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Arguments(arguments, options: [
             "total", "cluster", "spawn", "duration", "timeout", "capacity", "local-capacity", "failing-every",
-            "max-attempts", "journal", "job", "inputs", "task-timeout", "max-output",
+            "max-attempts", "journal", "job", "inputs", "task-timeout", "max-output", "token-file",
         ], flags: ["resume", "json", "quiet", "results", "keep-order"])
+        token = try ClusterToken.load(args)
         total = try args.int("total", default: 20, in: 0...10_000_000)
         totalGiven = args.string("total") == nil ? nil : total
         (job, jobCommand) = try Self.parseJob(args.string("job"))

@@ -68,6 +68,8 @@ final class ScanOutput: Sendable {
             json = self.event("unreachable"); json.add("address", address); json.add("error", error)
         case .refused(_, let code, _):
             json = self.event("refused"); json.add("code", code); json.add("hint", event.refusalHint)
+        case .unauthorized(_, let reason):
+            json = self.event("unauthorized"); json.add("reason", reason)
         case .lacksJob(_, let job, let jobs):
             json = self.event("lacks-job"); json.add("job", job); json.add("jobs", jobs.joined(separator: ","))
         case .jobDiffers(_, let job, let summary, let expected):

@@ -73,11 +73,6 @@ enum SkyNetCLI {
         }
     }
 
-    /// The cluster's shared secret, from `SKYNET_TOKEN` (never from a file or an argument).
-    static var token: String? {
-        ProcessInfo.processInfo.environment["SKYNET_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
-    }
-
     private static func command(named name: String) -> (any Command.Type)? {
         commands.first { $0.name == name }
     }

@@ -5,19 +5,20 @@ import SkyNet
 struct StatusCommand: Command {
     static let name = "status"
     static let summary = "ping every peer of the cluster file and show which are up"
-    static let usage = "usage: skynet status [--cluster FILE] [--timeout 2] [--json]"
+    static let usage = "usage: skynet status [--cluster FILE] [--timeout 2] [--token-file FILE] [--json]"
     static let help = """
         Ping every node of the cluster file at once and print a table: name, address, up or
         down (and why: refused, timed out, unauthorized, unknown host), running/capacity,
-        completed tasks and the ping's round trip. With SKYNET_TOKEN set, it is sent to every
-        node.
+        completed tasks and the ping's round trip. With a token (SKYNET_TOKEN or --token-file),
+        each node must prove it knows it, and the token is never sent.
 
         \(usage)
 
         options:
-          --cluster FILE   the static peer list (default ./cluster.json)
-          --timeout S      seconds each node may take to connect and answer, 0.001...60 (default 2)
-          --json           one JSON object per node instead of the table
+          --cluster FILE     the static peer list (default ./cluster.json)
+          --timeout S        seconds each node may take to connect and answer, 0.001...60 (default 2)
+          --token-file FILE  read the token from FILE (owner-readable only) instead of SKYNET_TOKEN
+          --json             one JSON object per node instead of the table
 
         exit status: 0 every node is up, 1 some node is down, 2 bad usage or a bad cluster file.
 
@@ -29,9 +30,10 @@ struct StatusCommand: Command {
     let cluster: ClusterConfig
     let timeout: Double
     let json: Bool
+    let token: String?
 
     init(arguments: [String]) throws(UsageError) {
-        let args = try Arguments(arguments, options: ["cluster", "timeout"], flags: ["json"])
+        let args = try Arguments(arguments, options: ["cluster", "timeout", "token-file"], flags: ["json"])
         let path = args.string("cluster") ?? "cluster.json"
         guard FileManager.default.fileExists(atPath: path) || args.string("cluster") != nil else {
             throw UsageError("no ./cluster.json here: name one with --cluster FILE")
@@ -39,11 +41,12 @@ struct StatusCommand: Command {
         cluster = try ScanCommand.loadCluster(named: path)
         timeout = try args.double("timeout", default: 2, in: 0.001...60)
         json = args.flag("json")
+        token = try ClusterToken.load(args)?.value
     }
 
     func run() async -> Int32 {
         Socket.ignoreBrokenPipes()
-        let token = SkyNetCLI.token
+        let token = self.token
         let limit = Duration.seconds(timeout)
         let statuses = await withTaskGroup(of: (Int, PeerStatus).self) { group in
             for (index, node) in cluster.nodes.enumerated() {

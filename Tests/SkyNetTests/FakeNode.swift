@@ -76,6 +76,8 @@ final class FakeNode: Sendable {
 
     private func handle(_ request: Request, on connection: Connection) {
         switch request {
+        case .auth:
+            try? connection.send(WireError(code: "unauthorized", message: "this fake node knows no token").line)
         case .hello:
             let jobs = [JobRegistry.scan: "built-in simulated scan", "slow": "sleep 3600"]
             try? connection.send(Reply.welcome(version: wireVersion, name: "beta", capacity: 4, jobs: jobs).line)

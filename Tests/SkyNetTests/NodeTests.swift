@@ -148,19 +148,13 @@ struct NodeTests {
 
     @Test func aNodeWithATokenRefusesAWrongOrMissingOne() async throws {
         try await withNode(token: "open sesame") { node in
-            await #expect(throws: WireError(code: "unauthorized", message: "wrong or missing token")) {
+            await #expect(throws: WireError(code: "unauthorized", message: "wrong token (the proof does not match)")) {
                 _ = try await connect(node, token: "guess")
             }
             await #expect(throws: WireError.self) { _ = try await connect(node) }
             let peer = try await connect(node, token: "open sesame")
             defer { peer.close() }
             #expect(peer.welcome.name == "beta")
-        }
-    }
-
-    @Test func constantTimeComparisonAgreesWithEquality() {
-        for (a, b) in [("", ""), ("a", ""), ("", "a"), ("abc", "abc"), ("abc", "abd"), ("abcd", "abc")] {
-            #expect(constantTimeEqual(a, b) == (a == b))
         }
     }
 }

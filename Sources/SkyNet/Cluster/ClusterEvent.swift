@@ -7,6 +7,9 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// Refused the hello for good (`unauthorized`, `unsupported-version`): reported once, with
     /// the fix (`refusalHint`), and asked again only rarely.
     case refused(String, code: String, message: String)
+    /// Answered the hello without proving it knows the token (a node without it, or an
+    /// impostor): reported once, sent nothing, asked again only rarely.
+    case unauthorized(String, reason: String)
     /// Its welcome does not list the scan's job (`jobs`: the ones it does list): reported once,
     /// closed, not used, and asked again only rarely (its operator must restart it with the job).
     case lacksJob(String, job: String, jobs: [String])
@@ -21,7 +24,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     public var peer: String {
         switch self {
         case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _),
-             .refused(let name, _, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _),
+             .refused(let name, _, _), .unauthorized(let name, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _),
              .unresponsive(let name), .responsive(let name): name
         }
     }
@@ -33,6 +36,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         case .disconnected(let name, let reason): "[Cluster] Disconnected: \(name) (\(reason))"
         case .unreachable(let name, let address, let error): "[Cluster] Unreachable: \(name) at \(address) (\(error)); retrying"
         case .refused(let name, let code, _): "[Cluster] Refused by \(name): \(code) (\(refusalHint))"
+        case .unauthorized(let name, let reason): "[Cluster] Unauthorized: \(name) (\(reason))"
         case .lacksJob(let name, let job, let jobs):
             "[Cluster] Lacks job: \(name) has no job '\(job)' (its jobs: \(jobs.joined(separator: ", ")))"
         case .jobDiffers(let name, let job, let summary, let expected):
@@ -56,6 +60,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// Why no peer can run the scan, once every one of them ended as this event says.
     var everyPeerUnusable: String {
         if case .lacksJob(_, let job, _) = self { return "no peer has the job '\(job)' (\(refusalHint))" }
+        if case .unauthorized(_, let reason) = self { return "no peer proved it knows the token (the last: \(reason))" }
         return "every peer refused this coordinator (\(refusalHint))"
     }
 

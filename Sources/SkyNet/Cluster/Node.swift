@@ -19,8 +19,10 @@ public final class Node: Sendable {
         /// The jobs the node runs: the built-in scan (failing as `failingEvery` says) and what
         /// its operator or program registered. The welcome lists them.
         public var jobs = JobRegistry()
-        /// When set, a hello must carry this token.
+        /// When set, a client must prove it knows this token (docs/PROTOCOL.md, "Authentication").
         public var token: String?
+        /// How refusals to an address that keeps failing to log in are slowed.
+        public var loginBackoff = LoginBackoff()
         /// The most clients that completed their hello, served at once.
         public var maxConnections = 256
         /// The most connections that have not said hello yet; a newer one pushes out the oldest.
@@ -51,6 +53,9 @@ public final class Node: Sendable {
     public let system: LocalSystem
     private let listener: Listener
     let admission = Locked(Admission())
+    /// The token as an HMAC key, its pads hashed once.
+    private let token: HMACSHA256?
+    private let logins: Locked<LoginFailures>
     private let stopping = Locked(false)
     private let pending = PendingReplies()
     private let sweeper = Locked<Task<Void, Never>?>(nil)
@@ -82,6 +87,8 @@ public final class Node: Sendable {
         self.options = options
         self.listener = listener
         self.log = log
+        token = options.token.map { HMACSHA256(key: Array($0.utf8)) }
+        logins = Locked(LoginFailures(backoff: options.loginBackoff))
         system = LocalSystem(name: options.name, capacity: options.capacity,
                              jobs: options.jobs.replacingScan(api: UnreliableAPI(failingEvery: options.failingEvery)))
     }
@@ -94,9 +101,9 @@ public final class Node: Sendable {
 
     private func accept(_ socket: Socket, peer: String) {
         let connection = Connection(socket: socket, peer: peer, limits: options.limits)
-        let context = NodeContext(system: system, options: options, log: log, stopping: stopping, pending: pending) { [weak self] session in
-            self?.admitGreeted(session) ?? false
-        }
+        let context = NodeContext(system: system, options: options, log: log, stopping: stopping, pending: pending,
+                                  admit: { [weak self] session in self?.admitGreeted(session) ?? false },
+                                  token: token, logins: logins)
         let session = NodeSession(connection: connection, context: context) { [weak self] session in
             self?.forget(session)
         }

@@ -6,7 +6,7 @@ extension NodeSession {
     /// those are bounded by the connection's back pressure).
     func serve(_ request: Request) {
         switch request {
-        case .hello:
+        case .hello, .auth:
             send(WireError.badRequest("already greeted").line)
         case .scan(let id, let task), .job(let id, let task):
             startScan(id: id, task: task)

@@ -13,6 +13,10 @@ struct NodeContext: Sendable {
     let pending: PendingReplies
     /// Called when a session completed its hello: whether the node has room for one more client.
     let admit: @Sendable (NodeSession) -> Bool
+    /// The token as an HMAC key (its pads hashed once per node), when the node has one.
+    let token: HMACSHA256?
+    /// Failed logins by address: refusals to an address that keeps failing are slowed.
+    let logins: Locked<LoginFailures>
 }
 
 /// One client's connection to a node: the handshake, then requests until it closes.
@@ -25,6 +29,8 @@ final class NodeSession: Sendable {
     enum Phase {
         /// Waiting for the hello.
         case greeting
+        /// A token handshake: the challenge went out, the client's proof is awaited.
+        case challenged(client: String, transcript: AuthTranscript)
         /// The hello was refused: the lines that came with it are dropped.
         case refused
         /// Serving the client that said hello.
@@ -80,6 +86,8 @@ final class NodeSession: Sendable {
             send(WireError(code: "frame-too-large", message: "a line may hold at most \(limit) bytes").line)
         case (.greeting, .line(let line)):
             greet(line)
+        case (.challenged(let client, let transcript), .line(let line)):
+            checkProof(line, client: client, transcript: transcript)
         case (.serving, .line(let line)):
             do {
                 try serve(Request.decode(line))
@@ -90,13 +98,18 @@ final class NodeSession: Sendable {
     }
 
     /// The first line must be a good hello: anything else is answered and the connection closed.
+    ///
+    /// With a token, a hello with a nonce gets a challenge (the node's nonce), and the client is
+    /// served once its proof checks out (`checkProof`), on authenticated lines from the welcome on. A protocol v1 hello with
+    /// the token in plain text is still served, with a warning: refusing it would not un-send
+    /// the token, and such a client cannot do better (docs/PROTOCOL.md).
     private func greet(_ line: Data) {
-        let hello: (version: Int, name: String, token: String?)
+        let hello: (version: Int, name: String, token: String?, nonce: [UInt8]?)
         do {
-            guard case .hello(let version, let name, let token) = try Request.decode(line) else {
+            guard case .hello(let version, let name, let token, let nonce) = try Request.decode(line) else {
                 return refuse(WireError(code: "hello-required", message: "the first message must be a hello"))
             }
-            hello = (version, name, token)
+            hello = (version, name, token, nonce)
         } catch {
             let saysHello = (try? WireFields(line).type()) == "hello"
             return refuse(saysHello ? WireError.badRequest(error.message ?? "malformed hello")
@@ -105,17 +118,47 @@ final class NodeSession: Sendable {
         guard hello.version == wireVersion else {
             return refuse(WireError(code: "unsupported-version", message: "this node speaks version \(wireVersion)"))
         }
-        if let expected = context.options.token, !constantTimeEqual(hello.token ?? "", expected) {
-            return refuse(WireError(code: "unauthorized", message: "wrong or missing token"))
+        let client = hello.name.isEmpty ? "client" : hello.name
+        guard context.token != nil, let expected = context.options.token else { return welcome(client) }
+        if hello.nonce != nil {  // the transcript holds it: it is in the hello line
+            let nodeNonce = Secrets.randomBytes(AuthTranscript.nonceCount)
+            let transcript = AuthTranscript(hello: line, nodeNonce: nodeNonce)
+            state.withLock { $0.phase = .challenged(client: client, transcript: transcript) }
+            return send(Reply.challenge(nonce: nodeNonce).line)
         }
+        guard let given = hello.token else {
+            return refuseLogin("this node requires the token: use the \(AuthTranscript.scheme) handshake")
+        }
+        guard Secrets.equal(Array(given.utf8), Array(expected.utf8)) else { return refuseLogin("wrong or missing token") }
+        context.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
+                    + "anyone on the path can read it; use a client that speaks the \(AuthTranscript.scheme) handshake")
+        welcome(client)
+    }
+
+    /// The line after a challenge must be the client's proof; from then on every line is sealed.
+    private func checkProof(_ line: Data, client: String, transcript: AuthTranscript) {
+        guard case .auth(let proof)? = try? Request.decode(line) else {
+            return refuse(WireError.badRequest("expected the auth line answering the challenge"))
+        }
+        guard let token = context.token, Secrets.equal(proof, transcript.coordinatorProof(token: token)) else {
+            return refuseLogin("wrong token (the proof does not match)")
+        }
+        welcome(client, keys: transcript.sessionKeys(token: token, as: .node))
+    }
+
+    /// Serves the client, if the node has room; with `keys`, on authenticated lines.
+    private func welcome(_ client: String, keys: SessionKeys? = nil) {
         guard context.admit(self) else {
             return refuse(WireError(code: "busy", message: "too many connections (at most \(context.options.maxConnections))"))
         }
-        let client = hello.name.isEmpty ? "client" : hello.name
+        if context.token != nil { context.logins.withLock { $0.succeeded(Node.address(of: connection.peer)) } }
         state.withLock { $0.phase = .serving(client: client) }
-        context.log("[Node] Connected: \(client) from \(connection.peer)")
+        if let keys {
+            connection.authenticate(sending: LineSeal(key: keys.sending), receiving: LineSeal(key: keys.receiving))
+        }
+        context.log("[Node] Connected: \(client) from \(connection.peer)\(keys == nil ? "" : " (authenticated)")")
         send(Reply.welcome(version: wireVersion, name: context.options.name, capacity: context.system.capacity,
-                                 jobs: context.system.jobs.summaries, idle: context.options.idleTimeout.seconds).line)
+                           jobs: context.system.jobs.summaries, idle: context.options.idleTimeout.seconds).line)
     }
 
     private func refuse(_ error: WireError) {
@@ -123,6 +166,22 @@ final class NodeSession: Sendable {
         context.log("[Node] Refused \(connection.peer): \(error)")
         send(error.line)
         connection.close()
+    }
+
+    /// Refuses a wrong or missing token. Repeated failures from one address are answered later
+    /// and later (`LoginFailures`); the connection stays on the hello budget meanwhile.
+    private func refuseLogin(_ message: String) {
+        let address = Node.address(of: connection.peer)
+        let (delay, count, log) = context.logins.withLock { $0.record(address, now: .now) }
+        guard delay > .zero else { return refuse(WireError(code: "unauthorized", message: message)) }
+        state.withLock { $0.phase = .refused }
+        if log {
+            context.log("[Node] \(count) failed logins from \(address) within \(Int(LoginFailures.window.seconds)) s: "
+                        + "answering its refusals after \(String(format: "%g", delay.seconds)) s")
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay.seconds) { [self] in
+            refuse(WireError(code: "unauthorized", message: message))
+        }
     }
 
     func send(_ line: [UInt8]) {
@@ -141,14 +200,4 @@ final class NodeSession: Sendable {
         }
         onEnd(self)
     }
-}
-
-/// Compares secrets in time that depends only on their lengths, not on where they differ.
-func constantTimeEqual(_ given: String, _ expected: String) -> Bool {
-    let given = Array(given.utf8), expected = Array(expected.utf8)
-    var difference = UInt8(given.count == expected.count ? 0 : 1)
-    for index in expected.indices {
-        difference |= expected[index] ^ (index < given.count ? given[index] : 0)
-    }
-    return difference == 0
 }

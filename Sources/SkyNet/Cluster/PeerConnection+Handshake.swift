@@ -1,28 +1,111 @@
-/// Routes the reader thread's events: to the handshake until the welcome, then to the peer.
+import Foundation
+
+/// A peer that answered the hello without proving it knows the token: a node without the
+/// token, or one pretending to be a node. Nothing is sent to it.
+public struct PeerUnauthenticated: Error, CustomStringConvertible {
+    public let peer: String
+    public let reason: String
+    public var description: String { "\(peer) is not authenticated (\(reason))" }
+}
+
+/// The coordinator's side of the hello: routes the reader thread's events to the handshake
+/// until the welcome, then to the peer.
+///
+/// With a token the hello carries a nonce; the node answers with a challenge (its nonce), the
+/// coordinator sends its proof, and the node's welcome must come sealed with the key only the
+/// token yields: that is the node's proof. From then on every line in both directions is
+/// authenticated (docs/PROTOCOL.md). A welcome without a challenge or without a good seal
+/// ends the handshake with `PeerUnauthenticated`: a node that cannot prove the token never
+/// gets an input.
 final class Handshake: Sendable {
-    private enum Route { case handshake, peer(PeerConnection), ended(String) }
-    private let route = Locked(Route.handshake)
+    private enum Route {
+        /// Waiting for the node's challenge (with a token) or welcome (without).
+        case greeting
+        /// Our proof went out: the welcome must open with `receiving`.
+        case proved(SessionKeys)
+        case peer(PeerConnection)
+        case ended(String)
+    }
+
+    private let route = Locked(Route.greeting)
+    private let name: String
+    private let connection: Connection
+    private let token: HMACSHA256?
+    /// The hello line as sent, without its newline: the start of the transcript.
+    private let hello: [UInt8]
     let welcome = AsyncSignal<Result<PeerConnection.Welcome, any Error>>()
 
+    /// The handshake with `name` over `connection`: with a token, the hello asks for a challenge.
+    init(name: String, connection: Connection, token: HMACSHA256?) {
+        self.name = name
+        self.connection = connection
+        self.token = token
+        let nonce = token == nil ? nil : Secrets.randomBytes(AuthTranscript.nonceCount)
+        hello = Array(Request.hello(version: wireVersion, name: "coordinator", nonce: nonce).line.dropLast())
+    }
+
+    /// The line that starts the handshake.
+    var helloLine: [UInt8] { hello + [0x0A] }
+
     func deliver(_ event: Connection.Event) {
-        switch route.withLock({ $0 }) {
-        case .peer(let peer):
-            peer.deliver(event)
-        case .handshake:
-            guard case .line(let line) = event else { return }
-            switch Result(catching: { try Reply.decode(line) }) {
-            case .success(.welcome(_, let name, let capacity, let jobs, let idle)):
-                welcome.fulfil(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle)))
-            case .success(.error(let error)):
-                welcome.fulfil(.failure(error))
-            case .success(let other):
-                welcome.fulfil(.failure(WireError.badRequest("expected a welcome, got \(other)")))
-            case .failure(let error):
-                welcome.fulfil(.failure(error))
-            }
-        case .ended:
-            break
+        let current = route.withLock { $0 }
+        if case .peer(let peer) = current { return peer.deliver(event) }
+        guard case .line(let line) = event else { return }
+        switch current {
+        case .greeting: greeted(line)
+        case .proved(let keys): welcomed(line, keys: keys)
+        case .peer, .ended: return
         }
+    }
+
+    /// The node's first answer: a challenge (with a token), a welcome (without) or a refusal.
+    private func greeted(_ line: Data) {
+        switch Result(catching: { try Reply.decode(line) }) {
+        case .success(.challenge(let nonce)):
+            guard let token else {
+                return finish(.failure(WireError.badRequest("a challenge, though this coordinator sent no nonce")))
+            }
+            let transcript = AuthTranscript(hello: hello, nodeNonce: nonce)
+            route.withLock { if case .greeting = $0 { $0 = .proved(transcript.sessionKeys(token: token, as: .coordinator)) } }
+            do {
+                try connection.send(Request.auth(proof: transcript.coordinatorProof(token: token)).line)
+            } catch {
+                finish(.failure(PeerDisconnected(peer: name, reason: "closed during the handshake")))
+            }
+        case .success(.welcome(_, let name, let capacity, let jobs, let idle)):
+            guard token == nil else { return finish(.failure(PeerUnauthenticated(peer: self.name, reason: "it does not know the token"))) }
+            finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle)))
+        case .success(.error(let error)):
+            finish(.failure(error))
+        case .success(let other):
+            finish(.failure(WireError.badRequest("expected a \(token == nil ? "welcome" : "challenge"), got \(other)")))
+        case .failure(let error):
+            finish(.failure(error))
+        }
+    }
+
+    /// After our proof: a welcome sealed with the node's key (its proof), or a plain refusal.
+    private func welcomed(_ line: Data, keys: SessionKeys) {
+        var receiving = LineSeal(key: keys.receiving)
+        switch receiving.open(line) {
+        case .success(let opened):
+            guard case .welcome(_, let name, let capacity, let jobs, let idle)? = try? Reply.decode(Data(opened)) else {
+                return finish(.failure(WireError.badRequest("expected a welcome after the proof")))
+            }
+            connection.authenticate(sending: LineSeal(key: keys.sending), receiving: receiving)
+            finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle)))
+        case .failure(.missing):
+            if case .error(let error)? = try? Reply.decode(line) { return finish(.failure(error)) }
+            finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))
+        case .failure:
+            finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))
+        }
+    }
+
+    /// Ends the handshake; a failed one closes the connection (nothing more is read from it).
+    private func finish(_ result: Result<PeerConnection.Welcome, any Error>) {
+        if case .failure = result { connection.close() }
+        welcome.fulfil(result)
     }
 
     func fail(_ error: PeerDisconnected) {

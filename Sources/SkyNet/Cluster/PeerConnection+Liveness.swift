@@ -70,7 +70,7 @@ extension Request {
     var isWork: Bool {
         switch self {
         case .scan, .job: true
-        case .hello, .cancel, .ping: false
+        case .hello, .auth, .cancel, .ping: false
         }
     }
 }

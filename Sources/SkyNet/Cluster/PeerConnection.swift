@@ -67,7 +67,9 @@ public final class PeerConnection: Sendable {
     public static let defaultKeepAliveInterval: Duration = .seconds(15)
 
     /// Connects to `host:port` and says hello; throws when the peer is down, refuses the hello
-    /// or does not answer within `timeout`. Once open, the link is pinged whenever nothing
+    /// or does not answer within `timeout`. With a `token`, the peer must prove it knows it
+    /// (else `PeerUnauthenticated`), the token itself never goes over the wire, and every
+    /// later line in both directions is authenticated. Once open, the link is pinged whenever nothing
     /// has been sent on it for `keepAliveInterval`.
     public static func open(name: String, host: String, port: Int, token: String?, timeout: Duration,
                             keepAliveInterval: Duration = defaultKeepAliveInterval) async throws -> PeerConnection {
@@ -75,12 +77,12 @@ public final class PeerConnection: Sendable {
             try Socket.connect(host: host, port: port, timeout: timeout)
         }
         let connection = Connection(socket: socket, peer: "\(host):\(port)")
-        let handshake = Handshake()
+        let handshake = Handshake(name: name, connection: connection, token: token.map { HMACSHA256(key: Array($0.utf8)) })
         connection.start(
             onEvent: { event in handshake.deliver(event) },
             onClose: { reason in handshake.fail(PeerDisconnected(peer: name, reason: reason.description)) })
         do {
-            try connection.send(Request.hello(version: wireVersion, name: "coordinator", token: token).line)
+            try connection.send(handshake.helloLine)
             let welcome = try await withTimeout(timeout) { try await handshake.welcome.value.get() }
             let peer = PeerConnection(name: name, welcome: welcome, connection: connection)
             // A node that names its idle bound is pinged at a third of it, if that is sooner.

@@ -59,7 +59,7 @@ public final class PeerLinks: Sendable {
         let log: @Sendable (ClusterEvent) async -> Void = { event in
             var everyPeerRefusedNow = false
             switch event {
-            case .refused, .lacksJob:
+            case .refused, .unauthorized, .lacksJob:
                 everyPeerRefusedNow = refusing.withLock { refusing in
                     refusing.insert(event.peer)
                     return refusing.count == count
@@ -129,6 +129,14 @@ public final class PeerLinks: Sendable {
                 if Task.isCancelled { return }
                 if !reportedRefusal {
                     await log(.refused(node.name, code: refusal.code, message: refusal.message ?? ""))
+                    reportedRefusal = true
+                }
+                try? await Task.sleep(for: settings.refusalRetryDelay)
+                continue
+            } catch let impostor as PeerUnauthenticated {
+                if Task.isCancelled { return }
+                if !reportedRefusal {
+                    await log(.unauthorized(node.name, reason: impostor.reason))
                     reportedRefusal = true
                 }
                 try? await Task.sleep(for: settings.refusalRetryDelay)

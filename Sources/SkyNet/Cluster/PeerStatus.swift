@@ -41,6 +41,7 @@ public struct PeerStatus: Sendable {
         case let error as SocketError where error.operation.hasPrefix("resolve"): "unknown host"
         case is TimeoutError: "timed out"
         case let error as WireError where error.code == "unauthorized": "unauthorized"
+        case is PeerUnauthenticated: "not authenticated (it does not know the token)"
         case let error as WireError: error.code
         case is PeerDisconnected: "closed the connection"
         default: "\(error)"

@@ -42,13 +42,28 @@ extension Connection {
             let count: Int
             do { count = try socket.receive(into: chunk) } catch { return .failed(error) }
             if count == 0 { return .peerClosed }
+            var rejection: LineSeal.Rejection?
             framer.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { output in
+                guard rejection == nil else { return }
                 switch output {
-                case .line(let line): onEvent(.line(line))
+                case .line(let line):
+                    switch opened(line) {
+                    case .success(let line): onEvent(.line(line))
+                    case .failure(let refused): rejection = refused
+                    }
                 case .tooLong: onEvent(.lineTooLong)
                 }
             }
+            if let rejection { return .unauthenticated(rejection) }
             if framer.isBroken { return .lineTooLong }
+        }
+    }
+
+    /// The line as the handler sees it: as read, or (once authenticated) checked and opened.
+    private func opened(_ line: Data) -> Result<Data, LineSeal.Rejection> {
+        opening.withLock { seal in
+            guard let result = seal?.open(line) else { return .success(line) }
+            return result.map { Data($0) }
         }
     }
 

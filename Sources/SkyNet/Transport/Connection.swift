@@ -33,6 +33,8 @@ public final class Connection: Sendable {
     public enum CloseReason: Sendable, CustomStringConvertible {
         case peerClosed, closedLocally, lineTooLong, writeBacklog
         case failed(SocketError)
+        /// A line on an authenticated connection was altered, replayed, reordered or unsigned.
+        case unauthenticated(LineSeal.Rejection)
 
         public var description: String {
             switch self {
@@ -41,6 +43,7 @@ public final class Connection: Sendable {
             case .lineTooLong: "line too long"
             case .writeBacklog: "peer does not read its replies"
             case .failed(let error): error.description
+            case .unauthenticated(let rejection): rejection.description
             }
         }
     }
@@ -75,6 +78,11 @@ public final class Connection: Sendable {
     let state = Guarded(State.notStarted)
     /// Fulfilled once the connection has ended and its descriptor is closed.
     public let closed = AsyncSignal<CloseReason>()
+    /// After a token handshake: seals every line sent. Taken before `state`, around the whole
+    /// send, so lines go out in the order of their sequence numbers.
+    private let sealing = Locked<LineSeal?>(nil)
+    /// After a token handshake: checks every line read (on the reader thread).
+    let opening = Locked<LineSeal?>(nil)
 
     public init(socket: Socket, peer: String, limits: Limits = Limits()) {
         self.socket = socket
@@ -110,7 +118,27 @@ public final class Connection: Sendable {
 
     /// Sends bytes (whole lines, newline included) without blocking. Throws `Closed` when the
     /// connection has ended; fails the connection when the peer lets too much queue up.
+    /// Once `authenticate` was called, each line is sealed (one line per call).
     public func send(_ bytes: [UInt8]) throws(Closed) {
+        try sealing.withLock { (seal) throws(Closed) in
+            guard let sealed = seal?.seal(bytes) else { return try sendInOrder(bytes) }
+            try sendInOrder(sealed)
+        }
+    }
+
+    /// From now on every line sent is sealed with `sending` and every line read must open with
+    /// `receiving`, or the connection closes at once. Call it on the reader thread (from the
+    /// event handler) while handling the line that completed the handshake, so that no later
+    /// line escapes the check, and before anything else is sent.
+    public func authenticate(sending: LineSeal, receiving: LineSeal) {
+        opening.withLock { $0 = receiving }
+        sealing.withLock { $0 = sending }
+    }
+
+    /// Whether lines are authenticated on this connection.
+    public var isAuthenticated: Bool { sealing.withLock { $0 != nil } }
+
+    private func sendInOrder(_ bytes: [UInt8]) throws(Closed) {
         let startFlusher: Bool = try state.withLock { (state) throws(Closed) -> Bool in
             switch state {
             case .notStarted, .closing, .closed:

@@ -25,6 +25,8 @@ public enum Reply: Sendable, Equatable {
     /// `idle`: the node's idle bound in seconds (it closes a client that sends nothing for that
     /// long while none of its scans runs); nil from a node that does not say.
     case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?, idle: Double? = nil)
+    /// A node's answer to a hello with a nonce: its own nonce, for the coordinator's proof.
+    case challenge(nonce: [UInt8])
     case result(id: Int, task: UUID, result: String)
     case failure(id: Int, task: UUID, code: String, message: String)
     case pong(id: Int, Pong)
@@ -33,7 +35,7 @@ public enum Reply: Sendable, Equatable {
     /// The request this reply ends, if any.
     public var requestID: Int? {
         switch self {
-        case .welcome: nil
+        case .welcome, .challenge: nil
         case .result(let id, _, _), .failure(let id, _, _, _), .pong(let id, _): id
         case .error(let error): error.id
         }
@@ -53,6 +55,10 @@ public enum Reply: Sendable, Equatable {
                 json.add("jobs", object: list)
             }
             if let idle { json.add("idle", idle) }
+            return json.line
+        case .challenge(let nonce):
+            var json = JSONLine(type: "challenge")
+            json.add("nonce", Secrets.hex(nonce))
             return json.line
         case .result(let id, let task, let result):
             var json = JSONLine(type: "result")
@@ -89,6 +95,8 @@ public enum Reply: Sendable, Equatable {
             return .welcome(version: try fields.int("version"), name: try fields.string("name"),
                             capacity: try fields.int("capacity", in: 0...Int.max), jobs: try fields.jobs(),
                             idle: try fields.optionalNumber("idle").flatMap { $0.isFinite && $0 > 0 ? $0 : nil })
+        case "challenge":
+            return .challenge(nonce: try fields.hexBytes("nonce", count: AuthTranscript.nonceCount, in: "challenge"))
         case "result":
             return .result(id: try fields.requestID(), task: try fields.uuid("task"), result: try fields.string("result"))
         case "failure":

@@ -5,7 +5,11 @@ public let wireVersion = 1
 
 /// A message a client sends to a node (PROTOCOL.md).
 public enum Request: Sendable, Equatable {
-    case hello(version: Int, name: String, token: String?)
+    /// `token`: protocol v1's token in plain text (a node still accepts it; ours never sends it).
+    /// `nonce`: the coordinator's nonce of a token handshake (`"auth":"hmac-sha256"`).
+    case hello(version: Int, name: String, token: String? = nil, nonce: [UInt8]? = nil)
+    /// The coordinator's proof that it knows the token, answering a node's `challenge`.
+    case auth(proof: [UInt8])
     /// A task of the built-in scan (protocol v1; a deadline rides along as `task.timeout`).
     case scan(id: Int, task: ScanTask)
     /// A task of a named job other than `scan`. A v1 node answers `unknown-type`: it can never
@@ -25,11 +29,19 @@ public enum Request: Sendable, Equatable {
     /// The line to send.
     public var line: [UInt8] {
         switch self {
-        case .hello(let version, let name, let token):
+        case .hello(let version, let name, let token, let nonce):
             var json = JSONLine(type: "hello")
             json.add("version", version)
             json.add("name", name)
             if let token { json.add("token", token) }
+            if let nonce {
+                json.add("auth", AuthTranscript.scheme)
+                json.add("nonce", Secrets.hex(nonce))
+            }
+            return json.line
+        case .auth(let proof):
+            var json = JSONLine(type: "auth")
+            json.add("proof", Secrets.hex(proof))
             return json.line
         case .scan(let id, let task):
             var body = JSONLine()
@@ -79,7 +91,9 @@ public enum Request: Sendable, Equatable {
             guard name.utf8.count <= Self.maxNameBytes, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
                 throw .badRequest("hello \"name\" must be at most \(Self.maxNameBytes) bytes of printable text")
             }
-            return .hello(version: version, name: name, token: try fields.optionalString("token"))
+            return .hello(version: version, name: name, token: try fields.optionalString("token"), nonce: try fields.helloNonce())
+        case "auth":
+            return .auth(proof: try fields.hexBytes("proof", count: HMACSHA256.tagCount, in: "auth"))
         case "scan":
             let id = try fields.requestID()
             return .scan(id: id, task: try fields.task(id: id))

@@ -78,6 +78,27 @@ struct WireFields {
         }
     }
 
+    /// A string field of exactly `count` bytes in hex (a nonce, a proof).
+    func hexBytes(_ key: String, count: Int, in message: String) throws(WireError) -> [UInt8] {
+        guard case .string(let text) = fields[key], text.utf8.count == 2 * count, let bytes = Secrets.bytes(fromHex: text) else {
+            throw .badRequest("\(message) needs \"\(prefix)\(key)\": \(count) bytes in hex (\(2 * count) characters)", id: id)
+        }
+        return bytes
+    }
+
+    /// The nonce of a hello that asks for the token handshake; nil for a hello that does not.
+    func helloNonce() throws(WireError) -> [UInt8]? {
+        switch fields["auth"] {
+        case nil, .null?:
+            guard fields["nonce"] == nil else { throw .badRequest("a hello with a \"nonce\" needs \"auth\":\"\(AuthTranscript.scheme)\"") }
+            return nil
+        case .string(AuthTranscript.scheme)?:
+            return try hexBytes("nonce", count: AuthTranscript.nonceCount, in: "a hello with \"auth\"")
+        default:
+            throw .badRequest("unknown \"auth\" scheme: this node speaks \"\(AuthTranscript.scheme)\"")
+        }
+    }
+
     func uuid(_ key: String) throws(WireError) -> UUID {
         guard let uuid = UUID(wireText: try string(key)) else {
             throw .badRequest("\"\(prefix)\(key)\" is not a UUID", id: id)

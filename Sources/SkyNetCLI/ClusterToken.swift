@@ -1,0 +1,74 @@
+import Foundation
+import SkyNet
+
+/// The cluster's shared secret, as the command line gives it: `--token-file FILE` if given,
+/// else `SKYNET_TOKEN` from the environment. Never an argument: argv is visible to every user
+/// of the machine in `ps`.
+struct ClusterToken {
+    static let minimumBytes = 16
+    static let maximumBytes = 4096
+    static let advice = "make one with: openssl rand -hex 32"
+
+    let value: String
+    /// The file it was read from, as an absolute path: spawned nodes are given the file, so the
+    /// token enters no environment and no argument list it was not already in.
+    let file: String?
+
+    /// The token `args` and the environment give, checked; nil when neither gives one.
+    static func load(_ args: Arguments) throws(UsageError) -> ClusterToken? {
+        if let path = args.string("token-file") {
+            let value = try contents(of: path)
+            try check(value, source: "the token in \(path)")
+            return ClusterToken(value: value, file: URL(fileURLWithPath: path).standardizedFileURL.path)
+        }
+        guard let value = ProcessInfo.processInfo.environment["SKYNET_TOKEN"], !value.isEmpty else { return nil }
+        try check(value, source: "SKYNET_TOKEN")
+        return ClusterToken(value: value, file: nil)
+    }
+
+    private static func check(_ value: String, source: String) throws(UsageError) {
+        let count = value.utf8.count
+        guard count >= minimumBytes else {
+            throw UsageError("\(source) is \(count) bytes long: a token must be at least \(minimumBytes) bytes, "
+                             + "so that it cannot be guessed (\(advice))")
+        }
+        guard count <= maximumBytes else { throw UsageError("\(source) is longer than \(maximumBytes) bytes") }
+    }
+
+    /// The file's text without its final newline. Refused unless it is a regular file that only
+    /// its owner can read: a token others can read is no secret.
+    private static func contents(of path: String) throws(UsageError) -> String {
+        // Non-blocking, so a FIFO given by mistake cannot hang the open.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw UsageError("cannot read --token-file \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw UsageError("--token-file \(path) is not a regular file")
+        }
+        let mode = info.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw UsageError("refusing --token-file \(path): its group or others can read it (mode \(String(mode, radix: 8))); "
+                             + "run: chmod 600 \(path)")
+        }
+        var bytes = [UInt8](repeating: 0, count: maximumBytes + 2)
+        var count = 0
+        while count < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress.map { $0 + count }, $0.count - count) }
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else { throw UsageError("cannot read --token-file \(path): \(String(cString: strerror(errno)))") }
+            if got == 0 { break }
+            count += got
+        }
+        var text = bytes[..<count]
+        if text.last == 0x0A { text = text.dropLast() }
+        if text.last == 0x0D { text = text.dropLast() }
+        guard let value = String(validating: text, as: UTF8.self) else {
+            throw UsageError("the token in \(path) is not UTF-8 text")
+        }
+        guard !value.isEmpty else { throw UsageError("--token-file \(path) is empty (\(advice))") }
+        return value
+    }
+}
