@@ -60,8 +60,9 @@ import Testing
         var random = SeededRandom(seed: 2104)
         let directory = try TemporaryDirectory()
         for index in 0..<40 {
-            // Both ends of the key range on purpose, then random lengths.
-            let keyCount = index == 0 ? 0 : index == 1 ? 200 : Int(random.next() % 201)
+            // Both ends of the key range and either side of the block on purpose, then random.
+            let chosen = [0, 200, 63, 64, 65]
+            let keyCount = index < chosen.count ? chosen[index] : Int(random.next() % 201)
             let key = randomBytes(keyCount, using: &random)
             let message = randomBytes(Int(random.next() % 301), using: &random)
             let file = try directory.write(message, named: "message-\(index)")
