@@ -1,0 +1,83 @@
+/// Small tools for secrets: constant-time comparison, random nonces, hex.
+public enum Secrets {
+    /// Whether two byte strings are equal, in time that depends only on their lengths.
+    ///
+    /// Unequal lengths answer at once (lengths are not secret: a MAC's or a nonce's is fixed);
+    /// equal lengths are compared whole, folding every difference into one byte, so the time
+    /// does not tell where the first difference is.
+    public static func equal(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for (x, y) in zip(a, b) {
+            difference |= x ^ y
+        }
+        return difference == 0
+    }
+
+    /// `count` bytes from the kernel's CSPRNG (getrandom(2), through the standard library's
+    /// SystemRandomNumberGenerator: Glibc here does not export getrandom). None for a count
+    /// below one.
+    public static func randomBytes(_ count: Int) -> [UInt8] {
+        guard count > 0 else { return [] }
+        var generator = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: count)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset < count {
+                let word = generator.next()
+                let taken = min(8, count - offset)
+                withUnsafeBytes(of: word) { source in
+                    for index in 0..<taken { buffer[offset + index] = source[index] }
+                }
+                offset += taken
+            }
+        }
+        return bytes
+    }
+
+    /// Lowercase hex.
+    public static func hex(_ bytes: some Collection<UInt8>) -> String {
+        let digits: StaticString = "0123456789abcdef"
+        let count = bytes.count
+        return digits.withUTF8Buffer { digits in
+            String(unsafeUninitializedCapacity: count * 2) { text in
+                var index = 0
+                for byte in bytes {
+                    text[index] = digits[Int(byte >> 4)]
+                    text[index + 1] = digits[Int(byte & 0x0f)]
+                    index += 2
+                }
+                return index
+            }
+        }
+    }
+
+    /// Bytes from hex (either case); nil if the length is odd or a character is not hex.
+    public static func bytes(fromHex text: some StringProtocol) -> [UInt8]? {
+        let utf8 = text.utf8
+        guard utf8.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count / 2)
+        var high: UInt8?
+        for character in utf8 {
+            guard let nibble = nibble(character) else { return nil }
+            if let first = high {
+                bytes.append(first << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return bytes
+    }
+
+    /// The value of one hex digit's ASCII code, or nil.
+    private static func nibble(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
