@@ -6,14 +6,16 @@ final class BenchCluster: Sendable {
     let nodes: [NodeProcess]
     let file: String
 
-    /// Starts `count` nodes, each given `arguments` beside `--failing-every`.
-    init(skynet: URL, count: Int, failingEvery: Int = 0, arguments: [String] = []) throws {
+    /// Starts `count` nodes, each given `arguments` beside `--failing-every` (and `environment`
+    /// instead of ours, when given).
+    init(skynet: URL, count: Int, failingEvery: Int = 0, arguments: [String] = [], environment: [String: String]? = nil) throws {
         nodes = try blocking {
             try await withThrowingTaskGroup(of: NodeProcess.self) { group in
                 for index in 1...count {
                     group.addTask {
                         try await NodeProcess.start(executable: skynet, name: "n\(index)",
-                                                    arguments: ["--failing-every", String(failingEvery)] + arguments)
+                                                    arguments: ["--failing-every", String(failingEvery)] + arguments,
+                                                    environment: environment)
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -44,8 +46,8 @@ struct ScanRun {
     let reruns: Int
 
     /// Runs `skynet scan --json ARGUMENTS…` and reads the summary event (the last line).
-    static func run(_ skynet: URL, _ arguments: [String]) throws -> ScanRun {
-        let child = try ChildRun.run(skynet.path, ["scan", "--json"] + arguments)
+    static func run(_ skynet: URL, _ arguments: [String], environment: [String: String]? = nil) throws -> ScanRun {
+        let child = try ChildRun.run(skynet.path, ["scan", "--json"] + arguments, environment: environment)
         guard let last = child.stdout.split(separator: "\n").last,
               let summary = try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
               let seconds = summary["seconds"] as? Double, let completed = summary["completed"] as? Int

@@ -13,10 +13,10 @@ struct ChildRun {
 
     /// Runs `executable arguments…` to the end with stdout in a file, waiting on this (main)
     /// thread; the peak RSS comes from the reaper's wait4 rusage.
-    static func run(_ executable: String, _ arguments: [String]) throws -> ChildRun {
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ChildRun {
         let outPath = NSTemporaryDirectory() + "skynet-bench-\(UUID().uuidString).out"
         defer { unlink(outPath) }
-        var options = ChildProcess.Options(arguments: arguments)
+        var options = ChildProcess.Options(arguments: arguments, environment: environment)
         options.stdout = .file(outPath, append: false)
         let started = ContinuousClock.now
         let child = try ChildProcess.spawn(executable, options)
