@@ -6,6 +6,8 @@
 public struct LineSeal: Sendable {
     /// Bytes of the MAC on the wire (before hex).
     public static let macCount = 16
+    /// The most bytes a seal adds to a line: 20 digits of sequence, the MAC in hex, two spaces.
+    public static let maxOverhead = 20 + 2 * macCount + 2
 
     private let key: HMACSHA256
     /// The sequence number of the next line.

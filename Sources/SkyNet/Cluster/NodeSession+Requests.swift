@@ -62,11 +62,13 @@ extension NodeSession {
             return "client"
         }
         var line = reply.line
-        if line.count > context.options.limits.maxLineBytes {
+        // On an authenticated connection the sequence number and MAC ride on the same line.
+        let room = context.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        if line.count > room {
             // Escaping (a result full of control characters grows up to six times) can take a
             // result past a wire line, which the client would refuse and drop the link for.
             reply = .failure(id: id, task: task.id, code: "task-failed",
-                             message: "the result is \(line.count) bytes once encoded, over the \(context.options.limits.maxLineBytes) of a wire line")
+                             message: "the result is \(line.count) bytes once encoded, over the \(room) of a wire line")
             line = reply.line
         }
         send(line)
