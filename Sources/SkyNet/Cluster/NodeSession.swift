@@ -129,7 +129,10 @@ final class NodeSession: Sendable {
         guard let given = hello.token else {
             return refuseLogin("this node requires the token: use the \(AuthTranscript.scheme) handshake")
         }
-        guard Secrets.equal(Array(given.utf8), Array(expected.utf8)) else { return refuseLogin("wrong or missing token") }
+        // Compared as digests, so that the time tells nothing, not even the token's length.
+        guard Secrets.equal(SHA256.hash(Array(given.utf8)), SHA256.hash(Array(expected.utf8))) else {
+            return refuseLogin("wrong or missing token")
+        }
         context.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
                     + "anyone on the path can read it; use a client that speaks the \(AuthTranscript.scheme) handshake")
         welcome(client)
