@@ -97,8 +97,9 @@ struct NodeCommand: Command {
         if !declared.isEmpty, options.token == nil, !JobDeclarations.isLoopback(options.host) {
             throw UsageError("""
                 refusing to start: this node declares command jobs and would listen on \(options.host) without \
-                a token, so anyone who can reach its port could run them. Give this node and its coordinators \
-                the token (SKYNET_TOKEN or --token-file), or bind a loopback address (--host 127.0.0.1)
+                SKYNET_TOKEN or --token-file, so anyone who can reach its port could run them. Set SKYNET_TOKEN in \
+                the environment of this node and of its coordinators (or give them all --token-file FILE), or bind \
+                a loopback address (--host 127.0.0.1)
                 """)
         }
         self.options = options
@@ -135,7 +136,7 @@ struct NodeCommand: Command {
             return 2
         }
         if options.token == nil, !JobDeclarations.isLoopback(options.host) {
-            await Console.printError("[Node] Warning: listening on \(options.host) without a token: anyone who can reach this port can run tasks here")
+            await Console.printError("[Node] Warning: listening on \(options.host) without SKYNET_TOKEN or --token-file: anyone who can reach this port can run tasks here")
         }
         let summaries = options.jobs.summaries
         if summaries.count > 1 {

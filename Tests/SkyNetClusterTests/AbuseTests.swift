@@ -94,7 +94,7 @@ extension ProcessTests {
             try await withCluster(nodes: 0) { cluster in
                 let node = try await NodeProcess.start(
                     executable: skynetBinary, name: "target", arguments: ["--failing-every", "0"],
-                    environment: ProcessInfo.processInfo.environment.merging(["SKYNET_TOKEN": "letmein"]) { $1 })
+                    environment: ProcessInfo.processInfo.environment.merging(["SKYNET_TOKEN": "letmein-letmein-letmein"]) { $1 })
                 do {
                     try await abuse(node)
                 } catch {
@@ -119,7 +119,7 @@ extension ProcessTests {
 
             // 1,000 bad lines on one connection: each answered, the connection stays usable.
             let client = try await RawLineClient(port: node.port)
-            let welcome = try #require(try await client.exchange(#"{"type":"hello","version":1,"token":"letmein"}"#))
+            let welcome = try #require(try await client.exchange(#"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#))
             #expect(welcome["type"] as? String == "welcome")
             var random = SeededRandom(seed: 7)
             for index in 0..<1000 {
@@ -132,7 +132,7 @@ extension ProcessTests {
 
             // 8 MiB without a newline: refused with frame-too-large, connection closed.
             let flood = try await RawLineClient(port: node.port)
-            _ = try await flood.exchange(#"{"type":"hello","version":1,"token":"letmein"}"#)
+            _ = try await flood.exchange(#"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#)
             let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 1 << 20)
             let floodSocket = flood.socket
             _ = try? await onOwnThread(named: "flood") {
@@ -151,7 +151,7 @@ extension ProcessTests {
 
             // A good client is still served while they hang around.
             let good = try await RawLineClient(port: node.port)
-            #expect(try await good.exchange(#"{"type":"hello","version":1,"token":"letmein"}"#)?["type"] as? String == "welcome")
+            #expect(try await good.exchange(#"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#)?["type"] as? String == "welcome")
             let task = UUID().uuidString
             let result = try #require(try await good.exchange(#"{"type":"scan","id":9,"task":{"id":"\#(task)","input":9,"duration":0}}"#))
             #expect(result["result"] as? String == "9")

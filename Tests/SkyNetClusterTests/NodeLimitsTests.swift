@@ -34,7 +34,7 @@ extension ProcessTests {
         /// Item 12: hundreds of connections that never say hello do not keep out a client with
         /// the token: it is welcomed at once and `status` says up.
         @Test func silentConnectionsNeverLockOutAClientWithTheToken() async throws {
-            let token = "open-sesame"
+            let token = "open-sesame-open-sesame"
             try await withTokenNode(token: token) { node, cluster in
                 var silent: [RawLineClient] = []
                 for _ in 0..<300 { silent.append(try await RawLineClient(port: node.port)) }

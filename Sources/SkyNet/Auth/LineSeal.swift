@@ -32,22 +32,51 @@ public struct LineSeal: Sendable {
     }
 
     /// The JSON of an authenticated line (without its newline), or why it must be refused.
+    ///
+    /// Only the canonical form opens (no leading zero, lowercase hex, single spaces), so that
+    /// any byte changed on the way, even to a form that means the same, closes the connection.
     public mutating func open(_ line: some Collection<UInt8>) -> Result<[UInt8], Rejection> {
         let bytes = Array(line)
-        guard let space = bytes.firstIndex(of: 0x20), space > 0, space <= 20,
-              bytes[..<space].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-              let received = UInt64(String(decoding: bytes[..<space], as: UTF8.self)),
-              bytes.count > space + 1 + 2 * Self.macCount, bytes[space + 1 + 2 * Self.macCount] == 0x20,
-              let mac = Secrets.bytes(fromHex: String(decoding: bytes[(space + 1)..<(space + 1 + 2 * Self.macCount)], as: UTF8.self))
-        else { return .failure(.missing) }
+        guard let (received, bodyStart, mac) = Self.parse(bytes) else { return .failure(.missing) }
         guard received >= sequence else { return .failure(.replayed(received)) }
         guard received == sequence else { return .failure(.outOfOrder(received, expected: sequence)) }
-        let body = bytes[(space + 2 + 2 * Self.macCount)...]
+        let body = bytes[bodyStart...]
         guard Secrets.equal(mac, tag(body, sequence: received).prefix(Self.macCount)) else {
             return .failure(.wrongMAC(received))
         }
         sequence += 1
         return .success(Array(body))
+    }
+
+    /// `SEQ SP MAC SP`: the sequence number, where the JSON starts, and the MAC's bytes; nil
+    /// unless the line starts in exactly the canonical form.
+    private static func parse(_ bytes: [UInt8]) -> (UInt64, Int, [UInt8])? {
+        var index = 0, received: UInt64 = 0
+        while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 {
+            guard index < 20, !(index == 1 && bytes[0] == 0x30) else { return nil }  // no leading zero
+            let (times10, overflow1) = received.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) = times10.addingReportingOverflow(UInt64(bytes[index] - 0x30))
+            guard !overflow1, !overflow2 else { return nil }
+            received = next
+            index += 1
+        }
+        let macStart = index + 1, bodyStart = macStart + 2 * macCount + 1
+        guard index > 0, bytes.count >= bodyStart, bytes[index] == 0x20, bytes[bodyStart - 1] == 0x20 else { return nil }
+        var mac = [UInt8](repeating: 0, count: macCount)
+        for offset in 0..<macCount {
+            guard let high = lowerHexValue(bytes[macStart + 2 * offset]),
+                  let low = lowerHexValue(bytes[macStart + 2 * offset + 1]) else { return nil }
+            mac[offset] = high << 4 | low
+        }
+        return (received, bodyStart, mac)
+    }
+
+    private static func lowerHexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
     }
 
     /// Why a line was refused: each closes the connection.
