@@ -21,7 +21,11 @@ struct ClusterToken {
             try check(value, source: "the token in \(path)")
             return ClusterToken(value: value, file: URL(fileURLWithPath: path).standardizedFileURL.path)
         }
-        guard let value = ProcessInfo.processInfo.environment["SKYNET_TOKEN"], !value.isEmpty else { return nil }
+        guard let value = ProcessInfo.processInfo.environment["SKYNET_TOKEN"] else { return nil }
+        // Set but empty is a mistake (`SKYNET_TOKEN=$(cat missing-file)`), not a wish to run open.
+        guard !value.isEmpty else {
+            throw UsageError("SKYNET_TOKEN is set but empty: give it the cluster's token, or unset it to run without one")
+        }
         try check(value, source: "SKYNET_TOKEN")
         return ClusterToken(value: value, file: nil)
     }
@@ -33,6 +37,13 @@ struct ClusterToken {
                              + "so that it cannot be guessed (\(advice))")
         }
         guard count <= maximumBytes else { throw UsageError("\(source) is longer than \(maximumBytes) bytes") }
+        // A stray space, tab or second line would make a token that only looks like the others'.
+        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw UsageError("\(source) holds a control character (a tab, a second line, …): a token is one line of printable text")
+        }
+        guard value.first?.isWhitespace == false, value.last?.isWhitespace == false else {
+            throw UsageError("\(source) begins or ends with a space: remove it (spaces count, and another copy of the token may not have them)")
+        }
     }
 
     /// The file's text without its final newline. Refused unless it is a regular file that only
@@ -50,7 +61,7 @@ struct ClusterToken {
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
-            throw UsageError("refusing --token-file \(path): its group or others can read it (mode \(String(mode, radix: 8))); "
+            throw UsageError("refusing --token-file \(path): its group or others have access to it (mode \(String(mode, radix: 8))); "
                              + "run: chmod 600 \(path)")
         }
         var bytes = [UInt8](repeating: 0, count: maximumBytes + 2)

@@ -51,6 +51,9 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         if case .lacksJob(_, let job, _) = self { return "declare it on the nodes: skynet node --job '\(job)=COMMAND'" }
         guard case .refused(_, let code, let message) = self else { return "" }
         switch code {
+        case "unauthorized" where message.contains("proof"):
+            // It saw our proof, so we have a token: it is not the node's, or the handshake was altered.
+            return "its token differs from this coordinator's (SKYNET_TOKEN or --token-file), or the handshake was altered on the way"
         case "unauthorized": return "set SKYNET_TOKEN to the nodes' token"
         case "unsupported-version": return (message.isEmpty ? "" : message + "; ") + "run the same skynet version as the nodes"
         default: return message

@@ -1,14 +1,15 @@
 import Foundation
 
-/// Failed logins (a wrong or missing token) by address, so repeated failures from one address
-/// are answered ever more slowly and said in the log, without remembering more than
-/// `maxAddresses` of them.
+/// Failed logins (a wrong or missing token, a wrong proof) by address, so that an address that
+/// keeps failing is answered ever more slowly and said in the log, without remembering more
+/// than `maxAddresses` of them.
 ///
-/// The first `backoff.freeFailures` within `window` are answered at once (a typo costs
-/// nothing); after that each refusal waits `backoff.firstDelay`, doubling up to `maxDelay`. The delay is kept under
-/// the node's hello deadline, and a node holds at most 16 connections per address that have
-/// not completed a hello: so one address gets at most 8 guesses a second, and a guess at a
-/// 16-byte random token is hopeless anyway. A login that succeeds clears its address.
+/// The first `backoff.freeFailures` within `window` cost nothing (a typo); after that, every
+/// hello from that address waits `backoff.firstDelay`, doubling up to `maxDelay`, before it is
+/// answered at all, right or wrong: so closing early tells a guesser nothing, and with at
+/// most 16 unfinished handshakes per address it gets at most 8 guesses a second. A success
+/// does not clear the count (an attacker could share the address of a real coordinator, or
+/// of an SSH tunnel's end): failures age out after a quiet `window`.
 struct LoginFailures: Sendable {
     struct Entry: Sendable {
         var count: Int
@@ -25,23 +26,31 @@ struct LoginFailures: Sendable {
         self.backoff = backoff
     }
 
-    /// Counts a failure from `address`. Returns how long its refusal waits, the failures counted
-    /// within the window, and whether to log that (the first slowed one, then at 8, 16, 32, …).
-    mutating func record(_ address: String, now: ContinuousClock.Instant) -> (delay: Duration, count: Int, log: Bool) {
+    /// How long a hello from `address` waits before it is answered.
+    func delay(for address: String, now: ContinuousClock.Instant) -> Duration {
+        guard let entry = entries[address], now - entry.last < Self.window else { return .zero }
+        return delay(after: entry.count)
+    }
+
+    /// Counts a failure from `address`. Returns the failures counted within the window, the wait
+    /// its hellos get from now on, and whether to log that (the first slowed one, then at 8,
+    /// 16, 32, …): the refusals of a slowed address are not logged one by one.
+    mutating func record(_ address: String, now: ContinuousClock.Instant) -> (count: Int, delay: Duration, log: Bool) {
         var entry = entries[address].flatMap { now - $0.last < Self.window ? $0 : nil } ?? Entry(count: 0, last: now)
         if entries[address] == nil, entries.count >= Self.maxAddresses { makeRoom(now: now) }
         entry.count += 1
         entry.last = now
         entries[address] = entry
         let slowed = entry.count - backoff.freeFailures
-        guard slowed > 0 else { return (.zero, entry.count, false) }
-        let delay = min(backoff.maxDelay, backoff.firstDelay * (1 << min(slowed - 1, 8)))
-        let log = slowed == 1 || (entry.count >= 8 && entry.count & (entry.count - 1) == 0)
-        return (delay, entry.count, log)
+        let log = slowed == 1 || (slowed > 1 && entry.count >= 8 && entry.count & (entry.count - 1) == 0)
+        return (entry.count, delay(after: entry.count), log)
     }
 
-    mutating func succeeded(_ address: String) {
-        entries[address] = nil
+    /// The wait after `count` failures: none for the free ones, then doubling to the cap.
+    private func delay(after count: Int) -> Duration {
+        let slowed = count - backoff.freeFailures
+        guard slowed > 0 else { return .zero }
+        return min(backoff.maxDelay, backoff.firstDelay * (1 << min(slowed - 1, 8)))
     }
 
     /// Drops the entries past the window; if none is, the one that failed longest ago.

@@ -29,6 +29,9 @@ final class NodeSession: Sendable {
     enum Phase {
         /// Waiting for the hello.
         case greeting
+        /// A hello from an address that keeps failing to log in waits before it is answered
+        /// (`LoginFailures`); lines meanwhile are dropped.
+        case holding
         /// A token handshake: the challenge went out, the client's proof is awaited.
         case challenged(client: String, transcript: AuthTranscript)
         /// The hello was refused: the lines that came with it are dropped.
@@ -79,7 +82,7 @@ final class NodeSession: Sendable {
             return state.phase
         }
         switch (phase, event) {
-        case (.refused, _):
+        case (.refused, _), (.holding, _):
             return
         case (_, .lineTooLong):
             let limit = context.options.limits.maxLineBytes
@@ -100,9 +103,10 @@ final class NodeSession: Sendable {
     /// The first line must be a good hello: anything else is answered and the connection closed.
     ///
     /// With a token, a hello with a nonce gets a challenge (the node's nonce), and the client is
-    /// served once its proof checks out (`checkProof`), on authenticated lines from the welcome on. A protocol v1 hello with
-    /// the token in plain text is still served, with a warning: refusing it would not un-send
-    /// the token, and such a client cannot do better (docs/PROTOCOL.md).
+    /// served once its proof checks out (`checkProof`), on authenticated lines from the welcome
+    /// on. A protocol v1 hello with the token in plain text is still served, with a warning:
+    /// refusing it would not un-send the token (docs/PROTOCOL.md). An address that keeps
+    /// failing waits before its hello is answered at all.
     private func greet(_ line: Data) {
         let hello: (version: Int, name: String, token: String?, nonce: [UInt8]?)
         do {
@@ -119,22 +123,39 @@ final class NodeSession: Sendable {
             return refuse(WireError(code: "unsupported-version", message: "this node speaks version \(wireVersion)"))
         }
         let client = hello.name.isEmpty ? "client" : hello.name
-        guard context.token != nil, let expected = context.options.token else { return welcome(client) }
-        if hello.nonce != nil {  // the transcript holds it: it is in the hello line
+        guard context.token != nil else { return welcome(client) }
+        let wait = context.logins.withLock { $0.delay(for: Node.address(of: connection.peer), now: .now) }
+        guard wait > .zero else { return login(client, hello: line, token: hello.token, nonce: hello.nonce) }
+        state.withLock { $0.phase = .holding }
+        DispatchQueue.global().asyncAfter(deadline: .now() + wait.seconds) { [self] in
+            // Still holding (not closed meanwhile): `login` moves the phase on; until then the
+            // reader thread drops what comes, so no line is handled on two threads at once.
+            guard state.withLock({ if case .holding = $0.phase { true } else { false } }) else { return }
+            login(client, hello: line, token: hello.token, nonce: hello.nonce)
+        }
+    }
+
+    /// Answers the hello of a node with a token: a challenge for a hello with a nonce, else the
+    /// verdict on the plain-text token.
+    private func login(_ client: String, hello line: Data, token given: String?, nonce: [UInt8]?) {
+        guard let expected = context.options.token else { return }
+        if given != nil {
+            context.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
+                        + "anyone on the path can read it; use a client that speaks the \(AuthTranscript.scheme) handshake")
+        }
+        if nonce != nil {  // the transcript holds it: it is in the hello line
             let nodeNonce = Secrets.randomBytes(AuthTranscript.nonceCount)
             let transcript = AuthTranscript(hello: line, nodeNonce: nodeNonce)
             state.withLock { $0.phase = .challenged(client: client, transcript: transcript) }
             return send(Reply.challenge(nonce: nodeNonce).line)
         }
-        guard let given = hello.token else {
+        guard let given else {
             return refuseLogin("this node requires the token: use the \(AuthTranscript.scheme) handshake")
         }
         // Compared as digests, so that the time tells nothing, not even the token's length.
         guard Secrets.equal(SHA256.hash(Array(given.utf8)), SHA256.hash(Array(expected.utf8))) else {
             return refuseLogin("wrong or missing token")
         }
-        context.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
-                    + "anyone on the path can read it; use a client that speaks the \(AuthTranscript.scheme) handshake")
         welcome(client)
     }
 
@@ -154,7 +175,6 @@ final class NodeSession: Sendable {
         guard context.admit(self) else {
             return refuse(WireError(code: "busy", message: "too many connections (at most \(context.options.maxConnections))"))
         }
-        if context.token != nil { context.logins.withLock { $0.succeeded(Node.address(of: connection.peer)) } }
         state.withLock { $0.phase = .serving(client: client) }
         if let keys {
             connection.authenticate(sending: LineSeal(key: keys.sending), receiving: LineSeal(key: keys.receiving))
@@ -164,27 +184,23 @@ final class NodeSession: Sendable {
                            jobs: context.system.jobs.summaries, idle: context.options.idleTimeout.seconds).line)
     }
 
-    private func refuse(_ error: WireError) {
+    private func refuse(_ error: WireError, log: Bool = true) {
         state.withLock { $0.phase = .refused }
-        context.log("[Node] Refused \(connection.peer): \(error)")
+        if log { context.log("[Node] Refused \(connection.peer): \(error)") }
         send(error.line)
         connection.close()
     }
 
-    /// Refuses a wrong or missing token. Repeated failures from one address are answered later
-    /// and later (`LoginFailures`); the connection stays on the hello budget meanwhile.
+    /// Refuses a wrong or missing token, counting a failed login for the address. Once the
+    /// address is slowed, its refusals are summed in the log rather than logged one by one.
     private func refuseLogin(_ message: String) {
         let address = Node.address(of: connection.peer)
-        let (delay, count, log) = context.logins.withLock { $0.record(address, now: .now) }
-        guard delay > .zero else { return refuse(WireError(code: "unauthorized", message: message)) }
-        state.withLock { $0.phase = .refused }
+        let (count, delay, log) = context.logins.withLock { $0.record(address, now: .now) }
         if log {
             context.log("[Node] \(count) failed logins from \(address) within \(Int(LoginFailures.window.seconds)) s: "
-                        + "answering its refusals after \(String(format: "%g", delay.seconds)) s")
+                        + "its hellos are now answered after \(String(format: "%g", delay.seconds)) s")
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay.seconds) { [self] in
-            refuse(WireError(code: "unauthorized", message: message))
-        }
+        refuse(WireError(code: "unauthorized", message: message), log: delay == .zero || log)
     }
 
     func send(_ line: [UInt8]) {
