@@ -48,11 +48,12 @@ extension ProcessTests {
         }
 
         /// A byte flipped in the node's second result: the coordinator closes that connection
-        /// at once (the MAC is wrong), the tasks pending on it run again, and every sector is
-        /// reported completed once, never with the forged result.
+        /// at once (the MAC is wrong), the tasks pending on it run again on gamma (the proxy
+        /// lets beta in only once), and every sector is reported completed once, never with
+        /// the forged result.
         @Test func aFlippedByteInANodeReplyClosesTheConnectionAndItsTasksRunElsewhere() async throws {
             let tamper = RecordingProxy.Tamper.flip(.fromServer, occurrence: 1, matching: #""type":"result""#)
-            try await withProxiedCluster(direct: true, tamper: tamper) { cluster in
+            try await withProxiedCluster(direct: true, tamper: tamper, proxyConnections: 1) { cluster in
                 let scan = try await cluster.scan(total: 24)
                 let events = try ScanEvents(scan)
                 events.expectEverySectorCompletedOnce(total: 24)
@@ -74,7 +75,7 @@ extension ProcessTests {
                 for input in dropped {
                     #expect(events.retries(of: input) >= 1, "sector \(input) was not re-run")
                     let completion = events.completions[input]?.first
-                    #expect((completion?.attempt ?? 0) >= 2, "sector \(input): \(String(describing: completion))")
+                    #expect((completion?.attempt ?? 0) >= 2 && completion?.system == "gamma", "sector \(input): \(String(describing: completion))")
                 }
                 let tamperedInput = try #require(taskOfResult(String(decoding: tampering.original, as: UTF8.self)).flatMap { inputs[$0] })
                 let forged = try #require(resultText(of: tampering.sent)), genuine = try #require(resultText(of: tampering.original))
@@ -85,10 +86,11 @@ extension ProcessTests {
         }
 
         /// A byte flipped in the coordinator's second scan request: the node refuses the line
-        /// (logging the MAC reason) and closes; the coordinator re-runs the pending tasks.
+        /// (logging the MAC reason) and closes; the coordinator re-runs the pending tasks on
+        /// gamma (the proxy lets beta in only once).
         @Test func aFlippedByteInACoordinatorRequestIsRefusedByTheNodeAndTheScanCompletes() async throws {
             let tamper = RecordingProxy.Tamper.flip(.fromClient, occurrence: 1, matching: #""type":"scan""#)
-            try await withProxiedCluster(direct: true, tamper: tamper) { cluster in
+            try await withProxiedCluster(direct: true, tamper: tamper, proxyConnections: 1) { cluster in
                 let scan = try await cluster.scan(total: 24)
                 let events = try ScanEvents(scan)
                 events.expectEverySectorCompletedOnce(total: 24)
@@ -100,7 +102,8 @@ extension ProcessTests {
 
                 let input = try #require(inputOfRequest(tampering.original))
                 #expect(events.retries(of: input) >= 1, "sector \(input) was not re-run")
-                #expect((events.completions[input]?.first?.attempt ?? 0) >= 2, "the altered request was run")
+                let completion = events.completions[input]?.first
+                #expect((completion?.attempt ?? 0) >= 2 && completion?.system == "gamma", "sector \(input): \(String(describing: completion))")
                 #expect(await cluster.proxy.waitForEnd(ofConnection: 0))
             }
         }
@@ -128,8 +131,9 @@ extension ProcessTests {
 
 // MARK: - The cluster behind the proxy
 
-/// Node `beta` behind a recording proxy and (`direct`) node `gamma` reached directly, both
-/// with a fresh token; the cluster file names beta at the proxy's port.
+/// Node `beta` behind a recording proxy (that lets in `proxyConnections` connections, then
+/// closes every new one at once) and (`direct`) node `gamma` reached directly, both with a
+/// fresh token; the cluster file names beta at the proxy's port. Stops all on every path.
 private struct ProxiedCluster: Sendable {
     let proxy: RecordingProxy
     let beta: RunningProcess
@@ -148,7 +152,7 @@ private struct ProxiedCluster: Sendable {
 }
 
 private func withProxiedCluster<T: Sendable>(
-    direct: Bool, tamper: RecordingProxy.Tamper? = nil, _ body: (ProxiedCluster) async throws -> T
+    direct: Bool, tamper: RecordingProxy.Tamper? = nil, proxyConnections: Int = 64, _ body: (ProxiedCluster) async throws -> T
 ) async throws -> T {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-proxy-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -178,7 +182,7 @@ private func withProxiedCluster<T: Sendable>(
             if name == "beta" { betaPort = port }
             entries.append(["name": name, "host": "127.0.0.1", "port": port])
         }
-        let result = try await withRecordingProxy(to: betaPort, tamper: tamper) { proxy in
+        let result = try await withRecordingProxy(to: betaPort, tamper: tamper, maxConnections: proxyConnections) { proxy in
             entries[0]["port"] = proxy.port
             let clusterFile = folder.appendingPathComponent("cluster.json").path
             try JSONSerialization.data(withJSONObject: ["nodes": entries]).write(to: URL(fileURLWithPath: clusterFile))

@@ -311,9 +311,10 @@ public final class RecordingProxy: Sendable {
 
 /// Runs `body` with a proxy to 127.0.0.1:`targetPort` and stops the proxy on every path.
 public func withRecordingProxy<T: Sendable>(
-    to targetPort: Int, tamper: RecordingProxy.Tamper? = nil, _ body: (RecordingProxy) async throws -> T
+    to targetPort: Int, tamper: RecordingProxy.Tamper? = nil, maxConnections: Int = 64,
+    _ body: (RecordingProxy) async throws -> T
 ) async throws -> T {
-    let proxy = try RecordingProxy(to: targetPort, tamper: tamper)
+    let proxy = try RecordingProxy(to: targetPort, tamper: tamper, maxConnections: maxConnections)
     do {
         let result = try await body(proxy)
         await proxy.stop()
