@@ -66,7 +66,7 @@ extension ProcessTests {
         func aTokenFileItsGroupOrOthersCanReadIsRefusedWithTheChmodHint(mode: Int) async throws {
             let scratch = try TokenScratch()
             let tokenFile = try scratch.tokenFile(TokenScratch.randomToken(), mode: mode_t(mode))
-            let expected = "refusing --token-file \(tokenFile): its group or others can read it (mode \(String(mode, radix: 8))); "
+            let expected = "refusing --token-file \(tokenFile): its group or others have access to it (mode \(String(mode, radix: 8))); "
                 + "run: chmod 600 \(tokenFile)"
             for command in try scratch.commands(tokenFile: tokenFile) {
                 let run = try await runSkynet(command, limit: .seconds(20), environment: ["SKYNET_TOKEN": nil])
