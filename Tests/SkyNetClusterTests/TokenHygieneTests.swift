@@ -128,6 +128,34 @@ extension ProcessTests {
             _ = try await node.stop()
         }
 
+        /// A token that only looks like the others' is refused: set but empty (`$(cat missing)`),
+        /// a control character (a tab, a second line), a space at either end.
+        @Test func anEmptyTokenOrOneWithStrayCharactersIsRefused() async throws {
+            let scratch = try TokenScratch()
+            let token = TokenScratch.randomToken()
+            let cases: [(value: String, says: String)] = [
+                ("", "SKYNET_TOKEN is set but empty: give it the cluster's token, or unset it to run without one"),
+                (token + "\tmore", "SKYNET_TOKEN holds a control character"),
+                (token + "\nsecond-line", "SKYNET_TOKEN holds a control character"),
+                (token + " ", "SKYNET_TOKEN begins or ends with a space"),
+                ("  " + token, "SKYNET_TOKEN begins or ends with a space"),
+            ]
+            for (value, says) in cases {
+                for command in try scratch.commands(tokenFile: nil) {
+                    let run = try await runSkynet(command, limit: .seconds(10), environment: ["SKYNET_TOKEN": value])
+                    #expect(run.status == 2, "\(command) \(value.debugDescription): \(run.stderr)")
+                    #expect(run.stderr.contains("error: \(says)"), "\(command) \(value.debugDescription): \(run.stderr)")
+                }
+            }
+            // From a file, the same: a second line is not dropped like the final newline is.
+            let twoLines = try scratch.tokenFile(token + "\nsecond-line\n", named: "two-lines")
+            for command in try scratch.commands(tokenFile: twoLines) {
+                let run = try await runSkynet(command, limit: .seconds(10), environment: ["SKYNET_TOKEN": nil])
+                #expect(run.status == 2, "\(command): \(run.stderr)")
+                #expect(run.stderr.contains("error: the token in \(twoLines) holds a control character"), "\(command): \(run.stderr)")
+            }
+        }
+
         /// The file's final newline (or CR LF) is not part of the token: a node reading the file
         /// and a coordinator given the bare token in SKYNET_TOKEN prove it to each other.
         @Test(arguments: ["\n", "\r\n"])

@@ -60,16 +60,18 @@ extension ProcessTests {
             let otherToken = try scratch.tokenFile(TokenScratch.randomToken(), named: "other-token")
             let node = try await SkynetNode.start(name: "beta", ["--token-file", nodeToken, "--failing-every", "0"])
             let cluster = try scratch.clusterFile([("beta", node.port)])
-            let attempts: [(token: [String], nodeSays: String)] = [
-                (["--token-file", otherToken], "unauthorized: wrong token (the proof does not match)"),
-                ([], "unauthorized: this node requires the token: use the hmac-sha256 handshake"),
+            let attempts: [(token: [String], nodeSays: String, hint: String)] = [
+                (["--token-file", otherToken], "unauthorized: wrong token (the proof does not match)",
+                 "its token differs from this coordinator's (SKYNET_TOKEN or --token-file), or the handshake was altered on the way"),
+                ([], "unauthorized: this node requires the token: use the hmac-sha256 handshake",
+                 "set SKYNET_TOKEN to the nodes' token"),
             ]
-            for (token, nodeSays) in attempts {
+            for (token, nodeSays, hint) in attempts {
                 let scan = try await runSkynet(["scan", "--cluster", cluster, "--total", "2", "--duration", "0",
                                                 "--local-capacity", "0", "--quiet"] + token,
                                                limit: .seconds(30), environment: ["SKYNET_TOKEN": nil])
                 #expect(scan.status == 2, "\(token): \(scan.stdout)\n\(scan.stderr)")
-                #expect(scan.lines.filter { $0.hasPrefix("[Cluster] Refused by beta: unauthorized (") }.count == 1, "\(token): \(scan.stdout)")
+                #expect(scan.lines.filter { $0 == "[Cluster] Refused by beta: unauthorized (\(hint))" }.count == 1, "\(token): \(scan.stdout)")
                 #expect(scan.completions.isEmpty)
                 try await node.process.waitForErrorLine(timeout: .seconds(10)) { line in
                     line.hasPrefix("[Node] Refused 127.0.0.1:") && line.hasSuffix(nodeSays)
