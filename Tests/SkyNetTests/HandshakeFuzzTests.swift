@@ -29,7 +29,7 @@ struct HandshakeFuzzTests {
     @Test func brokenHellosAndAuthLinesAreAnsweredWithAnErrorAndLeaveNothingBehind() async throws {
         var backoff = LoginBackoff()
         backoff.freeFailures = 1_000_000  // wrong proofs are answered at once here (the slowdown has a test of its own)
-        try await auth.withTokenNode(backoff: backoff) { node, log in
+        try await MemoryUse.measuring { try await auth.withTokenNode(backoff: backoff) { node, log in
             var random = SeededRandom(seed: Self.seed)
             let cases = (0..<Self.cases).map { _ in makeCase(&random) }
             var kinds: [String: Int] = [:]
@@ -63,7 +63,7 @@ struct HandshakeFuzzTests {
             defer { peer.close() }
             let remote = RemoteSystem(name: "beta", peer: peer, timeout: .seconds(10))
             #expect(try await remote.run(ScanTask(input: 9, duration: 0)) == "9")
-        }
+        } }
     }
 
     /// Sends the case's hello, then (after a challenge) its auth line, and reads to the end

@@ -30,16 +30,18 @@ struct JournalTests {
         try handle.write(contentsOf: Data(text.utf8))
     }
 
-    @Test func aMillionLineJournalIsReadInBoundedMemory() throws {
+    @Test func aMillionLineJournalIsReadInBoundedMemory() async throws {
         let path = temporaryPath()
         defer { try? FileManager.default.removeItem(atPath: path) }
         try writeJournal(path, count: 1_000_000)
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
         #expect(size > 80 << 20)
 
-        let before = try MemoryUse.resetPeak()
-        let (sectors, count, skipped) = try ScanJournal.completedSectors(path: path, total: 1_000_000)
-        let growth = try MemoryUse.peak() - before
+        let (sectors, count, skipped, growth) = try await MemoryUse.measuring {
+            let before = try MemoryUse.resetPeak()
+            let (sectors, count, skipped) = try ScanJournal.completedSectors(path: path, total: 1_000_000)
+            return (sectors, count, skipped, try MemoryUse.peak() - before)
+        }
         // The file is over 80 MiB; the old reader held all of it, then an array of its entries.
         #expect(growth < 40 << 20, "peak RSS grew by \(growth >> 20) MiB")
         #expect(count == 1_000_000)
@@ -235,6 +237,36 @@ struct SectorSetTests {
 /// This process's resident memory, from /proc/self/status (Linux).
 enum MemoryUse {
     struct Unavailable: Error {}
+
+    /// Runs `body` while no other test measures this process's peak: one test's reset of the
+    /// peak, or its own big allocations, would spoil another's measure (they share a process).
+    static func measuring<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        await Turns.shared.acquire()
+        do {
+            let result = try await body()
+            await Turns.shared.release()
+            return result
+        } catch {
+            await Turns.shared.release()
+            throw error
+        }
+    }
+
+    /// One test at a time, the others waiting in order (suspended, not blocking a thread).
+    private actor Turns {
+        static let shared = Turns()
+        private var busy = false
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        func acquire() async {
+            guard busy else { busy = true; return }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        func release() {
+            if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+        }
+    }
 
     /// Resets the peak (VmHWM) to the current RSS and returns it, in bytes.
     static func resetPeak() throws -> Int {
