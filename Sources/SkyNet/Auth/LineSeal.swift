@@ -1,3 +1,5 @@
+import Foundation
+
 /// Authenticated lines (docs/PROTOCOL.md): after a token handshake every line is
 /// `SEQ SP MAC SP JSON`, where SEQ counts the lines of its direction from 0 in decimal and MAC
 /// is the first 16 bytes of HMAC-SHA256(direction's key, SEQ as 8 bytes big-endian ‖ JSON),
@@ -19,12 +21,21 @@ public struct LineSeal: Sendable {
 
     /// `line` (a JSON line, newline included) with its sequence number and MAC in front.
     public mutating func seal(_ line: [UInt8]) -> [UInt8] {
-        let body = line.last == 0x0A ? line.dropLast() : line[...]
-        let mac = tag(body, sequence: sequence)
-        var sealed = Array(String(sequence).utf8)
-        sealed.reserveCapacity(sealed.count + 2 + 2 * Self.macCount + line.count)
+        var mac = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))  // the 32-byte tag, kept on the stack
+        line.withUnsafeBytes { bytes in
+            let body = UnsafeRawBufferPointer(rebasing: bytes[..<(line.last == 0x0A ? bytes.count - 1 : bytes.count)])
+            withUnsafeMutableBytes(of: &mac) { tag(body, sequence: sequence, into: $0.baseAddress.unsafelyUnwrapped) }
+        }
+        var sealed: [UInt8] = []
+        sealed.reserveCapacity(Self.maxOverhead + line.count)
+        Self.appendDecimal(sequence, to: &sealed)
         sealed.append(0x20)
-        sealed.append(contentsOf: Secrets.hex(mac.prefix(Self.macCount)).utf8)
+        withUnsafeBytes(of: &mac) { tag in
+            for byte in tag.prefix(Self.macCount) {
+                sealed.append(Self.hexDigits[Int(byte >> 4)])
+                sealed.append(Self.hexDigits[Int(byte & 0x0F)])
+            }
+        }
         sealed.append(0x20)
         sealed.append(contentsOf: line)
         sequence += 1
@@ -35,22 +46,36 @@ public struct LineSeal: Sendable {
     ///
     /// Only the canonical form opens (no leading zero, lowercase hex, single spaces), so that
     /// any byte changed on the way, even to a form that means the same, closes the connection.
-    public mutating func open(_ line: some Collection<UInt8>) -> Result<[UInt8], Rejection> {
-        let bytes = Array(line)
-        guard let (received, bodyStart, mac) = Self.parse(bytes) else { return .failure(.missing) }
-        guard received >= sequence else { return .failure(.replayed(received)) }
-        guard received == sequence else { return .failure(.outOfOrder(received, expected: sequence)) }
-        let body = bytes[bodyStart...]
-        guard Secrets.equal(mac, tag(body, sequence: received).prefix(Self.macCount)) else {
-            return .failure(.wrongMAC(received))
+    public mutating func open(_ line: Data) -> Result<Data, Rejection> {
+        let verdict: Result<Int, Rejection> = line.withUnsafeBytes { bytes in
+            var mac = (UInt64(0), UInt64(0))
+            let parsed = withUnsafeMutableBytes(of: &mac) { Self.parse(bytes, mac: $0) }
+            guard let (received, bodyStart) = parsed else { return .failure(.missing) }
+            guard received >= sequence else { return .failure(.replayed(received)) }
+            guard received == sequence else { return .failure(.outOfOrder(received, expected: sequence)) }
+            var expected = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+            withUnsafeMutableBytes(of: &expected) {
+                tag(UnsafeRawBufferPointer(rebasing: bytes[bodyStart...]), sequence: received, into: $0.baseAddress.unsafelyUnwrapped)
+            }
+            let equal = withUnsafeBytes(of: &mac) { given in
+                withUnsafeBytes(of: &expected) { Secrets.equal(given, $0.prefix(Self.macCount)) }
+            }
+            return equal ? .success(bodyStart) : .failure(.wrongMAC(received))
         }
-        sequence += 1
-        return .success(Array(body))
+        return verdict.map { bodyStart in
+            sequence += 1
+            return line.subdata(in: (line.startIndex + bodyStart)..<line.endIndex)
+        }
     }
 
-    /// `SEQ SP MAC SP`: the sequence number, where the JSON starts, and the MAC's bytes; nil
-    /// unless the line starts in exactly the canonical form.
-    private static func parse(_ bytes: [UInt8]) -> (UInt64, Int, [UInt8])? {
+    /// `open` for bytes in any collection (tests, small callers).
+    public mutating func open(_ line: some Collection<UInt8>) -> Result<[UInt8], Rejection> {
+        open(Data(line)).map { Array($0) }
+    }
+
+    /// `SEQ SP MAC SP`: the sequence number and where the JSON starts, with the MAC's bytes
+    /// written to `mac`; nil unless the line starts in exactly the canonical form.
+    private static func parse(_ bytes: UnsafeRawBufferPointer, mac: UnsafeMutableRawBufferPointer) -> (UInt64, Int)? {
         var index = 0, received: UInt64 = 0
         while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 {
             guard index < 20, !(index == 1 && bytes[0] == 0x30) else { return nil }  // no leading zero
@@ -62,13 +87,12 @@ public struct LineSeal: Sendable {
         }
         let macStart = index + 1, bodyStart = macStart + 2 * macCount + 1
         guard index > 0, bytes.count >= bodyStart, bytes[index] == 0x20, bytes[bodyStart - 1] == 0x20 else { return nil }
-        var mac = [UInt8](repeating: 0, count: macCount)
         for offset in 0..<macCount {
             guard let high = lowerHexValue(bytes[macStart + 2 * offset]),
                   let low = lowerHexValue(bytes[macStart + 2 * offset + 1]) else { return nil }
             mac[offset] = high << 4 | low
         }
-        return (received, bodyStart, mac)
+        return (received, bodyStart)
     }
 
     private static func lowerHexValue(_ byte: UInt8) -> UInt8? {
@@ -77,6 +101,15 @@ public struct LineSeal: Sendable {
         case 0x61...0x66: byte - 0x61 + 10
         default: nil
         }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Appends `value` in decimal, with no Foundation or String on the way.
+    private static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
+        guard value >= 10 else { return bytes.append(0x30 + UInt8(value)) }
+        appendDecimal(value / 10, to: &bytes)
+        bytes.append(0x30 + UInt8(value % 10))
     }
 
     /// Why a line was refused: each closes the connection.
@@ -96,10 +129,11 @@ public struct LineSeal: Sendable {
         }
     }
 
-    private func tag(_ body: some Collection<UInt8>, sequence: UInt64) -> [UInt8] {
-        key.tag { hash in
+    /// The full 32-byte HMAC over the sequence number (8 bytes, big-endian) and `body`.
+    private func tag(_ body: UnsafeRawBufferPointer, sequence: UInt64, into tag: UnsafeMutableRawPointer) {
+        key.tag(into: tag) { hash in
             withUnsafeBytes(of: sequence.bigEndian) { hash.update($0) }
-            hash.update(Array(body))
+            hash.update(body)
         }
     }
 }

@@ -89,7 +89,7 @@ final class Handshake: Sendable {
         var receiving = LineSeal(key: keys.receiving)
         switch receiving.open(line) {
         case .success(let opened):
-            guard case .welcome(_, let name, let capacity, let jobs, let idle)? = try? Reply.decode(Data(opened)) else {
+            guard case .welcome(_, let name, let capacity, let jobs, let idle)? = try? Reply.decode(opened) else {
                 return finish(.failure(WireError.badRequest("expected a welcome after the proof")))
             }
             connection.authenticate(sending: LineSeal(key: keys.sending), receiving: receiving)

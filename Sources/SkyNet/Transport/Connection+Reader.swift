@@ -62,8 +62,7 @@ extension Connection {
     /// The line as the handler sees it: as read, or (once authenticated) checked and opened.
     private func opened(_ line: Data) -> Result<Data, LineSeal.Rejection> {
         opening.withLock { seal in
-            guard let result = seal?.open(line) else { return .success(line) }
-            return result.map { Data($0) }
+            seal?.open(line) ?? .success(line)
         }
     }
 
