@@ -82,9 +82,9 @@ import SkyNetTestSupport
         let isDigit = { (byte: UInt8) in byte >= 0x30 && byte <= 0x39 }
         let isLowerHex = { (byte: UInt8) in isDigit(byte) || (byte >= 0x61 && byte <= 0x66) }
         if index == 0 {
+            // Another number: the MAC (checked first) is wrong for it, so the line is forged.
             guard isDigit(line[0]) else { return .missing }
-            let sequence = UInt64(line[0] - 0x30)
-            return sequence < 3 ? .replayed(sequence) : .outOfOrder(sequence, expected: 3)
+            return .wrongMAC(UInt64(line[0] - 0x30))
         }
         if index == 1 || index == macRange.upperBound { return .missing }  // a separator
         if macRange.contains(index), !isLowerHex(line[index]) { return .missing }

@@ -163,4 +163,35 @@ struct NodeLoginSlowdownTests {
             #expect(log.matching("[Node] Refused").count == 4, "\(log.matching("[Node] Refused"))")
         }
     }
+
+    /// A slowed address's hello waits on the connection's own reader: what the client sent
+    /// after it (here pings in the same write) is kept in order and answered after the welcome,
+    /// never before it and never dropped; a client that leaves during the wait is not refused
+    /// as "busy" (the wait used to end in a refusal on a connection already forgotten).
+    @Test func linesSentBehindAHeldHelloAreAnsweredAfterTheWelcomeInOrder() async throws {
+        var backoff = LoginBackoff()
+        backoff.freeFailures = 0  // every hello after the first failure waits (250 ms)
+        try await auth.withTokenNode(backoff: backoff) { node, log in
+            _ = try await wrongLogin(node)
+            let types = try await onOwnThread(named: "test-held") { () throws -> [String] in
+                var client = try RawLines(port: node.port)
+                defer { client.close() }
+                var burst = #"{"type":"hello","version":1,"name":"old","token":"\#(AuthHandshakeTests.token)"}"# + "\n"
+                for id in 1...50 { burst += #"{"type":"ping","id":\#(id)}"# + "\n" }
+                try client.send(bytes: Array(burst.utf8))
+                return (0..<51).map { _ in client.readLine().flatMap { jsonFields($0)?["type"] as? String } ?? "nothing" }
+            }
+            #expect(types == ["welcome"] + Array(repeating: "pong", count: 50), "\(types)")
+
+            // Leaves during the wait: no refusal, and no connection left behind.
+            try await onOwnThread(named: "test-leave") { () throws in
+                let client = try RawLines(port: node.port)
+                try client.send(#"{"type":"hello","version":1,"name":"leaver","token":"\#(AuthHandshakeTests.token)"}"#)
+                client.close()
+            }
+            try await awaitState { node.connectionCount == 0 }
+            #expect(log.matching("[Node] Refused").count == 1, "\(log.matching("[Node] Refused"))")  // the wrong login only
+            #expect(log.matching("busy").isEmpty, "\(log.all)")
+        }
+    }
 }

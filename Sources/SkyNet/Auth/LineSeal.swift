@@ -51,8 +51,8 @@ public struct LineSeal: Sendable {
             var mac = (UInt64(0), UInt64(0))
             let parsed = withUnsafeMutableBytes(of: &mac) { Self.parse(bytes, mac: $0) }
             guard let (received, bodyStart) = parsed else { return .failure(.missing) }
-            guard received >= sequence else { return .failure(.replayed(received)) }
-            guard received == sequence else { return .failure(.outOfOrder(received, expected: sequence)) }
+            // The MAC first, over the number the line claims: a forged line is called forged,
+            // and only a genuine line of the peer's can be called replayed or out of order.
             var expected = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
             withUnsafeMutableBytes(of: &expected) {
                 tag(UnsafeRawBufferPointer(rebasing: bytes[bodyStart...]), sequence: received, into: $0.baseAddress.unsafelyUnwrapped)
@@ -60,7 +60,10 @@ public struct LineSeal: Sendable {
             let equal = withUnsafeBytes(of: &mac) { given in
                 withUnsafeBytes(of: &expected) { Secrets.equal(given, $0.prefix(Self.macCount)) }
             }
-            return equal ? .success(bodyStart) : .failure(.wrongMAC(received))
+            guard equal else { return .failure(.wrongMAC(received)) }
+            guard received >= sequence else { return .failure(.replayed(received)) }
+            guard received == sequence else { return .failure(.outOfOrder(received, expected: sequence)) }
+            return .success(bodyStart)
         }
         return verdict.map { bodyStart in
             sequence += 1

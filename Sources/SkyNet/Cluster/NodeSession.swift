@@ -29,9 +29,6 @@ final class NodeSession: Sendable {
     enum Phase {
         /// Waiting for the hello.
         case greeting
-        /// A hello from an address that keeps failing to log in waits before it is answered
-        /// (`LoginFailures`); lines meanwhile are dropped.
-        case holding
         /// A token handshake: the challenge went out, the client's proof is awaited.
         case challenged(client: String, transcript: AuthTranscript)
         /// The hello was refused: the lines that came with it are dropped.
@@ -82,7 +79,7 @@ final class NodeSession: Sendable {
             return state.phase
         }
         switch (phase, event) {
-        case (.refused, _), (.holding, _):
+        case (.refused, _):
             return
         case (_, .lineTooLong):
             let limit = context.options.limits.maxLineBytes
@@ -124,15 +121,12 @@ final class NodeSession: Sendable {
         }
         let client = hello.name.isEmpty ? "client" : hello.name
         guard context.token != nil else { return welcome(client) }
+        // An address that keeps failing waits before its hello is answered at all, right or
+        // wrong. The reader thread (ours, not the pool's) waits: what the client sends meanwhile
+        // stays in order in the kernel, and nothing of this connection runs elsewhere.
         let wait = context.logins.withLock { $0.delay(for: Node.address(of: connection.peer), now: .now) }
-        guard wait > .zero else { return login(client, hello: line, token: hello.token, nonce: hello.nonce) }
-        state.withLock { $0.phase = .holding }
-        DispatchQueue.global().asyncAfter(deadline: .now() + wait.seconds) { [self] in
-            // Still holding (not closed meanwhile): `login` moves the phase on; until then the
-            // reader thread drops what comes, so no line is handled on two threads at once.
-            guard state.withLock({ if case .holding = $0.phase { true } else { false } }) else { return }
-            login(client, hello: line, token: hello.token, nonce: hello.nonce)
-        }
+        guard wait == .zero || connection.holdReading(for: wait) else { return }
+        login(client, hello: line, token: hello.token, nonce: hello.nonce)
     }
 
     /// Answers the hello of a node with a token: a challenge for a hello with a nonce, else the

@@ -33,7 +33,8 @@ final class Handshake: Sendable {
     private let token: HMACSHA256?
     /// The hello line as sent, without its newline: the start of the transcript.
     private let hello: [UInt8]
-    let welcome = AsyncSignal<Result<PeerConnection.Welcome, any Error>>()
+    /// The peer, made in the step that read its welcome (so no later line can miss it), or why not.
+    let welcomed = AsyncSignal<Result<PeerConnection, any Error>>()
 
     /// The handshake with `name` over `connection`: with a token, the hello asks for a challenge.
     init(name: String, connection: Connection, token: HMACSHA256?) {
@@ -102,10 +103,24 @@ final class Handshake: Sendable {
         }
     }
 
-    /// Ends the handshake; a failed one closes the connection (nothing more is read from it).
+    /// Ends the handshake. A welcome makes the peer, and routes every later line to it, before
+    /// the next line is read; a failure closes the connection (nothing more is read from it).
     private func finish(_ result: Result<PeerConnection.Welcome, any Error>) {
-        if case .failure = result { connection.close() }
-        welcome.fulfil(result)
+        switch result {
+        case .success(let welcome):
+            let peer = PeerConnection(name: name, welcome: welcome, connection: connection)
+            let ended: String? = route.withLock { route in
+                if case .ended(let reason) = route { return reason }
+                route = .peer(peer)
+                return nil
+            }
+            if let ended { peer.end(ended) }
+            welcomed.fulfil(.success(peer))
+        case .failure(let error):
+            route.withLock { if case .ended = $0 {} else { $0 = .ended("\(error)") } }
+            connection.close()
+            welcomed.fulfil(.failure(error))
+        }
     }
 
     func fail(_ error: PeerDisconnected) {
@@ -114,16 +129,6 @@ final class Handshake: Sendable {
             return route
         }
         if case .peer(let peer) = previous { peer.end(error.reason) }
-        welcome.fulfil(.failure(error))
-    }
-
-    /// From now on replies go to `peer`. If the connection ended in between, the peer learns.
-    func handOver(to peer: PeerConnection) {
-        let ended: String? = route.withLock { route in
-            if case .ended(let reason) = route { return reason }
-            route = .peer(peer)
-            return nil
-        }
-        if let ended { peer.end(ended) }
+        welcomed.fulfil(.failure(error))
     }
 }

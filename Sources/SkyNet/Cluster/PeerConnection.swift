@@ -83,12 +83,10 @@ public final class PeerConnection: Sendable {
             onClose: { reason in handshake.fail(PeerDisconnected(peer: name, reason: reason.description)) })
         do {
             try connection.send(handshake.helloLine)
-            let welcome = try await withTimeout(timeout) { try await handshake.welcome.value.get() }
-            let peer = PeerConnection(name: name, welcome: welcome, connection: connection)
+            let peer = try await withTimeout(timeout) { try await handshake.welcomed.value.get() }
             // A node that names its idle bound is pinged at a third of it, if that is sooner.
-            let bound = welcome.idleSeconds.map { Duration.seconds($0 / 3) } ?? keepAliveInterval
+            let bound = peer.welcome.idleSeconds.map { Duration.seconds($0 / 3) } ?? keepAliveInterval
             peer.startKeepAlive(every: min(keepAliveInterval, max(bound, .milliseconds(100))))
-            handshake.handOver(to: peer)
             return peer
         } catch {
             connection.close()
@@ -96,7 +94,8 @@ public final class PeerConnection: Sendable {
         }
     }
 
-    private init(name: String, welcome: Welcome, connection: Connection) {
+    /// Made by the handshake on the reader thread, in the step that reads the welcome.
+    init(name: String, welcome: Welcome, connection: Connection) {
         self.name = name
         self.welcome = welcome
         self.connection = connection

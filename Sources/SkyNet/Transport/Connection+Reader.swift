@@ -66,6 +66,19 @@ extension Connection {
         }
     }
 
+    /// Keeps the reader thread from reading for `duration`, or until the connection ends; returns
+    /// whether it is still open. Call it only from the event handler, which runs on that thread
+    /// (so the wait stops this connection alone, and what the peer sends meanwhile waits in
+    /// the kernel, in order).
+    public func holdReading(for duration: Duration) -> Bool {
+        state.wait(while: { if case .open = $0 { true } else if case .flushing = $0 { true } else { false } },
+                   deadline: ContinuousClock.now + duration) { state, _ in
+            if case .open = state { return true }
+            if case .flushing = state { return true }
+            return false
+        }
+    }
+
     /// Back pressure: while more than `pauseReadingAbove` bytes wait for a peer that does not
     /// read them, read nothing more from it (its requests would only queue more replies);
     /// read again once the queue is down to a quarter, or the connection ends.
