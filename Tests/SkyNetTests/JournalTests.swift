@@ -42,8 +42,11 @@ struct JournalTests {
             let (sectors, count, skipped) = try ScanJournal.completedSectors(path: path, total: 1_000_000)
             return (sectors, count, skipped, try MemoryUse.peak() - before)
         }
-        // The file is over 80 MiB; the old reader held all of it, then an array of its entries.
-        #expect(growth < 40 << 20, "peak RSS grew by \(growth >> 20) MiB")
+        // The file is over 80 MiB; the old reader held all of it, then an array of its entries
+        // (163 MiB of growth). The peak is the whole process's: other suites run beside this
+        // one, and under ThreadSanitizer their shadow memory counts too (60 MiB seen once), so
+        // the bound is generous yet far below what the old reader needs.
+        #expect(growth < 100 << 20, "peak RSS grew by \(growth >> 20) MiB")
         #expect(count == 1_000_000)
         #expect(skipped == 0)
         #expect(sectors.contains(0) && sectors.contains(999_999) && !sectors.contains(1_000_000))
