@@ -7,7 +7,11 @@ import Darwin
 #endif
 
 /// The live progress line of a scan on stderr, redrawn in place ten times a second:
-/// `37 scheduled  12.30 per sec.  25/100 tasks completed  1 failed  3 systems  collaborating`.
+/// `37 scheduled  12.30 per sec.  25/100 tasks completed  ETA 0:42  1 failed  3 systems  collaborating`.
+///
+/// The ETA comes from the rate of the last 20 s (`ETAEstimator`), over the tasks neither
+/// completed nor given up; `ETA --:--` until there is enough data. A terminal too narrow for
+/// the line loses whole fields, least useful first, so the count and the ETA stay in view.
 ///
 /// Only for a terminal: `start` returns nil when stderr is not one, or NO_COLOR or --quiet
 /// asks for plain output. Every other line goes out behind `Progress.clear` in the same
@@ -22,6 +26,7 @@ final class Progress: Sendable {
         var peers = 0
         /// When a peer last completed a task: peers share the work while that is recent.
         var lastRemoteCompletion: ContinuousClock.Instant?
+        var eta = ETAEstimator()
         var stopped = false
     }
 
@@ -107,15 +112,31 @@ final class Progress: Sendable {
         state.withLock { state in
             guard !state.stopped else { return }
             let seconds = max(0.001, (ContinuousClock.now - started).seconds)
+            state.eta.observe(finished: state.completed + state.failed, at: seconds)
             let systems = localSystems + state.peers
-            var line = "\(state.scheduled) scheduled  \(String(format: "%.2f", Double(state.completed) / seconds)) per sec.  "
-                + "\(state.completed)/\(total) tasks completed  \(state.failed) failed  "
-                + "\(systems) system\(systems == 1 ? "" : "s")"
-            if let last = state.lastRemoteCompletion, ContinuousClock.now - last < .seconds(2) { line += "  collaborating" }
-            // A line wider than the terminal would wrap, and only its last row be redrawn.
-            line = String(line.prefix(max(10, Self.terminalColumns - 1)))
+            var fields = [
+                "\(state.scheduled) scheduled", "\(String(format: "%.2f", Double(state.completed) / seconds)) per sec.",
+                "\(state.completed)/\(total) tasks completed", ETAEstimator.label(state.eta.secondsLeft(total: total, at: seconds)),
+                "\(state.failed) failed", "\(systems) system\(systems == 1 ? "" : "s")",
+            ]
+            if let last = state.lastRemoteCompletion, ContinuousClock.now - last < .seconds(2) { fields.append("collaborating") }
+            let line = Self.fit(fields, columns: Self.terminalColumns - 1)
             Console.writer.offer(Self.clear + line, to: 2)
         }
+    }
+
+    /// The fields joined by two spaces, within `columns`: a line wider than the terminal
+    /// would wrap, and only its last row be redrawn. Whole fields go first, least useful
+    /// first (the order below); a line still too wide is cut.
+    private static func fit(_ fields: [String], columns: Int) -> String {
+        // Indices into `fields` (scheduled, rate, completed, ETA, failed, systems, collaborating), dropped first to last.
+        var kept = Array(fields.indices)
+        for index in [6, 0, 5, 1, 4] {
+            guard kept.map({ fields[$0].count }).reduce(2 * (kept.count - 1), +) > columns else { break }
+            kept.removeAll { $0 == index }
+        }
+        let line = kept.map { fields[$0] }.joined(separator: "  ")
+        return String(line.prefix(max(10, columns)))
     }
 }
 

@@ -5,7 +5,7 @@ import SkyNet
 struct StatusCommand: Command {
     static let name = "status"
     static let summary = "ping every peer of the cluster file and show which are up"
-    static let usage = "usage: skynet status [--cluster FILE] [--timeout 2] [--token-file FILE] [--json]"
+    static let usage = "usage: skynet status [--cluster FILE] [--timeout 2] [--token-file FILE] [--json] [--watch [--interval 1]]"
     static let help = """
         Ping every node of the cluster file at once and print a table: name, address, up or
         down (and why: refused, timed out, unauthorized, unknown host), running/capacity,
@@ -19,22 +19,36 @@ struct StatusCommand: Command {
           --timeout S        seconds each node may take to connect and answer, 0.001...60 (default 2)
           --token-file FILE  read the token from FILE (owner-readable only) instead of SKYNET_TOKEN
           --json             one JSON object per node instead of the table
+          --watch            probe again every --interval until Ctrl-C: in a terminal the table is
+                             redrawn in place under a line with the time and the cluster file; piped,
+                             each round is that line and the table, then a blank line; with --json,
+                             one object per node per round, with "round" and "time"
+          --interval S       seconds from the start of one round to the next, 0.1...3600 (default 1);
+                             a round never starts before the last one ended
 
-        exit status: 0 every node is up, 1 some node is down, 2 bad usage or a bad cluster file.
+        exit status: 0 every node is up, 1 some node is down, 2 bad usage or a bad cluster file;
+        with --watch, 0 when stopped by Ctrl-C or SIGTERM (or when stdout is closed).
 
         examples:
           skynet status
           skynet status --cluster cluster.json --json
+          skynet status --watch --interval 0.5
         """
 
     let cluster: ClusterConfig
     let timeout: Double
     let json: Bool
     let token: String?
+    let clusterPath: String
+    /// Seconds between rounds with --watch; nil: probe once.
+    let interval: Double?
 
     init(arguments: [String]) throws(UsageError) {
-        let args = try Arguments(arguments, options: ["cluster", "timeout", "token-file"], flags: ["json"])
+        let args = try Arguments(arguments, options: ["cluster", "timeout", "token-file", "interval"], flags: ["json", "watch"])
+        if args.string("interval") != nil, !args.flag("watch") { throw UsageError("option '--interval' needs --watch") }
+        interval = args.flag("watch") ? try args.double("interval", default: 1, in: 0.1...3600) : nil
         let path = args.string("cluster") ?? "cluster.json"
+        clusterPath = path
         guard FileManager.default.fileExists(atPath: path) || args.string("cluster") != nil else {
             throw UsageError("no ./cluster.json here: name one with --cluster FILE")
         }
@@ -46,14 +60,8 @@ struct StatusCommand: Command {
 
     func run() async -> Int32 {
         Socket.ignoreBrokenPipes()
-        let token = self.token
-        let limit = Duration.seconds(timeout)
-        let statuses = await withTaskGroup(of: (Int, PeerStatus).self) { group in
-            for (index, node) in cluster.nodes.enumerated() {
-                group.addTask { (index, await PeerStatus.probe(node, token: token, timeout: limit)) }
-            }
-            return await group.reduce(into: [(Int, PeerStatus)]()) { $0.append($1) }.sorted { $0.0 < $1.0 }.map(\.1)
-        }
+        if let interval { return await watch(every: interval) }
+        let statuses = await probeAll()
         if json {
             for status in statuses { await Console.print(Self.json(status)) }
         } else {
@@ -61,6 +69,18 @@ struct StatusCommand: Command {
         }
         await Console.flush()
         return statuses.allSatisfy(\.isUp) ? 0 : 1
+    }
+
+    /// Probes every node at once, each bounded by --timeout; in the cluster file's order.
+    func probeAll() async -> [PeerStatus] {
+        let token = self.token
+        let limit = Duration.seconds(timeout)
+        return await withTaskGroup(of: (Int, PeerStatus).self) { group in
+            for (index, node) in cluster.nodes.enumerated() {
+                group.addTask { (index, await PeerStatus.probe(node, token: token, timeout: limit)) }
+            }
+            return await group.reduce(into: [(Int, PeerStatus)]()) { $0.append($1) }.sorted { $0.0 < $1.0 }.map(\.1)
+        }
     }
 
     static func table(_ statuses: [PeerStatus]) -> String {
@@ -82,8 +102,13 @@ struct StatusCommand: Command {
         }.joined(separator: "\n")
     }
 
-    static func json(_ status: PeerStatus) -> String {
+    /// One node's status as a JSON object; with --watch, `round` and `time` come first.
+    static func json(_ status: PeerStatus, round: (number: Int, time: String)? = nil) -> String {
         var json = JSONLine()
+        if let round {
+            json.add("round", round.number)
+            json.add("time", round.time)
+        }
         json.add("name", status.node.name)
         json.add("address", "\(status.node.host):\(status.node.port)")
         switch status.state {
