@@ -34,3 +34,14 @@ extension HTTPServer {
         }
     }
 }
+
+extension HTTPServer {
+    /// Waits (on a thread of its own) until at most `count` connections are open, up to
+    /// `timeout`; whether it got there. For tests: they await the state, never sleep.
+    func waitUntilClients(atMost count: Int, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        return (try? await onOwnThread(named: "skynet-http-wait") { [state] in
+            state.wait(while: { $0.clients.count > count }, deadline: deadline) { _, timedOut in !timedOut }
+        }) ?? false
+    }
+}
