@@ -1,0 +1,137 @@
+/// The head of an HTTP/1.x request, as far as the dashboard cares: method, path, headers.
+public struct HTTPRequest: Sendable, Equatable {
+    public let method: String
+    /// The target without its query string (`/events?x=1` → `/events`).
+    public let path: String
+    /// The query string after `?`, or "" when there is none.
+    public let query: String
+    public let version: String
+    /// Header names lowercased, in the order they came.
+    public let headers: [(name: String, value: String)]
+
+    public static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {
+        a.method == b.method && a.path == b.path && a.query == b.query && a.version == b.version
+            && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
+    }
+
+    /// The first header called `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first { $0.name == wanted }?.value
+    }
+}
+
+/// A pure, incremental parser of one request head: feed it bytes as they arrive; it answers
+/// when the head is complete or which status refuses it. It knows no socket (tested alone).
+///
+/// Limits: a request line longer than `maxRequestLineBytes` → 414; header bytes over
+/// `maxHeaderBytes` or more than `maxHeaderLines` lines → 431; anything malformed (not
+/// `METHOD SP /target SP HTTP/1.x`, a header without a name and colon, a folded line, a NUL)
+/// → 400. Lines end in CRLF; a bare LF is tolerated. A body is never read.
+public struct HTTPRequestParser: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        case needMore
+        case complete(HTTPRequest)
+        case refused(HTTPStatus)
+    }
+
+    public let maxRequestLineBytes: Int
+    public let maxHeaderBytes: Int
+    public let maxHeaderLines: Int
+
+    private var buffer: [UInt8] = []
+    /// Where the unparsed bytes of `buffer` start.
+    private var scanned = 0
+    private var requestLine: (method: String, target: String, version: String)?
+    private var headers: [(name: String, value: String)] = []
+    private var headerBytes = 0
+    private var outcome = Outcome.needMore
+
+    public init(maxRequestLineBytes: Int = 8 * 1024, maxHeaderBytes: Int = 16 * 1024, maxHeaderLines: Int = 100) {
+        self.maxRequestLineBytes = maxRequestLineBytes
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxHeaderLines = maxHeaderLines
+    }
+
+    /// Takes the next bytes; once the outcome is final, later bytes are ignored.
+    public mutating func feed(_ bytes: some Collection<UInt8>) -> Outcome {
+        guard outcome == .needMore else { return outcome }
+        buffer.append(contentsOf: bytes)
+        outcome = parseLines()
+        return outcome
+    }
+
+    private mutating func parseLines() -> Outcome {
+        while let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
+            var end = newline
+            if end > scanned, buffer[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+            let line = buffer[scanned..<end]
+            let lineBytes = newline + 1 - scanned
+            scanned = newline + 1
+            if requestLine == nil {
+                if lineBytes > maxRequestLineBytes { return .refused(.uriTooLong) }
+                // RFC 9112 §2.2: a server should ignore empty lines before the request line.
+                if line.isEmpty, scanned <= 4 { continue }
+                guard let parsed = Self.parseRequestLine(line) else { return .refused(.badRequest) }
+                requestLine = parsed
+                continue
+            }
+            headerBytes += lineBytes
+            if headerBytes > maxHeaderBytes { return .refused(.headerFieldsTooLarge) }
+            if line.isEmpty { return finish() }
+            if headers.count == maxHeaderLines { return .refused(.headerFieldsTooLarge) }
+            guard let header = Self.parseHeader(line) else { return .refused(.badRequest) }
+            headers.append(header)
+        }
+        // No full line yet: refuse as soon as the line in progress is already too long.
+        let pending = buffer.count - scanned
+        if requestLine == nil, pending > maxRequestLineBytes { return .refused(.uriTooLong) }
+        if requestLine != nil, headerBytes + pending > maxHeaderBytes { return .refused(.headerFieldsTooLarge) }
+        return .needMore
+    }
+
+    private func finish() -> Outcome {
+        guard let requestLine else { return .refused(.badRequest) }
+        let target = requestLine.target
+        let question = target.firstIndex(of: "?")
+        return .complete(HTTPRequest(
+            method: requestLine.method,
+            path: String(target[..<(question ?? target.endIndex)]),
+            query: question.map { String(target[target.index(after: $0)...]) } ?? "",
+            version: requestLine.version,
+            headers: headers))
+    }
+
+    private static func parseRequestLine(_ line: ArraySlice<UInt8>) -> (method: String, target: String, version: String)? {
+        let parts = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        let method = parts[0], target = parts[1], version = parts[2]
+        guard !method.isEmpty, method.allSatisfy(isTokenByte) else { return nil }
+        // Origin form only: no absolute URLs, no `*`, nothing but visible ASCII.
+        guard target.first == UInt8(ascii: "/"), target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+        let versionText = String(decoding: version, as: UTF8.self)
+        guard versionText == "HTTP/1.1" || versionText == "HTTP/1.0" else { return nil }
+        return (String(decoding: method, as: UTF8.self), String(decoding: target, as: UTF8.self), versionText)
+    }
+
+    private static func parseHeader(_ line: ArraySlice<UInt8>) -> (name: String, value: String)? {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let name = line[line.startIndex..<colon]
+        // A name is a token: no spaces before the colon, no folded continuation lines.
+        guard !name.isEmpty, name.allSatisfy(isTokenByte) else { return nil }
+        let value = line[(colon + 1)...]
+        guard !value.contains(0), !value.contains(UInt8(ascii: "\r")) else { return nil }
+        let trimmed = value.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
+        return (String(decoding: name, as: UTF8.self).lowercased(), String(decoding: trimmed, as: UTF8.self))
+    }
+
+    /// RFC 9110 `tchar`: the bytes a method or header name may hold.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+}

@@ -1,0 +1,60 @@
+/// The statuses the dashboard's server answers with.
+public enum HTTPStatus: Int, Sendable, Equatable {
+    case ok = 200
+    case badRequest = 400
+    case notFound = 404
+    case methodNotAllowed = 405
+    case requestTimeout = 408
+    case uriTooLong = 414
+    case headerFieldsTooLarge = 431
+    case serviceUnavailable = 503
+
+    public var reason: String {
+        switch self {
+        case .ok: "OK"
+        case .badRequest: "Bad Request"
+        case .notFound: "Not Found"
+        case .methodNotAllowed: "Method Not Allowed"
+        case .requestTimeout: "Request Timeout"
+        case .uriTooLong: "URI Too Long"
+        case .headerFieldsTooLarge: "Request Header Fields Too Large"
+        case .serviceUnavailable: "Service Unavailable"
+        }
+    }
+}
+
+/// A complete response, encoded to bytes. Every response carries Content-Type,
+/// `Cache-Control: no-store` and `X-Content-Type-Options: nosniff`; a plain one also
+/// Content-Length and `Connection: close` (one request per connection keeps the server simple).
+struct HTTPResponse {
+    var status: HTTPStatus
+    var contentType: String
+    var body: [UInt8]
+    var extraHeaders: [(String, String)] = []
+
+    /// A short text/plain answer for an error status.
+    static func error(_ status: HTTPStatus) -> HTTPResponse {
+        var response = HTTPResponse(status: status, contentType: "text/plain; charset=utf-8",
+                                    body: Array("\(status.rawValue) \(status.reason)\n".utf8))
+        if status == .methodNotAllowed { response.extraHeaders.append(("Allow", "GET, HEAD")) }
+        return response
+    }
+
+    /// The bytes to send; for HEAD the same head without the body.
+    func encoded(includingBody: Bool) -> [UInt8] {
+        var head = "HTTP/1.1 \(status.rawValue) \(status.reason)\r\n"
+        head += "Content-Type: \(contentType)\r\n"
+        head += "Content-Length: \(body.count)\r\n"
+        head += Self.commonHeaders
+        for (name, value) in extraHeaders { head += "\(name): \(value)\r\n" }
+        head += "Connection: close\r\n\r\n"
+        return Array(head.utf8) + (includingBody ? body : [])
+    }
+
+    /// The head of an event stream: no length (it ends when the connection does).
+    static let eventStreamHead: [UInt8] = Array((
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + commonHeaders + "Connection: keep-alive\r\n\r\n"
+    ).utf8)
+
+    static let commonHeaders = "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+}

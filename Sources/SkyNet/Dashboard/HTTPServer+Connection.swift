@@ -1,0 +1,147 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension HTTPServer {
+    /// Runs on the accept thread for each new connection: never blocks. Within the cap the
+    /// connection gets a thread of its own; over it, a short-lived thread answers 503.
+    func accept(_ socket: Socket) {
+        enum Decision { case serve(Int), reject, drop }
+        let decision = state.withLock { state -> Decision in
+            if state.stopping { return .drop }
+            if state.clients.count >= configuration.maxClients {
+                // Bound the rejecting threads too: a flood beyond them is simply closed.
+                guard state.rejecting < 16 else { return .drop }
+                state.rejecting += 1
+                state.liveThreads += 1
+                return .reject
+            }
+            let id = state.nextID
+            state.nextID += 1
+            state.clients[id] = Client(socket: socket, stage: .readingHead)
+            state.liveThreads += 1
+            return .serve(id)
+        }
+        switch decision {
+        case .drop:
+            socket.close()
+        case .reject:
+            startThread(named: "skynet-http-503") { [self] in
+                send(HTTPResponse.error(.serviceUnavailable).encoded(includingBody: true), to: socket)
+                closeGracefully(socket)
+                state.withLock { $0.rejecting -= 1 }
+                threadEnded()
+            }
+        case .serve(let id):
+            startThread(named: "skynet-http") { [self] in
+                serve(id, socket)
+                state.withLock { _ = $0.clients.removeValue(forKey: id) }
+                socket.close()
+                threadEnded()
+            }
+        }
+    }
+
+    /// Reads one request head within the deadline and answers it.
+    private func serve(_ id: Int, _ socket: Socket) {
+        let deadline = ContinuousClock.now + configuration.requestDeadline
+        var parser = HTTPRequestParser()
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+        defer { chunk.deallocate() }
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left >= .milliseconds(1) else { return respond(id, socket, .error(.requestTimeout), body: true) }
+            socket.setReceiveTimeout(left)
+            let count: Int
+            do {
+                count = try socket.receive(into: chunk)
+            } catch {
+                if error.code == EAGAIN || error.code == EWOULDBLOCK {
+                    return respond(id, socket, .error(.requestTimeout), body: true)
+                }
+                return configuration.log("dashboard: \(error)")
+            }
+            guard count > 0 else { return }  // the client left, or stop() shut the socket
+            switch parser.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count])) {
+            case .needMore: continue
+            case .refused(let status): return respond(id, socket, .error(status), body: true)
+            case .complete(let request): return route(request, id, socket)
+            }
+        }
+    }
+
+    private func route(_ request: HTTPRequest, _ id: Int, _ socket: Socket) {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return respond(id, socket, .error(.methodNotAllowed), body: true)
+        }
+        let withBody = request.method == "GET"
+        switch routes[request.path] {
+        case nil:
+            respond(id, socket, .error(.notFound), body: withBody)
+        case .content(let contentType, let body):
+            respond(id, socket, HTTPResponse(status: .ok, contentType: contentType, body: body()), body: withBody)
+        case .eventStream where !withBody:
+            respond(id, socket, nil, body: false)
+        case .eventStream:
+            stream(id, socket)
+        }
+    }
+
+    /// Sends a plain response (nil: the event-stream head alone, for HEAD) within the deadline,
+    /// then closes gracefully.
+    private func respond(_ id: Int, _ socket: Socket, _ response: HTTPResponse?, body: Bool) {
+        let proceed = state.withLock { state -> Bool in
+            guard !state.stopping, state.clients[id] != nil else { return false }
+            state.clients[id]?.stage = .writing(deadline: .now + configuration.requestDeadline)
+            return true
+        }
+        guard proceed else { return }
+        send(response?.encoded(includingBody: body) ?? HTTPResponse.eventStreamHead, to: socket)
+        closeGracefully(socket)
+    }
+
+    /// Feeds the client every frame published from now on, after the latest snapshot.
+    private func stream(_ id: Int, _ socket: Socket) {
+        let client = state.withLock { state -> EventStreamClient? in
+            guard !state.stopping, state.clients[id] != nil else { return nil }
+            let client = EventStreamClient(first: HTTPResponse.eventStreamHead + (state.snapshot ?? []),
+                                           limit: configuration.streamBufferBytes)
+            state.clients[id]?.stage = .streaming(client)
+            return client
+        }
+        guard let client else { return }
+        // A send blocks while the browser does not read: only this thread waits; the
+        // publisher keeps queueing into the bounded buffer, which skips when full.
+        while let bytes = client.take(), send(bytes, to: socket) {}
+        client.close()
+    }
+
+    /// Sends every byte, blocking this thread; false when the connection failed.
+    @discardableResult
+    func send(_ bytes: [UInt8], to socket: Socket) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let result = bytes[sent...].withUnsafeBytes { buffer in
+                Result { () throws(SocketError) in try socket.send(buffer, wait: true) }
+            }
+            guard case .success(let count) = result, count > 0 else { return false }
+            sent += count
+        }
+        return true
+    }
+
+    /// Ends our side, then reads (a bounded amount, briefly) what the client still sends, so
+    /// that closing with unread bytes does not reset the connection and lose our response.
+    func closeGracefully(_ socket: Socket) {
+        socket.shutdown(reading: false, writing: true)
+        socket.setReceiveTimeout(.seconds(1))
+        var drained = 0
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+        defer { chunk.deallocate() }
+        while drained < 64 * 1024, let count = try? socket.receive(into: chunk), count > 0 {
+            drained += count
+        }
+    }
+}

@@ -1,0 +1,171 @@
+/// What a path serves. Nothing comes from the file system: the caller registers every route.
+public enum HTTPRoute: Sendable {
+    /// A body made when the request comes, on the connection's own thread (keep it quick).
+    case content(contentType: String, body: @Sendable () -> [UInt8])
+    /// The Server-Sent Events stream fed by `HTTPServer.publish(event:data:snapshot:)`.
+    case eventStream
+
+    /// A fixed body.
+    public static func fixed(contentType: String, _ body: [UInt8]) -> HTTPRoute {
+        .content(contentType: contentType) { body }
+    }
+}
+
+/// Why the server refused a call.
+public enum HTTPServerError: Error, Equatable, CustomStringConvertible {
+    case invalidConfiguration(String)
+    case frameTooLarge(bytes: Int, limit: Int)
+
+    public var description: String {
+        switch self {
+        case .invalidConfiguration(let reason): "dashboard server: \(reason)"
+        case .frameTooLarge(let bytes, let limit): "event frame of \(bytes) bytes is over the limit of \(limit)"
+        }
+    }
+}
+
+/// A small HTTP/1.1 server for the dashboard: GET and HEAD on a fixed table of in-memory
+/// routes, and one Server-Sent Events stream.
+///
+/// Contract:
+/// - Each connection runs on a thread of its own (blocking I/O never touches the cooperative
+///   pool) and carries one request: a plain response ends with `Connection: close`.
+/// - Other methods → 405 with `Allow: GET, HEAD`; unknown paths → 404; a malformed request
+///   line or a version other than HTTP/1.0 or 1.1 → 400; a request line over 8 KiB → 414;
+///   headers over 16 KiB or 100 lines → 431 (see `HTTPRequestParser`).
+/// - The whole head must arrive within `requestDeadline` (a slowloris client gets 408 and is
+///   closed), and a plain response must be sent within it too (else the connection is cut).
+/// - At most `maxClients` connections at once, streams included; one more gets 503.
+/// - Event streams: see `publish(event:data:snapshot:)`; a `: keepalive` comment is sent every
+///   `keepaliveInterval`.
+/// - `stop()` closes the listener and every connection and waits for all threads to end.
+public final class HTTPServer: Sendable {
+    /// Limits and timings; the defaults are what the dashboard uses.
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        public var port = 0
+        public var maxClients = 256
+        public var requestDeadline: Duration = .seconds(10)
+        /// Bytes queued per event-stream client before it skips to the latest snapshot.
+        public var streamBufferBytes = 1 << 20
+        /// The largest frame `publish` takes (at most half the stream buffer).
+        public var maxFrameBytes = 256 * 1024
+        public var keepaliveInterval: Duration = .seconds(15)
+        /// Hears a connection's failure (never the token: requests are not logged).
+        public var log: @Sendable (String) -> Void = { _ in }
+
+        public init() {}
+
+        func validate() throws(HTTPServerError) {
+            guard maxClients >= 1 else { throw .invalidConfiguration("maxClients must be at least 1") }
+            guard requestDeadline > .zero, keepaliveInterval > .zero else {
+                throw .invalidConfiguration("the request deadline and the keepalive interval must be positive")
+            }
+            guard maxFrameBytes >= 1, streamBufferBytes >= 2 * maxFrameBytes else {
+                throw .invalidConfiguration("the stream buffer must hold at least two of the largest frames")
+            }
+        }
+    }
+
+    /// Where a connection is in its life; the ticker cuts `.writing` ones past their deadline.
+    enum Stage {
+        case readingHead
+        case writing(deadline: ContinuousClock.Instant)
+        case streaming(EventStreamClient)
+    }
+
+    struct Client {
+        let socket: Socket
+        var stage: Stage
+    }
+
+    /// Everything that changes together, behind one lock.
+    struct State {
+        var stopping = false
+        var clients: [Int: Client] = [:]
+        var nextID = 0
+        /// Connection threads and the ticker still running; `stop()` waits for zero.
+        var liveThreads = 0
+        /// Threads answering 503 (bounded: beyond it an extra client is just closed).
+        var rejecting = 0
+        /// The latest snapshot frame: what a new or lagging stream client gets first.
+        var snapshot: [UInt8]?
+        var lastKeepalive = ContinuousClock.now
+    }
+
+    public let configuration: Configuration
+    let routes: [String: HTTPRoute]
+    let listener: Listener
+    let state = Guarded(State())
+    let threadsEnded = AsyncSignal<Void>()
+
+    /// The bound address (the real port when 0 was asked for).
+    public var host: String { listener.host }
+    public var port: Int { listener.port }
+
+    /// Binds, starts accepting and returns once connections are accepted. Routes map a path
+    /// (without query) to what it serves.
+    public static func start(_ configuration: Configuration = Configuration(),
+                             routes: [String: HTTPRoute]) async throws -> HTTPServer {
+        try configuration.validate()
+        Socket.ignoreBrokenPipes()
+        let listener = try await Listener.bind(host: configuration.host, port: configuration.port)
+        let server = HTTPServer(configuration: configuration, routes: routes, listener: listener)
+        server.startTicker()
+        listener.start(onAccept: { [server] socket, _ in server.accept(socket) },
+                       onFailure: { [configuration] error in configuration.log("dashboard: \(error)") })
+        return server
+    }
+
+    private init(configuration: Configuration, routes: [String: HTTPRoute], listener: Listener) {
+        self.configuration = configuration
+        self.routes = routes
+        self.listener = listener
+    }
+
+    /// Sends a frame `event: NAME\ndata: DATA\n\n` to every event-stream client, in the order
+    /// of the calls. Callable from any thread or task; it never waits for a client. With
+    /// `snapshot: true` the frame is also kept as the latest state: a new client gets it first,
+    /// and a client whose buffer would overflow skips its backlog and gets it instead (see
+    /// `EventStreamClient`). Throws when the encoded frame is over `maxFrameBytes`.
+    public func publish(event: String, data: String, snapshot: Bool = false) throws(HTTPServerError) {
+        let frame = EventFrame.encode(event: event, data: data)
+        guard frame.count <= configuration.maxFrameBytes else {
+            throw .frameTooLarge(bytes: frame.count, limit: configuration.maxFrameBytes)
+        }
+        state.withLock { state in
+            if snapshot { state.snapshot = frame }
+            for client in state.clients.values {
+                if case .streaming(let stream) = client.stage { stream.enqueue(frame, snapshot: state.snapshot) }
+            }
+        }
+    }
+
+    /// Stops accepting, closes every connection and waits until every thread has ended.
+    public func stop() async {
+        let idle = state.withLock { state -> Bool in
+            state.stopping = true
+            for client in state.clients.values {
+                client.socket.shutdown()
+                if case .streaming(let stream) = client.stage { stream.close() }
+            }
+            return state.liveThreads == 0
+        }
+        listener.stop()
+        await listener.stopped.value
+        if idle { threadsEnded.fulfil(()) }
+        await threadsEnded.value
+    }
+
+    /// Connections open now (streams included).
+    public var clientCount: Int { state.withLock { $0.clients.count } }
+
+    /// Ends a thread's share of the count; the last one after `stop()` wakes it.
+    func threadEnded() {
+        let last = state.withLock { state -> Bool in
+            state.liveThreads -= 1
+            return state.stopping && state.liveThreads == 0
+        }
+        if last { threadsEnded.fulfil(()) }
+    }
+}

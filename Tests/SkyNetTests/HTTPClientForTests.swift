@@ -1,0 +1,101 @@
+import Foundation
+@testable import SkyNet
+
+/// A raw HTTP client for the server tests: bytes in, bytes out, on threads of its own.
+enum HTTPClientForTests {
+    /// A parsed response: status, headers (names lowercased), body.
+    struct Response {
+        let status: Int
+        let headers: [String: String]
+        let body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// Connects to the server on 127.0.0.1.
+    static func connect(_ server: HTTPServer) async throws -> Socket {
+        try await onOwnThread(named: "test-http-connect") {
+            try Socket.connect(host: "127.0.0.1", port: server.port, timeout: .seconds(10))
+        }
+    }
+
+    /// Sends `request`, reads until the server closes (or `silence` passes) and closes.
+    static func exchange(_ server: HTTPServer, _ request: String, silence: Duration = .seconds(20)) async throws -> [UInt8] {
+        let socket = try await connect(server)
+        defer { socket.close() }
+        return try await onOwnThread(named: "test-http-exchange") {
+            _ = try socket.send(Array(request.utf8), wait: true)
+            return readToEnd(socket, silence: silence)
+        }
+    }
+
+    /// `exchange`, parsed.
+    static func get(_ server: HTTPServer, _ request: String) async throws -> Response {
+        let bytes = try await exchange(server, request)
+        guard let response = parse(bytes) else { throw TestFailure("unparsable response: \(String(decoding: bytes, as: UTF8.self))") }
+        return response
+    }
+
+    /// Blocking: reads until the peer closes, an error, or `silence` without a byte.
+    static func readToEnd(_ socket: Socket, silence: Duration, limit: Int = 64 << 20) -> [UInt8] {
+        socket.setReceiveTimeout(silence)
+        var bytes: [UInt8] = []
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+        defer { chunk.deallocate() }
+        while bytes.count < limit, let count = try? socket.receive(into: chunk), count > 0 {
+            bytes += chunk[..<count]
+        }
+        return bytes
+    }
+
+    /// Blocking: reads until `done(bytes so far)` holds, the peer closes, or `silence` passes.
+    static func read(_ socket: Socket, silence: Duration, until done: ([UInt8]) -> Bool) -> [UInt8] {
+        socket.setReceiveTimeout(silence)
+        var bytes: [UInt8] = []
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+        defer { chunk.deallocate() }
+        while !done(bytes), let count = try? socket.receive(into: chunk), count > 0 {
+            bytes += chunk[..<count]
+        }
+        return bytes
+    }
+
+    /// Splits a response into status line, headers and body; nil when it is not one.
+    static func parse(_ bytes: [UInt8]) -> Response? {
+        let separator = Array("\r\n\r\n".utf8)
+        guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: separator) }) else { return nil }
+        let lines = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        let statusParts = lines[0].split(separator: " ")
+        guard statusParts.count >= 2, statusParts[0] == "HTTP/1.1", let status = Int(statusParts[1]) else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Response(status: status, headers: headers, body: Array(bytes[(end + 4)...]))
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs `body` with a started server and always stops it.
+func withHTTPServer(_ configuration: HTTPServer.Configuration = .init(), routes: [String: HTTPRoute] = testRoutes,
+                    _ body: (HTTPServer) async throws -> Void) async throws {
+    let server = try await HTTPServer.start(configuration, routes: routes)
+    do {
+        try await body(server)
+        await server.stop()
+    } catch {
+        await server.stop()
+        throw error
+    }
+}
+
+let testPage = Array("<!doctype html><title>SkyNet</title><p>hello</p>".utf8)
+let testRoutes: [String: HTTPRoute] = [
+    "/": .fixed(contentType: "text/html; charset=utf-8", testPage),
+    "/state": .content(contentType: "application/json") { Array(#"{"completed":3}"#.utf8) },
+    "/events": .eventStream,
+]

@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+@testable import SkyNet
+
+/// The dashboard's Server-Sent Events stream: format, order, snapshot first, slow clients.
+@Suite(.timeLimit(.minutes(3)))
+struct HTTPEventStreamTests {
+    struct Frame: Equatable {
+        let event: String
+        let data: String
+    }
+
+    /// The stream's frames and comments (": …"), in order; the head is skipped when present.
+    static func frames(_ bytes: [UInt8]) -> (frames: [Frame], comments: [String]) {
+        let head = HTTPResponse.eventStreamHead
+        let body = bytes.starts(with: head) ? bytes[head.count...] : bytes[...]
+        var frames: [Frame] = [], comments: [String] = []
+        let text = String(decoding: body, as: UTF8.self)
+        for block in text.components(separatedBy: "\n\n") where !block.isEmpty {
+            let lines = block.components(separatedBy: "\n")
+            if lines.allSatisfy({ $0.hasPrefix(":") }) { comments += lines; continue }
+            guard lines.count >= 2, lines[0].hasPrefix("event: "), lines.dropFirst().allSatisfy({ $0.hasPrefix("data: ") }) else {
+                comments.append("malformed: \(block)")
+                continue
+            }
+            frames.append(Frame(event: String(lines[0].dropFirst(7)), data: lines.dropFirst().map { String($0.dropFirst(6)) }.joined(separator: "\n")))
+        }
+        return (frames, comments)
+    }
+
+    /// Opens /events and reads until `done` holds for the frames so far (or 20 s of silence).
+    static func open(_ server: HTTPServer) async throws -> Socket {
+        let socket = try await HTTPClientForTests.connect(server)
+        _ = try await onOwnThread(named: "test-sse-ask") { try socket.send(Array("GET /events HTTP/1.1\r\n\r\n".utf8), wait: true) }
+        return socket
+    }
+
+    static func read(_ socket: Socket, until done: @escaping @Sendable ([Frame]) -> Bool) async throws -> (frames: [Frame], comments: [String]) {
+        let bytes = try await onOwnThread(named: "test-sse-read") {
+            HTTPClientForTests.read(socket, silence: .seconds(20)) { done(frames($0).frames) }
+        }
+        return frames(bytes)
+    }
+
+    @Test func aNewClientGetsTheLatestSnapshotFirstThenEveryFrameInOrder() async throws {
+        try await withHTTPServer { server in
+            try server.publish(event: "state", data: #"{"n":1}"#, snapshot: true)
+            try server.publish(event: "task", data: #"{"seq":-1}"#)  // before the client: never seen
+            try server.publish(event: "state", data: #"{"n":2}"#, snapshot: true)
+            let socket = try await Self.open(server)
+            defer { socket.close() }
+            let (firstBytes, first) = try await onOwnThread(named: "test-sse-first") { () -> ([UInt8], (frames: [Frame], comments: [String])) in
+                let bytes = HTTPClientForTests.read(socket, silence: .seconds(20)) { Self.frames($0).frames.count >= 1 }
+                return (bytes, Self.frames(bytes))
+            }
+            #expect(firstBytes.starts(with: HTTPResponse.eventStreamHead))
+            #expect(first.frames == [Frame(event: "state", data: #"{"n":2}"#)])
+            // The client holds the snapshot, so it is registered: everything from here reaches it.
+            for seq in 0..<200 { try server.publish(event: "task", data: #"{"seq":\#(seq)}"#) }
+            try server.publish(event: "note", data: "two\nlines")
+            let rest = try await Self.read(socket) { $0.count >= 201 }
+            #expect(rest.comments.isEmpty, "\(rest.comments)")
+            #expect(rest.frames.dropLast().map(\.data) == (0..<200).map { #"{"seq":\#($0)}"# })
+            #expect(rest.frames.last == Frame(event: "note", data: "two\nlines"))
+        }
+    }
+
+    @Test func headOnTheStreamSendsItsHeadAndCloses() async throws {
+        try await withHTTPServer { server in
+            try server.publish(event: "state", data: "{}", snapshot: true)
+            let bytes = try await HTTPClientForTests.exchange(server, "HEAD /events HTTP/1.1\r\n\r\n")
+            #expect(bytes == HTTPResponse.eventStreamHead)
+            let head = String(decoding: bytes, as: UTF8.self)
+            #expect(head.contains("Content-Type: text/event-stream\r\n") && head.contains("Cache-Control: no-store\r\n"))
+        }
+    }
+
+    @Test func anIdleStreamGetsKeepaliveComments() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.keepaliveInterval = .milliseconds(200)
+        try await withHTTPServer(configuration) { server in
+            let socket = try await Self.open(server)
+            defer { socket.close() }
+            let bytes = try await onOwnThread(named: "test-keepalive") {
+                HTTPClientForTests.read(socket, silence: .seconds(20)) { Self.frames($0).comments.count >= 2 }
+            }
+            #expect(Self.frames(bytes).comments == [": keepalive", ": keepalive"])
+        }
+    }
+
+    @Test func aFrameOverTheLimitIsRefused() async throws {
+        try await withHTTPServer { server in
+            let data = String(repeating: "x", count: server.configuration.maxFrameBytes)
+            #expect(throws: HTTPServerError.self) { try server.publish(event: "state", data: data) }
+        }
+    }
+
+    /// A client that never reads while 10,000 frames of 4 KiB (40 MB, more than the kernel's
+    /// buffers hold) are published: publish never waits, the client's backlog stays within
+    /// its 64 KiB bound, and when it reads at last it has skipped forward to the newest frame.
+    @Test func aClientThatNeverReadsSkipsToTheNewestSnapshotAndNeverSlowsThePublisher() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.streamBufferBytes = 64 * 1024
+        configuration.maxFrameBytes = 8 * 1024
+        try await withHTTPServer(configuration) { server in
+            try server.publish(event: "state", data: #"{"seq":-1}"#, snapshot: true)
+            let socket = try await Self.open(server)
+            defer { socket.close() }
+            _ = try await Self.read(socket) { $0.count >= 1 }
+            let padding = String(repeating: "p", count: 4000)
+            let clock = ContinuousClock()
+            var slowest = Duration.zero, largestBacklog = 0
+            let start = clock.now
+            for seq in 0..<10_000 {
+                let before = clock.now
+                try server.publish(event: "state", data: #"{"seq":\#(seq),"pad":"\#(padding)"}"#, snapshot: true)
+                slowest = max(slowest, clock.now - before)
+                if seq % 100 == 0 { largestBacklog = max(largestBacklog, Self.backlog(server).bytes) }
+            }
+            let total = clock.now - start
+            print("10,000 publishes to a stalled client: \(total) in all, slowest \(slowest), largest backlog \(largestBacklog) bytes")
+            #expect(total < .seconds(60), "publishing took \(total)")
+            #expect(largestBacklog <= 64 * 1024)
+            #expect(Self.backlog(server).skips > 0)
+            let received = try await Self.read(socket) { $0.last?.data.hasPrefix(#"{"seq":9999,"#) == true }
+            let seqs = received.frames.compactMap { frame -> Int? in
+                guard let range = frame.data.range(of: #"^\{"seq":(-?\d+)"#, options: .regularExpression) else { return nil }
+                return Int(frame.data[range].dropFirst(7))
+            }
+            #expect(seqs.count == received.frames.count)
+            #expect(seqs.last == 9999)
+            #expect(seqs.count < 10_000, "the client was not skipped forward")
+            #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $0 < $1 }, "frames out of order")
+            #expect(received.comments.contains { $0.hasPrefix(": skipped ") })
+        }
+    }
+
+    static func backlog(_ server: HTTPServer) -> (bytes: Int, skips: Int) {
+        server.state.withLock { state in
+            state.clients.values.reduce((0, 0)) { sum, client in
+                guard case .streaming(let stream) = client.stage else { return sum }
+                let backlog = stream.backlog
+                return (max(sum.0, backlog.bytes), sum.1 + backlog.skips)
+            }
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import Testing
+@testable import SkyNet
+
+/// The dashboard's HTTP server over loopback: answers, limits, deadline, cap, stop.
+@Suite(.timeLimit(.minutes(2)))
+struct HTTPServerTests {
+    @Test func getServesTheRouteWith200AndTheRequiredHeaders() async throws {
+        try await withHTTPServer { server in
+            let response = try await HTTPClientForTests.get(server, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(response.status == 200)
+            #expect(response.body == testPage)
+            #expect(response.headers["content-length"] == String(testPage.count))
+            #expect(response.headers["content-type"] == "text/html; charset=utf-8")
+            #expect(response.headers["cache-control"] == "no-store")
+            #expect(response.headers["x-content-type-options"] == "nosniff")
+            #expect(response.headers["connection"] == "close")
+            let state = try await HTTPClientForTests.get(server, "GET /state?x=1 HTTP/1.0\r\n\r\n")
+            #expect(state.status == 200 && state.text == #"{"completed":3}"#)
+        }
+    }
+
+    @Test func headSendsTheSameHeadersWithoutTheBody() async throws {
+        try await withHTTPServer { server in
+            let get = try await HTTPClientForTests.get(server, "GET / HTTP/1.1\r\n\r\n")
+            let head = try await HTTPClientForTests.get(server, "HEAD / HTTP/1.1\r\n\r\n")
+            #expect(head.status == 200)
+            #expect(head.headers == get.headers)
+            #expect(head.body.isEmpty)
+        }
+    }
+
+    @Test func anUnknownPathIs404() async throws {
+        try await withHTTPServer { server in
+            let response = try await HTTPClientForTests.get(server, "GET /etc/passwd HTTP/1.1\r\n\r\n")
+            #expect(response.status == 404)
+            #expect(response.headers["content-length"] == String(response.body.count))
+            let traversal = try await HTTPClientForTests.get(server, "GET /../Package.swift HTTP/1.1\r\n\r\n")
+            #expect(traversal.status == 404)
+        }
+    }
+
+    @Test(arguments: ["POST", "PUT", "DELETE", "OPTIONS"])
+    func otherMethodsAre405WithAllow(_ method: String) async throws {
+        try await withHTTPServer { server in
+            let response = try await HTTPClientForTests.get(server, "\(method) / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello")
+            #expect(response.status == 405)
+            #expect(response.headers["allow"] == "GET, HEAD")
+        }
+    }
+
+    @Test func garbageAndABadVersionAre400() async throws {
+        try await withHTTPServer { server in
+            let status1 = try await HTTPClientForTests.get(server, "\u{16}\u{03}\u{01}garbage\r\n\r\n").status
+            #expect(status1 == 400)
+            let status2 = try await HTTPClientForTests.get(server, "GET / HTTP/9.9\r\n\r\n").status
+            #expect(status2 == 400)
+        }
+    }
+
+    @Test func oversizedRequestLinesAre414AndOversizedHeadersAre431() async throws {
+        try await withHTTPServer { server in
+            let line = "GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\n\r\n"
+            let status3 = try await HTTPClientForTests.get(server, line).status
+            #expect(status3 == 414)
+            let big = "GET / HTTP/1.1\r\nX-Big: " + String(repeating: "b", count: 20_000) + "\r\n\r\n"
+            let status4 = try await HTTPClientForTests.get(server, big).status
+            #expect(status4 == 431)
+            let many = "GET / HTTP/1.1\r\n" + (0..<150).map { "X-\($0): 1\r\n" }.joined() + "\r\n"
+            let status5 = try await HTTPClientForTests.get(server, many).status
+            #expect(status5 == 431)
+        }
+    }
+
+    /// One header byte every 100 ms never completes the head: the deadline cuts it with 408,
+    /// and its slot (the only one) is free again afterwards.
+    @Test func aSlowlorisClientIsCutAtTheDeadlineAndFreesItsSlot() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.requestDeadline = .seconds(1)
+        configuration.maxClients = 1
+        try await withHTTPServer(configuration) { server in
+            let socket = try await HTTPClientForTests.connect(server)
+            defer { socket.close() }
+            let clock = ContinuousClock(), start = clock.now
+            let (sent, reply) = try await onOwnThread(named: "test-slowloris") { () -> (Int, [UInt8]) in
+                _ = try? socket.send(Array("GET / HTTP/1.1\r\n".utf8), wait: true)
+                var sent = 0
+                // At most 30 s of dripping: far past the deadline, so a server without one fails.
+                for byte in String(repeating: "X-Slow: 1\r\n", count: 30).utf8 {
+                    guard (try? socket.send([byte], wait: true)) == 1 else { break }
+                    sent += 1
+                    if let reply = peek(socket) { return (sent, reply) }
+                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(100))
+                }
+                return (sent, HTTPClientForTests.readToEnd(socket, silence: .seconds(20)))
+            }
+            let waited = clock.now - start
+            #expect(HTTPClientForTests.parse(reply)?.status == 408)
+            #expect(waited >= .milliseconds(900) && waited < .seconds(15), "cut after \(waited)")
+            #expect(sent < 300)
+            socket.shutdown()
+            #expect(await server.waitUntilClients(atMost: 0, timeout: .seconds(20)))
+            // The slot is free: a new client is served, not refused with 503.
+            let status6 = try await HTTPClientForTests.get(server, "GET / HTTP/1.1\r\n\r\n").status
+            #expect(status6 == 200)
+        }
+    }
+
+    /// 200 connections open at once, each then asks: every one gets its page.
+    @Test func twoHundredClientsAtOnceAreAllServed() async throws {
+        try await withHTTPServer { server in
+            var sockets: [Socket] = []
+            defer { for socket in sockets { socket.close() } }
+            for _ in 0..<200 { sockets.append(try await HTTPClientForTests.connect(server)) }
+            let held = sockets
+            let statuses = try await onOwnThread(named: "test-200") { () -> [Int] in
+                for socket in held { _ = try socket.send(Array("GET / HTTP/1.1\r\n\r\n".utf8), wait: true) }
+                return held.map { HTTPClientForTests.parse(HTTPClientForTests.readToEnd($0, silence: .seconds(20)))?.status ?? -1 }
+            }
+            #expect(statuses.count == 200)
+            #expect(statuses.allSatisfy { $0 == 200 }, "\(Dictionary(grouping: statuses) { $0 }.mapValues(\.count))")
+        }
+    }
+
+    /// With a cap of 4, four silent clients hold every slot: the fifth gets 503 at once.
+    @Test func aClientOverTheCapGets503() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.maxClients = 4
+        try await withHTTPServer(configuration) { server in
+            var held: [Socket] = []
+            defer { for socket in held { socket.close() } }
+            for _ in 0..<4 { held.append(try await HTTPClientForTests.connect(server)) }
+            // Accepted in order: the four are counted before the fifth arrives.
+            let response = try await HTTPClientForTests.get(server, "GET / HTTP/1.1\r\n\r\n")
+            #expect(response.status == 503)
+            #expect(server.clientCount == 4)
+        }
+    }
+
+    @Test func stopClosesEveryClientAndReturns() async throws {
+        let server = try await HTTPServer.start(routes: testRoutes)
+        let idle = try await HTTPClientForTests.connect(server)
+        let stream = try await HTTPClientForTests.connect(server)
+        defer { idle.close(); stream.close() }
+        let streamHead = try await onOwnThread(named: "test-stream") { () -> [UInt8] in
+            _ = try stream.send(Array("GET /events HTTP/1.1\r\n\r\n".utf8), wait: true)
+            return HTTPClientForTests.read(stream, silence: .seconds(20)) { $0.count >= HTTPResponse.eventStreamHead.count }
+        }
+        #expect(streamHead == HTTPResponse.eventStreamHead)
+        await server.stop()
+        #expect(server.clientCount == 0)
+        let rest = try await onOwnThread(named: "test-closed") {
+            (HTTPClientForTests.readToEnd(idle, silence: .seconds(10)), HTTPClientForTests.readToEnd(stream, silence: .seconds(10)))
+        }
+        #expect(rest.0.isEmpty && rest.1.isEmpty)
+        await #expect(throws: (any Error).self) { try await HTTPClientForTests.connect(server) }
+    }
+
+    @Test func aBadConfigurationIsRefused() async {
+        var configuration = HTTPServer.Configuration()
+        configuration.streamBufferBytes = configuration.maxFrameBytes
+        await #expect(throws: HTTPServerError.self) { try await HTTPServer.start(configuration, routes: [:]) }
+    }
+}
+
+/// Non-blocking: whatever has already arrived, or nil.
+private func peek(_ socket: Socket) -> [UInt8]? {
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let count = buffer.withUnsafeMutableBytes { recv(socket.descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+    return count > 0 ? Array(buffer[..<count]) + HTTPClientForTests.readToEnd(socket, silence: .seconds(5)) : nil
+}
