@@ -23,22 +23,7 @@ extension Workloads {
             return 2000 / run.seconds
         }
         func roundTripP50(_ node: NodeProcess, token: String?) throws -> Double {
-            let rounds = 20_000
-            let samples = try blocking {
-                let peer = try await PeerConnection.open(name: node.name, host: node.host, port: node.port,
-                                                         token: token, timeout: .seconds(5))
-                defer { peer.close() }
-                let remote = RemoteSystem(name: node.name, peer: peer, timeout: .seconds(5))
-                var samples: [Double] = []
-                let clock = ContinuousClock()
-                for round in 0..<(rounds + rounds / 10) {
-                    let start = clock.now
-                    _ = try await remote.run(ScanTask(input: round, duration: 0))
-                    if round >= rounds / 10 { samples.append((clock.now - start).seconds * 1e6) }
-                }
-                return samples
-            }
-            return percentile(samples, 50)
+            percentile(try roundTrips(to: node, token: token, rounds: 20_000), 50)
         }
 
         _ = try throughput(plain, plainEnvironment)  // warm-up

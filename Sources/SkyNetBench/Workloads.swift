@@ -93,20 +93,7 @@ struct Workloads {
         let node = cluster.nodes[0]
         var ours: [Double] = [], raw: [Double] = []
         for _ in 0..<runs {
-            let samples = try blocking {
-                let peer = try await PeerConnection.open(name: node.name, host: node.host, port: node.port,
-                                                         token: nil, timeout: .seconds(5))
-                defer { peer.close() }
-                let remote = RemoteSystem(name: node.name, peer: peer, timeout: .seconds(5))
-                var samples: [Double] = []
-                let clock = ContinuousClock()
-                for round in 0..<(rounds + rounds / 10) {
-                    let start = clock.now
-                    _ = try await remote.run(ScanTask(input: round, duration: 0))
-                    if round >= rounds / 10 { samples.append((clock.now - start).seconds * 1e6) }
-                }
-                return samples
-            }
+            let samples = try roundTrips(to: node, token: nil, rounds: rounds)
             ours.append(contentsOf: [percentile(samples, 50), percentile(samples, 99)])
             let floor = try PingPong.measure(bench: bench, rounds: rounds)
             raw.append(contentsOf: [percentile(floor, 50), percentile(floor, 99)])
@@ -123,6 +110,25 @@ struct Workloads {
                 target: "-", met: nil),
             Row(workload: "W5", measure: "raw ping-pong p50", unit: "µs", values: rawP50, ideal: "-", target: "-", met: nil),
         ]
+    }
+
+    /// `rounds` remote no-op round trips to `node` through the product, in µs, after a warm-up
+    /// of a tenth as many.
+    func roundTrips(to node: NodeProcess, token: String?, rounds: Int) throws -> [Double] {
+        try blocking {
+            let peer = try await PeerConnection.open(name: node.name, host: node.host, port: node.port,
+                                                     token: token, timeout: .seconds(5))
+            defer { peer.close() }
+            let remote = RemoteSystem(name: node.name, peer: peer, timeout: .seconds(5))
+            var samples: [Double] = []
+            let clock = ContinuousClock()
+            for round in 0..<(rounds + rounds / 10) {
+                let start = clock.now
+                _ = try await remote.run(ScanTask(input: round, duration: 0))
+                if round >= rounds / 10 { samples.append((clock.now - start).seconds * 1e6) }
+            }
+            return samples
+        }
     }
 
     /// W6: 16 nodes × 4 slots, 640 tasks of 100 ms.
