@@ -91,14 +91,9 @@ extension ProcessTests {
         @Test func aFlippedByteInACoordinatorRequestIsRefusedByTheNodeAndTheScanCompletes() async throws {
             let tamper = RecordingProxy.Tamper.flip(.fromClient, occurrence: 1, matching: #""type":"scan""#)
             try await withProxiedCluster(direct: true, tamper: tamper, proxyConnections: 1) { cluster in
-                let scan = try await cluster.scan(total: 24)
-                let events = try ScanEvents(scan)
-                events.expectEverySectorCompletedOnce(total: 24)
-                let tampering = try #require(cluster.proxy.tamperings.first)
-                let sequence = try #require(sequenceNumber(of: tampering.original))
-                let logged = try await cluster.beta.waitForErrorLine(timeout: .seconds(30)) { $0.contains("[Node] Disconnected: coordinator") }
-                #expect(logged.contains("(a line whose MAC is wrong (sequence \(sequence)): altered, or not from the peer)"), "\(logged)")
-                #expect(events.of("disconnected").contains { $0["system"] as? String == "beta" })
+                let (events, tampering) = try await scanThroughANodeThatRefuses(cluster) { sequence in
+                    "(a line whose MAC is wrong (sequence \(sequence)): altered, or not from the peer)"
+                }
 
                 let input = try #require(inputOfRequest(tampering.original))
                 #expect(events.retries(of: input) >= 1, "sector \(input) was not re-run")
@@ -114,14 +109,9 @@ extension ProcessTests {
         @Test func aReplayedRequestIsRefusedByTheNodeAndTheScanCompletes() async throws {
             let tamper = RecordingProxy.Tamper.replay(.fromClient, occurrence: 0, matching: #""type":"scan""#, laterBy: 1)
             try await withProxiedCluster(direct: true, tamper: tamper) { cluster in
-                let scan = try await cluster.scan(total: 24)
-                let events = try ScanEvents(scan)
-                events.expectEverySectorCompletedOnce(total: 24)
-                let tampering = try #require(cluster.proxy.tamperings.first)
-                let sequence = try #require(sequenceNumber(of: tampering.original))
-                let logged = try await cluster.beta.waitForErrorLine(timeout: .seconds(30)) { $0.contains("[Node] Disconnected: coordinator") }
-                #expect(logged.contains("(a replayed line (sequence \(sequence) was already received))"), "\(logged)")
-                #expect(events.of("disconnected").contains { $0["system"] as? String == "beta" })
+                let (events, _) = try await scanThroughANodeThatRefuses(cluster) { sequence in
+                    "(a replayed line (sequence \(sequence) was already received))"
+                }
                 #expect(events.of("retry").count >= 1, "the tasks pending on the refused connection ran again")
                 #expect(await cluster.proxy.waitForEnd(ofConnection: 0))
             }
@@ -134,6 +124,23 @@ extension ProcessTests {
 /// Node `beta` behind a recording proxy (that lets in `proxyConnections` connections, then
 /// closes every new one at once) and (`direct`) node `gamma` reached directly, both with a
 /// fresh token; the cluster file names beta at the proxy's port. Stops all on every path.
+/// Scans 24 sectors through a proxy that alters a coordinator line: every sector completes
+/// once, beta logs its disconnect with `reason` (given the altered line's sequence number), and
+/// the coordinator reports beta disconnected. Returns the events and what the proxy changed.
+private func scanThroughANodeThatRefuses(
+    _ cluster: ProxiedCluster, reason: (UInt64) -> String
+) async throws -> (ScanEvents, RecordingProxy.Tampering) {
+    let scan = try await cluster.scan(total: 24)
+    let events = try ScanEvents(scan)
+    events.expectEverySectorCompletedOnce(total: 24)
+    let tampering = try #require(cluster.proxy.tamperings.first)
+    let sequence = try #require(sequenceNumber(of: tampering.original))
+    let logged = try await cluster.beta.waitForErrorLine(timeout: .seconds(30)) { $0.contains("[Node] Disconnected: coordinator") }
+    #expect(logged.contains(reason(sequence)), "\(logged)")
+    #expect(events.of("disconnected").contains { $0["system"] as? String == "beta" })
+    return (events, tampering)
+}
+
 private struct ProxiedCluster: Sendable {
     let proxy: RecordingProxy
     let beta: RunningProcess
