@@ -66,11 +66,27 @@ extension ScanCommand {
         let peers = ClusterConfig(
             nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
             capacity: cluster.capacity)
+        let board = dashboard == nil ? nil : ScanBoard(total: count - done.count, resumed: done.count, systems: dashboardSystems(peers: peers))
+        var served: Dashboard?
+        do {
+            if let dashboard, let board { served = try await startDashboard(at: dashboard, board: board, systems: systems) }
+        } catch {
+            await output.error("--dashboard \(dashboard.map { "\($0.host):\($0.port)" } ?? ""): \(error)")
+            await output.close()
+            for node in spawned { await node.stop() }
+            return 2
+        }
         let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
             capacity: capacity, timeout: .seconds(timeout), token: token?.value,
-            job: job, jobSummary: jobs.job(named: job)?.summary)) { await output.cluster($0) }
+            job: job, jobSummary: jobs.job(named: job)?.summary)) { event in
+            board?.record(event)
+            await output.cluster(event)
+        }
 
-        var coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { await output.scan($0) }
+        var coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { event in
+            board?.record(event)
+            await output.scan(event)
+        }
         coordinator.orderWindow = keepOrder ? Self.orderWindow : nil
         let feed = inputs.map { $0.feed { [job, duration, taskTimeout] sector, text in
             done.contains(sector) ? nil : ScanTask(input: sector, duration: duration, job: job, text: text, timeout: taskTimeout)
@@ -103,10 +119,12 @@ extension ScanCommand {
         // Links stop first, so no peer event follows the summary; a link still connecting is
         // left to the process's exit rather than awaited (its connect may take --timeout).
         await links.stop()
-        await output.finish(report, resumed: done.count)
+        let summary = await output.finish(report, resumed: done.count)
+        board?.finish(report, summary: summary)
         await withTaskGroup(of: Void.self) { group in
             for node in spawned { group.addTask { await node.stop() } }
         }
+        await closeDashboard(served, signals: signals)
         if report.interrupted, let signal = stopSignal.current { return 128 + signal }
         if let failure = feed?.failure {
             await output.error("\(failure)")

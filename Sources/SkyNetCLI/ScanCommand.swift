@@ -11,6 +11,7 @@ struct ScanCommand: Command {
                            [--journal FILE [--resume]] [--json] [--quiet] [--token-file FILE]
                            [--job NAME[=COMMAND]] [--inputs FILE|-] [--results [--keep-order]]
                            [--task-timeout S] [--max-output BYTES]
+                           [--dashboard [HOST:]PORT [--dashboard-linger S]]
         """
     static let help = """
         Run a scan of `total` sectors. Each task goes to the first system with a free slot: this
@@ -40,6 +41,12 @@ struct ScanCommand: Command {
           --json               print JSON Lines events instead of log lines (see README)
           --quiet              no live progress line (also: NO_COLOR set, or stderr not a terminal)
           --token-file FILE    the cluster's token, instead of SKYNET_TOKEN (chmod 600 FILE)
+          --dashboard [HOST:]PORT
+                               serve a live dashboard in the browser at http://HOST:PORT/
+                               (HOST 127.0.0.1 unless given; PORT 0 picks a free one; with a
+                               token the page asks for it)
+          --dashboard-linger S keep serving the final state S seconds after the scan, 0...86400
+                               (default 0)
 
         real work:
           --job NAME           run the job NAME on each input (default: scan, the built-in simulated
@@ -77,6 +84,7 @@ struct ScanCommand: Command {
           skynet scan --total 200 --cluster cluster.json --local-capacity 0
           skynet scan --total 1000 --journal scan.jsonl --resume
           skynet scan --total 100 --duration 0.1 --failing-every 0
+          skynet scan --total 2000 --duration 0.05 --spawn 3 --dashboard 8080
           ls *.jpg > files.txt; skynet scan --spawn 2 --job sum='sha256sum {}' --inputs files.txt --results
         """
 
@@ -109,13 +117,21 @@ struct ScanCommand: Command {
     let taskTimeout: Double?
     let maxOutput: Int?
     let token: ClusterToken?
+    let dashboard: DashboardAddress?
+    let dashboardLinger: Double
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Arguments(arguments, options: [
             "total", "cluster", "spawn", "duration", "timeout", "capacity", "local-capacity", "failing-every",
             "max-attempts", "journal", "job", "inputs", "task-timeout", "max-output", "token-file",
+            "dashboard", "dashboard-linger",
         ], flags: ["resume", "json", "quiet", "results", "keep-order"])
         token = try ClusterToken.load(args)
+        dashboard = try args.string("dashboard").map { (text) throws(UsageError) in try DashboardAddress.parse(text) }
+        dashboardLinger = try args.double("dashboard-linger", default: 0, in: 0...86400)
+        if dashboard == nil, args.string("dashboard-linger") != nil {
+            throw UsageError("--dashboard-linger keeps the dashboard of --dashboard: give --dashboard too")
+        }
         total = try args.int("total", default: 20, in: 0...10_000_000)
         totalGiven = args.string("total") == nil ? nil : total
         (job, jobCommand) = try Self.parseJob(args.string("job"))

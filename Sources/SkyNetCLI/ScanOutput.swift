@@ -136,7 +136,9 @@ final class ScanOutput: Sendable {
     }
 
     /// The closing lines; `resumed` sectors came from the journal and count as completed.
-    func finish(_ report: ScanReport, resumed: Int) async {
+    /// Returns the summary as the JSON event `--json` prints (the dashboard's `/state` holds it).
+    @discardableResult
+    func finish(_ report: ScanReport, resumed: Int) async -> JSONLine {
         // Results held for their turn behind a sector that never had its outcome (a stopped
         // scan) still go out, in input order, before the closing lines.
         await printResults(results?.drain())
@@ -148,6 +150,8 @@ final class ScanOutput: Sendable {
         peerEventsOpen.withLock { $0 = false }
         await progress?.stop()
         let completed = resumed + report.completed
+        var json = SummaryTable(report).json(resumed: resumed)
+        json.add("time", secondsSinceStart)
         switch format {
         case .text:
             if report.interrupted {
@@ -159,10 +163,9 @@ final class ScanOutput: Sendable {
             // The table goes to stderr: stdout's last line stays the `Finished` line.
             await Console.printError(SummaryTable(report).text)
         case .json:
-            var json = SummaryTable(report).json(resumed: resumed)
-            json.add("time", secondsSinceStart)
             await emit(json)
         }
+        return json
     }
 
     /// A JSON event stamped with the time it is made.

@@ -9,15 +9,9 @@ struct SummaryTable {
         self.report = report
     }
 
-    /// Systems in the order people expect: local first, then by name.
-    private var rows: [(name: String, tally: SystemTally)] {
-        let order = { (name: String) in (name == ClusterConfig.localName ? 0 : 1, name) }
-        return report.systems.sorted { order($0.key) < order($1.key) }.map { ($0.key, $0.value) }
-    }
+    private var rows: [(name: String, tally: SystemTally)] { report.systemsInOrder }
 
-    private func share(_ tally: SystemTally) -> Double {
-        report.completed == 0 ? 0 : Double(tally.completed) / Double(report.completed)
-    }
+    private func share(_ tally: SystemTally) -> Double { report.share(of: tally) }
 
     var text: String {
         let header = ["system", "completed", "failed", "re-runs", "busy", "mean s", "share"]
@@ -38,27 +32,7 @@ struct SummaryTable {
     func json(resumed: Int) -> JSONLine {
         var json = JSONLine()
         json.add("event", "summary")
-        json.add("total", report.total + resumed)
-        json.add("completed", report.completed + resumed)
-        json.add("resumed", resumed)
-        json.add("failed", report.gaveUp)
-        json.add("not_run", report.notRun)
-        json.add("reruns", report.reruns)
-        json.add("busy", report.busyBounces)
-        json.add("seconds", report.seconds)
-        json.add("interrupted", report.interrupted)
-        var systems = JSONLine()
-        for row in rows {
-            var system = JSONLine()
-            system.add("completed", row.tally.completed)
-            system.add("failed", row.tally.failed)
-            system.add("reruns", row.tally.reruns)
-            system.add("busy", row.tally.busy)
-            system.add("mean_seconds", row.tally.meanSeconds)
-            system.add("share", share(row.tally))
-            systems.add(row.name, object: system)
-        }
-        json.add("systems", object: systems)
+        report.addSummary(to: &json, resumed: resumed)
         return json
     }
 }

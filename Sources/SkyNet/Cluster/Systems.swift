@@ -8,6 +8,15 @@ public struct Reservation: Sendable {
     public var name: String { system.name }
 }
 
+/// One system's slots at a moment (`Systems.slotUse`).
+public struct SlotUse: Sendable, Equatable {
+    public let name: String
+    public let capacity: Int
+    public let inFlight: Int
+    /// Held back from new work until it answers a ping.
+    public let suspended: Bool
+}
+
 /// The registry of systems a coordinator hands work to: its local system first, then peers.
 ///
 /// It owns the slot counts, so checking for a free slot and taking it is one synchronous
@@ -44,6 +53,11 @@ public actor Systems {
     /// Slots reserved right now on the system called `name` (0 when there is none).
     public func inFlight(on name: String) -> Int {
         entries.first { $0.system.name == name }?.inFlight ?? 0
+    }
+
+    /// Every system's slots right now, in order: what a live view shows.
+    public var slotUse: [SlotUse] {
+        entries.map { SlotUse(name: $0.system.name, capacity: $0.capacity, inFlight: $0.inFlight, suspended: $0.suspended) }
     }
 
     /// How many callers wait in line for a slot: lets tests await a waiter instead of sleeping.

@@ -2,10 +2,14 @@
 public enum HTTPStatus: Int, Sendable, Equatable {
     case ok = 200
     case badRequest = 400
+    case unauthorized = 401
+    case forbidden = 403
     case notFound = 404
     case methodNotAllowed = 405
     case requestTimeout = 408
     case uriTooLong = 414
+    case misdirectedRequest = 421
+    case tooManyRequests = 429
     case headerFieldsTooLarge = 431
     case serviceUnavailable = 503
 
@@ -13,10 +17,14 @@ public enum HTTPStatus: Int, Sendable, Equatable {
         switch self {
         case .ok: "OK"
         case .badRequest: "Bad Request"
+        case .unauthorized: "Unauthorized"
+        case .forbidden: "Forbidden"
         case .notFound: "Not Found"
         case .methodNotAllowed: "Method Not Allowed"
         case .requestTimeout: "Request Timeout"
         case .uriTooLong: "URI Too Long"
+        case .misdirectedRequest: "Misdirected Request"
+        case .tooManyRequests: "Too Many Requests"
         case .headerFieldsTooLarge: "Request Header Fields Too Large"
         case .serviceUnavailable: "Service Unavailable"
         }
@@ -26,16 +34,25 @@ public enum HTTPStatus: Int, Sendable, Equatable {
 /// A complete response, encoded to bytes. Every response carries Content-Type,
 /// `Cache-Control: no-store` and `X-Content-Type-Options: nosniff`; a plain one also
 /// Content-Length and `Connection: close` (one request per connection keeps the server simple).
-struct HTTPResponse {
-    var status: HTTPStatus
-    var contentType: String
-    var body: [UInt8]
-    var extraHeaders: [(String, String)] = []
+public struct HTTPResponse: Sendable {
+    public var status: HTTPStatus
+    public var contentType: String
+    public var body: [UInt8]
+    /// Headers besides the common ones (e.g. `Set-Cookie`); names and values must not hold
+    /// CR or LF (they come from our code, never from a request).
+    public var extraHeaders: [(String, String)] = []
 
-    /// A short text/plain answer for an error status.
-    static func error(_ status: HTTPStatus) -> HTTPResponse {
+    public init(status: HTTPStatus, contentType: String, body: [UInt8], extraHeaders: [(String, String)] = []) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+        self.extraHeaders = extraHeaders
+    }
+
+    /// A short text/plain answer for an error status (`detail` on a second line).
+    public static func error(_ status: HTTPStatus, detail: String? = nil) -> HTTPResponse {
         var response = HTTPResponse(status: status, contentType: "text/plain; charset=utf-8",
-                                    body: Array("\(status.rawValue) \(status.reason)\n".utf8))
+                                    body: Array("\(status.rawValue) \(status.reason)\n\(detail.map { $0 + "\n" } ?? "")".utf8))
         if status == .methodNotAllowed { response.extraHeaders.append(("Allow", "GET, HEAD")) }
         return response
     }

@@ -77,11 +77,14 @@ extension HTTPServer {
             return respond(id, socket, .error(.methodNotAllowed), body: true)
         }
         let withBody = request.method == "GET"
+        if let refusal = configuration.admit(request) { return respond(id, socket, refusal, body: withBody) }
         switch routes[request.path] {
         case nil:
             respond(id, socket, .error(.notFound), body: withBody)
         case .content(let contentType, let body):
             respond(id, socket, HTTPResponse(status: .ok, contentType: contentType, body: body()), body: withBody)
+        case .respond(let answer):
+            respond(id, socket, answer(request), body: withBody)
         case .eventStream where !withBody:
             respond(id, socket, nil, body: false)
         case .eventStream:

@@ -2,6 +2,9 @@
 public enum HTTPRoute: Sendable {
     /// A body made when the request comes, on the connection's own thread (keep it quick).
     case content(contentType: String, body: @Sendable () -> [UInt8])
+    /// A response made from the request (its query, its headers), on the connection's own
+    /// thread: it may take its time (a wait there holds that connection only).
+    case respond(@Sendable (HTTPRequest) -> HTTPResponse)
     /// The Server-Sent Events stream fed by `HTTPServer.publish(event:data:snapshot:)`.
     case eventStream
 
@@ -53,6 +56,9 @@ public final class HTTPServer: Sendable {
         public var keepaliveInterval: Duration = .seconds(15)
         /// Hears a connection's failure (never the token: requests are not logged).
         public var log: @Sendable (String) -> Void = { _ in }
+        /// Looks at every GET or HEAD before it is routed: a response refuses it (a wrong
+        /// `Host`, no session), nil lets it through.
+        public var admit: @Sendable (HTTPRequest) -> HTTPResponse? = { _ in nil }
 
         public init() {}
 

@@ -2,7 +2,7 @@
 ///
 /// Hand-written because the messages are small and flat; keys are written as given and
 /// string values escaped, so the line never holds a raw newline.
-public struct JSONLine {
+public struct JSONLine: Sendable {
     private var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var empty = true
 
@@ -39,6 +39,35 @@ public struct JSONLine {
         bytes.append(contentsOf: object.bytes)
         bytes.append(UInt8(ascii: "}"))
     }
+
+    /// An array of objects.
+    public mutating func add(_ key: String, objects: [JSONLine]) {
+        self.key(key)
+        bytes.append(UInt8(ascii: "["))
+        for (index, object) in objects.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: object.bytes)
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// An array of whole numbers.
+    public mutating func add(_ key: String, integers: [Int]) {
+        self.key(key)
+        bytes.append(UInt8(ascii: "["))
+        bytes.append(contentsOf: integers.map(String.init).joined(separator: ",").utf8)
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// `null`: a value not known yet.
+    public mutating func addNull(_ key: String) {
+        self.key(key)
+        bytes.append(contentsOf: "null".utf8)
+    }
+
+    /// The object without a newline (for a nested use such as an event-stream frame).
+    public var object: [UInt8] { bytes + [UInt8(ascii: "}")] }
 
     /// The finished line: the object and its newline.
     public var line: [UInt8] {

@@ -1,0 +1,80 @@
+/// A scan's dashboard: the page at `/`, the state at `/state` and its live frames at
+/// `/events`, served by our `HTTPServer` from a `ScanBoard`.
+///
+/// One frame a tenth of a second (one a second once the scan has ended): each is the whole
+/// state, published as the stream's snapshot, so a browser that falls behind skips to the
+/// newest frame and never holds the scan back, whatever the scan's rate.
+public final class Dashboard: Sendable {
+    public let board: ScanBoard
+    let server: HTTPServer
+    let access: DashboardAccess
+    private let ticker: Task<Void, Never>
+
+    public static let frameInterval: Duration = .milliseconds(100)
+
+    /// Starts serving on `host:port` (0: a free port) and returns once it accepts connections.
+    /// `systems` is read every frame for each system's slots.
+    public static func start(board: ScanBoard, systems: Systems, host: String, port: Int, token: String?,
+                             log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Dashboard {
+        var configuration = HTTPServer.Configuration()
+        configuration.host = host
+        configuration.port = port
+        configuration.log = log
+        // The port is known only once bound: the Host check is made for the real one.
+        let access = Locked<DashboardAccess?>(nil)
+        configuration.admit = { request in
+            guard let ready = access.withLock({ $0 }) else { return .error(.serviceUnavailable, detail: "starting") }
+            return ready.refusal(of: request)
+        }
+        let page = Array(DashboardPage.html.utf8)
+        let server = try await HTTPServer.start(configuration, routes: [
+            "/": .fixed(contentType: "text/html; charset=utf-8", page),
+            "/state": .content(contentType: "application/json") { board.currentState() },
+            "/events": .eventStream,
+            "/login/challenge": .respond { request in access.withLock { $0 }?.challenge(request) ?? .error(.serviceUnavailable) },
+            "/login": .respond { request in access.withLock { $0 }?.login(request) ?? .error(.serviceUnavailable) },
+        ])
+        let ready = DashboardAccess(token: token, host: server.host, port: server.port)
+        access.withLock { $0 = ready }
+        return Dashboard(board: board, server: server, access: ready, systems: systems)
+    }
+
+    private init(board: ScanBoard, server: HTTPServer, access: DashboardAccess, systems: Systems) {
+        self.board = board
+        self.server = server
+        self.access = access
+        ticker = Task { [board, server] in
+            while !Task.isCancelled {
+                board.update(await systems.slotUse)
+                Self.publish(board, on: server)
+                try? await Task.sleep(for: board.isFinished ? .seconds(1) : Self.frameInterval)
+            }
+        }
+    }
+
+    /// The page's address, e.g. `http://127.0.0.1:8080/`.
+    public var url: String {
+        let host = server.host.contains(":") ? "[\(server.host)]" : server.host
+        return "http://\(host):\(server.port)/"
+    }
+
+    public var host: String { server.host }
+    public var port: Int { server.port }
+
+    /// Sends a frame now (the final state, at once, when the scan has ended).
+    public func publishNow() {
+        Self.publish(board, on: server)
+    }
+
+    /// Stops the frames and the server; every connection is closed.
+    public func stop() async {
+        ticker.cancel()
+        await server.stop()
+    }
+
+    private static func publish(_ board: ScanBoard, on server: HTTPServer) {
+        // A frame over the limit (a cluster of thousands of slots) is not sent; the page keeps
+        // the previous one and `/state` still answers.
+        try? server.publish(event: "state", data: String(decoding: board.frame(), as: UTF8.self), snapshot: true)
+    }
+}

@@ -1,0 +1,144 @@
+/// Who may read a dashboard: the Host check that stops DNS rebinding, and, when the cluster
+/// has a token, a login that proves the token without sending it.
+///
+/// Login (docs/PROTOCOL.md, "Dashboard"): `GET /login/challenge` gives a fresh nonce;
+/// the page answers `GET /login?nonce=N&proof=P` with P = hex HMAC-SHA256(token,
+/// "skynet dashboard proof\n" ‖ N), and a right proof gets a random session cookie
+/// (`HttpOnly`, `SameSite=Strict`). Nonces are single-use and live 60 s; at most 64 nonces
+/// and 64 sessions are kept (the oldest go first); after a wrong proof no other proof is
+/// checked for a second (`429`), so guessing online runs at one guess a second.
+/// The session id does travel in clear (plain HTTP), so whoever can read the traffic can
+/// read the dashboard too, as they can read the scan's own lines: never the token.
+public final class DashboardAccess: Sendable {
+    struct State {
+        var nonces: [(value: String, expires: ContinuousClock.Instant)] = []
+        var sessions: [String] = []
+        var nextProofAllowed = ContinuousClock.now
+    }
+
+    static let proofLabel = "skynet dashboard proof\n"
+    static let cookieName = "skynet_session"
+    static let maxNonces = 64
+    static let maxSessions = 64
+    static let nonceLifetime: Duration = .seconds(60)
+    static let wrongProofPause: Duration = .seconds(1)
+    /// Paths that show the scan: they need a session when there is a token.
+    static let privatePaths: Set<String> = ["/state", "/events"]
+
+    private let key: HMACSHA256?
+    /// `Host` values a browser may send to a loopback-bound dashboard; nil: any (bound elsewhere).
+    private let allowedHosts: Set<String>?
+    private let state = Locked(State())
+
+    /// - Parameters:
+    ///   - token: the cluster's token, or nil when there is none (no login then).
+    ///   - host, port: where the dashboard listens.
+    public init(token: String?, host: String, port: Int) {
+        key = token.map { HMACSHA256(key: Array($0.utf8)) }
+        allowedHosts = Self.isLoopback(host)
+            ? Set([host, "127.0.0.1", "localhost", "[::1]"].map { "\($0):\(port)" }) : nil
+    }
+
+    /// Whether logging in is needed at all.
+    public var needsLogin: Bool { key != nil }
+
+    /// Whether `host` is a loopback address (binding anywhere else warns).
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// The refusal of a request that may not go on, or nil (see `HTTPServer.Configuration.admit`).
+    public func refusal(of request: HTTPRequest) -> HTTPResponse? {
+        if let allowedHosts, let host = request.header("host"), !allowedHosts.contains(host.lowercased()) {
+            // A page of another site whose name was pointed at 127.0.0.1 (DNS rebinding).
+            return .error(.misdirectedRequest, detail: "this dashboard answers only to 127.0.0.1 or localhost")
+        }
+        guard key != nil, Self.privatePaths.contains(request.path), !hasSession(request) else { return nil }
+        return Self.json(.unauthorized, #"{"error":"log in: this dashboard needs the cluster's token"}"#)
+    }
+
+    /// `GET /login/challenge`: a fresh nonce.
+    public func challenge(_ request: HTTPRequest) -> HTTPResponse {
+        guard key != nil else { return Self.json(.notFound, #"{"error":"this dashboard has no token to log in with"}"#) }
+        let nonce = Secrets.hex(Secrets.randomBytes(32))
+        state.withLock { state in
+            let now = ContinuousClock.now
+            state.nonces.removeAll { $0.expires < now }
+            if state.nonces.count >= Self.maxNonces { state.nonces.removeFirst() }
+            state.nonces.append((nonce, now + Self.nonceLifetime))
+        }
+        return Self.json(.ok, #"{"nonce":"\#(nonce)"}"#)
+    }
+
+    /// `GET /login?nonce=N&proof=P`: a session cookie for a right proof.
+    public func login(_ request: HTTPRequest) -> HTTPResponse {
+        guard let key else { return Self.json(.notFound, #"{"error":"this dashboard has no token to log in with"}"#) }
+        let fields = Self.queryFields(request.query)
+        guard let nonce = fields["nonce"], let proofText = fields["proof"],
+              nonce.utf8.count == 64, let proof = Secrets.bytes(fromHex: proofText), proof.count == HMACSHA256.tagCount else {
+            return Self.json(.badRequest, #"{"error":"give nonce (from /login/challenge) and proof, 64 hex digits each"}"#)
+        }
+        enum Verdict { case tooSoon, unknownNonce, checked(Bool) }
+        let verdict = state.withLock { state -> Verdict in
+            let now = ContinuousClock.now
+            guard now >= state.nextProofAllowed else { return .tooSoon }
+            guard let index = state.nonces.firstIndex(where: { $0.value == nonce && $0.expires >= now }) else { return .unknownNonce }
+            state.nonces.remove(at: index)  // single use, right or wrong
+            let right = Secrets.equal(key.tag(Array((Self.proofLabel + nonce).utf8)), proof)
+            if !right { state.nextProofAllowed = now + Self.wrongProofPause }
+            return .checked(right)
+        }
+        switch verdict {
+        case .tooSoon:
+            return Self.json(.tooManyRequests, #"{"error":"a wrong token was tried less than a second ago: try again"}"#)
+        case .unknownNonce:
+            return Self.json(.forbidden, #"{"error":"unknown or expired nonce: ask /login/challenge again"}"#)
+        case .checked(false):
+            return Self.json(.forbidden, #"{"error":"wrong token"}"#)
+        case .checked(true):
+            let session = Secrets.hex(Secrets.randomBytes(32))
+            state.withLock { state in
+                if state.sessions.count >= Self.maxSessions { state.sessions.removeFirst() }
+                state.sessions.append(session)
+            }
+            var response = Self.json(.ok, #"{"ok":true}"#)
+            response.extraHeaders.append(("Set-Cookie", "\(Self.cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict"))
+            return response
+        }
+    }
+
+    private func hasSession(_ request: HTTPRequest) -> Bool {
+        guard let cookies = request.header("cookie") else { return false }
+        let offered = cookies.split(separator: ";").compactMap { pair -> String? in
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, parts[0].trimmingSpaces == Self.cookieName else { return nil }
+            return String(parts[1].trimmingSpaces)
+        }
+        guard !offered.isEmpty else { return false }
+        return state.withLock { state in
+            offered.contains { candidate in state.sessions.contains { Secrets.equal(Array($0.utf8), Array(candidate.utf8)) } }
+        }
+    }
+
+    /// `a=1&b=2` as a dictionary (no percent-decoding: our values are hex).
+    static func queryFields(_ query: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in query.split(separator: "&").prefix(16) {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+        }
+        return fields
+    }
+
+    static func json(_ status: HTTPStatus, _ body: String) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "application/json", body: Array((body + "\n").utf8))
+    }
+}
+
+extension Substring {
+    /// Without the spaces at either end.
+    fileprivate var trimmingSpaces: Substring {
+        guard let first = firstIndex(where: { $0 != " " }), let last = lastIndex(where: { $0 != " " }) else { return "" }
+        return self[first...last]
+    }
+}

@@ -1,0 +1,242 @@
+extension DashboardPage {
+    /// The page's script: logs in when the dashboard asks for it, then renders every `state`
+    /// frame of `/events`. It draws once per frame (at most ten a second), never in a loop of
+    /// its own, so a page left open costs the machine running the scan little.
+    static let script = #"""
+        'use strict';
+        (function () {
+          const $ = (id) => document.getElementById(id);
+          const WINDOW_MS = 60000, MAX_BARS = 20000;
+          const colours = {};
+          for (const name of ['done', 'failed', 'rerun', 'cancelled', 'running']) {
+            colours[name] = getComputedStyle(document.documentElement).getPropertyValue('--' + name).trim();
+          }
+          let source = null, ended = false, bars = [], latest = null;
+
+          function clock(seconds) {
+            if (seconds === null || seconds === undefined || !isFinite(seconds)) return '--:--';
+            const s = Math.max(0, Math.round(seconds)), h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60;
+            const ss = String(s % 60).padStart(2, '0');
+            return h > 0 ? h + ':' + String(m).padStart(2, '0') + ':' + ss : m + ':' + ss;
+          }
+
+          function start() {
+            fetch('/state', { cache: 'no-store' }).then((response) => {
+              if (response.status === 401) { showLogin(); return null; }
+              if (!response.ok) throw new Error('HTTP ' + response.status);
+              return response.json();
+            }).then((state) => {
+              if (!state) return;
+              render(state);
+              if (state.scan !== 'finished') listen();
+            }).catch((error) => { $('connection').textContent = 'cannot reach the coordinator (' + error.message + ')'; });
+          }
+
+          function listen() {
+            source = new EventSource('/events');
+            source.addEventListener('state', (event) => {
+              $('connection').textContent = '';
+              render(JSON.parse(event.data));
+            });
+            source.onerror = () => {
+              if (ended) { source.close(); return; }
+              $('connection').textContent = 'connection lost: retrying (the scan may have ended)';
+            };
+          }
+
+          function showLogin() {
+            $('login').hidden = false;
+            $('scan-state').textContent = 'log in';
+            $('token').focus();
+          }
+
+          $('login-form').addEventListener('submit', async (event) => {
+            event.preventDefault();
+            const token = $('token').value;
+            $('token').value = '';
+            $('login-message').textContent = '';
+            try {
+              const challenge = await fetch('/login/challenge', { cache: 'no-store' });
+              if (!challenge.ok) throw new Error('challenge: HTTP ' + challenge.status);
+              const nonce = (await challenge.json()).nonce;
+              const proof = skynetDashboardProof(token, nonce);
+              const answer = await fetch('/login?nonce=' + nonce + '&proof=' + proof, { cache: 'no-store' });
+              if (!answer.ok) {
+                const body = await answer.json().catch(() => ({}));
+                throw new Error(body.error || 'HTTP ' + answer.status);
+              }
+              $('login').hidden = true;
+              start();
+            } catch (error) {
+              $('login-message').textContent = error.message;
+            }
+          });
+
+          function render(state) {
+            latest = state;
+            const finished = state.scan === 'finished';
+            const done = state.completed, total = state.total;
+            $('completed').textContent = done;
+            $('total').textContent = total;
+            $('failed').textContent = state.failed;
+            $('rate').textContent = state.rate === null ? '–' : state.rate.toFixed(state.rate < 10 ? 2 : 0);
+            $('eta').textContent = finished ? '0:00' : clock(state.eta_seconds);
+            $('elapsed').textContent = clock(state.elapsed);
+            $('progress-bar').style.width = (total > 0 ? 100 * done / total : 100) + '%';
+            const pill = $('scan-state');
+            pill.textContent = finished ? state.finished.how : 'running';
+            pill.className = 'pill ' + (finished ? state.finished.how : 'running');
+            document.title = (finished ? state.finished.how : Math.floor(total > 0 ? 100 * done / total : 100) + '%') + ' · SkyNet scan';
+            if (finished) {
+              ended = true;
+              $('final').hidden = false;
+              $('final').textContent = state.finished.message + ' in ' + state.seconds.toFixed(2) + ' s.';
+              if (source) source.close();
+            }
+            renderSystems(state.cluster);
+            addBars(state);
+            drawStream(state);
+            drawThroughput(state);
+            renderFailures(state.failures);
+          }
+
+          function renderSystems(systems) {
+            const body = $('systems').tBodies[0];
+            for (const system of systems) {
+              let row = body.querySelector('tr[data-system="' + CSS.escape(system.name) + '"]');
+              if (!row) {
+                row = document.createElement('tr');
+                row.dataset.system = system.name;
+                row.innerHTML = '<td class="name"></td><td class="address muted"></td><td><span class="state"></span></td>' +
+                  '<td><span class="slots"><div></div></span><span class="load"></span></td>' +
+                  '<td class="num completed"></td><td class="num failed"></td><td class="num mean"></td>';
+                body.appendChild(row);
+              }
+              const cell = (name) => row.querySelector('.' + name);
+              cell('name').textContent = system.name;
+              cell('address').textContent = system.address;
+              cell('state').textContent = system.state;
+              cell('state').className = 'state state-' + system.state.replace(/ /g, '-');
+              cell('state').title = system.detail;
+              cell('slots').firstChild.style.width = (system.capacity > 0 ? 100 * Math.min(1, system.running / system.capacity) : 0) + '%';
+              cell('load').textContent = system.running + ' / ' + system.capacity;
+              cell('completed').textContent = system.completed;
+              cell('failed').textContent = system.failed;
+              cell('mean').textContent = system.mean_seconds.toFixed(3);
+            }
+          }
+
+          function addBars(state) {
+            if (!state.spans) return;
+            for (const span of state.spans) bars.push(span);
+            const oldest = state.elapsed * 1000 - WINDOW_MS;
+            let first = 0;
+            while (first < bars.length && (bars[first].end < oldest || bars.length - first > MAX_BARS)) first++;
+            if (first > 0) bars = bars.slice(first);
+          }
+
+          function lanesOf(cluster) {
+            const rows = new Map();
+            let next = 0;
+            const labels = [];
+            for (const system of cluster) {
+              const count = Math.max(1, system.lanes);
+              rows.set(system.name, next);
+              labels.push([system.name, next, count]);
+              next += count;
+            }
+            return { rows, labels, count: Math.max(1, next) };
+          }
+
+          function sized(canvas, height) {
+            const ratio = window.devicePixelRatio || 1;
+            const width = Math.max(100, canvas.clientWidth);
+            canvas.style.height = height + 'px';
+            if (canvas.width !== Math.round(width * ratio) || canvas.height !== Math.round(height * ratio)) {
+              canvas.width = Math.round(width * ratio);
+              canvas.height = Math.round(height * ratio);
+            }
+            const context = canvas.getContext('2d');
+            context.setTransform(ratio, 0, 0, ratio, 0, 0);
+            context.clearRect(0, 0, width, height);
+            return { context, width };
+          }
+
+          function drawStream(state) {
+            const lanes = lanesOf(state.cluster);
+            const rowHeight = Math.max(3, Math.min(14, Math.floor(360 / lanes.count)));
+            const height = rowHeight * lanes.count;
+            const { context, width } = sized($('stream'), height);
+            const now = state.elapsed * 1000, left = now - WINDOW_MS;
+            const x = (t) => (t - left) / WINDOW_MS * width;
+            const bar = (system, lane, from, to, colour) => {
+              const row = lanes.rows.get(system);
+              if (row === undefined) return;
+              context.fillStyle = colour;
+              const x0 = Math.max(0, x(from));
+              context.fillRect(x0, (row + lane) * rowHeight + 1, Math.max(1, x(to) - x0 - 0.5), rowHeight - 2);
+            };
+            for (const span of bars) {
+              if (span.end >= left) bar(span.system, span.lane, span.start, span.end, colours[span.outcome === 're-run' ? 'rerun' : span.outcome]);
+            }
+            for (const open of state.running || []) bar(open.system, open.lane, open.start, now, colours.running);
+            context.fillStyle = '#30363d';
+            for (const [, row] of lanes.labels) context.fillRect(0, row * rowHeight, width, 1);
+            const labelBox = $('lane-labels');
+            labelBox.style.height = height + 'px';
+            const text = lanes.labels.map(([name, row, count]) =>
+              '<div style="top:' + (row * rowHeight + Math.max(0, count * rowHeight / 2 - 7)) + 'px"></div>').join('');
+            if (labelBox.dataset.layout !== text) {
+              labelBox.innerHTML = text;
+              lanes.labels.forEach(([name], index) => { labelBox.children[index].textContent = name; });
+              labelBox.dataset.layout = text;
+            }
+          }
+
+          function drawThroughput(state) {
+            const { context, width } = sized($('throughput'), 140);
+            const counts = state.per_second;
+            // The second in progress is partial: it is left out while the scan runs.
+            const shown = state.scan === 'finished' ? counts : counts.slice(0, -1);
+            const peak = Math.max(1, ...shown);
+            context.fillStyle = '#8b949e';
+            context.font = '11px system-ui, sans-serif';
+            context.fillText(String(peak) + '/s', 4, 12);
+            if (shown.length === 0) return;
+            const step = width / Math.max(30, shown.length);
+            context.strokeStyle = colours.done;
+            context.lineWidth = 2;
+            context.beginPath();
+            shown.forEach((count, index) => {
+              const px = index * step + step / 2, py = 136 - count / peak * 116;
+              if (index === 0) context.moveTo(px, py); else context.lineTo(px, py);
+            });
+            context.stroke();
+          }
+
+          function renderFailures(failures) {
+            const list = $('failures');
+            const key = failures.map((failure) => failure.time + ':' + failure.sector).join(',');
+            if (list.dataset.key === key) return;
+            list.dataset.key = key;
+            list.innerHTML = '';
+            if (failures.length === 0) { list.innerHTML = '<li class="muted">none</li>'; return; }
+            for (const failure of failures) {
+              const item = document.createElement('li');
+              const head = document.createElement('div');
+              head.textContent = clock(failure.time / 1000) + '  sector ' + failure.sector + ' on ' + failure.system +
+                ', attempt ' + failure.attempt + (failure.gave_up ? ': gave up' : ': re-run');
+              if (failure.gave_up) head.className = 'bad';
+              const error = document.createElement('div');
+              error.className = 'error';
+              error.textContent = failure.error;
+              item.append(head, error);
+              list.appendChild(item);
+            }
+          }
+
+          window.addEventListener('resize', () => { if (latest) { drawStream(latest); drawThroughput(latest); } });
+          start();
+        })();
+        """#
+}

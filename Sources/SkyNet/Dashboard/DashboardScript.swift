@@ -1,0 +1,1 @@
+enum DashboardScript { static let hmac = "" }

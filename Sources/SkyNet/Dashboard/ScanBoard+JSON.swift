@@ -1,0 +1,123 @@
+extension ScanBoard {
+    /// The data of the next `/events` frame: the whole state, and the attempts that ended
+    /// since the previous frame (at most `maxSpansPerFrame` of them, the newest; the page
+    /// keeps the history of its task stream itself).
+    public func frame() -> [UInt8] {
+        let time = now
+        return state.withLock { state in
+            state.frames += 1
+            let spans = state.spans.suffix(Self.maxSpansPerFrame)
+            let omitted = state.spansOmitted + state.spans.count - spans.count
+            state.spans.removeAll(keepingCapacity: true)
+            state.spansOmitted = 0
+            return Self.encode(&state, at: time, spans: Array(spans), omitted: omitted)
+        }
+    }
+
+    /// The body of `GET /state`: the same state, without the task stream's bars. At the end
+    /// of a scan its summary fields are exactly those of the `--json` summary event, which it
+    /// also holds whole as `summary`.
+    public func currentState() -> [UInt8] {
+        let time = now
+        return state.withLock { state in Self.encode(&state, at: time, spans: nil, omitted: 0) }
+    }
+
+    private static func encode(_ state: inout State, at now: Int, spans: [Span]?, omitted: Int) -> [UInt8] {
+        let time = state.ending?.time ?? now
+        let seconds = Double(time) / 1000
+        let finished = state.report.completed + state.report.gaveUp
+        if state.ending == nil {
+            state.report.seconds = seconds
+            state.eta.observe(finished: finished, at: seconds)
+            state.advanceHistory(to: time / 1000)
+        }
+        var json = JSONLine()
+        json.add("scan", state.ending == nil ? "running" : "finished")
+        state.report.addSummary(to: &json, resumed: state.resumed)
+        json.add("elapsed", seconds)
+        json.add("frame", state.frames)
+        // While running, the rate of the last few seconds; at the end, over the whole scan.
+        let rate = state.ending == nil ? state.rate(finished: finished, at: seconds)
+            : state.report.seconds > 0 ? Double(state.report.completed) / state.report.seconds : nil
+        if let rate { json.add("rate", rate) } else { json.addNull("rate") }
+        if state.ending == nil, let left = state.eta.secondsLeft(total: state.report.total, at: seconds) {
+            json.add("eta_seconds", left)
+        } else {
+            json.addNull("eta_seconds")
+        }
+        json.add("cluster", objects: state.rows.map { row in
+            var system = JSONLine()
+            let tally = state.report.systems[row.system.name] ?? SystemTally()
+            system.add("name", row.system.name)
+            system.add("address", row.system.address)
+            system.add("state", row.state)
+            system.add("detail", row.detail)
+            system.add("capacity", row.slots.capacity)
+            system.add("running", row.slots.inFlight)
+            system.add("lanes", max(row.slots.capacity, row.lanes.count))
+            system.add("completed", tally.completed)
+            system.add("failed", tally.failed)
+            system.add("mean_seconds", tally.meanSeconds)
+            return system
+        })
+        if let spans {
+            json.add("spans", objects: spans.map { span in
+                var bar = JSONLine()
+                bar.add("system", span.system)
+                bar.add("lane", span.lane)
+                bar.add("start", span.start)
+                bar.add("end", span.end)
+                bar.add("outcome", span.outcome.rawValue)
+                bar.add("sector", span.sector)
+                bar.add("attempt", span.attempt)
+                return bar
+            })
+            json.add("spans_omitted", omitted)
+            // Running attempts are open bars; a huge cluster shows its first ones only.
+            json.add("running", objects: state.running.prefix(2000).map { sector, running in
+                var bar = JSONLine()
+                bar.add("system", running.system)
+                bar.add("lane", running.lane)
+                bar.add("start", running.start)
+                bar.add("sector", sector)
+                return bar
+            })
+        }
+        json.add("history_start", state.historyStart)
+        json.add("per_second", integers: state.perSecond)
+        json.add("failures", objects: state.failures.reversed().map { failure in
+            var line = JSONLine()
+            line.add("time", failure.time)
+            line.add("sector", failure.sector)
+            line.add("system", failure.system)
+            line.add("attempt", failure.attempt)
+            line.add("error", failure.error)
+            line.add("gave_up", failure.gaveUp)
+            return line
+        })
+        if let ending = state.ending {
+            var end = JSONLine()
+            end.add("how", ending.how)
+            end.add("message", ending.message)
+            json.add("finished", object: end)
+            json.add("summary", object: ending.summary)
+        } else {
+            json.addNull("finished")
+        }
+        return json.object
+    }
+}
+
+extension ScanBoard.State {
+    /// Tasks finished per second over the last `rateWindow` seconds of frames (nil before
+    /// there are two samples).
+    mutating func rate(finished: Int, at seconds: Double) -> Double? {
+        rateSamples.append((seconds, finished))
+        // Bounded in time and in count (every `GET /state` adds a sample too).
+        while let first = rateSamples.first, rateSamples.count > 2, seconds - first.0 > ScanBoard.rateWindow || rateSamples.count > 100 {
+            rateSamples.removeFirst()
+        }
+        guard let first = rateSamples.first, seconds - first.0 >= 0.05 else { return nil }
+        return Double(finished - first.1) / (seconds - first.0)
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import SkyNet
+
+/// Where `--dashboard [HOST:]PORT` listens: 127.0.0.1 unless a host is given; port 0 picks one.
+struct DashboardAddress: Equatable {
+    let host: String
+    let port: Int
+
+    static func parse(_ text: String) throws(UsageError) -> DashboardAddress {
+        let usage = "option '--dashboard' wants [HOST:]PORT (e.g. 8080, 0 for a free port, 0.0.0.0:8080), not '\(text)'"
+        var host = "127.0.0.1"
+        var portText = Substring(text)
+        if let colon = text.lastIndex(of: ":") {
+            host = String(text[..<colon])
+            portText = text[text.index(after: colon)...]
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }  // [::1]:8080
+            guard !host.isEmpty, host.utf8.count <= 255, !host.contains(where: { $0.isWhitespace || $0 == "/" }) else {
+                throw UsageError(usage)
+            }
+        }
+        guard let port = Int(portText), (0...65535).contains(port) else { throw UsageError(usage) }
+        return DashboardAddress(host: host, port: port)
+    }
+}
+
+extension ScanCommand {
+    /// Starts the dashboard when --dashboard asks for one, and says where it is; a warning
+    /// when it is reachable from other machines.
+    func startDashboard(at address: DashboardAddress, board: ScanBoard, systems: Systems) async throws -> Dashboard {
+        let served = try await Dashboard.start(board: board, systems: systems, host: address.host, port: address.port,
+                                               token: token?.value) { message in Task { await Console.printError(message) } }
+        if !DashboardAccess.isLoopback(address.host) {
+            let login = token == nil
+                ? "no token is set, so anyone who can reach it sees the scan (set SKYNET_TOKEN or --token-file for a login)"
+                : "it asks for the cluster's token"
+            await Console.printError("warning: the dashboard listens on \(address.host):\(served.port), beyond this machine: \(login)")
+        }
+        await Console.printError("Dashboard: \(served.url)")
+        return served
+    }
+
+    /// After the scan: the final state stays served for --dashboard-linger seconds (a stop
+    /// signal ends the wait), then the server stops.
+    func closeDashboard(_ dashboard: Dashboard?, signals: TerminationSignals) async {
+        guard let dashboard else { return }
+        dashboard.publishNow()
+        if dashboardLinger > 0, signals.received.current == nil {
+            await Console.printError("Dashboard: the final state stays at \(dashboard.url) for \(dashboardLinger.formatted) s (Ctrl-C to quit)")
+            let over = AsyncSignal<Void>()
+            signals.received.whenFulfilled { _ in over.fulfil(()) }
+            let timer = Task { [dashboardLinger] in
+                try? await Task.sleep(for: .seconds(dashboardLinger))
+                over.fulfil(())
+            }
+            await over.value
+            timer.cancel()
+        }
+        await dashboard.stop()
+    }
+
+    /// The systems the dashboard lists from the start: this process's own, then every peer.
+    func dashboardSystems(peers: ClusterConfig) -> [ScanBoard.System] {
+        [ScanBoard.System(name: ClusterConfig.localName, address: "this process", isLocal: true)]
+            + peers.nodes.map { ScanBoard.System(name: $0.name, address: "\($0.host):\($0.port)") }
+    }
+}
