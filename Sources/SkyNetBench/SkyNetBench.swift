@@ -37,7 +37,7 @@ enum SkyNetBench {
         let plan: [(Set<String>, () throws -> [Row])] = [
             (["W1", "W2", "W3"], workloads.dispatchOnly), (["W4"], workloads.injectedFailures),
             (["W5"], workloads.roundTrip), (["W6"], workloads.wide), (["W7"], workloads.footprint),
-            (["W8"], workloads.commandJobs), (["W11"], workloads.authenticationCost),
+            (["W8"], workloads.commandJobs), (["W11"], workloads.authenticationCost), (["W12"], workloads.dashboardCost),
         ]
         var rows: [Row] = []
         for (names, run) in plan where only.map({ !$0.isDisjoint(with: names) }) ?? true {

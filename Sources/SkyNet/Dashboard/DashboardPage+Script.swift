@@ -6,7 +6,9 @@ extension DashboardPage {
         'use strict';
         (function () {
           const $ = (id) => document.getElementById(id);
-          const WINDOW_MS = 60000, MAX_BARS = 20000;
+          const WINDOW_MS = 60000, MIN_WINDOW_MS = 10000, MAX_BARS = 20000;
+          // The task stream spans the scan so far, from 10 s up to its last minute.
+          const windowOf = (state) => Math.min(WINDOW_MS, Math.max(MIN_WINDOW_MS, state.elapsed * 1000));
           const colours = {};
           for (const name of ['done', 'failed', 'rerun', 'cancelled', 'running']) {
             colours[name] = getComputedStyle(document.documentElement).getPropertyValue('--' + name).trim();
@@ -126,13 +128,40 @@ extension DashboardPage {
             }
           }
 
+          // Bars by row (system and lane): the last one, to extend with the next run of tiny
+          // attempts (the server merges them within a frame; this merges across frames).
+          let lastOnRow = new Map();
+          const TINY_MS = 50;
+          const tiny = (bar) => bar.end - bar.start < TINY_MS;
+
           function addBars(state) {
             if (!state.spans) return;
-            for (const span of state.spans) bars.push(span);
+            // /state's recent bars and the first frame's may overlap: a bar is kept once.
+            const newest = bars.length > 0 ? bars[bars.length - 1].end : -1;
+            for (const span of state.spans) {
+              if (span.end <= newest && seen(span)) continue;
+              const row = span.system + '#' + span.lane, last = lastOnRow.get(row);
+              if (last && last.outcome === span.outcome && (tiny(span) || span.count > 1) &&
+                  (tiny(last) || last.count > 1) && span.start - last.end < TINY_MS) {
+                last.end = Math.max(last.end, span.end);
+                last.count += span.count;
+                continue;
+              }
+              bars.push(span);
+              lastOnRow.set(row, span);
+            }
             const oldest = state.elapsed * 1000 - WINDOW_MS;
             let first = 0;
             while (first < bars.length && (bars[first].end < oldest || bars.length - first > MAX_BARS)) first++;
             if (first > 0) bars = bars.slice(first);
+          }
+
+          function seen(span) {
+            for (let index = bars.length - 1; index >= 0 && bars[index].end >= span.start; index--) {
+              if (bars[index].system === span.system && bars[index].lane === span.lane &&
+                  bars[index].start <= span.start && bars[index].end >= span.end) return true;
+            }
+            return false;
           }
 
           function lanesOf(cluster) {
@@ -167,8 +196,8 @@ extension DashboardPage {
             const rowHeight = Math.max(3, Math.min(14, Math.floor(360 / lanes.count)));
             const height = rowHeight * lanes.count;
             const { context, width } = sized($('stream'), height);
-            const now = state.elapsed * 1000, left = now - WINDOW_MS;
-            const x = (t) => (t - left) / WINDOW_MS * width;
+            const span = windowOf(state), now = state.elapsed * 1000, left = now - span;
+            const x = (t) => (t - left) / span * width;
             const bar = (system, lane, from, to, colour) => {
               const row = lanes.rows.get(system);
               if (row === undefined) return;
@@ -195,13 +224,13 @@ extension DashboardPage {
 
           function drawThroughput(state) {
             const { context, width } = sized($('throughput'), 140);
-            const counts = state.per_second;
-            // The second in progress is partial: it is left out while the scan runs.
-            const shown = state.scan === 'finished' ? counts : counts.slice(0, -1);
+            // The second in progress is partial: it is left out.
+            const shown = state.per_second.length > 1 ? state.per_second.slice(0, -1) : state.per_second;
             const peak = Math.max(1, ...shown);
             context.fillStyle = '#8b949e';
             context.font = '11px system-ui, sans-serif';
             context.fillText(String(peak) + '/s', 4, 12);
+            context.fillText(clock(state.history_start), 4, 134);
             if (shown.length === 0) return;
             const step = width / Math.max(30, shown.length);
             context.strokeStyle = colours.done;

@@ -56,7 +56,7 @@ enum DashboardPage {
             </table>
           </section>
           <section class="card">
-            <h2>Task stream <span class="muted small">one row per slot, the last 60 s</span></h2>
+            <h2>Task stream <span class="muted small">one row per slot, up to the last 60 s</span></h2>
             <div class="stream-box"><div id="lane-labels"></div><canvas id="stream" height="120"></canvas></div>
             <div class="legend">
               <span><i class="done"></i>done</span><span><i class="rerun"></i>failed, re-run</span>
@@ -124,7 +124,8 @@ enum DashboardPage {
         .legend .done { background: var(--done); } .legend .failed { background: var(--failed); }
         .legend .rerun { background: var(--rerun); } .legend .cancelled { background: var(--cancelled); }
         .legend .running { background: var(--running); }
-        #failures { margin: 0; padding-left: 20px; max-height: 180px; overflow: auto; font-size: 12px; }
+        #failures { margin: 0; padding-left: 20px; max-height: 180px; overflow: auto; font-size: 12px;
+          scrollbar-color: var(--line) transparent; }
         #failures li { margin-bottom: 4px; }
         #failures .error { font-family: ui-monospace, monospace; color: var(--muted); word-break: break-all; }
         input, button { font: inherit; padding: 6px 10px; border-radius: 6px; border: 1px solid var(--line);

@@ -1,28 +1,33 @@
 extension ScanBoard {
     /// The data of the next `/events` frame: the whole state, and the attempts that ended
-    /// since the previous frame (at most `maxSpansPerFrame` of them, the newest; the page
-    /// keeps the history of its task stream itself).
+    /// since the previous frame, tiny ones merged (at most `maxSpansPerFrame` bars, the
+    /// newest; the page keeps the history of its task stream itself).
     public func frame() -> [UInt8] {
         let time = now
         return state.withLock { state in
             state.frames += 1
-            let spans = state.spans.suffix(Self.maxSpansPerFrame)
-            let omitted = state.spansOmitted + state.spans.count - spans.count
+            let bars = Self.coalesce(state.spans)
+            let spans = bars.suffix(Self.maxSpansPerFrame)
+            let omitted = state.spansOmitted + bars.count - spans.count
             state.spans.removeAll(keepingCapacity: true)
             state.spansOmitted = 0
             return Self.encode(&state, at: time, spans: Array(spans), omitted: omitted)
         }
     }
 
-    /// The body of `GET /state`: the same state, without the task stream's bars. At the end
+    /// The body of `GET /state`: the same state, with the last `recentSpans` bars of the task
+    /// stream as `spans` (a page opened late starts from them). At the end
     /// of a scan its summary fields are exactly those of the `--json` summary event, which it
     /// also holds whole as `summary`.
     public func currentState() -> [UInt8] {
         let time = now
-        return state.withLock { state in Self.encode(&state, at: time, spans: nil, omitted: 0) }
+        return state.withLock { state in
+            let recent = Self.coalesce(Array(state.recent[state.recentStart...] + state.recent[..<state.recentStart]))
+            return Self.encode(&state, at: time, spans: recent, omitted: 0)
+        }
     }
 
-    private static func encode(_ state: inout State, at now: Int, spans: [Span]?, omitted: Int) -> [UInt8] {
+    private static func encode(_ state: inout State, at now: Int, spans: [Span], omitted: Int) -> [UInt8] {
         let time = state.ending?.time ?? now
         let seconds = Double(time) / 1000
         let finished = state.report.completed + state.report.gaveUp
@@ -60,29 +65,28 @@ extension ScanBoard {
             system.add("mean_seconds", tally.meanSeconds)
             return system
         })
-        if let spans {
-            json.add("spans", objects: spans.map { span in
-                var bar = JSONLine()
-                bar.add("system", span.system)
-                bar.add("lane", span.lane)
-                bar.add("start", span.start)
-                bar.add("end", span.end)
-                bar.add("outcome", span.outcome.rawValue)
-                bar.add("sector", span.sector)
-                bar.add("attempt", span.attempt)
-                return bar
-            })
-            json.add("spans_omitted", omitted)
-            // Running attempts are open bars; a huge cluster shows its first ones only.
-            json.add("running", objects: state.running.prefix(2000).map { sector, running in
-                var bar = JSONLine()
-                bar.add("system", running.system)
-                bar.add("lane", running.lane)
-                bar.add("start", running.start)
-                bar.add("sector", sector)
-                return bar
-            })
-        }
+        json.add("spans", objects: spans.map { span in
+            var bar = JSONLine()
+            bar.add("system", span.system)
+            bar.add("lane", span.lane)
+            bar.add("start", span.start)
+            bar.add("end", span.end)
+            bar.add("outcome", span.outcome.rawValue)
+            bar.add("sector", span.sector)
+            bar.add("attempt", span.attempt)
+            bar.add("count", span.count)
+            return bar
+        })
+        json.add("spans_omitted", omitted)
+        // Running attempts are open bars; a huge cluster shows its first ones only.
+        json.add("running", objects: state.running.prefix(2000).map { sector, running in
+            var bar = JSONLine()
+            bar.add("system", running.system)
+            bar.add("lane", running.lane)
+            bar.add("start", running.start)
+            bar.add("sector", sector)
+            return bar
+        })
         json.add("history_start", state.historyStart)
         json.add("per_second", integers: state.perSecond)
         json.add("failures", objects: state.failures.reversed().map { failure in

@@ -4,7 +4,7 @@
 /// Recording is a few dictionary updates under one lock, so a scan at 20,000 tasks/s pays
 /// well under a microsecond per event for it, and nothing here ever waits for a reader.
 /// Memory is bounded whatever the scan's length: the running attempts (at most the slots),
-/// the finished bars of one frame (`maxSpansPerFrame`), the last `maxFailures` failures and
+/// the finished bars of one frame (`maxSpansBuffered`), the last `maxFailures` failures and
 /// `historySeconds` of throughput.
 public final class ScanBoard: Sendable {
     /// A system as the dashboard lists it before any event: the local one and every peer.
@@ -27,15 +27,18 @@ public final class ScanBoard: Sendable {
     }
 
     /// A finished attempt: a bar from `start` to `end` (milliseconds since the scan started)
-    /// on one slot's row.
+    /// on one slot's row; or `count` tiny ones merged (see `coalesce`), named by the first.
     struct Span {
         let system: String
         let lane: Int
         let start: Int
-        let end: Int
+        var end: Int
         let outcome: Outcome
         let sector: Int
         let attempt: Int
+        var count = 1
+
+        var isTiny: Bool { end - start < ScanBoard.tinyMilliseconds }
     }
 
     struct Running {
@@ -80,9 +83,15 @@ public final class ScanBoard: Sendable {
         var report: ScanReport
         var resumed: Int
         var rows: [Row]
+        /// Where each system's row is in `rows`.
+        var rowIndex: [String: Int]
         var running: [Int: Running] = [:]
         var spans: [Span] = []
         var spansOmitted = 0
+        /// The last `recentSpans` bars, oldest first from `recentStart`: what `/state` gives a
+        /// page opened late, so that its task stream is not empty.
+        var recent: [Span] = []
+        var recentStart = 0
         var failures: [Failure] = []
         /// Completions per second, the first of them for second `historyStart`.
         var perSecond: [Int] = []
@@ -95,6 +104,13 @@ public final class ScanBoard: Sendable {
     }
 
     static let maxSpansPerFrame = 250
+    /// Bars kept between two frames before they are merged (the oldest go past it).
+    static let maxSpansBuffered = 4096
+    /// Attempts shorter than this, back to back on one row with one outcome, are one bar:
+    /// at 20,000 tasks/s each is far below a pixel, and drawing them one by one would cost
+    /// the browser (and the machine running the scan) for nothing.
+    static let tinyMilliseconds = 50
+    static let recentSpans = 2000
     static let maxFailures = 20
     static let maxErrorBytes = 400
     static let historySeconds = 300
@@ -105,8 +121,14 @@ public final class ScanBoard: Sendable {
 
     /// A board for a scan of `total` tasks (`resumed` more came from a journal).
     public init(total: Int, resumed: Int = 0, systems: [System]) {
-        state = Locked(State(report: ScanReport(total: total), resumed: resumed,
-                             rows: systems.map { Row(system: $0, state: $0.isLocal ? "local" : "connecting") }))
+        // A name given twice keeps its first row.
+        var rows: [Row] = []
+        var rowIndex: [String: Int] = [:]
+        for system in systems where rowIndex[system.name] == nil {
+            rowIndex[system.name] = rows.count
+            rows.append(Row(system: system, state: system.isLocal ? "local" : "connecting"))
+        }
+        state = Locked(State(report: ScanReport(total: total), resumed: resumed, rows: rows, rowIndex: rowIndex))
     }
 
     /// Milliseconds since the board was made.
@@ -188,6 +210,26 @@ public final class ScanBoard: Sendable {
         }
     }
 
+    /// The bars with every run of tiny attempts on one row (each shorter than
+    /// `tinyMilliseconds`, less than that apart, one outcome) merged into one bar.
+    static func coalesce(_ spans: [Span]) -> [Span] {
+        struct Place: Hashable { let system: String; let lane: Int }
+        var merged: [Span] = []
+        var lastOnRow: [Place: Int] = [:]
+        for span in spans {
+            let row = Place(system: span.system, lane: span.lane)
+            if span.isTiny, let index = lastOnRow[row], merged[index].outcome == span.outcome,
+               merged[index].isTiny || merged[index].count > 1, span.start - merged[index].end < tinyMilliseconds {
+                merged[index].end = max(merged[index].end, span.end)
+                merged[index].count += span.count
+            } else {
+                lastOnRow[row] = merged.count
+                merged.append(span)
+            }
+        }
+        return merged
+    }
+
     /// Whether `finish` has been called.
     public var isFinished: Bool { state.withLock { $0.ending != nil } }
 
@@ -199,8 +241,11 @@ public final class ScanBoard: Sendable {
 }
 
 extension ScanBoard.State {
+    /// The row of the system called `name`, added if it is new (bounded: the coordinator's
+    /// systems are its cluster's).
     mutating func row(named name: String) -> Int {
-        if let index = rows.firstIndex(where: { $0.system.name == name }) { return index }
+        if let index = rowIndex[name] { return index }
+        rowIndex[name] = rows.count
         rows.append(.init(system: .init(name: name, address: ""), state: "connected"))
         return rows.count - 1
     }
@@ -225,12 +270,19 @@ extension ScanBoard.State {
     mutating func end(_ sector: Int, _ outcome: ScanBoard.Outcome, at time: Int) {
         guard let running = running.removeValue(forKey: sector) else { return }
         free(running)
-        spans.append(.init(system: running.system, lane: running.lane, start: running.start, end: time,
-                           outcome: outcome, sector: sector, attempt: running.attempt))
+        let span = ScanBoard.Span(system: running.system, lane: running.lane, start: running.start, end: time,
+                                  outcome: outcome, sector: sector, attempt: running.attempt)
+        spans.append(span)
+        if recent.count < ScanBoard.recentSpans {
+            recent.append(span)
+        } else {
+            recent[recentStart] = span
+            recentStart = (recentStart + 1) % ScanBoard.recentSpans
+        }
         // Keep the newest; halve in one step so that trimming costs O(1) per bar.
-        if spans.count >= 2 * ScanBoard.maxSpansPerFrame {
-            spansOmitted += spans.count - ScanBoard.maxSpansPerFrame
-            spans.removeFirst(spans.count - ScanBoard.maxSpansPerFrame)
+        if spans.count >= ScanBoard.maxSpansBuffered {
+            spansOmitted += spans.count / 2
+            spans.removeFirst(spans.count / 2)
         }
     }
 
