@@ -28,7 +28,10 @@ extension ScanCommand {
     /// when it is reachable from other machines.
     func startDashboard(at address: DashboardAddress, board: ScanBoard, systems: Systems) async throws -> Dashboard {
         let served = try await Dashboard.start(board: board, systems: systems, host: address.host, port: address.port,
-                                               token: token?.value) { message in Task { await Console.printError(message) } }
+                                               token: token?.value) { message in
+            // Offered, never awaited: a flood of broken connections cannot pile up waiting lines.
+            _ = Console.writer.offer(message + "\n", to: 2)
+        }
         if !DashboardAccess.isLoopback(address.host) {
             let login = token == nil
                 ? "no token is set, so anyone who can reach it sees the scan (set SKYNET_TOKEN or --token-file for a login)"

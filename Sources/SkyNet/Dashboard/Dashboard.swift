@@ -66,10 +66,11 @@ public final class Dashboard: Sendable {
         Self.publish(board, on: server)
     }
 
-    /// Stops the frames and the server; every connection is closed.
+    /// Stops the frames and the server: a page still open gets the frames already published
+    /// (the final state, after `publishNow`) for up to a second, then every connection is closed.
     public func stop() async {
         ticker.cancel()
-        await server.stop()
+        await server.stop(grace: .seconds(1))
     }
 
     private static func publish(_ board: ScanBoard, on server: HTTPServer) {

@@ -31,6 +31,8 @@ final class EventStreamClient: Sendable {
         /// Frames counted in `pending` (for the skip note).
         var pendingFrames = 0
         var closed = false
+        /// Ends the stream once what is pending has been taken (a server stopping with grace).
+        var finishing = false
         var skips = 0
     }
 
@@ -45,7 +47,7 @@ final class EventStreamClient: Sendable {
     /// Queues a frame without waiting; on overflow skips to `snapshot` (see the type's doc).
     func enqueue(_ frame: [UInt8], snapshot: [UInt8]?) {
         state.withLock { state in
-            guard !state.closed else { return }
+            guard !state.closed, !state.finishing else { return }
             if state.pending.count + frame.count <= limit {
                 state.pending += frame
                 state.pendingFrames += 1
@@ -59,13 +61,18 @@ final class EventStreamClient: Sendable {
     }
 
     /// Blocks the calling thread (the client's own) until bytes wait or the stream is closed;
-    /// takes every waiting byte. nil once closed.
+    /// takes every waiting byte. nil once closed, or finishing with nothing left.
     func take() -> [UInt8]? {
-        state.wait(while: { $0.pending.isEmpty && !$0.closed }) { state, _ in
-            guard !state.closed else { return nil }
+        state.wait(while: { $0.pending.isEmpty && !$0.closed && !$0.finishing }) { state, _ in
+            guard !state.closed, !state.pending.isEmpty else { return nil }
             defer { state.pending = []; state.pendingFrames = 0 }
             return state.pending
         }
+    }
+
+    /// Ends the stream after what is pending now: nothing more is queued.
+    func finish() {
+        state.withLock { $0.finishing = true }
     }
 
     /// Ends the stream: the client's thread wakes and stops.

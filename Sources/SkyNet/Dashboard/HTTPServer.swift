@@ -41,7 +41,7 @@ public enum HTTPServerError: Error, Equatable, CustomStringConvertible {
 /// - At most `maxClients` connections at once, streams included; one more gets 503.
 /// - Event streams: see `publish(event:data:snapshot:)`; a `: keepalive` comment is sent every
 ///   `keepaliveInterval`.
-/// - `stop()` closes the listener and every connection and waits for all threads to end.
+/// - `stop(grace:)` closes the listener and every connection and waits for all threads to end.
 public final class HTTPServer: Sendable {
     /// Limits and timings; the defaults are what the dashboard uses.
     public struct Configuration: Sendable {
@@ -148,17 +148,29 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting, closes every connection and waits until every thread has ended.
-    public func stop() async {
-        let idle = state.withLock { state -> Bool in
+    /// With a `grace`, event streams first get what was published before the call (the final
+    /// state of a scan), for up to that long, before their connections are cut.
+    public func stop(grace: Duration = .zero) async {
+        let streams = state.withLock { state -> Bool in
             state.stopping = true
+            var any = false
+            for client in state.clients.values {
+                if case .streaming(let stream) = client.stage { stream.finish(); any = true }
+            }
+            return any
+        }
+        listener.stop()
+        await listener.stopped.value
+        if streams, grace > .zero {
+            _ = await waitUntilClients(atMost: 0, timeout: grace)
+        }
+        let idle = state.withLock { state -> Bool in
             for client in state.clients.values {
                 client.socket.shutdown()
                 if case .streaming(let stream) = client.stage { stream.close() }
             }
             return state.liveThreads == 0
         }
-        listener.stop()
-        await listener.stopped.value
         if idle { threadsEnded.fulfil(()) }
         await threadsEnded.value
     }
