@@ -65,6 +65,26 @@ struct HTTPEventStreamTests {
         }
     }
 
+    @Test func stoppingWithGraceFirstDeliversWhatWasPublished() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.streamBufferBytes = 64 << 20
+        let server = try await HTTPServer.start(configuration, routes: testRoutes)
+        try server.publish(event: "state", data: "{}", snapshot: true)
+        let socket = try await Self.open(server)
+        defer { socket.close() }
+        _ = try await Self.read(socket) { $0.count >= 1 }  // it holds the snapshot: registered
+        // Far more than the socket buffers hold while the client does not read yet: without
+        // the grace, the stop cuts the connection before the last of it is sent.
+        let padding = String(repeating: "x", count: 200_000)
+        for index in 0..<100 { try server.publish(event: "final", data: "\(index) \(padding)") }
+        let stopping = Task { await server.stop(grace: .seconds(20)) }
+        // Read to the end once (the server closes the stream after the last frame).
+        let rest = Self.frames(try await onOwnThread(named: "test-sse-rest") { HTTPClientForTests.readToEnd(socket, silence: .seconds(20)) })
+        await stopping.value
+        #expect(rest.frames.map { $0.data.prefix { $0 != " " } } == (0..<100).map { "\($0)"[...] })
+        #expect(server.clientCount == 0)
+    }
+
     @Test func headOnTheStreamSendsItsHeadAndCloses() async throws {
         try await withHTTPServer { server in
             try server.publish(event: "state", data: "{}", snapshot: true)
