@@ -36,9 +36,9 @@ extension ScanCommand {
             let login = token == nil
                 ? "no token is set, so anyone who can reach it sees the scan (set SKYNET_TOKEN or --token-file for a login)"
                 : "it asks for the cluster's token"
-            await Console.printError("warning: the dashboard listens on \(address.host):\(served.port), beyond this machine: \(login)")
+            await Console.printError(Self.clearProgress + "warning: the dashboard listens on \(address.host):\(served.port), beyond this machine: \(login)")
         }
-        await Console.printError("Dashboard: \(served.url)")
+        await Console.printError(Self.clearProgress + "Dashboard: \(served.url)")
         return served
     }
 
@@ -60,6 +60,9 @@ extension ScanCommand {
         }
         await dashboard.stop()
     }
+
+    /// Erases the progress line before a line on stderr (it may be drawn already).
+    private static var clearProgress: String { isatty(2) == 1 ? Progress.clear : "" }
 
     /// The systems the dashboard lists from the start: this process's own, then every peer.
     func dashboardSystems(peers: ClusterConfig) -> [ScanBoard.System] {
