@@ -1,1 +1,0 @@
-enum DashboardScript { static let hmac = "" }
