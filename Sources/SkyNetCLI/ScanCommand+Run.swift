@@ -114,6 +114,10 @@ extension ScanCommand {
             scan.cancel()
         }
         let report = await scan.value
+        if let board {
+            board.update(await systems.slotUse)  // the last picture of the slots, peers still in it
+            board.freezeSlots()
+        }
         watcher.cancel()
         refusalWatcher.cancel()
         // Links stop first, so no peer event follows the summary; a link still connecting is

@@ -31,6 +31,9 @@ extension ProcessTests {
             }
             #expect(sameJSON(state["summary"], summary))
             #expect(summary["completed"] as? Int == 40)
+            // The final picture keeps every system's slots (the peers left Systems after the scan).
+            let rows = (state["cluster"] as? [[String: Any]]) ?? []
+            #expect(rows.map { "\($0["name"] ?? "?") \($0["capacity"] ?? "?")/\($0["running"] ?? "?")" } == ["local 4/0", "node1 4/0", "node2 4/0"])
             let page = try await dashboardGet(port: port, "/")
             #expect(page.status == 200 && page.headers["content-type"]?.hasPrefix("text/html") == true)
 

@@ -100,6 +100,9 @@ public final class ScanBoard: Sendable {
         /// (seconds, finished) at recent frames, for the rate over the last few seconds.
         var rateSamples: [(Double, Int)] = []
         var frames = 0
+        /// Set when the scan's tasks are over: the links then stop and the peers leave
+        /// `Systems`, which must not blank their slots on the final page.
+        var slotsFrozen = false
         var ending: Ending?
     }
 
@@ -185,9 +188,14 @@ public final class ScanBoard: Sendable {
     /// The slots of every system now (from `Systems.slotUse`): capacity and running.
     public func update(_ slots: [SlotUse]) {
         state.withLock { state in
-            guard state.ending == nil else { return }  // the end's picture stays as it was
+            guard !state.slotsFrozen else { return }  // the end's picture stays as it was
             for use in slots { state.rows[state.row(named: use.name)].slots = use }
         }
+    }
+
+    /// The scan's tasks are over (its peers are about to be let go): slot updates stop here.
+    public func freezeSlots() {
+        state.withLock { $0.slotsFrozen = true }
     }
 
     /// The scan ended: attempts still running are cancelled, and the tallies become the
@@ -195,6 +203,7 @@ public final class ScanBoard: Sendable {
     public func finish(_ report: ScanReport, summary: JSONLine) {
         let time = now
         state.withLock { state in
+            state.slotsFrozen = true
             for sector in Array(state.running.keys) { state.end(sector, .cancelled, at: time) }
             state.report = report
             for index in state.rows.indices {
