@@ -38,9 +38,13 @@ extension HeadlessChromium {
     /// Evaluates `expression` in the page and returns its value (JSON-serialisable values;
     /// `undefined` is `.null`; a promise is awaited). A thrown exception is `.javaScript`.
     public func evaluate(_ expression: String) async throws -> JSONValue {
+        try await evaluate(expression, timeout: commandTimeout)
+    }
+
+    private func evaluate(_ expression: String, timeout: Duration) async throws -> JSONValue {
         let reply = try await devTools.call(
             "Runtime.evaluate", ["expression": .string(expression), "returnByValue": true, "awaitPromise": true],
-            session: try session(), timeout: commandTimeout)
+            session: try session(), timeout: timeout)
         if let details = reply["exceptionDetails"] {
             let message = details["exception"]?["description"]?.string ?? details["text"]?.string ?? details.description
             throw HeadlessChromiumError.javaScript(expression: expression, message: message)
@@ -57,7 +61,8 @@ extension HeadlessChromium {
         var lastValue = "(none yet)"
         while true {
             do {
-                let value = try await evaluate(expression)
+                // One question never outlasts the wait (a busy page may take long to answer).
+                let value = try await evaluate(expression, timeout: max(deadline - clock.now, .milliseconds(500)))
                 if value == .bool(true) { return }
                 lastValue = value.description
             } catch let error as HeadlessChromiumError {
@@ -68,7 +73,7 @@ extension HeadlessChromium {
             // Polling: the page's state is what is awaited; this only paces the questions.
             try await Task.sleep(for: interval)
         }
-        let text = (try? await evaluate("document.body ? document.body.innerText.slice(0, 500) : '(no body)'"))?.string
+        let text = try? await evaluate("document.body ? document.body.innerText.slice(0, 500) : '(no body)'", timeout: .seconds(5)).string
         throw HeadlessChromiumError.waitTimedOut(expression: expression, after: timeout, lastValue: lastValue, bodyText: text ?? "?")
     }
 

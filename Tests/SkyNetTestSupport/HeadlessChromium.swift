@@ -60,12 +60,13 @@ public final class HeadlessChromium: Sendable {
         self.commandTimeout = commandTimeout
     }
 
-    /// Starts Chromium and waits (up to `timeout`) until it answers on the DevTools pipe.
-    /// Throws `notInstalled` when no Chromium is in PATH, `launchFailed` (with the end of its
-    /// stderr) when it exits or stays silent.
-    public static func launch(timeout: Duration = .seconds(60), commandTimeout: Duration = .seconds(30),
+    /// Starts Chromium (`executable`, or the first of `executableNames` in PATH) and waits up
+    /// to `timeout` until it answers on the DevTools pipe. Throws `notInstalled` when no
+    /// Chromium is in PATH, `launchFailed` (with the end of its stderr) when it exits or stays
+    /// silent.
+    public static func launch(executable: String? = nil, timeout: Duration = .seconds(60), commandTimeout: Duration = .seconds(30),
                               viewport: (width: Int, height: Int) = (1280, 900)) async throws -> HeadlessChromium {
-        let executable = try findExecutable()
+        let executable = try executable ?? findExecutable()
         Socket.ignoreBrokenPipes()  // a write to a browser that died must fail with EPIPE, not kill us
         let profile = try makeProfileFolder()
         let arguments = [

@@ -86,6 +86,19 @@ import Testing
         }
     }
 
+    @Test func aBrowserThatExitsAtOnceIsALaunchFailureNotAHang() async throws {
+        let clock = ContinuousClock(), start = clock.now
+        do {
+            _ = try await HeadlessChromium.launch(executable: "/bin/true", timeout: .seconds(60))
+            Issue.record("launching /bin/true succeeded")
+        } catch HeadlessChromiumError.launchFailed(let reason) {
+            #expect(reason.contains("closed the DevTools pipe"))
+            #expect(reason.contains("exit status 0"))
+        }
+        // The closed pipe ends the wait, not the 60 s launch timeout.
+        #expect(clock.now - start < .seconds(30))
+    }
+
     @Test func noChromiumInPathIsAClearError() {
         #expect(throws: HeadlessChromiumError.self) { try HeadlessChromium.findExecutable(searching: "/nonexistent-folder") }
         do {
