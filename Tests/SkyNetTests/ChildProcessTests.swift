@@ -157,6 +157,27 @@ import Testing
         #expect(tail.map { String(decoding: $0.bytes, as: UTF8.self) } == "9999\n100000\n")
     }
 
+    @Test func anExtraDescriptorReachesTheChildUnderItsOwnNumber() async throws {
+        let (first, firstWriter) = try Spawner.makePipe()
+        let (second, secondWriter) = try Spawner.makePipe()
+        defer { close(first); close(second) }
+        for (writer, text) in [(firstWriter, "through three\n"), (secondWriter, "through five\n")] {
+            _ = Array(text.utf8).withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
+            close(writer)
+        }
+        // 4 lies between the two targets: it is closed in the child, not inherited.
+        var options = ChildProcess.Options(arguments: ["-c", "cat <&3; cat <&5; [ -e /proc/self/fd/4 ] && echo four; exit 0"])
+        options.descriptors = [3: first, 5: second]
+        options.stdout = .lines()
+        let child = try ChildProcess.spawn("/bin/sh", options)
+        #expect(try await exit(of: child).succeeded)
+        await child.stdoutLines?.closed()
+        #expect(child.stdoutLines?.lines == ["through three", "through five"])
+        // Targets below 3 belong to stdin/stdout/stderr.
+        options.descriptors = [2: first]
+        #expect(throws: ChildProcessError.self) { try ChildProcess.spawn("/bin/sh", options) }
+    }
+
     @Test func socketsAreCloseOnExecSoNoChildInheritsThem() async throws {
         let listener = try Socket.listen(host: "127.0.0.1", port: 0)
         defer { listener.close() }

@@ -8,7 +8,8 @@ import Darwin
 /// Every descriptor the parent keeps is close-on-exec from the moment it exists, so no
 /// other child (spawned by any thread) inherits it; and the child closes every descriptor
 /// above 2 before it execs (`posix_spawn_file_actions_addclosefrom_np`), so a descriptor some
-/// other code opened without close-on-exec does not leak into it either.
+/// other code opened without close-on-exec does not leak into it either (save the extra
+/// descriptors of `Options.descriptors`).
 enum Spawner {
     /// The parent's ends of the pipes made for a child.
     struct ParentEnds {
@@ -43,8 +44,9 @@ enum Spawner {
                 guard let addchdir = GNU.addchdir else { throw ChildProcessError("chdir \(directory)", code: ENOSYS) }
                 _ = addchdir(&actions, directory)
             }
-            // Last, after the dup2s onto 0, 1 and 2: the pipes' child ends are closed too.
-            if let addclosefrom = GNU.addclosefrom { _ = addclosefrom(&actions, 3) }
+            let highest = try addDescriptors(options.descriptors, to: &actions, childEnds: &childEnds)
+            // Last, after every dup2: the pipes' child ends are closed too.
+            if let addclosefrom = GNU.addclosefrom { _ = addclosefrom(&actions, highest + 1) }
         } catch let error as ChildProcessError {
             closeAll()
             throw error
@@ -113,6 +115,31 @@ enum Spawner {
             return read
         }
         return nil
+    }
+
+    /// Adds the dup2s of `Options.descriptors` (after those onto 0, 1 and 2) and closes the
+    /// other descriptors between 3 and the highest target; returns that target (2 if none).
+    private static func addDescriptors(
+        _ descriptors: [Int32: Int32], to actions: inout posix_spawn_file_actions_t, childEnds: inout [Int32]
+    ) throws(ChildProcessError) -> Int32 {
+        guard let highest = descriptors.keys.max() else { return 2 }
+        guard descriptors.keys.allSatisfy({ $0 >= 3 }), highest < 1024 else {
+            throw ChildProcessError("extra descriptors go to 3...1023", code: EINVAL)
+        }
+        for (target, source) in descriptors.sorted(by: { $0.key < $1.key }) {
+            var from = source
+            // The dup2s run one after another in the child: a source that is also some target
+            // (or below one) could be overwritten before its turn, so it is copied above them all.
+            if source <= highest {
+                from = fcntl(source, F_DUPFD_CLOEXEC, highest + 1)
+                guard from >= 0 else { throw ChildProcessError("descriptor \(source)", code: errno) }
+                childEnds.append(from)
+            }
+            posix_spawn_file_actions_adddup2(&actions, from, target)
+        }
+        // Closing a descriptor that is not open is no error in posix_spawn.
+        for fd in 3..<highest where descriptors[fd] == nil { posix_spawn_file_actions_addclose(&actions, fd) }
+        return highest
     }
 
     /// A pipe whose both ends are close-on-exec from birth (pipe2, not pipe + fcntl: another

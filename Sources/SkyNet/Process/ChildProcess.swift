@@ -61,6 +61,12 @@ public final class ChildProcess: Sendable {
         /// anyone else's processes. With `ownProcessGroup`: its background descendants end
         /// with it and cannot hold its outputs open.
         public var endGroupOnExit = false
+        /// Extra descriptors the child gets, beyond stdin/stdout/stderr: child descriptor ←
+        /// a descriptor of this process (it stays the caller's, who closes it after the
+        /// spawn). Targets must be 3 or more; e.g. `[3: commandsRead, 4: repliesWrite]` for
+        /// Chromium's `--remote-debugging-pipe`. Every other descriptor above 2 is closed
+        /// in the child, as without this option.
+        public var descriptors: [Int32: Int32] = [:]
 
         public init(arguments: [String] = [], environment: [String: String]? = nil) {
             self.arguments = arguments
