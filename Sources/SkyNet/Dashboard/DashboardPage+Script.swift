@@ -7,8 +7,12 @@ extension DashboardPage {
         (function () {
           const $ = (id) => document.getElementById(id);
           const WINDOW_MS = 60000, MIN_WINDOW_MS = 10000, MAX_BARS = 20000;
-          // The task stream spans the scan so far, from 10 s up to its last minute.
-          const windowOf = (state) => Math.min(WINDOW_MS, Math.max(MIN_WINDOW_MS, state.elapsed * 1000));
+          // The task stream starts at the scan's start and fills rightwards (at least 10 s
+          // wide); past a minute it scrolls, showing the last minute.
+          const windowOf = (state) => {
+            const now = state.elapsed * 1000, left = Math.max(0, now - WINDOW_MS);
+            return { left, duration: Math.max(MIN_WINDOW_MS, now - left) };
+          };
           const colours = {};
           for (const name of ['done', 'failed', 'rerun', 'cancelled', 'running']) {
             colours[name] = getComputedStyle(document.documentElement).getPropertyValue('--' + name).trim();
@@ -196,17 +200,24 @@ extension DashboardPage {
             const rowHeight = Math.max(3, Math.min(14, Math.floor(360 / lanes.count)));
             const height = rowHeight * lanes.count;
             const { context, width } = sized($('stream'), height);
-            const span = windowOf(state), now = state.elapsed * 1000, left = now - span;
-            const x = (t) => (t - left) / span * width;
+            const { left, duration } = windowOf(state), now = state.elapsed * 1000;
+            const x = (t) => (t - left) / duration * width;
             const bar = (system, lane, from, to, colour) => {
               const row = lanes.rows.get(system);
               if (row === undefined) return;
               context.fillStyle = colour;
               const x0 = Math.max(0, x(from));
-              context.fillRect(x0, (row + lane) * rowHeight + 1, Math.max(1, x(to) - x0 - 0.5), rowHeight - 2);
+              // A failure is often instant: at least 3 px wide, or it would hide under the next bar.
+              const least = colour === colours.done ? 1 : 3;
+              context.fillRect(x0, (row + lane) * rowHeight + 1, Math.max(least, x(to) - x0 - 0.5), rowHeight - 2);
             };
-            for (const span of bars) {
-              if (span.end >= left) bar(span.system, span.lane, span.start, span.end, colours[span.outcome === 're-run' ? 'rerun' : span.outcome]);
+            // Bars that did not end well are drawn last, on top.
+            for (const good of [true, false]) {
+              for (const span of bars) {
+                if (span.end >= left && (span.outcome === 'done') === good) {
+                  bar(span.system, span.lane, span.start, span.end, colours[span.outcome === 're-run' ? 'rerun' : span.outcome]);
+                }
+              }
             }
             for (const open of state.running || []) bar(open.system, open.lane, open.start, now, colours.running);
             context.fillStyle = '#30363d';

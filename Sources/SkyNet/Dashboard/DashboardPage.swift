@@ -127,6 +127,7 @@ enum DashboardPage {
         #failures { margin: 0; padding-left: 20px; max-height: 180px; overflow: auto; font-size: 12px;
           scrollbar-color: var(--line) transparent; }
         #failures li { margin-bottom: 4px; }
+        #failures li.muted { list-style: none; margin-left: -20px; }
         #failures .error { font-family: ui-monospace, monospace; color: var(--muted); word-break: break-all; }
         input, button { font: inherit; padding: 6px 10px; border-radius: 6px; border: 1px solid var(--line);
           background: var(--bg); color: var(--text); }
