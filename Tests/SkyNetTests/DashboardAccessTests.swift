@@ -109,6 +109,16 @@ struct DashboardAccessTests {
         #expect(clock.now - wrong >= .milliseconds(900))
     }
 
+    /// The pause after a wrong proof holds back that address only: a guesser elsewhere (or on
+    /// another port of the same host: the same address) cannot lock the owner out.
+    @Test func theWrongProofsPauseHoldsBackOnlyItsAddress() throws {
+        let access = DashboardAccess(token: Self.token, host: "127.0.0.1", port: 8080)
+        let wrong = try nonce(access), sameHost = try nonce(access), owner = try nonce(access)
+        #expect(login(access, nonce: wrong, proof: dashboardProof(token: "not-the-token-at-all", nonce: wrong), from: "10.9.8.7:4000").status == .forbidden)
+        #expect(login(access, nonce: sameHost, proof: dashboardProof(token: Self.token, nonce: sameHost), from: "10.9.8.7:4001").status == .tooManyRequests)
+        #expect(login(access, nonce: owner, proof: dashboardProof(token: Self.token, nonce: owner), from: "127.0.0.1:5000").status == .ok)
+    }
+
     @Test func aNonceWorksOnceAndAnUnknownOneIs403() throws {
         let access = DashboardAccess(token: Self.token, host: "127.0.0.1", port: 8080)
         let nonce = try nonce(access)
@@ -196,8 +206,10 @@ struct DashboardAccessTests {
         return try #require(dashboardNonce(response.body))
     }
 
-    func login(_ access: DashboardAccess, nonce: String, proof: String) -> HTTPResponse {
-        access.login(dashboardRequest("/login", query: "nonce=\(nonce)&proof=\(proof)"))
+    func login(_ access: DashboardAccess, nonce: String, proof: String, from peer: String = "127.0.0.1:50000") -> HTTPResponse {
+        var request = dashboardRequest("/login", query: "nonce=\(nonce)&proof=\(proof)")
+        request.peer = peer
+        return access.login(request)
     }
 
     func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

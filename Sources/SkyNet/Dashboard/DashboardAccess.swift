@@ -5,21 +5,24 @@
 /// the page answers `GET /login?nonce=N&proof=P` with P = hex HMAC-SHA256(token,
 /// "skynet dashboard proof\n" ‖ N), and a right proof gets a random session cookie
 /// (`HttpOnly`, `SameSite=Strict`). Nonces are single-use and live 60 s; at most 64 nonces
-/// and 64 sessions are kept (the oldest go first); after a wrong proof no other proof is
-/// checked for a second (`429`), so guessing online runs at one guess a second.
+/// and 64 sessions are kept (the oldest go first); after a wrong proof no other proof from
+/// that address is checked for a second (`429`), so guessing online runs at one guess a
+/// second per address, and a guesser elsewhere cannot lock the owner out.
 /// The session id does travel in clear (plain HTTP), so whoever can read the traffic can
 /// read the dashboard too, as they can read the scan's own lines: never the token.
 public final class DashboardAccess: Sendable {
     struct State {
         var nonces: [(value: String, expires: ContinuousClock.Instant)] = []
         var sessions: [String] = []
-        var nextProofAllowed = ContinuousClock.now
+        /// Addresses that sent a wrong proof, until when they must wait (at most `maxPaused`).
+        var pausedUntil: [String: ContinuousClock.Instant] = [:]
     }
 
     static let proofLabel = "skynet dashboard proof\n"
     static let cookieName = "skynet_session"
     static let maxNonces = 64
     static let maxSessions = 64
+    static let maxPaused = 1024
     static let nonceLifetime: Duration = .seconds(60)
     static let wrongProofPause: Duration = .seconds(1)
     /// Paths that show the scan: they need a session when there is a token.
@@ -79,13 +82,14 @@ public final class DashboardAccess: Sendable {
             return Self.json(.badRequest, #"{"error":"give nonce (from /login/challenge) and proof, 64 hex digits each"}"#)
         }
         enum Verdict { case tooSoon, unknownNonce, checked(Bool) }
+        let address = Node.address(of: request.peer)
         let verdict = state.withLock { state -> Verdict in
             let now = ContinuousClock.now
-            guard now >= state.nextProofAllowed else { return .tooSoon }
+            if let until = state.pausedUntil[address], now < until { return .tooSoon }
             guard let index = state.nonces.firstIndex(where: { $0.value == nonce && $0.expires >= now }) else { return .unknownNonce }
             state.nonces.remove(at: index)  // single use, right or wrong
             let right = Secrets.equal(key.tag(Array((Self.proofLabel + nonce).utf8)), proof)
-            if !right { state.nextProofAllowed = now + Self.wrongProofPause }
+            if !right { state.pause(address, until: now + Self.wrongProofPause, now: now) }
             return .checked(right)
         }
         switch verdict {
@@ -132,6 +136,20 @@ public final class DashboardAccess: Sendable {
 
     static func json(_ status: HTTPStatus, _ body: String) -> HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", body: Array((body + "\n").utf8))
+    }
+}
+
+extension DashboardAccess.State {
+    /// Holds back proofs from `address`, keeping at most `maxPaused` addresses (the pauses
+    /// over first, then the one that ends soonest).
+    mutating func pause(_ address: String, until: ContinuousClock.Instant, now: ContinuousClock.Instant) {
+        if pausedUntil[address] == nil, pausedUntil.count >= DashboardAccess.maxPaused {
+            pausedUntil = pausedUntil.filter { $0.value > now }
+            if pausedUntil.count >= DashboardAccess.maxPaused, let soonest = pausedUntil.min(by: { $0.value < $1.value }) {
+                pausedUntil[soonest.key] = nil
+            }
+        }
+        pausedUntil[address] = until
     }
 }
 

@@ -8,6 +8,8 @@ public struct HTTPRequest: Sendable, Equatable {
     public let version: String
     /// Header names lowercased, in the order they came.
     public let headers: [(name: String, value: String)]
+    /// The client's address (`host:port`), set by the server; "" when parsed alone.
+    public internal(set) var peer = ""
 
     public static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {
         a.method == b.method && a.path == b.path && a.query == b.query && a.version == b.version

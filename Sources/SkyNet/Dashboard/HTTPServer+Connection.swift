@@ -7,7 +7,7 @@ import Darwin
 extension HTTPServer {
     /// Runs on the accept thread for each new connection: never blocks. Within the cap the
     /// connection gets a thread of its own; over it, a short-lived thread answers 503.
-    func accept(_ socket: Socket) {
+    func accept(_ socket: Socket, from peer: String) {
         enum Decision { case serve(Int), reject, drop }
         let decision = state.withLock { state -> Decision in
             if state.stopping { return .drop }
@@ -20,7 +20,7 @@ extension HTTPServer {
             }
             let id = state.nextID
             state.nextID += 1
-            state.clients[id] = Client(socket: socket, stage: .readingHead)
+            state.clients[id] = Client(socket: socket, peer: peer, stage: .readingHead)
             state.liveThreads += 1
             return .serve(id)
         }
@@ -36,7 +36,7 @@ extension HTTPServer {
             }
         case .serve(let id):
             startThread(named: "skynet-http") { [self] in
-                serve(id, socket)
+                serve(id, socket, peer)
                 state.withLock { _ = $0.clients.removeValue(forKey: id) }
                 socket.close()
                 threadEnded()
@@ -45,7 +45,7 @@ extension HTTPServer {
     }
 
     /// Reads one request head within the deadline and answers it.
-    private func serve(_ id: Int, _ socket: Socket) {
+    private func serve(_ id: Int, _ socket: Socket, _ peer: String) {
         let deadline = ContinuousClock.now + configuration.requestDeadline
         var parser = HTTPRequestParser()
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
@@ -67,7 +67,9 @@ extension HTTPServer {
             switch parser.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count])) {
             case .needMore: continue
             case .refused(let status): return respond(id, socket, .error(status), body: true)
-            case .complete(let request): return route(request, id, socket)
+            case .complete(var request):
+                request.peer = peer
+                return route(request, id, socket)
             }
         }
     }

@@ -82,6 +82,8 @@ public final class HTTPServer: Sendable {
 
     struct Client {
         let socket: Socket
+        /// Its address, `host:port`.
+        let peer: String
         var stage: Stage
     }
 
@@ -118,7 +120,7 @@ public final class HTTPServer: Sendable {
         let listener = try await Listener.bind(host: configuration.host, port: configuration.port)
         let server = HTTPServer(configuration: configuration, routes: routes, listener: listener)
         server.startTicker()
-        listener.start(onAccept: { [server] socket, _ in server.accept(socket) },
+        listener.start(onAccept: { [server] socket, peer in server.accept(socket, from: peer) },
                        onFailure: { [configuration] error in configuration.log("dashboard: \(error)") })
         return server
     }
