@@ -100,9 +100,10 @@ struct HTTPServerTests {
             #expect(sent < 300)
             socket.shutdown()
             #expect(await server.waitUntilClients(atMost: 0, timeout: .seconds(20)))
-            // The slot is free: a new client is served, not refused with 503.
+            // The slot is free: a new client gets it, not a 503. (Served, or on a machine so
+            // loaded that its thread missed the 1 s deadline, a 408: either way it had the slot.)
             let status6 = try await HTTPClientForTests.get(server, "GET / HTTP/1.1\r\n\r\n").status
-            #expect(status6 == 200)
+            #expect(status6 == 200 || status6 == 408, "\(status6)")
         }
     }
 
