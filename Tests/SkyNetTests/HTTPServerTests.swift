@@ -138,6 +138,35 @@ struct HTTPServerTests {
         }
     }
 
+    /// A client refused with 503 that goes on sending a byte now and then: the thread that
+    /// answered it drains for a bounded time, so it cannot hold `stop()` (and a scan's exit).
+    @Test func aRefusedClientThatKeepsTricklingCannotHoldUpStop() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.maxClients = 1
+        let server = try await HTTPServer.start(configuration, routes: testRoutes)
+        let held = try await HTTPClientForTests.connect(server)
+        let refused = try await HTTPClientForTests.connect(server)
+        defer { held.close(); refused.close() }
+        let head = try await onOwnThread(named: "test-503") {
+            HTTPClientForTests.read(refused, silence: .seconds(20)) { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") }
+        }
+        #expect(String(decoding: head, as: UTF8.self).hasPrefix("HTTP/1.1 503"))
+        // A byte every 100 ms for up to 30 s, until the server closes the connection.
+        let trickler = Task {
+            try await onOwnThread(named: "test-trickle") {
+                for _ in 0..<300 {
+                    guard (try? refused.send([UInt8(ascii: "a")], wait: true)) == 1 else { return }
+                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(100))
+                }
+            }
+        }
+        let clock = ContinuousClock(), start = clock.now
+        await server.stop()
+        #expect(clock.now - start < .seconds(10), "stop took \(clock.now - start)")
+        refused.shutdown()
+        try await trickler.value
+    }
+
     @Test func stopClosesEveryClientAndReturns() async throws {
         let server = try await HTTPServer.start(routes: testRoutes)
         let idle = try await HTTPClientForTests.connect(server)

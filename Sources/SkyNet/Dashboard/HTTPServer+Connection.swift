@@ -137,15 +137,21 @@ extension HTTPServer {
         return true
     }
 
-    /// Ends our side, then reads (a bounded amount, briefly) what the client still sends, so
-    /// that closing with unread bytes does not reset the connection and lose our response.
+    /// Ends our side, then reads (at most 64 KiB, for at most a second in all) what the client
+    /// still sends, so that closing with unread bytes does not reset the connection and lose
+    /// our response. The bound is on the whole drain: a client trickling a byte at a time
+    /// cannot keep this thread (and so `stop()`) waiting.
     func closeGracefully(_ socket: Socket) {
         socket.shutdown(reading: false, writing: true)
-        socket.setReceiveTimeout(.seconds(1))
+        let deadline = ContinuousClock.now + .seconds(1)
         var drained = 0
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
         defer { chunk.deallocate() }
-        while drained < 64 * 1024, let count = try? socket.receive(into: chunk), count > 0 {
+        while drained < 64 * 1024 {
+            let left = deadline - ContinuousClock.now
+            guard left >= .milliseconds(1) else { return }
+            socket.setReceiveTimeout(left)
+            guard let count = try? socket.receive(into: chunk), count > 0 else { return }
             drained += count
         }
     }
