@@ -32,11 +32,12 @@ extension ScanCommand {
             // Offered, never awaited: a flood of broken connections cannot pile up waiting lines.
             _ = Console.writer.offer(message + "\n", to: 2)
         }
-        if !DashboardAccess.isLoopback(address.host) {
+        // The address bound, not the one typed (`0x7f000001` and `localhost` are loopback too).
+        if !DashboardAccess.isLoopback(served.host) {
             let login = token == nil
                 ? "no token is set, so anyone who can reach it sees the scan (set SKYNET_TOKEN or --token-file for a login)"
                 : "it asks for the cluster's token"
-            await Console.printError(Self.clearProgress + "warning: the dashboard listens on \(address.host):\(served.port), beyond this machine: \(login)")
+            await Console.printError(Self.clearProgress + "warning: the dashboard listens on \(served.host):\(served.port), beyond this machine: \(login)")
         }
         await Console.printError(Self.clearProgress + "Dashboard: \(served.url)")
         return served

@@ -101,8 +101,12 @@ extension ScanCommand {
 
         // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
         let stopSignal = signals.received
+        // Set once the tasks are over: a signal after that (during --dashboard-linger) ends
+        // the linger, and there is nothing to say about stopping tasks.
+        let tasksOver = Locked(false)
         let watcher = Task {
             _ = await stopSignal.value
+            guard !tasksOver.withLock({ $0 }) else { return }
             scan.cancel()
             await Console.printError((isatty(2) == 1 ? Progress.clear : "") + "Stopping: running tasks are cancelled (Ctrl-C again to quit at once)")
         }
@@ -114,6 +118,7 @@ extension ScanCommand {
             scan.cancel()
         }
         let report = await scan.value
+        tasksOver.withLock { $0 = true }
         if let board {
             board.update(await systems.slotUse)  // the last picture of the slots, peers still in it
             board.freezeSlots()

@@ -41,6 +41,8 @@ extension ProcessTests {
             scan.send(SIGINT)
             let run = try await scan.finish(timeout: .seconds(25))
             #expect(run.status == 0, "\(run.stderr)")
+            // The tasks were over: the signal ends the linger, and no task is said to stop.
+            #expect(!run.stderr.contains("Stopping"), "\(run.stderr)")
             #expect(clock.now - signalled < .seconds(10))
             // Nothing listens there any more.
             let after = try? await dashboardGet(port: port, "/state")

@@ -142,13 +142,20 @@ struct DashboardAccessTests {
         #expect(access.login(dashboardRequest("/login", query: query)).status == .badRequest)
     }
 
-    @Test func atMost64NoncesAreKeptTheOldestGoingFirst() throws {
+    /// Four outstanding nonces per address: one asking in a loop pushes out only its own, so
+    /// it cannot spend the nonce a user elsewhere is about to answer. And 1,024 in all.
+    @Test func noncesAreKeptFourPerAddressAnd1024InAllTheOldestGoingFirst() throws {
         let access = DashboardAccess(token: Self.token, host: "127.0.0.1", port: 8080)
-        let nonces = try (0..<65).map { _ in try nonce(access) }
-        #expect(Set(nonces).count == 65)
-        #expect(login(access, nonce: nonces[0], proof: dashboardProof(token: Self.token, nonce: nonces[0])).status == .forbidden)
-        #expect(login(access, nonce: nonces[1], proof: dashboardProof(token: Self.token, nonce: nonces[1])).status == .ok)
-        #expect(login(access, nonce: nonces[64], proof: dashboardProof(token: Self.token, nonce: nonces[64])).status == .ok)
+        let user = try nonce(access, from: "127.0.0.1:5000")
+        let flood = try (0..<500).map { _ in try nonce(access, from: "10.1.1.1:\(Int.random(in: 1024...65535))") }
+        #expect(Set(flood).count == 500)
+        #expect(login(access, nonce: flood[495], proof: dashboardProof(token: Self.token, nonce: flood[495]), from: "10.1.1.1:1").status == .forbidden)
+        #expect(login(access, nonce: flood[496], proof: dashboardProof(token: Self.token, nonce: flood[496]), from: "10.1.1.1:1").status == .ok)
+        #expect(login(access, nonce: user, proof: dashboardProof(token: Self.token, nonce: user), from: "127.0.0.1:5001").status == .ok)
+        // Many addresses: the oldest of all goes first past 1,024.
+        let spread = try (0..<1025).map { try nonce(access, from: "10.2.\($0 / 256).\($0 % 256):80") }
+        #expect(login(access, nonce: spread[0], proof: dashboardProof(token: Self.token, nonce: spread[0])).status == .forbidden)
+        #expect(login(access, nonce: spread[1024], proof: dashboardProof(token: Self.token, nonce: spread[1024])).status == .ok)
     }
 
     @Test func atMost64SessionsAreKeptTheOldestGoingFirst() throws {
@@ -200,8 +207,10 @@ struct DashboardAccessTests {
 
     // MARK: - Helpers
 
-    func nonce(_ access: DashboardAccess) throws -> String {
-        let response = access.challenge(dashboardRequest("/login/challenge"))
+    func nonce(_ access: DashboardAccess, from peer: String = "127.0.0.1:50000") throws -> String {
+        var request = dashboardRequest("/login/challenge")
+        request.peer = peer
+        let response = access.challenge(request)
         #expect(response.status == .ok)
         return try #require(dashboardNonce(response.body))
     }

@@ -58,6 +58,15 @@ struct HTTPServerTests {
         }
     }
 
+    @Test func twoHostHeadersAre400() async throws {
+        try await withHTTPServer { server in
+            let response = try await HTTPClientForTests.get(server, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nHost: evil.example\r\n\r\n")
+            #expect(response.status == 400 && response.text.contains("more than one Host header"))
+            let one = try await HTTPClientForTests.get(server, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n")
+            #expect(one.status == 200)
+        }
+    }
+
     @Test func oversizedRequestLinesAre414AndOversizedHeadersAre431() async throws {
         try await withHTTPServer { server in
             let line = "GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\n\r\n"

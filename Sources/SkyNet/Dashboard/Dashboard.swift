@@ -27,9 +27,21 @@ public final class Dashboard: Sendable {
             return ready.refusal(of: request)
         }
         let page = Array(DashboardPage.html.utf8)
+        // `/state` made at most once a frame interval: a client asking in a loop gets the
+        // same bytes and costs the machine running the scan next to nothing.
+        // (The end of the scan is never served from before it.)
+        let stateCache = Locked<(made: ContinuousClock.Instant, finished: Bool, body: [UInt8])?>(nil)
+        let currentState: @Sendable () -> [UInt8] = {
+            let finished = board.isFinished
+            if let cached = stateCache.withLock({ $0 }), cached.finished == finished,
+               ContinuousClock.now - cached.made < frameInterval { return cached.body }
+            let body = board.currentState()
+            stateCache.withLock { $0 = (.now, finished, body) }
+            return body
+        }
         let server = try await HTTPServer.start(configuration, routes: [
             "/": .fixed(contentType: "text/html; charset=utf-8", page),
-            "/state": .content(contentType: "application/json") { board.currentState() },
+            "/state": .content(contentType: "application/json", body: currentState),
             "/events": .eventStream,
             "/login/challenge": .respond { request in access.withLock { $0 }?.challenge(request) ?? .error(.serviceUnavailable) },
             "/login": .respond { request in access.withLock { $0 }?.login(request) ?? .error(.serviceUnavailable) },

@@ -4,15 +4,16 @@
 /// Login (docs/PROTOCOL.md, "Dashboard"): `GET /login/challenge` gives a fresh nonce;
 /// the page answers `GET /login?nonce=N&proof=P` with P = hex HMAC-SHA256(token,
 /// "skynet dashboard proof\n" ‖ N), and a right proof gets a random session cookie
-/// (`HttpOnly`, `SameSite=Strict`). Nonces are single-use and live 60 s; at most 64 nonces
-/// and 64 sessions are kept (the oldest go first); after a wrong proof no other proof from
+/// (`HttpOnly`, `SameSite=Strict`). Nonces are single-use and live 60 s; at most 4 per
+/// address and 1,024 in all are kept, and 64 sessions (the oldest go first), so one client
+/// asking for challenges in a loop pushes out only its own; after a wrong proof no other proof from
 /// that address is checked for a second (`429`), so guessing online runs at one guess a
 /// second per address, and a guesser elsewhere cannot lock the owner out.
 /// The session id does travel in clear (plain HTTP), so whoever can read the traffic can
 /// read the dashboard too, as they can read the scan's own lines: never the token.
 public final class DashboardAccess: Sendable {
     struct State {
-        var nonces: [(value: String, expires: ContinuousClock.Instant)] = []
+        var nonces: [(value: String, address: String, expires: ContinuousClock.Instant)] = []
         var sessions: [String] = []
         /// Addresses that sent a wrong proof, until when they must wait (at most `maxPaused`).
         var pausedUntil: [String: ContinuousClock.Instant] = [:]
@@ -20,7 +21,8 @@ public final class DashboardAccess: Sendable {
 
     static let proofLabel = "skynet dashboard proof\n"
     static let cookieName = "skynet_session"
-    static let maxNonces = 64
+    static let maxNonces = 1024
+    static let maxNoncesPerAddress = 4
     static let maxSessions = 64
     static let maxPaused = 1024
     static let nonceLifetime: Duration = .seconds(60)
@@ -64,11 +66,16 @@ public final class DashboardAccess: Sendable {
     public func challenge(_ request: HTTPRequest) -> HTTPResponse {
         guard key != nil else { return Self.json(.notFound, #"{"error":"this dashboard has no token to log in with"}"#) }
         let nonce = Secrets.hex(Secrets.randomBytes(32))
+        let address = Node.address(of: request.peer)
         state.withLock { state in
             let now = ContinuousClock.now
             state.nonces.removeAll { $0.expires < now }
+            if state.nonces.count(where: { $0.address == address }) >= Self.maxNoncesPerAddress,
+               let oldest = state.nonces.firstIndex(where: { $0.address == address }) {
+                state.nonces.remove(at: oldest)
+            }
             if state.nonces.count >= Self.maxNonces { state.nonces.removeFirst() }
-            state.nonces.append((nonce, now + Self.nonceLifetime))
+            state.nonces.append((nonce, address, now + Self.nonceLifetime))
         }
         return Self.json(.ok, #"{"nonce":"\#(nonce)"}"#)
     }

@@ -79,6 +79,10 @@ extension HTTPServer {
             return respond(id, socket, .error(.methodNotAllowed), body: true)
         }
         let withBody = request.method == "GET"
+        // Two Host headers could make the Host check look at one and a proxy at the other.
+        guard request.headers.count(where: { $0.name == "host" }) <= 1 else {
+            return respond(id, socket, .error(.badRequest, detail: "more than one Host header"), body: withBody)
+        }
         if let refusal = configuration.admit(request) { return respond(id, socket, refusal, body: withBody) }
         switch routes[request.path] {
         case nil:

@@ -4,36 +4,40 @@ extension ScanBoard {
     /// newest; the page keeps the history of its task stream itself).
     public func frame() -> [UInt8] {
         let time = now
-        return state.withLock { state in
+        // Under the lock only what must be: the scan's events wait on it. The copy of the
+        // state is cheap (its arrays are shared until the next event writes to them) and the
+        // JSON is made from it afterwards.
+        let (snapshot, ended, omitted) = state.withLock { state -> (State, [Span], Int) in
             state.frames += 1
-            let bars = Self.coalesce(state.spans)
-            let spans = bars.suffix(Self.maxSpansPerFrame)
-            let omitted = state.spansOmitted + bars.count - spans.count
-            state.spans.removeAll(keepingCapacity: true)
+            state.advance(to: state.ending?.time ?? time)
+            let ended = state.spans, omitted = state.spansOmitted
+            state.spans = []
             state.spansOmitted = 0
-            return Self.encode(&state, at: time, spans: Array(spans), omitted: omitted)
+            return (state, ended, omitted)
         }
+        let bars = Self.coalesce(ended)
+        let spans = bars.suffix(Self.maxSpansPerFrame)
+        return Self.encode(snapshot, at: time, spans: Array(spans), omitted: omitted + bars.count - spans.count)
     }
 
     /// The body of `GET /state`: the same state, with the last `recentSpans` bars of the task
     /// stream as `spans` (a page opened late starts from them). At the end
     /// of a scan its summary fields are exactly those of the `--json` summary event, which it
-    /// also holds whole as `summary`.
+    /// also holds whole as `summary`. Reading it changes nothing (the rate and the ETA move
+    /// with the frames), and the lock is held only to copy the state.
     public func currentState() -> [UInt8] {
         let time = now
-        return state.withLock { state in
-            let recent = Self.coalesce(Array(state.recent[state.recentStart...] + state.recent[..<state.recentStart]))
-            return Self.encode(&state, at: time, spans: recent, omitted: 0)
-        }
+        let snapshot = state.withLock { $0 }
+        let recent = Self.coalesce(Array(snapshot.recent[snapshot.recentStart...] + snapshot.recent[..<snapshot.recentStart]))
+        return Self.encode(snapshot, at: time, spans: recent, omitted: 0)
     }
 
-    private static func encode(_ state: inout State, at now: Int, spans: [Span], omitted: Int) -> [UInt8] {
+    private static func encode(_ state: State, at now: Int, spans: [Span], omitted: Int) -> [UInt8] {
+        var state = state
         let time = state.ending?.time ?? now
         let seconds = Double(time) / 1000
-        let finished = state.report.completed + state.report.gaveUp
         if state.ending == nil {
             state.report.seconds = seconds
-            state.eta.observe(finished: finished, at: seconds)
             state.advanceHistory(to: time / 1000)
         }
         var json = JSONLine()
@@ -42,7 +46,7 @@ extension ScanBoard {
         json.add("elapsed", seconds)
         json.add("frame", state.frames)
         // While running, the rate of the last few seconds; at the end, over the whole scan.
-        let rate = state.ending == nil ? state.rate(finished: finished, at: seconds)
+        let rate = state.ending == nil ? state.rate
             : state.report.seconds > 0 ? Double(state.report.completed) / state.report.seconds : nil
         if let rate { json.add("rate", rate) } else { json.addNull("rate") }
         if state.ending == nil, let left = state.eta.secondsLeft(total: state.report.total, at: seconds) {
@@ -113,15 +117,19 @@ extension ScanBoard {
 }
 
 extension ScanBoard.State {
-    /// Tasks finished per second over the last `rateWindow` seconds of frames (nil before
-    /// there are two samples).
-    mutating func rate(finished: Int, at seconds: Double) -> Double? {
+    /// Brings what moves with time up to `time` (ms): the ETA's samples, the rate over the
+    /// last `rateWindow` seconds of frames, the throughput history. Frames call it, not readers.
+    mutating func advance(to time: Int) {
+        let seconds = Double(time) / 1000
+        let finished = report.completed + report.gaveUp
+        eta.observe(finished: finished, at: seconds)
+        advanceHistory(to: time / 1000)
         rateSamples.append((seconds, finished))
-        // Bounded in time and in count (every `GET /state` adds a sample too).
         while let first = rateSamples.first, rateSamples.count > 2, seconds - first.0 > ScanBoard.rateWindow || rateSamples.count > 100 {
             rateSamples.removeFirst()
         }
-        guard let first = rateSamples.first, seconds - first.0 >= 0.05 else { return nil }
-        return Double(finished - first.1) / (seconds - first.0)
+        if let first = rateSamples.first, seconds - first.0 >= 0.05 {
+            rate = Double(finished - first.1) / (seconds - first.0)
+        }
     }
 }

@@ -99,6 +99,8 @@ public final class ScanBoard: Sendable {
         var eta = ETAEstimator()
         /// (seconds, finished) at recent frames, for the rate over the last few seconds.
         var rateSamples: [(Double, Int)] = []
+        /// Tasks finished per second over the last `rateWindow` seconds, as of the last frame.
+        var rate: Double?
         var frames = 0
         /// Set when the scan's tasks are over: the links then stop and the peers leave
         /// `Systems`, which must not blank their slots on the final page.
