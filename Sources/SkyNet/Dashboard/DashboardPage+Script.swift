@@ -1,7 +1,8 @@
 extension DashboardPage {
-    /// The page's script: logs in when the dashboard asks for it, then renders every `state`
-    /// frame of `/events`. It draws once per frame (at most ten a second), never in a loop of
-    /// its own, so a page left open costs the machine running the scan little.
+    /// The page's script: logs in when the dashboard asks for it, then takes every `state`
+    /// frame of `/events`. It paints at most four times a second, touches only what changed,
+    /// and never runs a loop of its own, so a page left open costs the machine running the
+    /// scan little.
     static let script = #"""
         'use strict';
         (function () {
@@ -18,6 +19,20 @@ extension DashboardPage {
             colours[name] = getComputedStyle(document.documentElement).getPropertyValue('--' + name).trim();
           }
           let source = null, ended = false, bars = [], latest = null;
+
+          // Writes only what changed: an unchanged page is not laid out or painted again, which
+          // is most of what a browser would spend on a scan it shows ten times a second.
+          function put(element, text) {
+            const value = String(text);
+            if (element.textContent !== value) element.textContent = value;
+          }
+          function set(element, property, value) {
+            if (element[property] !== value) element[property] = value;
+          }
+          function setWidth(element, percent) {
+            const value = percent.toFixed(1) + '%';
+            if (element.style.width !== value) element.style.width = value;
+          }
 
           function clock(seconds) {
             if (seconds === null || seconds === undefined || !isFinite(seconds)) return '--:--';
@@ -78,21 +93,37 @@ extension DashboardPage {
             }
           });
 
+          // Every frame's bars are kept, but the page is painted at most four times a second
+          // (the newest frame wins): painting is what costs a browser, and so the machine
+          // running the scan when the browser is on it; the end is painted at once.
+          const PAINT_MS = 250;
+          let lastPaint = 0, paintQueued = false;
           function render(state) {
+            addBars(state);
             latest = state;
+            if (state.scan === 'finished') { paint(); return; }
+            if (paintQueued) return;
+            paintQueued = true;
+            setTimeout(paint, Math.max(0, lastPaint + PAINT_MS - performance.now()));
+          }
+
+          function paint() {
+            paintQueued = false;
+            lastPaint = performance.now();
+            const state = latest;
             const finished = state.scan === 'finished';
             const done = state.completed, total = state.total;
-            $('completed').textContent = done;
-            $('total').textContent = total;
-            $('failed').textContent = state.failed;
-            $('rate').textContent = state.rate === null ? '–' : state.rate.toFixed(state.rate < 10 ? 2 : 0);
-            $('eta').textContent = finished ? '0:00' : clock(state.eta_seconds);
-            $('elapsed').textContent = clock(state.elapsed);
-            $('progress-bar').style.width = (total > 0 ? 100 * done / total : 100) + '%';
+            put($('completed'), done);
+            put($('total'), total);
+            put($('failed'), state.failed);
+            put($('rate'), state.rate === null ? '–' : state.rate.toFixed(state.rate < 10 ? 2 : 0));
+            put($('eta'), finished ? '0:00' : clock(state.eta_seconds));
+            put($('elapsed'), clock(state.elapsed));
+            setWidth($('progress-bar'), total > 0 ? 100 * done / total : 100);
             const pill = $('scan-state');
-            pill.textContent = finished ? state.finished.how : 'running';
-            pill.className = 'pill ' + (finished ? state.finished.how : 'running');
-            document.title = (finished ? state.finished.how : Math.floor(total > 0 ? 100 * done / total : 100) + '%') + ' · SkyNet scan';
+            put(pill, finished ? state.finished.how : 'running');
+            set(pill, 'className', 'pill ' + (finished ? state.finished.how : 'running'));
+            set(document, 'title', (finished ? state.finished.how : Math.floor(total > 0 ? 100 * done / total : 100) + '%') + ' · SkyNet scan');
             if (finished) {
               ended = true;
               $('final').hidden = false;
@@ -100,7 +131,6 @@ extension DashboardPage {
               if (source) source.close();
             }
             renderSystems(state.cluster);
-            addBars(state);
             drawStream(state);
             drawThroughput(state);
             renderFailures(state.failures);
@@ -119,16 +149,16 @@ extension DashboardPage {
                 body.appendChild(row);
               }
               const cell = (name) => row.querySelector('.' + name);
-              cell('name').textContent = system.name;
-              cell('address').textContent = system.address;
-              cell('state').textContent = system.state;
-              cell('state').className = 'state state-' + system.state.replace(/ /g, '-');
-              cell('state').title = system.detail;
-              cell('slots').firstChild.style.width = (system.capacity > 0 ? 100 * Math.min(1, system.running / system.capacity) : 0) + '%';
-              cell('load').textContent = system.running + ' / ' + system.capacity;
-              cell('completed').textContent = system.completed;
-              cell('failed').textContent = system.failed;
-              cell('mean').textContent = system.mean_seconds.toFixed(3);
+              put(cell('name'), system.name);
+              put(cell('address'), system.address);
+              put(cell('state'), system.state);
+              set(cell('state'), 'className', 'state state-' + system.state.replace(/ /g, '-'));
+              set(cell('state'), 'title', system.detail);
+              setWidth(cell('slots').firstChild, system.capacity > 0 ? 100 * Math.min(1, system.running / system.capacity) : 0);
+              put(cell('load'), system.running + ' / ' + system.capacity);
+              put(cell('completed'), system.completed);
+              put(cell('failed'), system.failed);
+              put(cell('mean'), system.mean_seconds.toFixed(3));
             }
           }
 
@@ -233,7 +263,12 @@ extension DashboardPage {
             }
           }
 
-          function drawThroughput(state) {
+          let drawnHistory = '';
+          function drawThroughput(state, force) {
+            // Its data changes once a second: other frames leave it as it is.
+            const key = state.history_start + ':' + state.per_second.length + ':' + state.scan;
+            if (key === drawnHistory && !force) return;
+            drawnHistory = key;
             const { context, width } = sized($('throughput'), 140);
             // The second in progress is partial: it is left out.
             const shown = state.per_second.length > 1 ? state.per_second.slice(0, -1) : state.per_second;
@@ -275,7 +310,7 @@ extension DashboardPage {
             }
           }
 
-          window.addEventListener('resize', () => { if (latest) { drawStream(latest); drawThroughput(latest); } });
+          window.addEventListener('resize', () => { if (latest) { drawStream(latest); drawThroughput(latest, true); } });
           start();
         })();
         """#

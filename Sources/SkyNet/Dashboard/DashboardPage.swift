@@ -100,7 +100,7 @@ enum DashboardPage {
         .pill.failed { background: #da3633; }
         .pill.stopped { background: #9e6a03; }
         .progress { height: 14px; background: var(--bg); border-radius: 7px; overflow: hidden; border: 1px solid var(--line); }
-        #progress-bar { height: 100%; width: 0; background: var(--done); transition: width .2s; }
+        #progress-bar { height: 100%; width: 0; background: var(--done); }
         .figures { display: flex; gap: 28px; margin-top: 10px; font-size: 15px; flex-wrap: wrap; }
         .final { margin-bottom: 10px; font-size: 16px; font-weight: 600; }
         table { border-collapse: collapse; width: 100%; }
