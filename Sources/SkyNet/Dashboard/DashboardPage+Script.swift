@@ -214,7 +214,7 @@ extension DashboardPage {
           function sized(canvas, height) {
             const ratio = window.devicePixelRatio || 1;
             const width = Math.max(100, canvas.clientWidth);
-            canvas.style.height = height + 'px';
+            if (canvas.style.height !== height + 'px') canvas.style.height = height + 'px';
             if (canvas.width !== Math.round(width * ratio) || canvas.height !== Math.round(height * ratio)) {
               canvas.width = Math.round(width * ratio);
               canvas.height = Math.round(height * ratio);
@@ -253,7 +253,7 @@ extension DashboardPage {
             context.fillStyle = '#30363d';
             for (const [, row] of lanes.labels) context.fillRect(0, row * rowHeight, width, 1);
             const labelBox = $('lane-labels');
-            labelBox.style.height = height + 'px';
+            if (labelBox.style.height !== height + 'px') labelBox.style.height = height + 'px';
             const text = lanes.labels.map(([name, row, count]) =>
               '<div style="top:' + (row * rowHeight + Math.max(0, count * rowHeight / 2 - 7)) + 'px"></div>').join('');
             if (labelBox.dataset.layout !== text) {
