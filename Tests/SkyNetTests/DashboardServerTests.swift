@@ -91,8 +91,10 @@ struct DashboardServerTests {
             feeding.cancel()
             let frames = HTTPEventStreamTests.frames(bytes).frames
             #expect(frames.count <= 30, "\(frames.count) frames in about 2 s")
-            #expect(frames.count >= 2, "\(frames.count) frames in about 2 s")
             #expect(frames.allSatisfy { $0.event == "state" })
+            // And they keep coming (on a loaded machine the 2 s may have held only one).
+            let more = try await HTTPEventStreamTests.read(socket) { $0.count >= 2 }
+            #expect(more.frames.count >= 2)
         }
     }
 

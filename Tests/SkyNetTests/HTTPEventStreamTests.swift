@@ -104,7 +104,9 @@ struct HTTPEventStreamTests {
             let bytes = try await onOwnThread(named: "test-keepalive") {
                 HTTPClientForTests.read(socket, silence: .seconds(20)) { Self.frames($0).comments.count >= 2 }
             }
-            #expect(Self.frames(bytes).comments == [": keepalive", ": keepalive"])
+            // At least two (a reader starved on a loaded machine finds more waiting at once).
+            let comments = Self.frames(bytes).comments
+            #expect(comments.count >= 2 && comments.allSatisfy { $0 == ": keepalive" }, "\(comments)")
         }
     }
 
