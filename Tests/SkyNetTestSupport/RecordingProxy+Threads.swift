@@ -156,9 +156,6 @@ extension RecordingProxy {
     }
 
     func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        let thread = Thread(block: body)
-        thread.name = name
-        thread.stackSize = 512 * 1024
-        thread.start()
+        startThread(named: name, body)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// Runs `body` on a new thread of its own: where blocking calls (accept, recv, a send that
 /// waits, connect, read) belong, away from the cooperative pool.
-func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+public func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
     let thread = Thread(block: body)
     thread.name = name
     thread.stackSize = 512 * 1024
@@ -10,7 +10,7 @@ func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
 }
 
 /// Runs a blocking call on a thread of its own and awaits its result.
-func onOwnThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+public func onOwnThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         startThread(named: name) { continuation.resume(with: Result { try body() }) }
     }
