@@ -16,4 +16,18 @@ extension HeadlessChromium {
             return String(decoding: commandLine, as: UTF8.self).contains(profile)
         }
     }
+
+    /// `remainingProcesses()` once it is empty, or what is left after `timeout`: a process
+    /// killed with its group takes a moment to be gone (seen: one still listed right after
+    /// `close()` on a loaded machine).
+    public func processesLeft(within timeout: Duration) async -> [Int32] {
+        let deadline = ContinuousClock.now + timeout
+        var left = remainingProcesses()
+        while !left.isEmpty, ContinuousClock.now < deadline {
+            // Polling /proc: the state awaited is the kernel's, nothing can signal it.
+            try? await Task.sleep(for: .milliseconds(50))
+            left = remainingProcesses()
+        }
+        return left
+    }
 }

@@ -60,7 +60,7 @@ import Testing
         }
         await browser.close()
         await server.stop()
-        #expect(browser.remainingProcesses() == [])
+        #expect(await browser.processesLeft(within: .seconds(10)) == [])
     }
 
     @Test func aJavaScriptExceptionAndAWaitThatTimesOutAreErrors() async throws {
