@@ -47,11 +47,4 @@ enum JobDeclarations {
             throw UsageError("option '--job \(value)': \(error)")
         }
     }
-
-    /// Whether `host` is only reachable from this machine.
-    static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" || host == "::1" { return true }
-        let octets = host.split(separator: ".", omittingEmptySubsequences: false).map { UInt8($0) }
-        return octets.count == 4 && octets.allSatisfy { $0 != nil } && octets[0] == 127
-    }
 }

@@ -94,7 +94,7 @@ struct NodeCommand: Command {
         let maxOutput = try args.bytes("max-output", default: CommandJob.defaultMaxOutput, in: JobDeclarations.maxOutputRange)
         let declared = args.strings("job")
         options.jobs = try JobDeclarations.register(declared, in: options.jobs, maxOutput: maxOutput)
-        if !declared.isEmpty, options.token == nil, !JobDeclarations.isLoopback(options.host) {
+        if !declared.isEmpty, options.token == nil, !Socket.isLoopback(options.host) {
             throw UsageError("""
                 refusing to start: this node declares command jobs and would listen on \(options.host) without \
                 SKYNET_TOKEN or --token-file, so anyone who can reach its port could run them. Set SKYNET_TOKEN in \
@@ -135,7 +135,7 @@ struct NodeCommand: Command {
             }
             return 2
         }
-        if options.token == nil, !JobDeclarations.isLoopback(options.host) {
+        if options.token == nil, !Socket.isLoopback(options.host) {
             await Console.printError("[Node] Warning: listening on \(options.host) without SKYNET_TOKEN or --token-file: anyone who can reach this port can run tasks here")
         }
         let summaries = options.jobs.summaries

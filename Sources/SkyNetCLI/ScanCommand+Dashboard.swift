@@ -33,7 +33,7 @@ extension ScanCommand {
             _ = Console.writer.offer(message + "\n", to: 2)
         }
         // The address bound, not the one typed (`0x7f000001` and `localhost` are loopback too).
-        if !DashboardAccess.isLoopback(served.host) {
+        if !Socket.isLoopback(served.host) {
             let login = token == nil
                 ? "no token is set, so anyone who can reach it sees the scan (set SKYNET_TOKEN or --token-file for a login)"
                 : "it asks for the cluster's token"

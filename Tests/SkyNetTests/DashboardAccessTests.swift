@@ -196,8 +196,8 @@ struct DashboardAccessTests {
 
     /// In-process only: tests never bind beyond loopback.
     @Test func aDashboardBoundBeyondLoopbackTakesAnyHostButStillWantsTheToken() {
-        #expect(!DashboardAccess.isLoopback("0.0.0.0"))
-        #expect(DashboardAccess.isLoopback("127.0.0.1") && DashboardAccess.isLoopback("localhost") && DashboardAccess.isLoopback("::1"))
+        #expect(!Socket.isLoopback("0.0.0.0"))
+        #expect(Socket.isLoopback("127.0.0.1") && Socket.isLoopback("localhost") && Socket.isLoopback("::1"))
         let open = DashboardAccess(token: nil, host: "0.0.0.0", port: 8080)
         #expect(open.refusal(of: dashboardRequest("/state", headers: [("Host", "scanner.lan:8080")])) == nil)
         let guarded = DashboardAccess(token: Self.token, host: "0.0.0.0", port: 8080)

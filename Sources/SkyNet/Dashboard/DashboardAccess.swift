@@ -40,17 +40,12 @@ public final class DashboardAccess: Sendable {
     ///   - host, port: where the dashboard listens.
     public init(token: String?, host: String, port: Int) {
         key = token.map { HMACSHA256(key: Array($0.utf8)) }
-        allowedHosts = Self.isLoopback(host)
+        allowedHosts = Socket.isLoopback(host)
             ? Set([host, "127.0.0.1", "localhost", "[::1]"].map { "\($0):\(port)" }) : nil
     }
 
     /// Whether logging in is needed at all.
     public var needsLogin: Bool { key != nil }
-
-    /// Whether `host` is a loopback address (binding anywhere else warns).
-    public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
 
     /// The refusal of a request that may not go on, or nil (see `HTTPServer.Configuration.admit`).
     public func refusal(of request: HTTPRequest) -> HTTPResponse? {

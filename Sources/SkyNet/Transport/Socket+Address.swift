@@ -12,6 +12,14 @@ struct ResolvedAddress {
 }
 
 extension Socket {
+    /// Whether `host` (a name or a literal address) is reachable from this machine only:
+    /// `localhost`, `::1` or an IPv4 address in 127.0.0.0/8.
+    public static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "::1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false).map { UInt8($0) }
+        return octets.count == 4 && octets.allSatisfy { $0 != nil } && octets[0] == 127
+    }
+
     /// Whether `host` resolves to an address (the lookup runs on a thread of its own).
     public static func resolves(host: String) async -> Bool {
         (try? await onOwnThread(named: "skynet-resolve") { try resolve(host: host, port: 1, passive: false) }) != nil
