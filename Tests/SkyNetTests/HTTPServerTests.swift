@@ -88,9 +88,11 @@ struct HTTPServerTests {
         configuration.requestDeadline = .seconds(1)
         configuration.maxClients = 1
         try await withHTTPServer(configuration) { server in
+            // The clock starts before connecting: the server's deadline cannot start earlier,
+            // while resuming this task after the connect can take a second on a loaded machine.
+            let clock = ContinuousClock(), start = clock.now
             let socket = try await HTTPClientForTests.connect(server)
             defer { socket.close() }
-            let clock = ContinuousClock(), start = clock.now
             let (sent, reply) = try await onOwnThread(named: "test-slowloris") { () -> (Int, [UInt8]) in
                 _ = try? socket.send(Array("GET / HTTP/1.1\r\n".utf8), wait: true)
                 var sent = 0
