@@ -30,7 +30,7 @@ public struct ScanTask: Codable, Sendable, Hashable, Identifiable {
     public let timeout: Double?
 
     public init(
-        id: UUID = UUID(), input: Int, duration: Double = 1.0,
+        id: UUID = TaskID.next(), input: Int, duration: Double = 1.0,
         job: String = JobRegistry.scan, text: String? = nil, timeout: Double? = nil
     ) {
         self.id = id
