@@ -65,6 +65,8 @@ public final class LineWriter: Sendable {
         /// Counted drops per descriptor whose notice is not queued yet.
         var drops: [Int32: Drops] = [:]
         var threadStarted = false
+        /// The writer thread found the queue empty and sleeps until an accept signals it.
+        var writerAsleep = false
 
         func fits(_ size: Int, capacity: Int) -> Bool {
             queuedBytes == 0 || queuedBytes + size <= capacity  // a record larger than the queue goes alone
@@ -93,18 +95,25 @@ public final class LineWriter: Sendable {
     public func write(_ pieces: [Piece], if condition: (@Sendable () -> Bool)? = nil) async {
         let size = pieces.reduce(0) { $0 + $1.bytes.count }
         guard size > 0 else { return }
+        // When there is room the pieces are taken without suspending: a continuation resumed
+        // at once still costs the task a trip through the executor, once per line.
+        guard !state.withLock({ acceptIfRoom(pieces, size: size, condition: condition, into: &$0) }) else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let accepted = state.withLock { state -> Bool in
-                // Only when nobody waits ahead: order is kept.
-                guard state.blocked.isEmpty, state.fits(size, capacity: capacity) else {
-                    state.blocked.append(Producer(pieces: pieces, condition: condition, continuation: continuation))
-                    return false
-                }
-                if condition?() ?? true { accept(pieces, size: size, into: &state) }
-                return true
+                if acceptIfRoom(pieces, size: size, condition: condition, into: &state) { return true }
+                state.blocked.append(Producer(pieces: pieces, condition: condition, continuation: continuation))
+                return false
             }
             if accepted { continuation.resume() }
         }
+    }
+
+    /// Takes the pieces (or drops them, when `condition` says no) if there is room and nobody
+    /// waits ahead of them (order is kept); false when they must wait.
+    private func acceptIfRoom(_ pieces: [Piece], size: Int, condition: (@Sendable () -> Bool)?, into state: inout State) -> Bool {
+        guard state.blocked.isEmpty, state.fits(size, capacity: capacity) else { return false }
+        if condition?() ?? true { accept(pieces, size: size, into: &state) }
+        return true
     }
 
     /// Queues `text` only if there is room right now (for output that may be skipped, such
@@ -179,58 +188,82 @@ public final class LineWriter: Sendable {
         state.accepted += 1
         state.queue.append(pieces)
         state.queuedBytes += size
-        wake.signal()
-    }
-
-    /// The writer thread: takes what is queued, writes it, makes room, wakes who waited.
-    private func drain() {
-        while true {
-            wake.wait()
-            while let (batch, failed) = state.withLock({ state -> ([[Piece]], Set<Int32>)? in
-                guard !state.queue.isEmpty else { return nil }
-                defer { state.queue = [] }
-                return (state.queue, state.failed)
-            }) {
-                var failedNow = failed
-                var reasons: [Int32: Int32] = [:]
-                for piece in batch.joined() where !failedNow.contains(piece.descriptor) {
-                    if !writeAll(piece) {
-                        failedNow.insert(piece.descriptor)
-                        reasons[piece.descriptor] = errno
-                    }
-                }
-                let size = batch.joined().reduce(0) { $0 + $1.bytes.count }
-                let woken = state.withLock { state in
-                    state.written += batch.count
-                    state.queuedBytes -= size
-                    state.failed.formUnion(failedNow)
-                    state.failures.merge(reasons) { first, _ in first }
-                    var woken: [CheckedContinuation<Void, Never>] = []
-                    while let first = state.blocked.first {
-                        let size = first.pieces.reduce(0) { $0 + $1.bytes.count }
-                        guard state.fits(size, capacity: capacity) else { break }
-                        state.blocked.removeFirst()
-                        if first.condition?() ?? true {
-                            accept(first.pieces, size: size, into: &state)
-                        } else {
-                            state.dropped += 1  // counts as written for flush waiters
-                        }
-                        woken.append(first.continuation)
-                    }
-                    queueDropNotices(into: &state)  // room has returned: say what was lost
-                    let written = state.written + state.dropped
-                    woken += state.flushWaiters.filter { $0.upTo <= written }.map(\.continuation)
-                    state.flushWaiters.removeAll { $0.upTo <= written }
-                    return woken
-                }
-                for continuation in woken { continuation.resume() }
-            }
+        if state.writerAsleep {
+            state.writerAsleep = false
+            wake.signal()
         }
     }
 
-    /// Blocking `write`s of one piece; false when its descriptor failed.
-    private func writeAll(_ piece: Piece) -> Bool {
-        piece.bytes.withUnsafeBytes { writeFully($0, to: piece.descriptor) }
+    /// The writer thread: takes what is queued, writes it, makes room, wakes who waited.
+    ///
+    /// Pieces in a row for one descriptor go out in one `write`. When the last batch ended
+    /// less than `pace` ago the thread lets lines gather for the rest of it first: at tens of
+    /// thousands of lines a second that is a write and a wake-up per millisecond rather than
+    /// per line, and a lone line after a quiet spell still goes out at once.
+    private func drain() {
+        let clock = ContinuousClock(), pace = Duration.milliseconds(1)
+        var lastBatch = clock.now - pace
+        var buffer: [UInt8] = []
+        while true {
+            let sinceLast = clock.now - lastBatch
+            if sinceLast < pace { sleepOnThisThread(for: pace - sinceLast) }
+            guard let (batch, failed) = state.withLock({ state -> ([[Piece]], Set<Int32>)? in
+                guard !state.queue.isEmpty else {
+                    state.writerAsleep = true  // the next accept wakes it
+                    return nil
+                }
+                defer { state.queue = [] }
+                return (state.queue, state.failed)
+            }) else {
+                wake.wait()
+                continue
+            }
+            var failedNow = failed
+            var reasons: [Int32: Int32] = [:]
+            var pieces = batch.joined().makeIterator(), next = pieces.next()
+            while let first = next {
+                // Gather the run of pieces for the same descriptor.
+                buffer.removeAll(keepingCapacity: true)
+                buffer += first.bytes
+                next = pieces.next()
+                while let piece = next, piece.descriptor == first.descriptor {
+                    buffer += piece.bytes
+                    next = pieces.next()
+                }
+                guard !failedNow.contains(first.descriptor) else { continue }
+                if !buffer.withUnsafeBytes({ writeFully($0, to: first.descriptor) }) {
+                    failedNow.insert(first.descriptor)
+                    reasons[first.descriptor] = errno
+                }
+            }
+            if buffer.capacity > 1 << 20 { buffer = [] }  // a huge record's buffer is not kept
+            lastBatch = clock.now
+            let size = batch.joined().reduce(0) { $0 + $1.bytes.count }
+            let woken = state.withLock { state in
+                state.written += batch.count
+                state.queuedBytes -= size
+                state.failed.formUnion(failedNow)
+                state.failures.merge(reasons) { first, _ in first }
+                var woken: [CheckedContinuation<Void, Never>] = []
+                while let first = state.blocked.first {
+                    let size = first.pieces.reduce(0) { $0 + $1.bytes.count }
+                    guard state.fits(size, capacity: capacity) else { break }
+                    state.blocked.removeFirst()
+                    if first.condition?() ?? true {
+                        accept(first.pieces, size: size, into: &state)
+                    } else {
+                        state.dropped += 1  // counts as written for flush waiters
+                    }
+                    woken.append(first.continuation)
+                }
+                queueDropNotices(into: &state)  // room has returned: say what was lost
+                let written = state.written + state.dropped
+                woken += state.flushWaiters.filter { $0.upTo <= written }.map(\.continuation)
+                state.flushWaiters.removeAll { $0.upTo <= written }
+                return woken
+            }
+            for continuation in woken { continuation.resume() }
+        }
     }
 }
 

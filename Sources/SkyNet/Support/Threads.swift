@@ -15,3 +15,11 @@ public func onOwnThread<T: Sendable>(named name: String, _ body: @escaping @Send
         startThread(named: name) { continuation.resume(with: Result { try body() }) }
     }
 }
+
+/// Sleeps the calling thread for `duration` (a thread of our own: never one of the pool).
+func sleepOnThisThread(for duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) == -1, errno == EINTR { request = remaining }
+}
