@@ -61,7 +61,7 @@ extension PeerConnection {
             for id in work.keys { state.pending[id] = nil }
             return work
         }
-        for entry in work.values { entry.continuation.resume(throwing: error) }
+        for entry in work.values { entry.finish(.failure(error)) }
     }
 }
 

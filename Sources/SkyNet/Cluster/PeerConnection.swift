@@ -40,6 +40,14 @@ public final class PeerConnection: Sendable {
         let isWork: Bool
         /// Sent with a liveness bound: keeps the ping loop running while pending.
         let isWatched: Bool
+        /// The request's time limit on the process's timer, if it has one.
+        var deadline: DeadlineTimer.Ticket?
+
+        /// Resumes the request (once it is out of the table) and forgets its time limit.
+        func finish(_ result: Result<Reply, any Error>) {
+            if let deadline { DeadlineTimer.shared.cancel(deadline) }
+            continuation.resume(with: result)
+        }
     }
 
     struct State {
@@ -118,7 +126,10 @@ public final class PeerConnection: Sendable {
     ///
     /// With a `liveness` bound the link is pinged while the request is pending, and the
     /// request fails with `PeerUnresponsive` when a ping goes unanswered for that long.
-    public func request(id: Int, _ request: Request, liveness: Duration? = nil) async throws -> Reply {
+    ///
+    /// With a `timeout` the request fails with `TimeoutError` when no reply came within it (the
+    /// process's `DeadlineTimer` keeps the time: no task sleeps per request).
+    public func request(id: Int, _ request: Request, timeout: Duration? = nil, liveness: Duration? = nil) async throws -> Reply {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Checked under the lock that `complete` takes: a cancellation that came
@@ -134,6 +145,7 @@ public final class PeerConnection: Sendable {
                     return (nil, !state.watching)
                 }
                 if let refusal { return continuation.resume(throwing: refusal) }
+                if let timeout { limit(id, to: .now + timeout) }
                 if startWatching { startLivenessLoop() }
                 do {
                     try transmit(request)
@@ -202,11 +214,24 @@ public final class PeerConnection: Sendable {
         }
         for task in tasks { task?.cancel() }
         for entry in pending.values {
-            entry.continuation.resume(throwing: PeerDisconnected(peer: name, reason: reason))
+            entry.finish(.failure(PeerDisconnected(peer: name, reason: reason)))
         }
     }
 
     private func complete(_ id: Int, with result: Result<Reply, any Error>) {
-        state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(with: result)
+        state.withLock { $0.pending.removeValue(forKey: id) }?.finish(result)
+    }
+
+    /// Fails request `id` with `TimeoutError` at `deadline` unless its reply came first.
+    private func limit(_ id: Int, to deadline: ContinuousClock.Instant) {
+        let ticket = DeadlineTimer.shared.schedule(at: deadline) { [weak self] in
+            self?.complete(id, with: .failure(TimeoutError()))
+        }
+        let answered = state.withLock { state -> Bool in
+            guard state.pending[id] != nil else { return true }
+            state.pending[id]?.deadline = ticket
+            return false
+        }
+        if answered { DeadlineTimer.shared.cancel(ticket) }  // the reply (or the end) came first
     }
 }

@@ -1,5 +1,5 @@
 /// A peer node behind the `ScanSystem` interface: each task is one request, bounded by a
-/// `TimeoutTask`; a request that is given up is cancelled on the node.
+/// time limit on the request itself; a request that is given up is cancelled on the node.
 ///
 /// Liveness is not a deadline. A task of the built-in scan (short by design) is bounded by
 /// `timeout`. Any other job may run for hours: its request is bounded by the task's deadline
@@ -43,14 +43,9 @@ public actor RemoteSystem: ScanSystem {
         let reply: Reply
         do {
             if task.isScan {
-                reply = try await TimeoutTask(timeout: timeout) {
-                    try await peer.request(id: id, .scan(id: id, task: task))
-                }.value
+                reply = try await peer.request(id: id, .scan(id: id, task: task), timeout: timeout)
             } else {
-                let liveness = timeout
-                reply = try await TimeoutTask(timeout: bound(of: task)) {
-                    try await peer.request(id: id, .run(id: id, task: task), liveness: liveness)
-                }.value
+                reply = try await peer.request(id: id, .run(id: id, task: task), timeout: bound(of: task), liveness: timeout)
             }
         } catch let error as TimeoutError {
             peer.post(.cancel(id: id))

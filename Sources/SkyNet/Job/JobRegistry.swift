@@ -73,7 +73,8 @@ public struct JobRegistry: Sendable {
 }
 
 /// The reference work: asks the unreliable API, then "scans" for `duration` seconds (suspended,
-/// holding no thread) and returns the sector number as text.
+/// holding no thread) and returns the sector number as text. The time is kept by the
+/// process's `DeadlineTimer`, to its deadline: 10 ms of work takes 10 ms, not 10.25.
 public struct ScanJob: Job {
     public let api: UnreliableAPI
     public var summary: String { "built-in simulated scan" }
@@ -83,9 +84,10 @@ public struct ScanJob: Job {
     }
 
     public func run(_ request: JobRequest) async throws -> String {
+        let deadline = ContinuousClock.now + .seconds(request.duration)
         try api.action()
         if request.duration > 0 {
-            try await Task.sleep(for: .seconds(request.duration))
+            try await DeadlineTimer.shared.sleep(until: deadline)
         } else {
             try Task.checkCancellation()
         }
