@@ -101,8 +101,14 @@ public struct Coordinator: Sendable {
                 case .finished(let work, let reservation, let result, let seconds):
                     queue.finished()
                     backoff.answered(on: reservation.name)
-                    await systems.release(reservation)
                     await record(work, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
+                    // The freed slot goes to the next piece of work in the same step that
+                    // gives it back (a re-run just queued by `record` included).
+                    if Task.isCancelled {
+                        await systems.release(reservation)
+                    } else if let (next, slot) = await queue.takeFreeSlot(from: systems, releasing: reservation) {
+                        await launch(next, on: slot, in: &group)
+                    }
                 case .rested(let reservation):
                     await systems.release(reservation)
                 }

@@ -130,6 +130,17 @@ public actor Systems {
         serveWaiters()
     }
 
+    /// Gives a slot back and, in the same step, reserves the first free slot (local only,
+    /// when asked) for the caller's next piece of work, before any waiter is served: a slot
+    /// that frees goes straight to the next task, with no waiter woken to pass it on. Nil when
+    /// none is free; waiters are served with what is left.
+    public func release(_ reservation: Reservation, reservingAgain localOnly: Bool) -> Reservation? {
+        if let index = entries.firstIndex(where: { $0.id == reservation.entryID }) { entries[index].inFlight -= 1 }
+        let again = tryReserve(localOnly: localOnly)
+        serveWaiters()
+        return again
+    }
+
     private func reserve(localOnly: Bool) async throws -> Reservation {
         if let reservation = tryReserve(localOnly: localOnly) { return reservation }
         let id = nextID()

@@ -88,13 +88,23 @@ struct WorkQueue {
     }
 
     /// Reserves a slot that is free right now for the next piece of work, if both exist.
-    mutating func takeFreeSlot(from systems: Systems) async -> (Attempt, Reservation)? {
-        if !reruns.isEmpty, let reservation = await systems.tryReserve(localOnly: rerunOnLocal) {
+    ///
+    /// With `freed`, a slot whose attempt just ended is given back in the same step as the
+    /// next one is reserved (often it is the same slot); it is given back in any case.
+    mutating func takeFreeSlot(from systems: Systems, releasing freed: Reservation? = nil) async -> (Attempt, Reservation)? {
+        var freed = freed
+        func reserve(localOnly: Bool) async -> Reservation? {
+            guard let slot = freed else { return await systems.tryReserve(localOnly: localOnly) }
+            freed = nil
+            return await systems.release(slot, reservingAgain: localOnly)
+        }
+        if !reruns.isEmpty, let reservation = await reserve(localOnly: rerunOnLocal) {
             return (start(reruns.removeFirst()), reservation)
         }
-        if await hasBouncedOrNew(), let reservation = await systems.tryReserve() {
+        if await hasBouncedOrNew(), let reservation = await reserve(localOnly: false) {
             return (start(popAny()), reservation)
         }
+        if let freed { await systems.release(freed) }
         return nil
     }
 
