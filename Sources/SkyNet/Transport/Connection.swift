@@ -3,13 +3,14 @@ import Foundation
 /// A TCP connection that carries lines of bytes.
 ///
 /// A reader thread of its own does the blocking reads, frames them with a `LineFramer` and
-/// hands each line to a handler. Writes never block the caller: what the kernel does not take
-/// at once is queued, up to a bound, and sent by a short-lived flusher thread; a peer that
+/// hands each line to a handler. Writes never block the caller: the caller that finds nobody
+/// sending sends (without waiting), also what others queue meanwhile; what the kernel does not
+/// take at once is queued, up to a bound, and sent by a short-lived flusher thread; a peer that
 /// lets too much queue up fails the connection. With `Limits.pauseReadingAbove` set, the
 /// reader stops reading while the queue is above that mark (back pressure).
 ///
 /// All of it is one `State`, changed only under one lock: there is no moment in which a
-/// `send` can queue bytes that no flusher will send.
+/// `send` can queue bytes that no sender will send.
 public final class Connection: Sendable {
     public struct Limits: Sendable {
         /// The longest line accepted, newline excluded (PROTOCOL.md: 1 MiB).
@@ -53,19 +54,20 @@ public final class Connection: Sendable {
         public var description: String { "connection closed" }
     }
 
-    /// The one state of a connection. `open` and `flushing` read; `flushing` also has a
-    /// flusher thread that owns sending the queue. A send finds either no flusher and an empty
-    /// queue (`open`) or a flusher that will see what it appends (`flushing`): the flusher
-    /// leaves `flushing` only under the lock, when it finds the queue empty.
+    /// The one state of a connection. `open` and `flushing` read; `flushing` also has one
+    /// sender (a caller of `send`, or a flusher thread) that owns sending the queue. A send
+    /// finds either no sender and an empty queue (`open`) or a sender that will see what it
+    /// appends (`flushing`): the sender leaves `flushing` only under the lock, when it finds
+    /// the queue empty.
     enum State {
         /// Created; `start` not called yet. Sends are refused; `close` closes the descriptor.
         case notStarted
-        /// Reading; nothing queued, no flusher.
+        /// Reading; nothing queued, no sender.
         case open
-        /// Reading; a flusher thread sends the queue.
+        /// Reading; a sender sends the queue.
         case flushing(ByteQueue)
         /// Ending: the socket is shut down, the reader will close the descriptor once the
-        /// flusher (if `flusher`) has left.
+        /// sender (if `flusher`) has left.
         case closing(CloseReason, flusher: Bool)
         /// The descriptor is closed.
         case closed(CloseReason)
@@ -120,10 +122,12 @@ public final class Connection: Sendable {
     /// connection has ended; fails the connection when the peer lets too much queue up.
     /// Once `authenticate` was called, each line is sealed (one line per call).
     public func send(_ bytes: [UInt8]) throws(Closed) {
-        try sealing.withLock { (seal) throws(Closed) in
-            guard let sealed = seal?.seal(bytes) else { return try sendInOrder(bytes) }
-            try sendInOrder(sealed)
+        let owned = try sealing.withLock { (seal) throws(Closed) -> [UInt8]? in
+            guard let sealed = seal?.seal(bytes) else { return try queueOrOwn(bytes) }
+            return try queueOrOwn(sealed)
         }
+        // Sent outside the sealing lock: lines sealed meanwhile queue behind these bytes.
+        if let owned { try sendAsOwner(owned) }
     }
 
     /// From now on every line sent is sealed with `sending` and every line read must open with
@@ -138,22 +142,16 @@ public final class Connection: Sendable {
     /// Whether lines are authenticated on this connection.
     public var isAuthenticated: Bool { sealing.withLock { $0 != nil } }
 
-    private func sendInOrder(_ bytes: [UInt8]) throws(Closed) {
-        let startFlusher: Bool = try state.withLock { (state) throws(Closed) -> Bool in
+    /// Queues `bytes` behind whatever is being sent, or, when nothing is, makes the caller
+    /// the sender (`flushing` with an empty queue) and returns the bytes for it to send.
+    private func queueOrOwn(_ bytes: [UInt8]) throws(Closed) -> [UInt8]? {
+        try state.withLock { (state) throws(Closed) -> [UInt8]? in
             switch state {
             case .notStarted, .closing, .closed:
                 throw Closed()
             case .open:
-                let sent: Int
-                do throws(SocketError) {
-                    sent = try socket.send(bytes, wait: false)
-                } catch {
-                    closeLocked(&state, reason: .failed(error))
-                    throw Closed()
-                }
-                if sent == bytes.count { return false }
-                state = .flushing(ByteQueue(bytes[sent...]))
-                return true
+                state = .flushing(ByteQueue())
+                return bytes
             case .flushing(var queue):
                 guard queue.count + bytes.count <= limits.maxQueuedBytes else {
                     closeLocked(&state, reason: .writeBacklog)
@@ -162,12 +160,67 @@ public final class Connection: Sendable {
                 state = .open  // drop the state's reference so the queue grows in place
                 queue.append(bytes)
                 state = .flushing(queue)
-                return false
+                return nil
             }
         }
-        if startFlusher {
-            startThread(named: "skynet-flusher") { [self] in flush() }
+    }
+
+    /// The caller owns sending: it sends its bytes and then whatever other callers queued
+    /// meanwhile, each time all of it in one `send` that never waits (so lines sent from
+    /// several threads at once leave in fewer system calls, and nobody waits on the lock
+    /// through a system call). When the kernel takes no more, what is left goes to a
+    /// flusher thread. Throws `Closed` only when the caller's own bytes could not be sent.
+    private func sendAsOwner(_ first: [UInt8]) throws(Closed) {
+        enum Next { case send([UInt8]), done, handOver }
+        var pending = first, isFirst = true, rounds = 0
+        while true {
+            var sent = 0
+            do throws(SocketError) {
+                sent = try socket.send(pending, wait: false)
+            } catch {
+                state.withLock { state in
+                    closeLocked(&state, reason: .failed(error))
+                    leaveSending(&state)
+                }
+                if isFirst { throw Closed() }
+                return
+            }
+            isFirst = false
+            rounds += 1
+            let next = state.withLock { state -> Next in
+                switch state {
+                case .flushing(let queue) where sent < pending.count || rounds >= 16:
+                    // The kernel is full (or others keep queueing): a thread of its own waits.
+                    var rest = ByteQueue(pending[sent...])
+                    rest.append(queue.front(queue.count))
+                    state = .flushing(rest)
+                    return .handOver
+                case .flushing(let queue) where queue.isEmpty:
+                    state = .open  // in the same step that saw it empty: no send falls between
+                    return .done
+                case .flushing(let queue):
+                    state = .flushing(ByteQueue())
+                    return .send(queue.front(queue.count))
+                case .closing:
+                    leaveSending(&state)
+                    return .done
+                case .notStarted, .open, .closed:
+                    return .done  // not reached: only the sender leaves `flushing`
+                }
+            }
+            switch next {
+            case .send(let bytes): pending = bytes
+            case .done: return
+            case .handOver:
+                startThread(named: "skynet-flusher") { [self] in flush() }
+                return
+            }
         }
+    }
+
+    /// The sender is leaving a connection that is closing: the reader may close the descriptor.
+    private func leaveSending(_ state: inout State) {
+        if case .closing(let reason, flusher: true) = state { state = .closing(reason, flusher: false) }
     }
 
     /// Ends the connection: the reader wakes, and the descriptor is closed once it is done.

@@ -50,6 +50,8 @@ struct ByteQueue {
     private var bytes: [UInt8] = []
     private var head = 0
 
+    init() {}
+
     init(_ bytes: some Collection<UInt8>) {
         self.bytes = Array(bytes)
     }
