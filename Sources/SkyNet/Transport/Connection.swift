@@ -189,15 +189,15 @@ public final class Connection: Sendable {
             rounds += 1
             let next = state.withLock { state -> Next in
                 switch state {
+                case .flushing(let queue) where sent == pending.count && queue.isEmpty:
+                    state = .open  // in the same step that saw it empty: no send falls between
+                    return .done
                 case .flushing(let queue) where sent < pending.count || rounds >= 16:
                     // The kernel is full (or others keep queueing): a thread of its own waits.
                     var rest = ByteQueue(pending[sent...])
                     rest.append(queue.front(queue.count))
                     state = .flushing(rest)
                     return .handOver
-                case .flushing(let queue) where queue.isEmpty:
-                    state = .open  // in the same step that saw it empty: no send falls between
-                    return .done
                 case .flushing(let queue):
                     state = .flushing(ByteQueue())
                     return .send(queue.front(queue.count))
