@@ -89,6 +89,7 @@ public enum Reply: Sendable, Equatable {
 
     /// Decodes one line a node sent. Throws a `WireError` describing what was wrong with it.
     public static func decode(_ line: Data) throws(WireError) -> Reply {
+        if let result = CanonicalLine.result(line) { return result }
         let fields = try WireFields(line)
         switch try fields.type() {
         case "welcome":

@@ -78,6 +78,7 @@ public enum Request: Sendable, Equatable {
     /// Decodes and validates one line. Throws the `WireError` to send back: `bad-request`
     /// (with the id when it could be read) or `unknown-type`.
     public static func decode(_ line: Data) throws(WireError) -> Request {
+        if let scan = CanonicalLine.scan(line) { return scan }
         let fields = try WireFields(line)
         let id = fields.optionalInt("id")
         switch try fields.type() {

@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+@testable import SkyNet
+
+/// The fast path for `scan` and `result` lines must take exactly the lines our encoder writes
+/// and read them as the general decoder does; everything else goes the long way, unchanged.
+struct CanonicalLineTests {
+    private static let texts = ["", "0", "42", "héllo wörld", "tab\there", "quote \" inside", "back\\slash",
+                                "line\nbreak", String(repeating: "x", count: 5000), "emoji 🛰️", "\u{7F}del"]
+
+    @Test func everyResultOurEncoderWritesIsReadAsTheGeneralDecoderReadsIt() throws {
+        var fast = 0
+        for (index, text) in Self.texts.enumerated() {
+            for id in [0, 1, 7, -3, 1_000_000_007, Int.max, Int.min] {
+                let reply = Reply.result(id: id, task: UUID(), result: text)
+                let line = Data(reply.line.dropLast())
+                let decoded = try Reply.decode(line)
+                #expect(decoded == reply, "\(index) \(id)")
+                if let quick = CanonicalLine.result(line) {
+                    #expect(quick == reply)
+                    fast += 1
+                }
+            }
+        }
+        // The 7 texts that need no escape, with the 5 ids of at most 18 digits, take the fast path.
+        #expect(fast == 7 * 5, "\(fast) lines took the fast path")
+        #expect(CanonicalLine.result(Data(Reply.result(id: 5, task: UUID(), result: "ok").line.dropLast())) != nil)
+    }
+
+    @Test func everyScanOurEncoderWritesIsReadAsTheGeneralDecoderReadsIt() throws {
+        for duration in [0, 0.01, 1, 1.5, 3600, 1e-5, 0.1 + 0.2] {
+            for timeout in [nil, 0.5, 30, 604_800] as [Double?] {
+                for input in [0, -1, 12345, Int.max] {
+                    let request = Request.scan(id: 9, task: ScanTask(input: input, duration: duration, timeout: timeout))
+                    let line = Data(request.line.dropLast())
+                    #expect(try Request.decode(line) == request)
+                    if input != Int.max { #expect(CanonicalLine.scan(line) == request, "\(duration) \(String(describing: timeout))") }
+                }
+            }
+        }
+    }
+
+    @Test func anythingWrittenAnotherWayGoesTheLongWayAndIsStillRead() throws {
+        let task = "0b7a4c1e-9d2f-4a3b-8c5d-6e7f8a9b0c1d"
+        let results = [
+            #"{"type":"result","id":007,"task":"\#(task)","result":"x"}"#,              // leading zeros: refused by JSON
+            #"{"type":"result", "id":7,"task":"\#(task)","result":"x"}"#,              // a space
+            #"{"id":7,"type":"result","task":"\#(task)","result":"x"}"#,               // another order
+            #"{"type":"result","id":7,"task":"\#(task.uppercased())","result":"x"}"#,  // upper-case UUID
+            #"{"type":"result","id":7,"task":"\#(task)","result":"a\u0041"}"#,         // an escape
+            #"{"type":"result","id":7,"task":"\#(task)","result":"x","extra":1}"#,      // an extra field
+            #"{"type":"result","id":7,"task":"\#(task)","result":"x"}  "#,            // trailing spaces
+            #"{"type":"result","id":7.0,"task":"\#(task)","result":"x"}"#,             // a fraction
+        ]
+        for text in results {
+            let line = Data(text.utf8)
+            #expect(CanonicalLine.result(line) == nil, "\(text)")
+            let general = Result { try Reply.decode(line) }
+            switch general {
+            case .success(let reply): #expect(reply.requestID == 7)
+            case .failure(let error): #expect(error is WireError)
+            }
+        }
+        #expect(try Reply.decode(Data(results[4].utf8)) == .result(id: 7, task: UUID(wireText: task)!, result: "aA"))
+        let scans = [
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1}}"#,      // 1, not 1.0
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":-1.0}}"#,   // refused duration
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.0,"timeout":0.0}}"#,
+            #"{"type":"scan","id":1,"task":{"input":3,"id":"\#(task)","duration":1.0}}"#,
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.0}}x"#,
+        ]
+        for text in scans { #expect(CanonicalLine.scan(Data(text.utf8)) == nil, "\(text)") }
+        #expect(try Request.decode(Data(scans[0].utf8)) == .scan(id: 1, task: ScanTask(id: UUID(wireText: task)!, input: 3, duration: 1)))
+        #expect(throws: WireError.self) { try Request.decode(Data(scans[1].utf8)) }
+        #expect(throws: WireError.self) { try Request.decode(Data(scans[2].utf8)) }
+    }
+
+    @Test func truncatedCanonicalLinesNeverCrashAndNeverTakeTheFastPath() {
+        let lines = [Reply.result(id: 12, task: UUID(), result: "abc").line.dropLast(),
+                     Request.scan(id: 3, task: ScanTask(input: 4, duration: 0.5, timeout: 2)).line.dropLast()]
+        for line in lines {
+            for cut in 0..<line.count {
+                let prefix = Data(line.prefix(cut))
+                #expect(CanonicalLine.result(prefix) == nil)
+                #expect(CanonicalLine.scan(prefix) == nil)
+            }
+        }
+    }
+}
