@@ -14,7 +14,7 @@ final class BenchCluster: Sendable {
     init(skynet: URL, count: Int, failingEvery: Int = 0, arguments: [String] = [], environment: [String: String]? = nil,
          startingAtOnce: Int = 16) throws {
         let started = Locked<[(index: Int, node: NodeProcess)]>([])
-        let file = NSTemporaryDirectory() + "skynet-bench-cluster-\(UUID().uuidString).json"
+        let file = Children.temporary(NSTemporaryDirectory() + "skynet-bench-cluster-\(UUID().uuidString).json")
         do {
             try blocking {
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -45,7 +45,7 @@ final class BenchCluster: Sendable {
             self.file = file
         } catch {
             Self.stop(started.withLock { $0 }.map(\.node))
-            unlink(file)
+            Children.remove(file)
             throw error
         }
     }
@@ -62,7 +62,7 @@ final class BenchCluster: Sendable {
 
     func stop() {
         Self.stop(nodes)
-        unlink(file)
+        Children.remove(file)
     }
 
     /// Stops `nodes` (all at once: each waits out its own grace) and untracks them.
@@ -73,29 +73,5 @@ final class BenchCluster: Sendable {
             }
         }
         for node in nodes { Children.untrack(node.processIdentifier) }
-    }
-}
-
-/// The processes the benchmark has running (nodes, scans), killed if it is interrupted
-/// (SIGINT or SIGTERM), so that none outlives it.
-enum Children {
-    private static let pids = Locked<Set<Int32>>([])
-
-    static func track(_ pid: Int32) { _ = pids.withLock { $0.insert(pid) } }
-    static func untrack(_ pid: Int32) { _ = pids.withLock { $0.remove(pid) } }
-
-    /// Installs the handlers; call once at start and keep what it returns alive (a dispatch
-    /// source that is released stops).
-    static func killOnInterrupt() -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                for pid in pids.withLock({ $0 }) { kill(pid, SIGKILL) }
-                exit(128 + number)
-            }
-            source.resume()
-            return source
-        }
     }
 }

@@ -16,8 +16,8 @@ struct ChildRun {
     /// `deadline` is stopped and the run throws.
     static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                     deadline: Duration = .seconds(600)) throws -> ChildRun {
-        let outPath = NSTemporaryDirectory() + "skynet-bench-\(UUID().uuidString).out"
-        defer { unlink(outPath) }
+        let outPath = Children.temporary(NSTemporaryDirectory() + "skynet-bench-\(UUID().uuidString).out")
+        defer { Children.remove(outPath) }
         var options = ChildProcess.Options(arguments: arguments, environment: environment)
         options.stdout = .file(outPath, append: false)
         let started = ContinuousClock.now

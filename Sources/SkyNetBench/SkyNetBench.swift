@@ -35,7 +35,8 @@ enum SkyNetBench {
             case "--only":
                 let names = Set(value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() })
                 let unknown = names.subtracting(workloadNames)
-                guard names.count > 0, unknown.isEmpty else { fail("--only: no workload \(unknown.sorted().joined(separator: ", "))") }
+                guard !names.isEmpty else { fail("--only needs workload names") }
+                guard unknown.isEmpty else { fail("--only: no workload \(unknown.sorted().joined(separator: ", "))") }
                 only = names
             case "--out": out = value
             case "--dask-w2":
