@@ -7,75 +7,71 @@ final class BenchCluster: Sendable {
     let file: String
 
     /// Starts `count` nodes, each given `arguments` beside `--failing-every` (and `environment`
-    /// instead of ours, when given).
-    init(skynet: URL, count: Int, failingEvery: Int = 0, arguments: [String] = [], environment: [String: String]? = nil) throws {
-        nodes = try blocking {
-            try await withThrowingTaskGroup(of: NodeProcess.self) { group in
-                for index in 1...count {
-                    group.addTask {
-                        try await NodeProcess.start(executable: skynet, name: "n\(index)",
-                                                    arguments: ["--failing-every", String(failingEvery)] + arguments,
-                                                    environment: environment)
+    /// instead of ours, when given), at most `startingAtOnce` at a time (two cores swamped by
+    /// a hundred starting processes would time some of them out). Each node is tracked for
+    /// `Children` as soon as it is ready; if any node cannot start, or the cluster file does
+    /// not read back as these nodes, the ones already started are stopped before it throws.
+    init(skynet: URL, count: Int, failingEvery: Int = 0, arguments: [String] = [], environment: [String: String]? = nil,
+         startingAtOnce: Int = 16) throws {
+        let started = Locked<[(index: Int, node: NodeProcess)]>([])
+        let file = Children.temporary(NSTemporaryDirectory() + "skynet-bench-cluster-\(UUID().uuidString).json")
+        do {
+            try blocking {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    let start: @Sendable (Int) async throws -> Void = { index in
+                        let node = try await NodeProcess.start(executable: skynet, name: "n\(index)",
+                                                               arguments: ["--failing-every", String(failingEvery)] + arguments,
+                                                               environment: environment)
+                        Children.track(node.processIdentifier)
+                        started.withLock { $0.append((index, node)) }
                     }
+                    var next = 1
+                    while next <= min(count, max(1, startingAtOnce)) {
+                        group.addTask { [next] in try await start(next) }
+                        next += 1
+                    }
+                    while try await group.next() != nil, next <= count {
+                        group.addTask { [next] in try await start(next) }
+                        next += 1
+                    }
+                    try await group.waitForAll()
                 }
-                return try await group.reduce(into: []) { $0.append($1) }
             }
+            let nodes = started.withLock { $0 }.sorted { $0.index < $1.index }.map(\.node)
+            let entries = nodes.map { #"{"name":"\#($0.name)","host":"\#($0.host)","port":\#($0.port)}"# }
+            try #"{"nodes":[\#(entries.joined(separator: ","))]}"#.write(toFile: file, atomically: true, encoding: .utf8)
+            try Self.check(file, names: nodes.map(\.name), count: count)
+            self.nodes = nodes
+            self.file = file
+        } catch {
+            Self.stop(started.withLock { $0 }.map(\.node))
+            Children.remove(file)
+            throw error
         }
-        for node in nodes { Children.track(node.processIdentifier) }
-        file = NSTemporaryDirectory() + "skynet-bench-cluster-\(UUID().uuidString).json"
-        let entries = nodes.map { #"{"name":"\#($0.name)","host":"\#($0.host)","port":\#($0.port)}"# }
-        try #"{"nodes":[\#(entries.joined(separator: ","))]}"#.write(toFile: file, atomically: true, encoding: .utf8)
+    }
+
+    /// Reads `file` back as the coordinator will (`ClusterConfig`): exactly `names`, in order,
+    /// each on a port of its own.
+    private static func check(_ file: String, names: [String], count: Int) throws {
+        let config = try ClusterConfig.load(from: file)
+        let ports = Set(config.nodes.map { "\($0.host):\($0.port)" })
+        guard names.count == count, config.nodes.map(\.name) == names, ports.count == count else {
+            throw BenchError("cluster file \(file) lists \(config.nodes.count) nodes on \(ports.count) addresses, not the \(count) started")
+        }
     }
 
     func stop() {
-        let nodes = self.nodes
-        for node in nodes { Children.untrack(node.processIdentifier) }
+        Self.stop(nodes)
+        Children.remove(file)
+    }
+
+    /// Stops `nodes` (all at once: each waits out its own grace) and untracks them.
+    private static func stop(_ nodes: [NodeProcess]) {
         _ = try? blocking {
             await withTaskGroup(of: Void.self) { group in
                 for node in nodes { group.addTask { await node.stop() } }
             }
         }
-        unlink(file)
-    }
-}
-
-/// One `skynet scan --json` run: its summary.
-struct ScanRun {
-    let seconds: Double
-    let completed: Int
-    let reruns: Int
-
-    /// Runs `skynet scan --json ARGUMENTS…` and reads the summary event (the last line).
-    static func run(_ skynet: URL, _ arguments: [String], environment: [String: String]? = nil) throws -> ScanRun {
-        let child = try ChildRun.run(skynet.path, ["scan", "--json"] + arguments, environment: environment)
-        guard let last = child.stdout.split(separator: "\n").last,
-              let summary = try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
-              let seconds = summary["seconds"] as? Double, let completed = summary["completed"] as? Int
-        else { throw BenchError("skynet scan \(arguments.joined(separator: " ")) gave no summary (status \(child.status))") }
-        return ScanRun(seconds: seconds, completed: completed, reruns: summary["reruns"] as? Int ?? 0)
-    }
-}
-
-/// The node processes the benchmark has running, killed if it is interrupted (SIGINT or
-/// SIGTERM), so that no node outlives it.
-enum Children {
-    private static let pids = Locked<Set<Int32>>([])
-
-    static func track(_ pid: Int32) { _ = pids.withLock { $0.insert(pid) } }
-    static func untrack(_ pid: Int32) { _ = pids.withLock { $0.remove(pid) } }
-
-    /// Installs the handlers; call once at start and keep what it returns alive (a dispatch
-    /// source that is released stops).
-    static func killOnInterrupt() -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                for pid in pids.withLock({ $0 }) { kill(pid, SIGKILL) }
-                exit(128 + number)
-            }
-            source.resume()
-            return source
-        }
+        for node in nodes { Children.untrack(node.processIdentifier) }
     }
 }

@@ -12,18 +12,34 @@ struct ChildRun {
     let stdout: String
 
     /// Runs `executable arguments…` to the end with stdout in a file, waiting on this (main)
-    /// thread; the peak RSS comes from the reaper's wait4 rusage.
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ChildRun {
-        let outPath = NSTemporaryDirectory() + "skynet-bench-\(UUID().uuidString).out"
-        defer { unlink(outPath) }
+    /// thread; the peak RSS comes from the reaper's wait4 rusage. A child still running after
+    /// `deadline` is stopped and the run throws.
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                    deadline: Duration = .seconds(600)) throws -> ChildRun {
+        let outPath = Children.temporary(NSTemporaryDirectory() + "skynet-bench-\(UUID().uuidString).out")
+        defer { Children.remove(outPath) }
         var options = ChildProcess.Options(arguments: arguments, environment: environment)
         options.stdout = .file(outPath, append: false)
         let started = ContinuousClock.now
         let child = try ChildProcess.spawn(executable, options)
-        let ended = try blocking { await child.exit.value }
+        let ended = try awaitExit(of: child, deadline: deadline, named: executable)
         let seconds = (ContinuousClock.now - started).seconds
         let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         return ChildRun(status: ended.status, peakKiB: ended.peakResidentKiB, seconds: seconds, stdout: output)
+    }
+
+    /// Waits for `child` to exit, tracked in `Children` meanwhile (an interrupted benchmark
+    /// kills it); past `deadline` it is stopped and this throws.
+    static func awaitExit(of child: ChildProcess, deadline: Duration, named name: String) throws -> ChildExit {
+        Children.track(child.pid)
+        defer { Children.untrack(child.pid) }
+        let ended = try blocking { () async -> ChildExit? in
+            if let ended = try? await withTimeout(deadline, { await child.exit.value }) { return ended }
+            await child.stop(grace: .seconds(1))
+            return nil
+        }
+        guard let ended else { throw BenchError("\(name) was still running after \(deadline): stopped") }
+        return ended
     }
 }
 
