@@ -11,6 +11,8 @@ import Darwin
 final class TimerMonitor<State>: @unchecked Sendable {
     enum Decision<Result> {
         case wait(until: ContinuousClock.Instant?)
+        /// Let go of the lock and yield the core until the instant, then ask again.
+        case spin(until: ContinuousClock.Instant)
         case done(Result)
     }
 
@@ -53,6 +55,10 @@ final class TimerMonitor<State>: @unchecked Sendable {
             switch decide(&state) {
             case .done(let result):
                 return result
+            case .spin(let instant):
+                pthread_mutex_unlock(mutex)
+                while ContinuousClock.now < instant { sched_yield() }
+                pthread_mutex_lock(mutex)
             case .wait(until: nil):
                 pthread_cond_wait(condition, mutex)
             case .wait(until: let deadline?):
