@@ -292,6 +292,53 @@ struct LineWriterTests {
         #expect(notices.compactMap { Int($0.dropFirst("dropped ".count)) }.reduce(0, +) == drops)
     }
 
+    /// A line that would fit is still refused while earlier drops of its descriptor wait for
+    /// their notice: the notice comes first.
+    @Test func aLineThatWouldFitWaitsForTheNoticeOfEarlierDrops() async throws {
+        let pipe = try TestPipe()
+        let prefill = try pipe.fill()
+        defer { pipe.startReading() }
+        let writer = LineWriter(capacity: 64)
+        // Longer than the room left (a notice that fits is queued at the next offer).
+        let notice: @Sendable (Int) -> String = { "dropped \($0) lines: the reader was too slow\n" }
+        let a = String(repeating: "a", count: 39) + "\n"  // 40 bytes: taken
+        let b = String(repeating: "b", count: 29) + "\n"  // 30: no room
+        let c = String(repeating: "c", count: 19) + "\n"  // 20: room, but a drop came first
+        #expect(writer.offer(a, to: pipe.writeEnd, countingDropsAs: notice))
+        #expect(!writer.offer(b, to: pipe.writeEnd, countingDropsAs: notice))
+        #expect(!writer.offer(c, to: pipe.writeEnd, countingDropsAs: notice))
+        // The flush waits for the notice too.
+        let text = try await finish(writer, pipe)[0]
+        #expect(text.prefix(prefill) == Substring(String(repeating: "f", count: prefill)))
+        #expect(text.dropFirst(prefill) == Substring(a + notice(2)))
+    }
+
+    /// Known bug: a `write` (or a plain `offer`) to a descriptor with counted drops is taken
+    /// before their notice when it fits, and so is a producer that began waiting after the
+    /// drops (the writer thread takes waiting producers before notices). The CLI mixes both on
+    /// stderr (`Console.printError` and `Console.log`), so an error line can come before the
+    /// notice of log lines dropped earlier. When fixed, remove `withKnownIssue`.
+    @Test func aWriteAfterCountedDropsComesAfterTheirNotice() async throws {
+        let pipe = try TestPipe()
+        let prefill = try pipe.fill()
+        defer { pipe.startReading() }
+        let writer = LineWriter(capacity: 64)
+        let notice: @Sendable (Int) -> String = { "dropped \($0)\n" }
+        let a = String(repeating: "a", count: 39) + "\n"  // 40 bytes: taken
+        let b = String(repeating: "b", count: 29) + "\n"  // 30: no room, dropped
+        let c = String(repeating: "c", count: 19) + "\n"  // 20: written after the drop
+        #expect(writer.offer(a, to: pipe.writeEnd, countingDropsAs: notice))
+        #expect(!writer.offer(b, to: pipe.writeEnd, countingDropsAs: notice))
+        let writing = Task { await writer.write(c, to: pipe.writeEnd) }  // may wait for the notice
+        pipe.startReading()
+        try await withTimeout(.seconds(10)) { await writing.value }
+        let text = try await finish(writer, pipe)[0]
+        #expect(text.prefix(prefill) == Substring(String(repeating: "f", count: prefill)))
+        withKnownIssue("a write is taken before the notice of earlier counted drops") {
+            #expect(text.dropFirst(prefill) == Substring(a + "dropped 1\n" + c))
+        }
+    }
+
     /// One `write` a batch for a run of lines to one descriptor, and batches at most one a
     /// millisecond: a SOCK_SEQPACKET pair shows each write as one record.
     @Test func aRunOfLinesForOneDescriptorGoesOutInOneWriteAtMostOnceAMillisecond() async throws {
