@@ -11,6 +11,11 @@ import Testing
 /// no other test's timer entries.
 @Suite(.timeLimit(.minutes(1)))
 struct PeerRequestTimeoutTests {
+    /// What "after about its timeout" and "at once" allow: generous, for the full test run
+    /// shares two cores with other work (the pool stalled for up to 4 s at a load average of
+    /// 12). The limits these tests tell apart are 60 s, or for ever.
+    let soon: Duration = .seconds(10)
+
     /// Runs `body` with a fake node (it holds every task until told to answer) and a link to
     /// it; both closed on every path.
     func withPeer<T>(_ body: (FakeNode, PeerConnection) async throws -> T) async throws -> T {
@@ -57,7 +62,7 @@ struct PeerRequestTimeoutTests {
             }
             #expect(waited.count == 3)
             for (timeout, waited) in waited {
-                #expect(waited >= timeout && waited < timeout + .seconds(2), "timeout \(timeout), failed after \(waited)")
+                #expect(waited >= timeout && waited < timeout + soon, "timeout \(timeout), failed after \(waited)")
             }
             #expect(node.received == 3)
             #expect(peer.state.withLock { $0.pending.isEmpty })
@@ -166,7 +171,7 @@ struct PeerRequestTimeoutTests {
             let clock = ContinuousClock(), ended = clock.now
             node.stop()
             // One bound for all: far below the 60 s limit, which must not be what ends them.
-            let outcomes = try await withTimeout(.seconds(10)) {
+            let outcomes = try await withTimeout(soon * 2) {
                 var outcomes: [String] = []
                 for request in requests {
                     do {
@@ -178,11 +183,11 @@ struct PeerRequestTimeoutTests {
                 return outcomes
             }
             #expect(outcomes == Array(repeating: "PeerDisconnected", count: ids.count))
-            #expect(clock.now - ended < .seconds(5), "failed after \(clock.now - ended), not at once")
+            #expect(clock.now - ended < soon, "failed after \(clock.now - ended), not at once")
             #expect(stillPending(held) == 0, "the end removed their time limits")
             // A request on the ended link fails at once, too.
             await #expect(throws: PeerDisconnected.self) {
-                try await withTimeout(.seconds(5)) { try await scan(9, id: peer.nextID(), on: peer, timeout: .seconds(60)) }
+                try await withTimeout(soon) { try await scan(9, id: peer.nextID(), on: peer, timeout: .seconds(60)) }
             }
             #expect(peer.state.withLock { $0.pending.isEmpty })
         }
@@ -196,7 +201,7 @@ struct PeerRequestTimeoutTests {
             let held = try #require(tickets(of: [id], on: peer).first ?? nil)
             request.cancel()
             await #expect(throws: CancellationError.self) {
-                try await withTimeout(.seconds(5)) { try await request.value }
+                try await withTimeout(soon) { try await request.value }
             }
             #expect(stillPending([held]) == 0)
             #expect(peer.state.withLock { $0.pending.isEmpty })
