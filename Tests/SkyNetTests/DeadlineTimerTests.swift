@@ -1,0 +1,274 @@
+import Foundation
+import SkyNetTestSupport
+import Testing
+@testable import SkyNet
+
+/// The process's timer: actions at their deadlines, in deadline order, never when cancelled;
+/// the wake-up when an earlier deadline comes in; `sleep(until:)` and its cancellation. Each
+/// test uses a timer of its own (its thread lives as long as the process), so what it sees
+/// pending is its own; one uses the shared timer, as the product does.
+@Suite(.timeLimit(.minutes(1)))
+struct DeadlineTimerTests {
+    typealias Instant = ContinuousClock.Instant
+
+    /// What "at once" and "soon after" allow: generous, for the full test run shares two cores
+    /// with other work (the pool stalled for up to 4 s at a load average of 12). A wrong timer
+    /// waits for a 60 s deadline, or for ever.
+    let soon: Duration = .seconds(10)
+
+    /// What ran, in the order it ran, with when; awaitable by count.
+    final class Runs: Sendable {
+        private struct State {
+            var runs: [(label: Int, at: Instant)] = []
+            var waiters: [(count: Int, signal: AsyncSignal<Void>)] = []
+        }
+        private let state = Locked(State())
+
+        func record(_ label: Int) {
+            let now = ContinuousClock.now
+            let ready = state.withLock { state -> [AsyncSignal<Void>] in
+                state.runs.append((label, now))
+                let count = state.runs.count
+                defer { state.waiters.removeAll { $0.count <= count } }
+                return state.waiters.filter { $0.count <= count }.map(\.signal)
+            }
+            for signal in ready { signal.fulfil(()) }
+        }
+
+        var all: [(label: Int, at: Instant)] { state.withLock { $0.runs } }
+        var labels: [Int] { all.map(\.label) }
+
+        /// Returns once `count` actions have run; throws `TimeoutError` after `limit`.
+        func wait(for count: Int, upTo limit: Duration = .seconds(10)) async throws {
+            let signal = AsyncSignal<Void>()
+            let reached = state.withLock { state in
+                if state.runs.count >= count { return true }
+                state.waiters.append((count, signal))
+                return false
+            }
+            if reached { return }
+            try await withTimeout(limit) { await signal.value }
+        }
+    }
+
+    /// Schedules a marker at `deadline` and returns when it ran; throws after `limit`.
+    @discardableResult
+    func runMarker(on timer: DeadlineTimer, at deadline: Instant, upTo limit: Duration = .seconds(10)) async throws -> Instant {
+        let ran = AsyncSignal<Instant>()
+        timer.schedule(at: deadline) { ran.fulfil(.now) }
+        return try await withTimeout(limit) { await ran.value }
+    }
+
+    @Test func actionsRunAtOrAfterTheirDeadlinesInDeadlineOrderWhateverOrderTheyCameIn() async throws {
+        let timer = DeadlineTimer(), runs = Runs()
+        let start = ContinuousClock.now + .milliseconds(20)
+        var random = SeededRandom(seed: 13)
+        let offsets = (0..<50).shuffled(using: &random)
+        var deadlines: [Int: Instant] = [:]
+        for offset in offsets {
+            let deadline = start + .milliseconds(2 * offset)
+            deadlines[offset] = deadline
+            timer.schedule(at: deadline) { runs.record(offset) }
+        }
+        try await runs.wait(for: 50)
+        #expect(runs.labels == Array(0..<50))
+        for (label, at) in runs.all {
+            let deadline = try #require(deadlines[label])
+            #expect(at >= deadline, "action \(label) ran \(deadline - at) early")
+            #expect(at < deadline + soon, "action \(label) ran \(at - deadline) late")
+        }
+    }
+
+    @Test func aCancelledActionNeverRunsAndCancelSaysWhetherItWasStillPending() async throws {
+        let timer = DeadlineTimer(), runs = Runs()
+        let now = ContinuousClock.now
+        let cancelled = timer.schedule(at: now + .milliseconds(300)) { runs.record(1) }
+        let kept = timer.schedule(at: now + .milliseconds(600)) { runs.record(2) }
+        #expect(timer.cancel(cancelled))
+        #expect(!timer.cancel(cancelled), "a second cancel finds nothing")
+        // Actions run in deadline order: had the first not been cancelled, it ran before this.
+        try await runs.wait(for: 1)
+        #expect(runs.labels == [2])
+        #expect(!timer.cancel(kept), "it has run")
+        try await runMarker(on: timer, at: .now)
+        #expect(runs.labels == [2])
+    }
+
+    @Test func aPastDeadlineRunsAtOnceEvenWhileTheThreadWaitsForAFarOne() async throws {
+        let timer = DeadlineTimer(), runs = Runs()
+        let far = timer.schedule(at: .now + .seconds(60)) { runs.record(0) }
+        defer { timer.cancel(far) }
+        for round in 1...20 {
+            let clock = ContinuousClock(), start = clock.now
+            let ran = try await runMarker(on: timer, at: start - .seconds(round), upTo: soon)
+            #expect(ran - start < soon)
+        }
+        #expect(runs.labels.isEmpty)
+    }
+
+    /// The thread waits for the far deadline; a nearer one must wake it (the signal path).
+    @Test func anEarlierDeadlineScheduledWhileTheThreadWaitsForALaterOneRunsOnTime() async throws {
+        let timer = DeadlineTimer()
+        let clock = ContinuousClock()
+        for _ in 0..<20 {
+            let far = timer.schedule(at: clock.now + .seconds(60)) {}
+            // Something due now: once it has run, the thread goes back to wait for the far one.
+            try await runMarker(on: timer, at: clock.now)
+            let deadline = clock.now + .milliseconds(5)
+            let ran = try await runMarker(on: timer, at: deadline, upTo: soon)
+            #expect(ran >= deadline)
+            #expect(ran - deadline < soon)
+            #expect(timer.cancel(far))
+        }
+    }
+
+    /// Removing entries from the middle of the heap keeps it a heap: the kept half of a
+    /// thousand random deadlines runs in deadline order, the cancelled half never.
+    @Test func theKeptHalfOfAThousandRandomDeadlinesRunsInOrderAndTheCancelledHalfNever() async throws {
+        let timer = DeadlineTimer(), runs = Runs()
+        var random = SeededRandom(seed: 42)
+        // Far enough that the loops below end before the first (they never suspend).
+        let start = ContinuousClock.now + .seconds(1)
+        // Distinct deadlines over 200 ms, in a random order.
+        let offsets = (0..<1_000).map { $0 * 200 }.shuffled(using: &random)
+        var tickets: [(offset: Int, ticket: DeadlineTimer.Ticket)] = []
+        for offset in offsets {
+            tickets.append((offset, timer.schedule(at: start + .microseconds(offset)) { runs.record(offset) }))
+        }
+        var kept: [Int] = []
+        for (offset, ticket) in tickets.shuffled(using: &random) {
+            if Bool.random(using: &random) {
+                #expect(timer.cancel(ticket), "\(offset) was pending")
+            } else {
+                kept.append(offset)
+            }
+        }
+        try await runs.wait(for: kept.count)
+        // A marker after the last deadline: anything cancelled that was left would have run by then.
+        try await runMarker(on: timer, at: start + .milliseconds(201))
+        #expect(runs.labels == kept.sorted())
+    }
+
+    /// Thousands of schedule/cancel pairs from many tasks at once, between actions that must
+    /// run: the cancelled never run, the others run once each, in deadline order.
+    @Test func thousandsOfConcurrentScheduleAndCancelPairsLeaveNothingThatFires() async throws {
+        let timer = DeadlineTimer(), runs = Runs()
+        let tasks = 16, pairs = 500
+        // Each deadline counts from its own scheduling (a task may start late on a busy pool),
+        // far enough that its cancel, which follows without a suspension, comes first.
+        let ahead: Duration = .milliseconds(500)
+        let results = await withTaskGroup(of: (cancelled: Int, kept: [Int: Instant], last: Instant).self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    var cancelled = 0, kept: [Int: Instant] = [:], last = ContinuousClock.now
+                    for i in 0..<pairs {
+                        let label = i * tasks + task
+                        let deadline = ContinuousClock.now + ahead
+                        let ticket = timer.schedule(at: deadline) { runs.record(-1 - label) }
+                        if timer.cancel(ticket) { cancelled += 1 }
+                        if i.isMultiple(of: 10) {
+                            timer.schedule(at: deadline) { runs.record(label) }
+                            kept[label] = deadline
+                        }
+                        last = deadline
+                    }
+                    return (cancelled, kept, last)
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.map(\.cancelled).reduce(0, +) == tasks * pairs)
+        let kept = results.reduce(into: [Int: Instant]()) { $0.merge($1.kept) { first, _ in first } }
+        try await runs.wait(for: kept.count)
+        // A marker after the last deadline: anything cancelled that was left would have run by then.
+        try await runMarker(on: timer, at: try #require(results.map(\.last).max()) + .milliseconds(1))
+        let labels = runs.labels
+        #expect(labels.count == kept.count && Set(labels) == Set(kept.keys), "only the kept ran, once each")
+        let deadlines = labels.compactMap { kept[$0] }
+        #expect(zip(deadlines, deadlines.dropFirst()).allSatisfy { $0 <= $1 }, "in deadline order")
+    }
+
+    /// Actions run on the timer thread outside its lock: one may schedule and cancel others.
+    @Test func anActionMayScheduleAndCancelOtherActions() async throws {
+        let timer = DeadlineTimer(), runs = Runs()
+        let later = timer.schedule(at: .now + .seconds(60)) { runs.record(3) }
+        timer.schedule(at: .now) {
+            runs.record(1)
+            let cancelled = timer.cancel(later)
+            timer.schedule(at: .now) { runs.record(cancelled ? 2 : -2) }
+        }
+        // Run under the timer's lock, these would deadlock.
+        try await runs.wait(for: 2, upTo: soon)
+        #expect(runs.labels == [1, 2])
+        #expect(!timer.cancel(later), "the action cancelled it")
+    }
+
+    @Test func sleepReturnsNotBeforeItsDeadlineAndSoonAfter() async throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await DeadlineTimer.shared.sleep(until: start + .milliseconds(10))
+        let slept = clock.now - start
+        #expect(slept >= .milliseconds(10) && slept < soon, "slept \(slept)")
+        // Several at once, on a timer of their own, each to its own deadline.
+        let timer = DeadlineTimer()
+        let lateness = try await withThrowingTaskGroup(of: Duration.self) { group in
+            for i in 0..<20 {
+                group.addTask {
+                    let deadline = clock.now + .milliseconds(5 * (20 - i))
+                    try await timer.sleep(until: deadline)
+                    return clock.now - deadline
+                }
+            }
+            return try await group.reduce(into: [Duration]()) { $0.append($1) }
+        }
+        #expect(lateness.allSatisfy { $0 >= .zero && $0 < soon }, "\(lateness)")
+    }
+
+    @Test func aSleepWhoseDeadlineHasPassedReturnsAtOnce() async throws {
+        let timer = DeadlineTimer()
+        let far = timer.schedule(at: .now + .seconds(60)) {}  // the thread waits for this one
+        defer { timer.cancel(far) }
+        let clock = ContinuousClock()
+        for past in [Duration.zero, .milliseconds(1), .seconds(5)] {
+            let start = clock.now
+            try await withTimeout(soon) { try await timer.sleep(until: start - past) }
+            #expect(clock.now - start < soon)
+        }
+    }
+
+    @Test func aSleepOfACancelledTaskThrowsCancellationErrorAtOnce() async throws {
+        let timer = DeadlineTimer()
+        let clock = ContinuousClock(), start = clock.now
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await timer.sleep(until: clock.now + .seconds(60))
+        }
+        await #expect(throws: CancellationError.self) {
+            try await withTimeout(soon) { try await task.value }
+        }
+        #expect(clock.now - start < soon)
+    }
+
+    /// Cancelled at once after it began (before or during its wait, whichever comes): each
+    /// sleep throws promptly, none is left hanging.
+    @Test func aSleepThrowsCancellationErrorPromptlyWhenItsTaskIsCancelledWhileItWaits() async throws {
+        let timer = DeadlineTimer()
+        let clock = ContinuousClock()
+        for round in 0..<50 {
+            let started = Flag()
+            let task = Task {
+                started.set()
+                try await timer.sleep(until: clock.now + .seconds(60))
+            }
+            try await started.wait(upTo: .seconds(5))
+            // Half the rounds let it settle into its wait first.
+            if round.isMultiple(of: 2) { await Task.yield() }
+            let cancelled = clock.now
+            task.cancel()
+            await #expect(throws: CancellationError.self) {
+                try await withTimeout(soon) { try await task.value }
+            }
+            #expect(clock.now - cancelled < soon)
+        }
+    }
+}
