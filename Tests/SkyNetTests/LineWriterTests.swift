@@ -313,11 +313,10 @@ struct LineWriterTests {
         #expect(text.dropFirst(prefill) == Substring(a + notice(2)))
     }
 
-    /// Known bug: a `write` (or a plain `offer`) to a descriptor with counted drops is taken
-    /// before their notice when it fits, and so is a producer that began waiting after the
-    /// drops (the writer thread takes waiting producers before notices). The CLI mixes both on
-    /// stderr (`Console.printError` and `Console.log`), so an error line can come before the
-    /// notice of log lines dropped earlier. When fixed, remove `withKnownIssue`.
+    /// A `write` (or a plain `offer`) to a descriptor with counted drops comes after their
+    /// notice, and so does a producer that began waiting after the drops: the CLI mixes both on
+    /// stderr (`Console.printError` and `Console.log`). Before the notice waited in line with
+    /// the producers, this gave `a, c, dropped 1`.
     @Test func aWriteAfterCountedDropsComesAfterTheirNotice() async throws {
         try await withProbe { probe in
             let pipe = try TestPipe()
@@ -341,9 +340,7 @@ struct LineWriterTests {
             try await withTimeout(.seconds(10)) { await writing.value }
             let text = try await finish(writer, pipe)[0]
             #expect(text.prefix(prefill) == Substring(String(repeating: "f", count: prefill)))
-            withKnownIssue("a write is taken before the notice of earlier counted drops") {
-                #expect(text.dropFirst(prefill) == Substring(a + "dropped 1\n" + c))
-            }
+            #expect(text.dropFirst(prefill) == Substring(a + "dropped 1\n" + c))
         }
     }
 

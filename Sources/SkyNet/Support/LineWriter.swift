@@ -41,6 +41,14 @@ public final class LineWriter: Sendable {
         let continuation: CheckedContinuation<Void, Never>
     }
 
+    /// Who waits for room, oldest first: a producer with its pieces, or the notice of a
+    /// descriptor's counted drops (made with the count when it is queued). A notice waits in
+    /// line like a producer, so that nothing newer for its descriptor goes before it.
+    private enum Waiting {
+        case producer(Producer)
+        case notice(Int32)
+    }
+
     /// Lines `offer(_:to:countingDropsAs:)` dropped for one descriptor, and how to say so.
     private struct Drops {
         var count = 0
@@ -51,8 +59,8 @@ public final class LineWriter: Sendable {
         var queue: [[Piece]] = []
         /// Bytes accepted and not yet written (the batch being written included).
         var queuedBytes = 0
-        /// Producers waiting for room, oldest first, each with its pieces.
-        var blocked: [Producer] = []
+        /// Producers and drop notices waiting for room, oldest first.
+        var blocked: [Waiting] = []
         /// Records accepted so far / written (or dropped) so far.
         var accepted = 0
         var written = 0
@@ -101,7 +109,7 @@ public final class LineWriter: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let accepted = state.withLock { state -> Bool in
                 if acceptIfRoom(pieces, size: size, condition: condition, into: &state) { return true }
-                state.blocked.append(Producer(pieces: pieces, condition: condition, continuation: continuation))
+                state.blocked.append(.producer(Producer(pieces: pieces, condition: condition, continuation: continuation)))
                 return false
             }
             if accepted { continuation.resume() }
@@ -139,9 +147,9 @@ public final class LineWriter: Sendable {
     public func offer(_ text: String, to descriptor: Int32, countingDropsAs notice: @escaping @Sendable (Int) -> String) -> Bool {
         let piece = Piece(text, to: descriptor)
         return state.withLock { state in
-            queueDropNotices(into: &state)
-            guard state.blocked.isEmpty, state.drops[descriptor] == nil,
-                  state.fits(piece.bytes.count, capacity: capacity) else {
+            queueLeadingNotices(into: &state)
+            guard state.blocked.isEmpty, state.fits(piece.bytes.count, capacity: capacity) else {
+                if state.drops[descriptor] == nil { state.blocked.append(.notice(descriptor)) }
                 state.drops[descriptor, default: Drops(notice: notice)].count += 1
                 return false
             }
@@ -150,15 +158,19 @@ public final class LineWriter: Sendable {
         }
     }
 
-    /// Queues the notice of each descriptor with counted drops, if it fits now and nobody
-    /// waits ahead of it (their records came first).
-    private func queueDropNotices(into state: inout State) {
-        guard state.blocked.isEmpty else { return }
-        for (descriptor, drops) in state.drops.sorted(by: { $0.key < $1.key }) {
+    /// Queues the drop notices at the head of the line while they fit (a producer ahead of
+    /// one came first: the writer thread lets it in before).
+    private func queueLeadingNotices(into state: inout State) {
+        while case .notice(let descriptor)? = state.blocked.first {
+            guard let drops = state.drops[descriptor] else {
+                state.blocked.removeFirst()
+                continue
+            }
             let piece = Piece(drops.notice(drops.count), to: descriptor)
-            guard state.fits(piece.bytes.count, capacity: capacity) else { continue }
-            accept([piece], size: piece.bytes.count, into: &state)
+            guard state.fits(piece.bytes.count, capacity: capacity) else { break }
+            state.blocked.removeFirst()
             state.drops[descriptor] = nil
+            accept([piece], size: piece.bytes.count, into: &state)
         }
     }
 
@@ -171,7 +183,7 @@ public final class LineWriter: Sendable {
     public func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
-                let target = state.accepted + state.dropped + state.blocked.count + state.drops.count  // notices too
+                let target = state.accepted + state.dropped + state.blocked.count  // notices too
                 guard state.written + state.dropped < target else { return true }
                 state.flushWaiters.append((target, continuation))
                 return false
@@ -245,7 +257,9 @@ public final class LineWriter: Sendable {
                 state.failed.formUnion(failedNow)
                 state.failures.merge(reasons) { first, _ in first }
                 var woken: [CheckedContinuation<Void, Never>] = []
-                while let first = state.blocked.first {
+                // Room has returned: let in who waited, in order, notices of what was lost too.
+                queueLeadingNotices(into: &state)
+                while case .producer(let first)? = state.blocked.first {
                     let size = first.pieces.reduce(0) { $0 + $1.bytes.count }
                     guard state.fits(size, capacity: capacity) else { break }
                     state.blocked.removeFirst()
@@ -255,8 +269,8 @@ public final class LineWriter: Sendable {
                         state.dropped += 1  // counts as written for flush waiters
                     }
                     woken.append(first.continuation)
+                    queueLeadingNotices(into: &state)
                 }
-                queueDropNotices(into: &state)  // room has returned: say what was lost
                 let written = state.written + state.dropped
                 woken += state.flushWaiters.filter { $0.upTo <= written }.map(\.continuation)
                 state.flushWaiters.removeAll { $0.upTo <= written }
