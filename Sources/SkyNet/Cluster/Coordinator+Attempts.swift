@@ -1,8 +1,10 @@
 extension Coordinator {
     func launch(_ work: Attempt, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) async {
         let system = reservation.system
-        await onEvent(.started(work.task, system: system.name, isLocal: system.isLocal, attempt: work.attempt))
+        // The attempt goes first: its request is on its way while the event is handled. Its
+        // `completed` can only come after, from this loop.
         group.addTask { await attempt(work, on: reservation) }
+        await onEvent(.started(work.task, system: system.name, isLocal: system.isLocal, attempt: work.attempt))
     }
 
     private func attempt(_ work: Attempt, on reservation: Reservation) async -> Step {
