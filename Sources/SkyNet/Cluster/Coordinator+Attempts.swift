@@ -1,10 +1,17 @@
 extension Coordinator {
     func launch(_ work: Attempt, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) async {
-        let system = reservation.system
-        // The attempt goes first: its request is on its way while the event is handled. Its
-        // `completed` can only come after, from this loop.
+        begin(work, on: reservation, in: &group)
+        await onEvent(started(work, on: reservation))
+    }
+
+    /// Starts an attempt without its event: the attempt goes first, so its request is on its
+    /// way while events are handled. Its `completed` can only come after, from the loop.
+    func begin(_ work: Attempt, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) {
         group.addTask { await attempt(work, on: reservation) }
-        await onEvent(.started(work.task, system: system.name, isLocal: system.isLocal, attempt: work.attempt))
+    }
+
+    func started(_ work: Attempt, on reservation: Reservation) -> ScanEvent {
+        .started(work.task, system: reservation.system.name, isLocal: reservation.system.isLocal, attempt: work.attempt)
     }
 
     private func attempt(_ work: Attempt, on reservation: Reservation) async -> Step {
@@ -20,31 +27,32 @@ extension Coordinator {
         return .finished(work, reservation, result, seconds)
     }
 
-    /// Counts the outcome of an attempt (not a `busy` one) and queues a re-run if it failed.
-    func record(
+    /// Counts the outcome of an attempt (not a `busy` one) and queues a re-run if it failed;
+    /// returns the event that says so (nil for an attempt stopped with the scan).
+    func book(
         _ work: Attempt, system: any ScanSystem, result: Result<String, any Error>, seconds: Double,
         in report: inout ScanReport, queue: inout WorkQueue
-    ) async {
+    ) -> ScanEvent? {
         if work.attempt > 1 { report.systems[system.name, default: SystemTally()].reruns += 1 }
         switch result {
         case .success(let value):
             report.systems[system.name, default: SystemTally()].completed += 1
             report.systems[system.name, default: SystemTally()].busySeconds += seconds
             queue.settled(work.task)
-            await onEvent(.completed(work.task, result: value, system: system.name, isLocal: system.isLocal,
-                                     attempt: work.attempt, seconds: seconds))
+            return .completed(work.task, result: value, system: system.name, isLocal: system.isLocal,
+                              attempt: work.attempt, seconds: seconds)
         case .failure where Task.isCancelled:
-            break  // stopped, not failed: the task counts as not run
+            return nil  // stopped, not failed: the task counts as not run
         case .failure(let error) where work.attempt < maxAttempts:
             report.systems[system.name, default: SystemTally()].failed += 1
             report.reruns += 1
             queue.rerun(Attempt(task: work.task, attempt: work.attempt + 1))
-            await onEvent(.rerun(work.task, attempt: work.attempt, system: system.name, error: error))
+            return .rerun(work.task, attempt: work.attempt, system: system.name, error: error)
         case .failure(let error):
             report.systems[system.name, default: SystemTally()].failed += 1
             report.gaveUp += 1
             queue.settled(work.task)
-            await onEvent(.gaveUp(work.task, attempts: work.attempt, system: system.name, seconds: seconds, error: error))
+            return .gaveUp(work.task, attempts: work.attempt, system: system.name, seconds: seconds, error: error)
         }
     }
 }

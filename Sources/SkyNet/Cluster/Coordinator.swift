@@ -101,14 +101,19 @@ public struct Coordinator: Sendable {
                 case .finished(let work, let reservation, let result, let seconds):
                     queue.finished()
                     backoff.answered(on: reservation.name)
-                    await record(work, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
-                    // The freed slot goes to the next piece of work in the same step that
-                    // gives it back (a re-run just queued by `record` included).
+                    let outcome = book(work, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
+                    // The freed slot goes to the next piece of work (a re-run just queued
+                    // included) in the same step that gives it back, and that attempt is on its
+                    // way before the events are handled, which keep their order.
+                    var next: (Attempt, Reservation)?
                     if Task.isCancelled {
                         await systems.release(reservation)
-                    } else if let (next, slot) = await queue.takeFreeSlot(from: systems, releasing: reservation) {
-                        await launch(next, on: slot, in: &group)
+                    } else if let (work, slot) = await queue.takeFreeSlot(from: systems, releasing: reservation) {
+                        begin(work, on: slot, in: &group)
+                        next = (work, slot)
                     }
+                    if let outcome { await onEvent(outcome) }
+                    if let (work, slot) = next { await onEvent(started(work, on: slot)) }
                 case .rested(let reservation):
                     await systems.release(reservation)
                 }
@@ -132,7 +137,10 @@ public struct Coordinator: Sendable {
             switch step {
             case .finished(let work, let reservation, .success(let value), let seconds)?:
                 await systems.release(reservation)
-                await record(work, system: reservation.system, result: .success(value), seconds: seconds, in: &report, queue: &queue)
+                if let outcome = book(work, system: reservation.system, result: .success(value), seconds: seconds,
+                                      in: &report, queue: &queue) {
+                    await onEvent(outcome)
+                }
             case .slot(let reservation, _)?, .rested(let reservation)?:
                 await systems.release(reservation)
             case .finished(_, let reservation, _, _)?:
