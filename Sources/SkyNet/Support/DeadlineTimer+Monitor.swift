@@ -11,8 +11,9 @@ import Darwin
 final class TimerMonitor<State>: @unchecked Sendable {
     enum Decision<Result> {
         case wait(until: ContinuousClock.Instant?)
-        /// Let go of the lock and yield the core until the instant, then ask again.
-        case spin(until: ContinuousClock.Instant)
+        /// Let go of the lock, yield the core once, then ask again (the last stretch before a
+        /// deadline, where a timed wait would end late).
+        case spin
         case done(Result)
     }
 
@@ -55,15 +56,25 @@ final class TimerMonitor<State>: @unchecked Sendable {
             switch decide(&state) {
             case .done(let result):
                 return result
-            case .spin(let instant):
+            case .spin:
+                // Yield once and ask again: a deadline scheduled meanwhile (earlier than the
+                // one spun for), or that one's cancellation, is seen at once.
                 pthread_mutex_unlock(mutex)
-                while ContinuousClock.now < instant { sched_yield() }
+                sched_yield()
                 pthread_mutex_lock(mutex)
             case .wait(until: nil):
                 pthread_cond_wait(condition, mutex)
             case .wait(until: let deadline?):
+                #if canImport(Glibc)
                 var time = Self.monotonicTimespec(deadline)
                 _ = pthread_cond_timedwait(condition, mutex, &time)
+                #else
+                // Darwin cannot set a condition's clock (it waits on the wall clock): wait the
+                // time left instead.
+                let (seconds, attoseconds) = max(deadline - ContinuousClock.now, .zero).components
+                var time = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+                _ = pthread_cond_timedwait_relative_np(condition, mutex, &time)
+                #endif
             }
         }
     }

@@ -151,7 +151,7 @@ public final class DeadlineTimer: Sendable {
                     // A timed wait ends up to the kernel's timer slack (50 µs) late, and waking
                     // takes as long again: wait until just before, and spin (yielding) the rest.
                     guard let next = state.waitingUntil else { return .wait(until: nil) }
-                    if next - now <= Self.spinWindow { return .spin(until: next) }
+                    if next - now <= Self.spinWindow { return .spin }
                     return .wait(until: next - Self.spinWindow)
                 }
                 state.asleep = false
