@@ -35,13 +35,15 @@ extension ChildRun {
             throw BenchError("\(executable): no stdout pipe")
         }
         let drained = PipeDrain.start(fd: fd, since: started, firstLine: firstLine, tailBytes: tailBytes)
+        let memory = PeakMemory(pid: child.pid)
         let ended = try awaitExit(of: child, deadline: deadline, named: executable)
         let seconds = (ContinuousClock.now - started).seconds
+        let peak = memory.finish()
         // The scan starts no process of its own, so its exit closed the pipe's only writer.
         guard let output = try blocking({ try? await withTimeout(.seconds(10)) { await drained.value } }) else {
             throw BenchError("\(executable): stdout still open 10 s after it exited")
         }
-        return StreamedRun(status: ended.status, peakKiB: ended.peakResidentKiB, seconds: seconds,
+        return StreamedRun(status: ended.status, peakKiB: peak, seconds: seconds,
                            firstLineSeconds: output.firstLineSeconds, tail: output.tail, bytes: output.bytes)
     }
 }

@@ -12,7 +12,7 @@ struct ChildRun {
     let stdout: String
 
     /// Runs `executable arguments…` to the end with stdout in a file, waiting on this (main)
-    /// thread; the peak RSS comes from the reaper's wait4 rusage. A child still running after
+    /// thread; the peak RSS is sampled (`PeakMemory`). A child still running after
     /// `deadline` is stopped and the run throws.
     static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                     deadline: Duration = .seconds(600)) throws -> ChildRun {
@@ -22,10 +22,12 @@ struct ChildRun {
         options.stdout = .file(outPath, append: false)
         let started = ContinuousClock.now
         let child = try ChildProcess.spawn(executable, options)
+        let memory = PeakMemory(pid: child.pid)
         let ended = try awaitExit(of: child, deadline: deadline, named: executable)
         let seconds = (ContinuousClock.now - started).seconds
+        let peak = memory.finish()
         let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-        return ChildRun(status: ended.status, peakKiB: ended.peakResidentKiB, seconds: seconds, stdout: output)
+        return ChildRun(status: ended.status, peakKiB: peak, seconds: seconds, stdout: output)
     }
 
     /// Waits for `child` to exit, tracked in `Children` meanwhile (an interrupted benchmark

@@ -7,7 +7,7 @@ struct ScanRun {
     let seconds: Double
     let completed: Int
     let reruns: Int
-    /// The coordinator's peak resident memory (wait4's rusage).
+    /// The coordinator's peak resident memory (sampled: `PeakMemory`).
     let peakKiB: Int
     /// Each `connected` event: the peer and its `time` (seconds since the scan's output opened).
     let connected: [(system: String, time: Double)]

@@ -3,7 +3,7 @@ import SkyNet
 
 extension Workloads {
     /// W12: what a dashboard open in a browser costs the scan. W2's shape (no-op tasks, 3 nodes
-    /// × 4, dispatch-only) made long enough to watch: 200,000 tasks, the rate measured from the
+    /// × 4, dispatch-only) made long enough to watch: 600,000 tasks, the rate measured from the
     /// `--json` completion times after the first 4 s (by then the browser has started, which
     /// alone costs about a core for a second or two, and the page shows every frame). Three variants, run by run in turn: no dashboard, `--dashboard 0` with
     /// nobody watching, and `--dashboard 0` open in headless Chromium (started on the
@@ -18,7 +18,7 @@ extension Workloads {
         enum Variant { case none, served, watched }
 
         func throughput(_ variant: Variant) throws -> Double {
-            let total = 200_000, skip = 4.0
+            let total = 600_000, skip = 4.0
             var arguments = ["scan", "--json", "--cluster", cluster.file, "--total", String(total), "--duration", "0",
                              "--local-capacity", "0", "--failing-every", "0", "--quiet"]
             if variant != .none { arguments += ["--dashboard", "0"] }

@@ -1,0 +1,36 @@
+import Foundation
+import SkyNet
+
+/// A child's peak resident memory, sampled from `/proc/PID/status` (`VmHWM`, the high-water
+/// mark of its own address space since its exec) every 10 ms until it exits.
+///
+/// Not `wait4`'s `ru_maxrss`: a child made with `posix_spawn` (vfork, exec) is charged at its
+/// exec with the high-water mark of the address space it leaves, which is the bench's own, so
+/// every child measured after the bench had grown read the bench's peak (108,748 KiB for a
+/// scan that stays near 25 MB). VmHWM only rises, so the last sample misses at most 10 ms.
+final class PeakMemory: Sendable {
+    private let peak = Locked((kib: 0, running: true))
+
+    init(pid: Int32) {
+        startThread(named: "bench-peak-rss") { [self] in
+            while peak.withLock({ $0.running }) {
+                if let kib = Self.highWaterKiB(of: pid) { peak.withLock { $0.kib = max($0.kib, kib) } }
+                usleep(10_000)
+            }
+        }
+    }
+
+    /// Stops sampling (call once the child has exited) and returns the peak seen.
+    func finish() -> Int {
+        peak.withLock { state in
+            state.running = false
+            return state.kib
+        }
+    }
+
+    static func highWaterKiB(of pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+        return Int(line.split(separator: " ").dropFirst().first ?? "")
+    }
+}
