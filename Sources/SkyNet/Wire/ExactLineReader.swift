@@ -1,0 +1,84 @@
+/// A cursor over one line that matches pieces of an exact form, or fails: how the lines we
+/// write most (journal entries, `scan` requests, `result` replies) are read without building a
+/// JSON tree. A caller that gets nil falls back to the full parser, which decides.
+struct ExactLineReader {
+    let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+
+    init(bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    var atEnd: Bool { index == bytes.count }
+
+    mutating func literal(_ text: StaticString) -> Bool {
+        let count = text.utf8CodeUnitCount
+        guard bytes.count - index >= count else { return false }
+        for offset in 0..<count where bytes[index + offset] != text.utf8Start[offset] { return false }
+        index += count
+        return true
+    }
+
+    /// An integer in JSON's grammar that fits an `Int`.
+    mutating func integer() -> Int? {
+        let start = index
+        guard jsonInteger() else { return nil }
+        return Int(text(from: start))
+    }
+
+    /// A finite number in JSON's grammar: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
+    mutating func number() -> Double? {
+        let start = index
+        guard jsonInteger() else { return nil }
+        if peek(UInt8(ascii: ".")) {
+            index += 1
+            guard digits() > 0 else { return nil }
+        }
+        if peek(UInt8(ascii: "e")) || peek(UInt8(ascii: "E")) {
+            index += 1
+            if peek(UInt8(ascii: "+")) || peek(UInt8(ascii: "-")) { index += 1 }
+            guard digits() > 0 else { return nil }
+        }
+        guard let value = Double(text(from: start)), value.isFinite else { return nil }
+        return value
+    }
+
+    /// `-?(0|[1-9][0-9]*)`: no leading zeros, as JSON has it.
+    private mutating func jsonInteger() -> Bool {
+        if peek(UInt8(ascii: "-")) { index += 1 }
+        if peek(UInt8(ascii: "0")) {
+            index += 1
+            return true
+        }
+        return digits() > 0
+    }
+
+    private mutating func digits() -> Int {
+        let start = index
+        skip { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        return index - start
+    }
+
+    private func peek(_ byte: UInt8) -> Bool { index < bytes.count && bytes[index] == byte }
+
+    /// A string without escapes or control characters, valid UTF-8.
+    mutating func plainString() -> String? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        index += 1
+        let start = index
+        skip { $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 >= 0x20 }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        let value = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        index += 1
+        return value
+    }
+
+    private mutating func skip(while accepted: (UInt8) -> Bool) {
+        while index < bytes.count, accepted(bytes[index]) { index += 1 }
+    }
+
+    private func text(from start: Int) -> String {
+        guard index > start else { return "" }
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+    }
+}
