@@ -14,7 +14,7 @@ final class PeakMemory: Sendable {
     init(pid: Int32) {
         startThread(named: "bench-peak-rss") { [self] in
             while peak.withLock({ $0.running }) {
-                if let kib = Self.highWaterKiB(of: pid) { peak.withLock { $0.kib = max($0.kib, kib) } }
+                if let kib = statusKiB("VmHWM", of: pid) { peak.withLock { $0.kib = max($0.kib, kib) } }
                 usleep(10_000)
             }
         }
@@ -26,11 +26,5 @@ final class PeakMemory: Sendable {
             state.running = false
             return state.kib
         }
-    }
-
-    static func highWaterKiB(of pid: Int32) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
-        return Int(line.split(separator: " ").dropFirst().first ?? "")
     }
 }

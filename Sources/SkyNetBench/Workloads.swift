@@ -193,8 +193,12 @@ struct Workloads {
 
 func median(_ values: [Double]) -> Double { Row(workload: "", measure: "", unit: "", values: values, ideal: "", target: "", met: nil).median }
 
-func residentKiB(of pid: Int32) -> Int? {
+/// A process's resident memory now (`VmRSS`), in KiB.
+func residentKiB(of pid: Int32) -> Int? { statusKiB("VmRSS", of: pid) }
+
+/// A KiB field of `/proc/PID/status` (`VmRSS`, `VmHWM`, ...).
+func statusKiB(_ field: String, of pid: Int32) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
     return Int(line.split(separator: " ").dropFirst().first ?? "")
 }
