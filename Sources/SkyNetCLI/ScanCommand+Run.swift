@@ -78,7 +78,7 @@ extension ScanCommand {
         }
         let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
             capacity: capacity, timeout: .seconds(timeout), token: token?.value,
-            job: job, jobSummary: jobs.job(named: job)?.summary)) { event in
+            job: job, jobSummary: jobs.job(named: job)?.summary, allowJobMismatch: allowJobMismatch)) { event in
             board?.record(event)
             await output.cluster(event)
         }

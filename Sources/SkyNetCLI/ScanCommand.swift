@@ -10,7 +10,7 @@ struct ScanCommand: Command {
                            [--capacity 4] [--local-capacity N] [--failing-every 10] [--max-attempts 5]
                            [--journal FILE [--resume]] [--json] [--quiet] [--token-file FILE]
                            [--job NAME[=COMMAND]] [--inputs FILE|-] [--results [--keep-order]]
-                           [--task-timeout S] [--max-output BYTES]
+                           [--task-timeout S] [--max-output BYTES] [--allow-job-mismatch]
                            [--dashboard [HOST:]PORT [--dashboard-linger S]]
         """
     static let help = """
@@ -64,6 +64,9 @@ struct ScanCommand: Command {
                                whole process group) and the task fails and runs again
           --max-output BYTES   the most output one command may print, 1...512K (default 256K;
                                K = 1024, M = 1048576); more is a failure, never cut
+          --allow-job-mismatch also use peers that run the job as another command (other words,
+                               not just other quoting) than this scan's --job NAME=COMMAND (or
+                               the first peer's), after a warning; without it they are not used
 
         Peers that are down are reported and skipped, and join when they come up; a peer whose
         request timed out gets no new work until it answers a ping. With a token (SKYNET_TOKEN in
@@ -119,13 +122,15 @@ struct ScanCommand: Command {
     let token: ClusterToken?
     let dashboard: DashboardAddress?
     let dashboardLinger: Double
+    /// Use peers whose command for the job differs from this scan's, after a warning.
+    let allowJobMismatch: Bool
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Arguments(arguments, options: [
             "total", "cluster", "spawn", "duration", "timeout", "capacity", "local-capacity", "failing-every",
             "max-attempts", "journal", "job", "inputs", "task-timeout", "max-output", "token-file",
             "dashboard", "dashboard-linger",
-        ], flags: ["resume", "json", "quiet", "results", "keep-order"])
+        ], flags: ["resume", "json", "quiet", "results", "keep-order", "allow-job-mismatch"])
         token = try ClusterToken.load(args)
         dashboard = try args.string("dashboard").map { (text) throws(UsageError) in try DashboardAddress.parse(text) }
         dashboardLinger = try args.double("dashboard-linger", default: 0, in: 0...86400)
@@ -139,6 +144,7 @@ struct ScanCommand: Command {
         if inputsPath?.isEmpty == true { throw UsageError("option '--inputs' wants a file name, or - for stdin") }
         results = args.flag("results")
         keepOrder = args.flag("keep-order")
+        allowJobMismatch = args.flag("allow-job-mismatch")
         taskTimeout = try args.optionalDouble("task-timeout", in: 0.001...ScanTask.maxTimeout)
         // Given to spawned nodes only when set here, so their command line stays as it was.
         maxOutput = args.string("max-output") == nil ? nil

@@ -72,8 +72,9 @@ final class ScanOutput: Sendable {
             json = self.event("unauthorized"); json.add("reason", reason)
         case .lacksJob(_, let job, let jobs):
             json = self.event("lacks-job"); json.add("job", job); json.add("jobs", jobs.joined(separator: ","))
-        case .jobDiffers(_, let job, let summary, let expected):
+        case .jobDiffers(_, let job, let summary, let expected, let used):
             json = self.event("job-differs"); json.add("job", job); json.add("summary", summary); json.add("expected", expected)
+            json.add("used", used)
         case .unresponsive: json = self.event("unresponsive")
         case .responsive: json = self.event("responsive")
         }

@@ -9,7 +9,7 @@ extension ProcessTests {
     struct PeerJobTests {
         /// Starts beta with `--job up=…` and gamma with `gammaArguments`, writes the cluster
         /// file, runs `body`, and stops both nodes on every path.
-        func withNodes<T>(gammaArguments: [String], _ body: (String) async throws -> T) async throws -> T {
+        func withNodes<T>(betaJob: String = "up=echo up {}", gammaArguments: [String], _ body: (String) async throws -> T) async throws -> T {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-jobs-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
@@ -17,7 +17,7 @@ extension ProcessTests {
             func stopAll() async { for node in nodes { await node.stop() } }
             do {
                 nodes.append(try await NodeProcess.start(executable: skynetBinary, name: "beta",
-                                                         arguments: ["--job", "up=echo up {}", "--failing-every", "0"]))
+                                                         arguments: ["--job", betaJob, "--failing-every", "0"]))
                 nodes.append(try await NodeProcess.start(executable: skynetBinary, name: "gamma",
                                                          arguments: gammaArguments + ["--failing-every", "0"]))
                 let cluster = TestCluster(nodes: nodes, folder: folder)
@@ -41,13 +41,44 @@ extension ProcessTests {
             }
         }
 
-        @Test func aPeerThatRunsTheJobAsAnotherCommandIsWarnedAboutOnceAndUsed() async throws {
-            try await withNodes(gammaArguments: ["--job", "up=echo other {}"]) { file in
-                let run = try await runSkynet(["scan", "--cluster", file, "--job", "up", "--total", "20", "--quiet"], limit: .seconds(60))
+        /// A job that takes a moment, so that both peers get tasks.
+        static let nap = #"up=sh -c 'sleep 0.2; echo "$0"' {}"#
+
+        @Test func aPeerThatRunsTheSameWordsQuotedOtherwiseIsUsedWithoutAWarning() async throws {
+            let quoted = #"up='sh'  -c  'sleep 0.2; echo "$0"'  "{}""#
+            try await withNodes(betaJob: Self.nap, gammaArguments: ["--job", quoted]) { file in
+                let run = try await runSkynet(["scan", "--cluster", file, "--job", Self.nap, "--local-capacity", "0",
+                                               "--total", "24", "--quiet"], limit: .seconds(60))
                 #expect(run.status == 0, "\(run.stderr)")
-                let warnings = run.lines.filter { $0.hasPrefix("[Cluster] Warning: ") && $0.contains("runs job 'up' as") }
-                #expect(warnings.count == 1, "\(run.lines)")
+                #expect(run.lines.filter { $0.hasPrefix("[Cluster] ") && !$0.hasPrefix("[Cluster] Connected: ") } == [], "\(run.lines)")
+                #expect(run.completions.count == 24)
+                #expect(run.completions.contains { $0.system == "gamma" })
+            }
+        }
+
+        @Test func aPeerThatRunsTheJobAsAnotherCommandIsReportedOnceAndGetsNoTask() async throws {
+            try await withNodes(gammaArguments: ["--job", "up=echo other {}"]) { file in
+                let run = try await runSkynet(["scan", "--cluster", file, "--job", "up=echo up {}", "--local-capacity", "0",
+                                               "--total", "20", "--quiet"], limit: .seconds(60))
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(run.lines.filter { $0.contains("gamma") } == [
+                    "[Cluster] Job differs: gamma runs job 'up' as 'echo other {}', not 'echo up {}'; not used (--allow-job-mismatch uses it)",
+                ], "\(run.lines)")
                 #expect(run.completions.count == 20)
+                #expect(run.completions.allSatisfy { $0.system == "beta" })
+            }
+        }
+
+        @Test func withAllowJobMismatchAPeerThatRunsAnotherCommandIsWarnedAboutOnceAndUsed() async throws {
+            let other = #"up=sh -c 'sleep 0.2; echo other "$0"' {}"#
+            try await withNodes(betaJob: Self.nap, gammaArguments: ["--job", other]) { file in
+                let run = try await runSkynet(["scan", "--cluster", file, "--job", Self.nap, "--local-capacity", "0",
+                                               "--total", "24", "--allow-job-mismatch", "--quiet"], limit: .seconds(60))
+                #expect(run.status == 0, "\(run.stderr)")
+                let warnings = run.lines.filter { $0.hasPrefix("[Cluster] Warning: gamma runs job 'up' as ") }
+                #expect(warnings.count == 1, "\(run.lines)")
+                #expect(run.completions.count == 24)
+                #expect(run.completions.contains { $0.system == "gamma" })
             }
         }
 

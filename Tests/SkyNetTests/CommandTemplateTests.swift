@@ -47,4 +47,15 @@ import Testing
     @Test func knowsItsProgram() throws {
         #expect(try CommandTemplate("'/usr/bin/my tool' {}").program == "/usr/bin/my tool")
     }
+
+    @Test func commandsWithTheSameWordsRunAlikeHoweverQuoted() throws {
+        let plain = try CommandTemplate("echo {}")
+        #expect(plain.runsLike(try CommandTemplate("'echo'  {}")))
+        #expect(plain.runsLike(try CommandTemplate(#"echo "{}""#)))
+        #expect(plain.runsLike(try CommandTemplate("echo")))  // the input goes last without {}
+        #expect(!plain.runsLike(try CommandTemplate("echo {} {}")))
+        #expect(!plain.runsLike(try CommandTemplate("echo x {}")))
+        #expect(!plain.runsLike(try CommandTemplate("echo {#}")))
+        #expect(!plain.runsLike(try CommandTemplate(#"echo \{}"#)))  // a literal {}
+    }
 }

@@ -14,8 +14,10 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// closed, not used, and asked again only rarely (its operator must restart it with the job).
     case lacksJob(String, job: String, jobs: [String])
     /// It runs the scan's job as `summary`, not as `expected` (the coordinator's own, or the
-    /// first peer's): warned once, and still used.
-    case jobDiffers(String, job: String, summary: String, expected: String)
+    /// first peer's), compared word by word: reported once, closed and not used, like a peer
+    /// that lacks the job; or, when the scan allows the mismatch (`used`), warned about once
+    /// and used.
+    case jobDiffers(String, job: String, summary: String, expected: String, used: Bool)
     /// A request timed out: no new work until it answers a ping.
     case unresponsive(String)
     case responsive(String)
@@ -24,7 +26,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     public var peer: String {
         switch self {
         case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _),
-             .refused(let name, _, _), .unauthorized(let name, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _),
+             .refused(let name, _, _), .unauthorized(let name, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _, _),
              .unresponsive(let name), .responsive(let name): name
         }
     }
@@ -39,8 +41,10 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         case .unauthorized(let name, let reason): "[Cluster] Unauthorized: \(name) (\(reason))"
         case .lacksJob(let name, let job, let jobs):
             "[Cluster] Lacks job: \(name) has no job '\(job)' (its jobs: \(jobs.joined(separator: ", ")))"
-        case .jobDiffers(let name, let job, let summary, let expected):
+        case .jobDiffers(let name, let job, let summary, let expected, true):
             "[Cluster] Warning: \(name) runs job '\(job)' as '\(summary)', not '\(expected)'"
+        case .jobDiffers(let name, let job, let summary, let expected, false):
+            "[Cluster] Job differs: \(name) runs job '\(job)' as '\(summary)', not '\(expected)'; not used (--allow-job-mismatch uses it)"
         case .unresponsive(let name): "[Cluster] Unresponsive: \(name)"
         case .responsive(let name): "[Cluster] Responsive: \(name)"
         }
@@ -63,6 +67,9 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// Why no peer can run the scan, once every one of them ended as this event says.
     var everyPeerUnusable: String {
         if case .lacksJob(_, let job, _) = self { return "no peer has the job '\(job)' (\(refusalHint))" }
+        if case .jobDiffers(_, let job, _, let expected, _) = self {
+            return "no peer runs the job '\(job)' as '\(expected)' (give --allow-job-mismatch to use them anyway)"
+        }
         if case .unauthorized(_, let reason) = self { return "no peer proved it knows the token (the last: \(reason))" }
         return "every peer refused this coordinator (\(refusalHint))"
     }

@@ -7,8 +7,9 @@
 /// A peer that refuses the hello for good (`unauthorized`, `unsupported-version`) is reported
 /// once with the fix and asked again only rarely (`refusalRetryDelay`): the answer cannot
 /// change until someone restarts that node or this coordinator, and a loop of refused hellos
-/// would only fill the node's log. A peer whose welcome lacks the scan's job is treated the
-/// same way; one that runs the job as a different command is warned about once and used.
+/// would only fill the node's log. A peer whose welcome lacks the scan's job, or runs it as a
+/// different command (other words, not just other quoting), is treated the same way, unless
+/// the settings allow a mismatch: then it is warned about once and used.
 public final class PeerLinks: Sendable {
     public struct Settings: Sendable {
         /// Slots per peer unless the cluster file says otherwise.
@@ -25,14 +26,18 @@ public final class PeerLinks: Sendable {
         /// The coordinator's own summary of `job` (its command), to compare the peers' with;
         /// nil when the coordinator does not declare it (then the first peer's is compared with).
         public var jobSummary: String?
+        /// Use a peer that runs the job as another command, after a warning, instead of
+        /// leaving it out (`--allow-job-mismatch`).
+        public var allowJobMismatch: Bool
 
         public init(capacity: Int = 4, timeout: Duration = .seconds(5), token: String? = nil,
-                    job: String = JobRegistry.scan, jobSummary: String? = nil) {
+                    job: String = JobRegistry.scan, jobSummary: String? = nil, allowJobMismatch: Bool = false) {
             self.capacity = capacity
             self.timeout = timeout
             self.token = token
             self.job = job
             self.jobSummary = jobSummary
+            self.allowJobMismatch = allowJobMismatch
         }
     }
 
@@ -46,7 +51,8 @@ public final class PeerLinks: Sendable {
 
     private let tasks: [Task<Void, Never>]
     private let reporting = Locked(Reporting())
-    /// The peers whose last answer was a refusal for good or a welcome without the job, by name.
+    /// The peers whose last answer was a refusal for good or a welcome without the job (or
+    /// with another command for it), by name.
     private let refusing = Locked<Set<String>>([])
     /// Fulfilled (with the reasons, one line) once every peer of the cluster has refused the
     /// hello for good or lacks the job: a scan with no local slots then has nothing that can run it.
@@ -59,7 +65,7 @@ public final class PeerLinks: Sendable {
         let log: @Sendable (ClusterEvent) async -> Void = { event in
             var everyPeerRefusedNow = false
             switch event {
-            case .refused, .unauthorized, .lacksJob:
+            case .refused, .unauthorized, .lacksJob, .jobDiffers(_, _, _, _, used: false):
                 everyPeerRefusedNow = refusing.withLock { refusing in
                     refusing.insert(event.peer)
                     return refusing.count == count
@@ -73,7 +79,7 @@ public final class PeerLinks: Sendable {
             // After the report: whoever stops the scan on this signal sees the last refusal printed.
             if everyPeerRefusedNow { everyPeerRefused.fulfil(event.everyPeerUnusable) }
         }
-        let jobCheck = JobCheck(job: settings.job, expected: settings.jobSummary)
+        let jobCheck = JobCheck(job: settings.job, expected: settings.jobSummary, allowsMismatch: settings.allowJobMismatch)
         tasks = cluster.nodes.map { node in
             Task { await Self.link(node, capacity: node.capacity ?? cluster.capacity ?? settings.capacity,
                                    systems: systems, settings: settings, jobCheck: jobCheck, log: log) }
@@ -153,7 +159,7 @@ public final class PeerLinks: Sendable {
             }
             reportedDown = false
             switch jobCheck.check(peer.welcome, of: node.name) {
-            case .lacks(let event):
+            case .unusable(let event):
                 peer.close()
                 if !reportedRefusal { await log(event) }
                 reportedRefusal = true

@@ -45,6 +45,15 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
         hasPlaceholder = words.joined().contains { !Self.isText($0) }
     }
 
+    /// Whether `other` makes the same argument vector for every input, however either is
+    /// quoted or spaced: `'echo'  "{}"`, `echo {}` and `echo` (the input goes last) do.
+    public func runsLike(_ other: CommandTemplate) -> Bool {
+        wordsWithInput == other.wordsWithInput
+    }
+
+    /// The words, with the input as the last one when no placeholder places it.
+    private var wordsWithInput: [[Piece]] { hasPlaceholder ? words : words + [[.input]] }
+
     /// The argument vector for one task (program first).
     public func arguments(input: String, sector: Int) -> [String] {
         var arguments = words.map { Self.join($0, input: input, sector: sector) }
