@@ -11,8 +11,9 @@ extension ScanCommand {
     private func runScan() async -> Int32 {
         let signals = await TerminationSignals.install()
         Socket.ignoreBrokenPipes()
+        Console.writer.watchReader(of: 1)  // a reader that leaves stops the scan at once
         for node in cluster.nodes where !(await Socket.resolves(host: node.host)) {
-            await Console.printError("error: cluster file \(clusterPath ?? "cluster.json"): node \(node.name) has an unknown host \"\(node.host)\"")
+            await Console.printError("error: cluster file \(clusterPath ?? "cluster.json"): node \(node.name) has an unknown host \"\(node.host)\"".escapingControlCharacters)
             return 2
         }
         let inputs: InputFile?

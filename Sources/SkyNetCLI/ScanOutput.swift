@@ -38,7 +38,7 @@ final class ScanOutput: Sendable {
 
     /// An error line on stderr, with the progress line out of the way.
     func error(_ message: String) async {
-        await Console.writer.write((progress == nil ? "" : Progress.clear) + "error: \(message)\n", to: 2)
+        await Console.writer.write((progress == nil ? "" : Progress.clear) + "error: \(message.escapingControlCharacters)\n", to: 2)
     }
 
     /// Whether a journal write failed (the scan then exits 1: its journal is incomplete).
@@ -181,14 +181,16 @@ final class ScanOutput: Sendable {
     private var secondsSinceStart: Double { ((ContinuousClock.now - started).seconds * 1000).rounded() / 1000 }
 
     private func emit(_ json: JSONLine, peerEvent: Bool = false) async {
-        await line(String(decoding: json.line.dropLast(), as: UTF8.self), peerEvent: peerEvent)
+        await line(String(decoding: json.line.dropLast(), as: UTF8.self), peerEvent: peerEvent, exact: true)
     }
 
     /// Queues a line for stdout, erasing the progress line in the same write. A peer event
-    /// is dropped if the summary has been queued before it.
-    private func line(_ text: String, peerEvent: Bool = false) async {
+    /// is dropped if the summary has been queued before it. A text line has its control
+    /// characters escaped; a JSON one (`exact`) holds none raw but DEL and C1, kept as JSON
+    /// allows, so that it decodes to the exact text.
+    private func line(_ text: String, peerEvent: Bool = false, exact: Bool = false) async {
         var pieces: [LineWriter.Piece] = progress == nil ? [] : [.init(Progress.clear, to: 2)]
-        pieces.append(.init(text + "\n", to: logDescriptor))
+        pieces.append(.init((exact ? text : text.escapingControlCharacters) + "\n", to: logDescriptor))
         let open = peerEventsOpen
         let isOpen: @Sendable () -> Bool = { open.withLock { $0 } }
         let condition = peerEvent ? isOpen : nil

@@ -95,6 +95,8 @@ struct StatusCommand: Command {
                 return [status.node.name, address, "down (\(reason))", "-", "-", "-"]
             }
         }
+        // Names from a shared cluster file and reasons from the nodes' answers come from outside.
+        .map { $0.map(\.escapingControlCharacters) }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         return ([header] + rows).map { cells in
             cells.enumerated().map { $1.padded(to: widths[$0]) }

@@ -1,0 +1,21 @@
+extension String {
+    /// The text with every control character (C0, DEL and C1, ESC and BEL among them) written
+    /// as `\x1b`: text from outside (a job's stderr, a peer's name or job summary) shown on a
+    /// terminal can then never clear the screen, move the cursor or retitle the window.
+    /// Everything else is kept as it is, backslashes too: this is for people to read, and
+    /// `--json` carries the exact text for programs.
+    public var escapingControlCharacters: String {
+        // Most text has none: C0 and DEL are single bytes, C1 starts with 0xC2 in UTF-8.
+        guard utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }) else { return self }
+        var escaped = String.UnicodeScalarView()
+        for scalar in unicodeScalars {
+            guard scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) else {
+                escaped.append(scalar)
+                continue
+            }
+            let hex = String(scalar.value, radix: 16)
+            escaped.append(contentsOf: ("\\x" + (hex.count < 2 ? "0" : "") + hex).unicodeScalars)
+        }
+        return String(escaped)
+    }
+}
