@@ -99,6 +99,8 @@ extension ScanCommand {
                 .map { ScanTask(input: $0, duration: duration, job: job, timeout: taskTimeout) }
             return await coordinator.run(tasks, count: total - done.count)
         }
+        // A stdout that fails stops the scan as Ctrl-C does: what it would print is lost.
+        output.stdoutFailed.whenFulfilled { _ in scan.cancel() }
 
         // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
         let stopSignal = signals.received
@@ -129,23 +131,20 @@ extension ScanCommand {
         // Links stop first, so no peer event follows the summary; a link still connecting is
         // left to the process's exit rather than awaited (its connect may take --timeout).
         await links.stop()
-        let summary = await output.finish(report, resumed: done.count)
+        // Why a scan that was not stopped by a signal still did not complete, said before `Finished`.
+        let refusal = report.interrupted && localSlots == 0 && stopSignal.current == nil ? everyPeerRefused.current : nil
+        let failure = feed?.failure.map { "\($0)" } ?? refusal
+        let summary = await output.finish(report, resumed: done.count, failure: failure)
         board?.finish(report, summary: summary)
         await withTaskGroup(of: Void.self) { group in
             for node in spawned { group.addTask { await node.stop() } }
         }
         await closeDashboard(served, signals: signals)
-        if report.interrupted, let signal = stopSignal.current { return 128 + signal }
-        if let failure = feed?.failure {
-            await output.error("\(failure)")
-            return 1
-        }
-        if report.interrupted, localSlots == 0, let refusal = everyPeerRefused.current {
-            await output.error(refusal)
-            return 2
-        }
         withExtendedLifetime(signals) {}
-        return report.gaveUp == 0 && !output.journalIncomplete ? 0 : 1
+        if report.interrupted, let signal = stopSignal.current { return 128 + signal }
+        if feed?.failure != nil { return await output.exitStatus(1) }
+        if refusal != nil { return 2 }
+        return await output.exitStatus(report.gaveUp == 0 && !output.journalIncomplete ? 0 : 1)
     }
 
     /// Runs `body` unless a stop signal comes first, and then returns nil at once: the process

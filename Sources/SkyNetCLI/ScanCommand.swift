@@ -78,8 +78,9 @@ struct ScanCommand: Command {
         completed and what did not, the journal intact; exit 130 (SIGINT) or 143 (SIGTERM). A
         second Ctrl-C exits at once.
 
-        exit status: 0 every task completed, 1 some task used up its attempts, 2 bad usage or a
-        bad cluster file, 130/143 stopped by a signal.
+        exit status: 0 every task completed, 1 some task used up its attempts (or stdout or the
+        journal could not be written, or the inputs changed), 2 bad usage or a bad cluster file,
+        130/143 stopped by a signal, 141 stdout's reader went away (the scan stops then).
 
         examples:
           skynet scan --total 20

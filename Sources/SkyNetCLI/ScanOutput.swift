@@ -2,7 +2,13 @@ import Foundation
 import SkyNet
 
 /// What a scan prints: the reference log lines, or (`--json`) one JSON event per line.
-/// Every completed sector is journaled before it is printed.
+/// Every completed sector is journaled before it is printed. In text mode every line has its
+/// control characters escaped (`\x1b`): failure messages, peers' names and job summaries come
+/// from outside and must not drive the terminal; `--json` keeps them exact (JSON escapes them).
+///
+/// A descriptor that fails (the journal's file, stdout) is reported once, on stderr, as
+/// `error: stdout: No space left on device`; a failed stdout also stops the scan (the run
+/// watches `stdoutFailed`) and sets the exit status (`exitStatus(_:)`).
 ///
 /// Lines go through the console's queue (`Console.writer`): when stdout stalls, the event
 /// methods suspend, and with them the coordinator or the link that called them. Every JSON
@@ -13,7 +19,11 @@ final class ScanOutput: Sendable {
 
     let format: Format
     private let journal: ScanJournal?
-    private let journalFailed = Locked(false)
+    /// The descriptors whose failure has been reported (each once).
+    private let reportedFailures = Locked<Set<Int32>>([])
+    /// Fulfilled with the errno when a write to stdout fails: a reader that went away
+    /// (`EPIPE`, seen at once for a pipe), a full disk.
+    let stdoutFailed = Console.writer.failureSignal(of: 1)
     private let progress: Progress?
     private let started = ContinuousClock.now
     /// Closed when the summary is about to be queued: no cluster event may follow it.
@@ -42,7 +52,17 @@ final class ScanOutput: Sendable {
     }
 
     /// Whether a journal write failed (the scan then exits 1: its journal is incomplete).
-    var journalIncomplete: Bool { journalFailed.withLock { $0 } }
+    var journalIncomplete: Bool { journal.map { Console.writer.failure(of: $0.descriptor) != nil } ?? false }
+
+    /// The exit status once every line is out: a stdout that failed (reported once here if it
+    /// failed only now) turns a 0 or 1 into 141 when its reader went away, as for a process
+    /// that SIGPIPE killed, and into 1 for any other failure.
+    func exitStatus(_ status: Int32) async -> Int32 {
+        await Console.writer.flush()
+        await reportWriteFailures()
+        guard let code = stdoutFailed.current, status <= 1 else { return status }
+        return code == EPIPE ? 141 : 1
+    }
 
     func resumed(_ count: Int, from path: String, skipped: Int) async {
         switch format {
@@ -137,17 +157,17 @@ final class ScanOutput: Sendable {
     }
 
     /// The closing lines; `resumed` sectors came from the journal and count as completed.
+    /// `failure` (the inputs file changed mid-scan, no peer could run it) is why a scan that
+    /// ran out of tasks did not complete: it is said before `Finished`, and there is no `Done.`.
     /// Returns the summary as the JSON event `--json` prints (the dashboard's `/state` holds it).
     @discardableResult
-    func finish(_ report: ScanReport, resumed: Int) async -> JSONLine {
+    func finish(_ report: ScanReport, resumed: Int, failure: String? = nil) async -> JSONLine {
         // Results held for their turn behind a sector that never had its outcome (a stopped
         // scan) still go out, in input order, before the closing lines.
         await printResults(results?.drain())
-        // Every journal line is written (or failed) before the scan says how it ended.
-        if journal != nil {
-            await Console.writer.flush()
-            await reportJournalFailure()
-        }
+        // Every journal line and result is written (or failed) before the scan says how it ended.
+        await Console.writer.flush()
+        await reportWriteFailures()
         peerEventsOpen.withLock { $0 = false }
         await progress?.stop()
         let completed = resumed + report.completed
@@ -157,13 +177,16 @@ final class ScanOutput: Sendable {
         case .text:
             if report.interrupted {
                 await line("Stopped: \(completed) completed, \(report.gaveUp) failed, \(report.notRun) not run.")
-            } else {
+            } else if failure == nil, stdoutFailed.current == nil {
                 await line("Done.")
             }
-            await line("Finished \(completed) scans in \(String(format: "%.2f", report.seconds)) seconds.")
+            if let failure { await error(failure) }
+            let gaveUp = report.gaveUp > 0 ? ", \(report.gaveUp) gave up." : "."
+            await line("Finished \(completed) scans in \(String(format: "%.2f", report.seconds)) seconds" + gaveUp)
             // The table goes to stderr: stdout's last line stays the `Finished` line.
             await Console.printError(SummaryTable(report).text)
         case .json:
+            if let failure { await error(failure) }
             await emit(json)
         }
         return json
@@ -203,16 +226,21 @@ final class ScanOutput: Sendable {
     private func record(_ entry: ScanJournal.Entry) async {
         guard let journal else { return }
         await Console.writer.write([.init(bytes: journal.line(for: entry), to: journal.descriptor)])
-        await reportJournalFailure()
+        await reportWriteFailures()
     }
 
-    /// Says once that writing the journal failed (the writer finds out as it writes).
-    private func reportJournalFailure() async {
-        guard let journal, let reason = Console.writer.failure(of: journal.descriptor) else { return }
-        let first = journalFailed.withLock { failed in
-            defer { failed = true }
-            return !failed
+    /// Says once for each of the journal and stdout that writing it failed (the writer finds
+    /// out as it writes; for a pipe on stdout, as soon as its reader goes away).
+    func reportWriteFailures() async {
+        if let journal, let reason = firstReport(of: journal.descriptor) {
+            await error("journal \(journal.path): \(reason); the journal is incomplete from here on")
         }
-        if first { await error("journal \(journal.path): \(reason); the journal is incomplete from here on") }
+        if let reason = firstReport(of: 1) { await error("stdout: \(reason)") }
+    }
+
+    /// Why `descriptor` failed, the first time this is asked after it did; nil otherwise.
+    private func firstReport(of descriptor: Int32) -> String? {
+        guard let reason = Console.writer.failure(of: descriptor) else { return nil }
+        return reportedFailures.withLock { $0.insert(descriptor).inserted } ? reason : nil
     }
 }

@@ -13,10 +13,13 @@ struct SummaryTable {
 
     private func share(_ tally: SystemTally) -> Double { report.share(of: tally) }
 
+    /// `attempts failed` counts the attempts that failed on the system (each ran again or gave
+    /// up); the tasks that gave up in all are on the `Finished` line. A name from a shared
+    /// cluster file has its control characters escaped.
     var text: String {
-        let header = ["system", "completed", "failed", "re-runs", "busy", "mean s", "share"]
+        let header = ["system", "completed", "attempts failed", "re-runs", "busy", "mean s", "share"]
         let body = rows.map { row in
-            [row.name, String(row.tally.completed), String(row.tally.failed), String(row.tally.reruns), String(row.tally.busy),
+            [row.name.escapingControlCharacters, String(row.tally.completed), String(row.tally.failed), String(row.tally.reruns), String(row.tally.busy),
              String(format: "%.3f", row.tally.meanSeconds), String(format: "%.0f%%", share(row.tally) * 100)]
         }
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }

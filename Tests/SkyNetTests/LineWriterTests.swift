@@ -389,4 +389,36 @@ struct LineWriterTests {
         #expect(slowest < .seconds(10))
         #expect(try await finish(writer, pipe)[0] == (0..<100).map { "round \($0)\n" }.joined())
     }
+
+    @Test func aPipeWhoseReaderLeftFailsWithBrokenPipeAtOnceWithoutAWrite() async throws {
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[1]) }
+        let writer = LineWriter()
+        let failed = writer.failureSignal(of: ends[1])
+        writer.watchReader(of: ends[1])
+        #expect(failed.current == nil)
+        close(ends[0])
+        let code = try await withTimeout(.seconds(10)) { await failed.value }
+        #expect(code == EPIPE)
+        #expect(writer.failure(of: ends[1]) == String(cString: strerror(EPIPE)))
+        // What follows for it is dropped, and the writer goes on.
+        await writer.write("lost\n", to: ends[1])
+        try await withTimeout(.seconds(10)) { await writer.flush() }
+    }
+
+    @Test func aFullDeviceFailsWithItsReasonAndSignalsItOnce() async throws {
+        let full = open("/dev/full", O_WRONLY)
+        #expect(full >= 0)
+        defer { close(full) }
+        let writer = LineWriter()
+        let failed = writer.failureSignal(of: full)
+        writer.watchReader(of: full)  // not a pipe: nothing to watch
+        await writer.write("a\n", to: full)
+        try await withTimeout(.seconds(10)) { await writer.flush() }
+        #expect(failed.current == ENOSPC)
+        #expect(writer.failure(of: full) == "No space left on device")
+        // Asked after the failure, the signal has it already.
+        #expect(writer.failureSignal(of: full).current == ENOSPC)
+    }
 }

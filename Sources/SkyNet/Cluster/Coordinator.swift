@@ -124,6 +124,9 @@ public struct Coordinator: Sendable {
             group.cancelAll()
             await drain(&group, into: &report, queue: &queue)
         }
+        // Every system that took part has its row, also one that completed nothing (a scan
+        // stopped while each ran its first task).
+        for name in await systems.joinedNames where report.systems[name] == nil { report.systems[name] = SystemTally() }
         report.seconds = (clock.now - start).seconds
         return report
     }

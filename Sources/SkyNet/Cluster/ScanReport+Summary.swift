@@ -18,6 +18,7 @@ extension ScanReport {
         json.add("completed", completed + resumed)
         json.add("resumed", resumed)
         json.add("failed", gaveUp)
+        json.add("gave_up", gaveUp)  // `failed`, named for what it counts
         json.add("not_run", notRun)
         json.add("reruns", reruns)
         json.add("busy", busyBounces)
@@ -28,6 +29,7 @@ extension ScanReport {
             var system = JSONLine()
             system.add("completed", row.tally.completed)
             system.add("failed", row.tally.failed)
+            system.add("attempts_failed", row.tally.failed)  // `failed`, named for what it counts
             system.add("reruns", row.tally.reruns)
             system.add("busy", row.tally.busy)
             system.add("mean_seconds", row.tally.meanSeconds)

@@ -44,6 +44,9 @@ public actor Systems {
     private var lastID: UInt64 = 0
     /// The most slots ever reserved at once on each system, by name: a witness for tests.
     public private(set) var highWater: [String: Int] = [:]
+    /// The name of every system ever added with a slot, also one gone since: the systems that
+    /// took part, which a scan's summary lists even when they completed nothing.
+    public private(set) var joinedNames: Set<String> = []
 
     public init() {}
 
@@ -73,6 +76,7 @@ public actor Systems {
     /// Local systems go before peers.
     public func add(_ system: any ScanSystem, capacity: Int) {
         let entry = Entry(id: nextID(), system: system, capacity: max(0, capacity))
+        if capacity > 0 { joinedNames.insert(system.name) }
         if let index = entries.firstIndex(where: { $0.system.name == system.name }) {
             entries[index] = entry
         } else if system.isLocal, let firstPeer = entries.firstIndex(where: { !$0.system.isLocal }) {

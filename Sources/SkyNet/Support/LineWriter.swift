@@ -11,8 +11,9 @@ import Darwin
 /// `write` returns as soon as the text is queued; when the queue is full it suspends the
 /// caller (no pool thread blocks, no line is dropped) until the thread has made room. One
 /// queue for stdout and stderr keeps their order on a shared terminal: what was accepted
-/// first is written first. A descriptor that fails (a closed pipe) drops what follows for it
-/// instead of failing the program. The queue, the waiting producers and the flush waiters
+/// first is written first. A descriptor that fails (a closed pipe, a full disk) drops what
+/// follows for it instead of failing the program; `failure(of:)` and `failureSignal(of:)`
+/// say so to whoever must report it. The queue, the waiting producers and the flush waiters
 /// are guarded by one lock (`Locked`); the thread sleeps on a semaphore.
 ///
 /// `offer` never waits: it queues a line only if there is room now. Its counting form drops
@@ -70,6 +71,8 @@ public final class LineWriter: Sendable {
         var failed: Set<Int32> = []
         /// Why each failed descriptor failed (its errno), for whoever must report it.
         var failures: [Int32: Int32] = [:]
+        /// Fulfilled with a descriptor's errno when it fails (made on request, one a descriptor).
+        var failureSignals: [Int32: AsyncSignal<Int32>] = [:]
         /// Counted drops per descriptor whose notice is not queued yet.
         var drops: [Int32: Drops] = [:]
         var threadStarted = false
@@ -179,6 +182,46 @@ public final class LineWriter: Sendable {
         state.withLock { $0.failures[descriptor] }.map { String(cString: strerror($0)) }
     }
 
+    /// Fulfilled with the errno of the first failed write to `descriptor` (at once if one
+    /// failed already): a scan stops on it when its stdout fails.
+    public func failureSignal(of descriptor: Int32) -> AsyncSignal<Int32> {
+        let (signal, failed) = state.withLock { state -> (AsyncSignal<Int32>, Int32?) in
+            let signal = state.failureSignals[descriptor] ?? AsyncSignal<Int32>()
+            state.failureSignals[descriptor] = signal
+            return (signal, state.failures[descriptor])
+        }
+        if let failed { signal.fulfil(failed) }
+        return signal
+    }
+
+    /// Notices at once when the reader of a pipe on `descriptor` goes away (`| head -n1` has
+    /// read what it wanted), without waiting for the next write to find out: the descriptor
+    /// then fails with `EPIPE`, as that write would. A thread of its own waits for it in
+    /// `poll` (a pipe's write end reports `POLLERR` once it has no reader); nothing is watched
+    /// when `descriptor` is not a pipe. The thread lasts until then: call it once a process.
+    public func watchReader(of descriptor: Int32) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return }
+        startThread(named: "skynet-reader-watch") { [self] in
+            // Asking for no event: only POLLERR/POLLHUP (always reported) end the wait.
+            var entry = pollfd(fd: descriptor, events: 0, revents: 0)
+            while poll(&entry, 1, -1) < 0, errno == EINTR {}
+            guard entry.revents & Int16(POLLERR | POLLHUP) != 0 else { return }
+            markFailed(descriptor, errno: EPIPE)
+        }
+    }
+
+    /// Records that `descriptor` failed with `code` (unless it failed before): what is queued
+    /// for it, and what follows, is dropped.
+    private func markFailed(_ descriptor: Int32, errno code: Int32) {
+        let signal = state.withLock { state -> AsyncSignal<Int32>? in
+            state.failed.insert(descriptor)
+            if state.failures[descriptor] == nil { state.failures[descriptor] = code }
+            return state.failureSignals[descriptor]
+        }
+        signal?.fulfil(code)
+    }
+
     /// Waits until everything queued (or waiting to be) before the call has been written.
     public func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -251,11 +294,14 @@ public final class LineWriter: Sendable {
             if buffer.capacity > 1 << 20 { buffer = [] }  // a huge record's buffer is not kept
             lastBatch = clock.now
             let size = batch.joined().reduce(0) { $0 + $1.bytes.count }
-            let woken = state.withLock { state in
+            let (woken, failedSignals) = state.withLock { state in
                 state.written += batch.count
                 state.queuedBytes -= size
                 state.failed.formUnion(failedNow)
                 state.failures.merge(reasons) { first, _ in first }
+                let failedSignals = reasons.keys.compactMap { descriptor in
+                    state.failureSignals[descriptor].map { ($0, state.failures[descriptor] ?? 0) }
+                }
                 var woken: [CheckedContinuation<Void, Never>] = []
                 // Room has returned: let in who waited, in order, notices of what was lost too.
                 queueLeadingNotices(into: &state)
@@ -274,8 +320,10 @@ public final class LineWriter: Sendable {
                 let written = state.written + state.dropped
                 woken += state.flushWaiters.filter { $0.upTo <= written }.map(\.continuation)
                 state.flushWaiters.removeAll { $0.upTo <= written }
-                return woken
+                return (woken, failedSignals)
             }
+            // Before the flush waiters resume: who flushed then finds the failure signalled.
+            for (signal, code) in failedSignals { signal.fulfil(code) }
             for continuation in woken { continuation.resume() }
         }
     }
