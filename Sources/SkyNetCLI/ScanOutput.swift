@@ -165,8 +165,10 @@ final class ScanOutput: Sendable {
         // Results held for their turn behind a sector that never had its outcome (a stopped
         // scan) still go out, in input order, before the closing lines.
         await printResults(results?.drain())
-        // Every journal line and result is written (or failed) before the scan says how it ended.
-        await Console.writer.flush()
+        // Every journal line and result is written (or failed) before the scan says how it
+        // ended. (The log alone is not waited for here: a reader that pauses would hold up
+        // stopping the nodes; a failure found later is reported by `exitStatus`.)
+        if journal != nil || results != nil { await Console.writer.flush() }
         await reportWriteFailures()
         peerEventsOpen.withLock { $0 = false }
         await progress?.stop()
