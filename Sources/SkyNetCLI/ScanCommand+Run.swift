@@ -143,7 +143,7 @@ extension ScanCommand {
         withExtendedLifetime(signals) {}
         if report.interrupted, let signal = stopSignal.current { return 128 + signal }
         if feed?.failure != nil { return await output.exitStatus(1) }
-        if refusal != nil { return 2 }
+        if refusal != nil { return await output.exitStatus(2) }
         return await output.exitStatus(report.gaveUp == 0 && !output.journalIncomplete ? 0 : 1)
     }
 

@@ -56,7 +56,7 @@ final class ScanOutput: Sendable {
 
     /// The exit status once every line is out: a stdout that failed (reported once here if it
     /// failed only now) turns a 0 or 1 into 141 when its reader went away, as for a process
-    /// that SIGPIPE killed, and into 1 for any other failure.
+    /// that SIGPIPE killed, and into 1 for any other failure; a 2 stays.
     func exitStatus(_ status: Int32) async -> Int32 {
         await Console.writer.flush()
         await reportWriteFailures()
