@@ -134,8 +134,8 @@ extension ProcessTests {
             let folder = try scratchFolder()
             defer { try? FileManager.default.removeItem(at: folder) }
             let first = folder.appendingPathComponent("hold0").path, last = folder.appendingPathComponent("hold256").path
-            FileManager.default.createFile(atPath: first, contents: nil)
-            FileManager.default.createFile(atPath: last, contents: nil)
+            _ = FileManager.default.createFile(atPath: first, contents: nil)
+            _ = FileManager.default.createFile(atPath: last, contents: nil)
             let script = try writeScript("""
                 #!/bin/sh
                 if [ "$1" = 0 ]; then while [ -e '\(first)' ]; do sleep 0.05; done; fi
@@ -183,7 +183,7 @@ extension ProcessTests {
         /// removed; results go to stdout (`results`), journaled in the folder's journal.jsonl.
         private func slowSectorScan(in folder: URL, slow: Int, count: Int, extra: [String], results: Bool = true) throws -> ([String], String) {
             let flag = folder.appendingPathComponent("slow").path
-            FileManager.default.createFile(atPath: flag, contents: nil)
+            _ = FileManager.default.createFile(atPath: flag, contents: nil)
             let script = try writeScript("#!/bin/sh\nif [ \"$1\" = \(slow) ]; then while [ -e '\(flag)' ]; do sleep 0.05; done; fi\necho \"r$1\"\n",
                                          in: folder, named: "slow.sh")
             let inputs = try write((0..<count).map(String.init), to: folder, named: "inputs.txt")
