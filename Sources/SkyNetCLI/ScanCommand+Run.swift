@@ -170,14 +170,21 @@ extension ScanCommand {
     /// The output, journaling to --journal, and the sectors the journal holds when resuming:
     /// one bit per sector (and with --inputs a fingerprint of each one's input), read as a
     /// stream, so a journal of any length resumes in bounded memory. A journal written for
-    /// other inputs is an error, never a silent skip.
+    /// other inputs is an error, never a silent skip. The journal is opened and locked first,
+    /// so that no other scan writes it while this one reads and runs it; without --resume, one
+    /// that holds anything is refused. With --results, a resume prints the journaled results
+    /// the earlier run had not printed.
     private func openOutput(count: Int, inputs: InputFile?) async throws -> (ScanOutput, SectorSet) {
         let progress = { Progress.start(total: count, hasLocalSystem: localCapacity > 0 && (jobCommand != nil || job == JobRegistry.scan), quiet: quiet) }
+        let existed = journalPath.map { FileManager.default.fileExists(atPath: $0) } ?? false
+        let journal = try await journalPath.asyncMap { try await ScanJournal.appending(to: $0, continuing: resume) }
         var resumed: ScanJournal.ResumePoint?
+        var journaled: [ScanJournal.ResultPlace] = []
         if let journalPath, resume {
-            if FileManager.default.fileExists(atPath: journalPath) {
+            if existed {
                 let point = try await ScanJournal.readResumePoint(path: journalPath, total: count, inputsFile: inputs != nil, job: job)
                 if let inputs, !point.sectors.isEmpty { try await inputs.verify { point.fingerprint(of: $0) } }
+                if results { journaled = try await ScanJournal.readResultPlaces(path: journalPath, sectors: point.unprinted) }
                 resumed = point
             } else {
                 // A mistyped path would otherwise look like a resume that found nothing to skip.
@@ -185,10 +192,10 @@ extension ScanCommand {
             }
         }
         let done = resumed?.sectors ?? SectorSet(total: 0)
-        let order = results ? ResultOrder(keepsOrder: keepOrder, skipped: done) : nil
-        let journal = try await journalPath.asyncMap { try await ScanJournal.appending(to: $0) }
+        let order = results ? ResultOrder(keepsOrder: keepOrder, skipped: done, journaled: journaled) : nil
         let output = ScanOutput(format: format, journal: journal, progress: progress(), results: order)
         if let resumed, let journalPath { await output.resumed(resumed.count, from: journalPath, skipped: resumed.skipped) }
+        await output.printJournaledResults()
         return (output, done)
     }
 

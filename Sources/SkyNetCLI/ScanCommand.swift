@@ -37,7 +37,9 @@ struct ScanCommand: Command {
                                (default 10)
           --max-attempts N     tries per task before giving up, 1...100 (default 5)
           --journal FILE       append a JSON line per completed sector to FILE as it completes
-          --resume             skip the sectors FILE already holds and run the rest
+                               (locked while the scan runs; an existing one only with --resume)
+          --resume             skip the sectors FILE already holds and run the rest; with
+                               --results, first print the results FILE holds and never printed
           --json               print JSON Lines events instead of log lines (see README)
           --quiet              no live progress line (also: NO_COLOR set, or stderr not a terminal)
           --token-file FILE    the cluster's token, instead of SKYNET_TOKEN (chmod 600 FILE)
@@ -59,7 +61,8 @@ struct ScanCommand: Command {
           --results            print only each task's result to stdout, whole, as it completes;
                                the log lines go to stderr (not with --json)
           --keep-order         with --results: in input order (at most \(ScanCommand.orderWindow) tasks run ahead
-                               of the oldest one not finished)
+                               of the oldest one not finished); a task that gave up prints an
+                               empty line in its place
           --task-timeout S     each task's deadline once started: its work is stopped (a command's
                                whole process group) and the task fails and runs again
           --max-output BYTES   the most output one command may print, 1...512K (default 256K;

@@ -18,19 +18,20 @@ final class ScanOutput: Sendable {
     enum Format: Sendable { case text, json }
 
     let format: Format
-    private let journal: ScanJournal?
+    /// Where each sector's outcome is recorded (and, with `--results`, what reached stdout).
+    let journal: ScanJournal?
     /// The descriptors whose failure has been reported (each once).
     private let reportedFailures = Locked<Set<Int32>>([])
     /// Fulfilled with the errno when a write to stdout fails: a reader that went away
     /// (`EPIPE`, seen at once for a pipe), a full disk.
     let stdoutFailed = Console.writer.failureSignal(of: 1)
-    private let progress: Progress?
+    let progress: Progress?
     private let started = ContinuousClock.now
     /// Closed when the summary is about to be queued: no cluster event may follow it.
     private let peerEventsOpen = Locked(true)
     /// With --results: results go to stdout (in input order when it has an order), the log
     /// lines to stderr.
-    private let results: ResultOrder?
+    let results: ResultOrder?
     /// Where log lines go: stdout, or stderr when stdout carries the results.
     private var logDescriptor: Int32 { results == nil ? 1 : 2 }
 
@@ -146,14 +147,6 @@ final class ScanOutput: Sendable {
             json.add("seconds", seconds)
             await emit(json)
         }
-    }
-
-    /// Writes results to stdout, each whole, in one queued write.
-    private func printResults(_ ready: [String]?) async {
-        guard let ready, !ready.isEmpty else { return }
-        var pieces: [LineWriter.Piece] = progress == nil ? [] : [.init(Progress.clear, to: 2)]
-        pieces.append(.init(ready.map { $0 + "\n" }.joined(), to: 1))
-        await Console.writer.write(pieces, if: nil)
     }
 
     /// The closing lines; `resumed` sectors came from the journal and count as completed.

@@ -27,9 +27,10 @@ extension ScanJournal {
         try await onOwnThread(named: "journal-read") { try completedSectors(path: path, total: total) }
     }
 
-    /// The journal opened for appending (`init(path:)`) on a thread of its own, for async callers.
-    public static func appending(to path: String) async throws -> ScanJournal {
-        try await onOwnThread(named: "journal-open") { try ScanJournal(path: path) }
+    /// The journal opened for appending and locked (`init(path:continuing:)`) on a thread of
+    /// its own, for async callers.
+    public static func appending(to path: String, continuing: Bool = true) async throws -> ScanJournal {
+        try await onOwnThread(named: "journal-open") { try ScanJournal(path: path, continuing: continuing) }
     }
 
     /// The entries of a journal file, all held; none when it does not exist. For small
@@ -42,10 +43,35 @@ extension ScanJournal {
 
     /// Calls `body` with each entry of the file in order, reading it in bounded chunks; nothing
     /// when it does not exist. Lines that do not parse (a torn last line after a crash, damage)
-    /// or are longer than `maxLineLength` are skipped and counted; empty lines are not counted.
+    /// or are longer than `maxLineLength` are skipped and counted; empty lines and `printed`
+    /// marks are not counted.
     /// - Returns: how many lines were skipped.
     public static func forEachEntry(
         path: String, maxLineLength: Int = ScanJournal.maxLineLength, _ body: (Entry) -> Void
+    ) throws(Failure) -> Int {
+        try forEachLine(path: path, maxLineLength: maxLineLength) { line, _ in
+            if case .entry(let entry) = line { body(entry) }
+        }
+    }
+
+    /// What one line of a journal holds.
+    enum Line {
+        /// A sector's outcome.
+        case entry(Entry)
+        /// The results of these sectors' entries before this line reached stdout.
+        case printed(ClosedRange<Int>)
+    }
+
+    /// Where a line lies in the file: its first byte and its length (newline excluded).
+    struct Place {
+        let offset: Int
+        let length: Int
+    }
+
+    /// Calls `body` with each readable line of the file in order and where it lies, as
+    /// `forEachEntry` does. - Returns: how many lines were skipped.
+    static func forEachLine(
+        path: String, maxLineLength: Int = ScanJournal.maxLineLength, _ body: (Line, Place) -> Void
     ) throws(Failure) -> Int {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 && errno == ENOENT { return 0 }
@@ -67,6 +93,12 @@ extension ScanJournal {
         return lines.skipped
     }
 
+    /// One line of the journal: an entry, or a `printed` mark; nil when it is neither.
+    static func readLine(_ bytes: UnsafeBufferPointer<UInt8>) -> Line? {
+        if let entry = Entry(journalLine: bytes) ?? parse(bytes) { return .entry(entry) }
+        return printedMark(bytes).map { .printed($0) }
+    }
+
     /// One line of the journal as an entry; nil when it is not one.
     static func parse<Bytes: Collection<UInt8>>(_ line: Bytes) -> Entry? {
         guard let fields = try? WireFields(line) else { return nil }
@@ -86,21 +118,27 @@ extension ScanJournal {
 }
 
 /// Splits a stream of chunks into journal lines, holding at most `maxLineLength` bytes of a
-/// line that spans chunks; a longer line is dropped as it streams past and counted.
+/// line that spans chunks; a longer line is dropped as it streams past and counted. Keeps
+/// count of where each line starts in the file.
 private struct JournalLines {
+    typealias Body = (ScanJournal.Line, ScanJournal.Place) -> Void
     let maxLineLength: Int
     private(set) var skipped = 0
     /// The start of a line the last chunk ended in.
     private var partial: [UInt8] = []
     /// The current line has outgrown the bound: drop it up to its newline.
     private var overlong = false
+    /// Where in the file the next chunk starts, and where the current line started.
+    private var chunkOffset = 0
+    private var lineOffset = 0
 
     init(maxLineLength: Int) {
         self.maxLineLength = maxLineLength
     }
 
-    mutating func feed(_ chunk: UnsafeBufferPointer<UInt8>, _ body: (ScanJournal.Entry) -> Void) {
+    mutating func feed(_ chunk: UnsafeBufferPointer<UInt8>, _ body: Body) {
         guard let base = chunk.baseAddress else { return }
+        defer { chunkOffset += chunk.count }
         var start = 0
         while start < chunk.count {
             guard let found = memchr(base + start, 10, chunk.count - start) else {
@@ -110,17 +148,18 @@ private struct JournalLines {
             let end = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
             let piece = UnsafeBufferPointer(rebasing: chunk[start..<end])
             if partial.isEmpty && !overlong {
-                line(piece, body)
+                line(piece, at: chunkOffset + start, body)
             } else {
                 take(piece)
                 endLine(body)
             }
             start = end + 1
+            lineOffset = chunkOffset + start
         }
     }
 
     /// The end of the file: a last line without a newline is read like any other.
-    mutating func finish(_ body: (ScanJournal.Entry) -> Void) {
+    mutating func finish(_ body: Body) {
         endLine(body)
     }
 
@@ -135,27 +174,28 @@ private struct JournalLines {
         }
     }
 
-    private mutating func endLine(_ body: (ScanJournal.Entry) -> Void) {
+    private mutating func endLine(_ body: Body) {
         if overlong {
             skipped += 1
         } else if !partial.isEmpty {
-            let readable = partial.withUnsafeBufferPointer { Self.read($0, body) }
+            let offset = lineOffset
+            let readable = partial.withUnsafeBufferPointer { Self.read($0, at: offset, body) }
             if !readable { skipped += 1 }
         }
         overlong = false
         partial.removeAll(keepingCapacity: true)
     }
 
-    private mutating func line(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (ScanJournal.Entry) -> Void) {
+    private mutating func line(_ bytes: UnsafeBufferPointer<UInt8>, at offset: Int, _ body: Body) {
         guard bytes.count <= maxLineLength else { skipped += 1; return }
-        if !Self.read(bytes, body) { skipped += 1 }
+        if !Self.read(bytes, at: offset, body) { skipped += 1 }
     }
 
-    /// Passes the line's entry to `body`; false when the line is not empty and not an entry.
-    private static func read(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (ScanJournal.Entry) -> Void) -> Bool {
+    /// Passes the line's content to `body`; false when the line is not empty and not readable.
+    private static func read(_ bytes: UnsafeBufferPointer<UInt8>, at offset: Int, _ body: Body) -> Bool {
         guard !bytes.isEmpty else { return true }
-        guard let entry = ScanJournal.Entry(journalLine: bytes) ?? ScanJournal.parse(bytes) else { return false }
-        body(entry)
+        guard let line = ScanJournal.readLine(bytes) else { return false }
+        body(line, ScanJournal.Place(offset: offset, length: bytes.count))
         return true
     }
 }

@@ -7,9 +7,13 @@ extension ScanJournal {
         /// Lines that could not be read as entries.
         public internal(set) var skipped = 0
         private var fingerprints: [UInt32]
+        /// Sectors whose result a `printed` mark after their last completed entry says reached
+        /// stdout.
+        private var printed: SectorSet
 
         init(total: Int, fingerprints: Bool) {
             sectors = SectorSet(total: total)
+            printed = SectorSet(total: total)
             self.fingerprints = fingerprints ? Array(repeating: 0, count: max(0, total)) : []
         }
 
@@ -21,11 +25,21 @@ extension ScanJournal {
             sectors.contains(sector) && sector < fingerprints.count ? fingerprints[sector] : nil
         }
 
+        /// The completed sectors whose result no `printed` mark follows: journaled, never
+        /// printed (held back by `--keep-order`, or caught by a crash before their turn).
+        public var unprinted: SectorSet { sectors.subtracting(printed) }
+
         mutating func add(_ entry: Entry) {
             sectors.insert(entry.input)
+            printed.remove(entry.input)  // a mark counts only for the entry before it
             if sectors.contains(entry.input), entry.input < fingerprints.count {
                 fingerprints[entry.input] = inputFingerprint(entry.inputText)
             }
+        }
+
+        mutating func markPrinted(_ range: ClosedRange<Int>) {
+            guard range.upperBound >= 0, range.lowerBound < printed.total else { return }
+            for sector in max(0, range.lowerBound)...min(range.upperBound, printed.total - 1) { printed.insert(sector) }
         }
     }
 
@@ -49,7 +63,11 @@ extension ScanJournal {
             var point = ResumePoint(total: total, fingerprints: inputsFile)
             var mismatch: Entry?
             var otherJob: Entry?
-            point.skipped = try forEachEntry(path: path) { entry in
+            point.skipped = try forEachLine(path: path) { line, _ in
+                guard case .entry(let entry) = line else {
+                    if case .printed(let range) = line { point.markPrinted(range) }
+                    return
+                }
                 guard entry.completed else { return }
                 if entry.jobName != job, otherJob == nil, entry.input >= 0, entry.input < total { otherJob = entry }
                 if !inputsFile, let text = entry.text, text != String(entry.input), mismatch == nil, entry.input >= 0, entry.input < total {

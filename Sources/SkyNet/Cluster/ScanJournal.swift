@@ -69,7 +69,7 @@ public final class ScanJournal: Sendable {
         }
     }
 
-    /// A journal that cannot be opened, read or written, naming the file.
+    /// A journal that cannot be opened, read, written or locked, naming the file.
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
     }
@@ -78,14 +78,24 @@ public final class ScanJournal: Sendable {
     /// Open for appending: whole lines go to it (`line(for:)`), each with one `write`.
     public let descriptor: Int32
 
-    /// Opens (creating if needed) the journal for appending. When the file ends in a torn line,
-    /// a newline is added first so the next entry starts on a line of its own.
-    public init(path: String) throws(Failure) {
+    /// Opens (creating if needed) the journal for appending, and locks it (`flock`) for as long
+    /// as this object lives: a second journal object on the same file, in this process or
+    /// another, is refused, naming the holder's PID where the system says (`lock(path:)`).
+    /// When the file ends in a torn line, a newline is added first so the next entry starts on
+    /// a line of its own.
+    ///
+    /// - Parameter continuing: false for a scan that starts afresh: a journal that already
+    ///   holds anything is then refused untouched, since appending to it would mix two scans.
+    public init(path: String, continuing: Bool = true) throws(Failure) {
         self.path = path
         // Readable too, for the pread of the last byte; O_APPEND still puts every write at the end.
         let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw Failure(description: "journal \(path): \(String(cString: strerror(errno)))") }
         descriptor = fd
+        try lock()
+        if !continuing, try size() > 0 {
+            throw Failure(description: "\(path) exists: add --resume to continue it, or remove it")
+        }
         if try !endsInNewline() { try write([10]) }
     }
 
@@ -97,9 +107,10 @@ public final class ScanJournal: Sendable {
         try write(line(for: entry))
     }
 
-    /// The journal line of one entry, newline included.
+    /// The journal line of one entry, newline included, made in one buffer sized for it (a
+    /// result may be half a megabyte: no second copy, no doubling growth).
     public func line(for entry: Entry) -> [UInt8] {
-        var json = JSONLine()
+        var json = JSONLine(capacity: entry.result.utf8.count + (entry.text?.utf8.count ?? 0) + (entry.error?.utf8.count ?? 0) + 160)
         json.add("input", entry.input)
         if let text = entry.text { json.add("text", text) }
         if let job = entry.job { json.add("job", job) }
@@ -108,18 +119,24 @@ public final class ScanJournal: Sendable {
         json.add("system", entry.system)
         json.add("attempt", entry.attempt)
         json.add("seconds", (entry.seconds * 1000).rounded() / 1000)
-        return json.line
+        return json.takeLine()
+    }
+
+    /// The file's size in bytes.
+    private func size() throws(Failure) -> Int {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw failure() }
+        return Int(info.st_size)
     }
 
     /// Whether the file is empty or its last byte is a newline: one `pread` of that byte, so
     /// opening a journal costs the same whatever its size.
     private func endsInNewline() throws(Failure) -> Bool {
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw failure() }
-        guard info.st_size > 0 else { return true }
+        let size = try size()
+        guard size > 0 else { return true }
         var last: UInt8 = 0
         while true {
-            let count = pread(descriptor, &last, 1, off_t(info.st_size - 1))
+            let count = pread(descriptor, &last, 1, off_t(size - 1))
             if count == 1 { return last == 10 }
             if count < 0 && errno == EINTR { continue }
             // The file shrank under us: nothing to tear.

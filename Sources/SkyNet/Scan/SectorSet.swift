@@ -32,6 +32,26 @@ public struct SectorSet: Sendable, Equatable {
         return true
     }
 
+    /// Takes `sector` out; false when it was not in the set.
+    @discardableResult
+    public mutating func remove(_ sector: Int) -> Bool {
+        guard contains(sector) else { return false }
+        words[sector >> 6] &= ~Self.bit(sector)
+        count -= 1
+        return true
+    }
+
+    /// The sectors of this set that `other` does not hold, a word of 64 sectors at a time.
+    public func subtracting(_ other: SectorSet) -> SectorSet {
+        var result = self
+        result.count = 0
+        for index in result.words.indices {
+            if index < other.words.count { result.words[index] &= ~other.words[index] }
+            result.count += result.words[index].nonzeroBitCount
+        }
+        return result
+    }
+
     /// Whether the set holds no sector.
     public var isEmpty: Bool { count == 0 }
 

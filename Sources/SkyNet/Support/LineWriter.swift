@@ -86,6 +86,9 @@ public final class LineWriter: Sendable {
 
     /// The most bytes queued before producers wait.
     public let capacity: Int
+    /// A piece this long is written on its own rather than gathered with its neighbours: the
+    /// copy would cost more than the extra `write`, and would double a big record's memory.
+    static let directWrite = 64 * 1024
     private let state = Locked(State())
     private let wake = DispatchSemaphore(value: 0)
 
@@ -275,21 +278,30 @@ public final class LineWriter: Sendable {
             }
             var failedNow = failed
             var reasons: [Int32: Int32] = [:]
+            // Writes `bytes` unless the descriptor failed already; remembers a failure.
+            func send(_ bytes: [UInt8], to descriptor: Int32) {
+                guard !bytes.isEmpty, !failedNow.contains(descriptor) else { return }
+                if !bytes.withUnsafeBytes({ writeFully($0, to: descriptor) }) {
+                    failedNow.insert(descriptor)
+                    reasons[descriptor] = errno
+                }
+            }
             var pieces = batch.joined().makeIterator(), next = pieces.next()
             while let first = next {
-                // Gather the run of pieces for the same descriptor.
+                // Gather the run of pieces for the same descriptor; a big piece (a held
+                // result) is written from its own buffer, never copied into this one.
                 buffer.removeAll(keepingCapacity: true)
-                buffer += first.bytes
-                next = pieces.next()
                 while let piece = next, piece.descriptor == first.descriptor {
-                    buffer += piece.bytes
+                    if piece.bytes.count >= Self.directWrite {
+                        send(buffer, to: first.descriptor)
+                        buffer.removeAll(keepingCapacity: true)
+                        send(piece.bytes, to: first.descriptor)
+                    } else {
+                        buffer += piece.bytes
+                    }
                     next = pieces.next()
                 }
-                guard !failedNow.contains(first.descriptor) else { continue }
-                if !buffer.withUnsafeBytes({ writeFully($0, to: first.descriptor) }) {
-                    failedNow.insert(first.descriptor)
-                    reasons[first.descriptor] = errno
-                }
+                send(buffer, to: first.descriptor)
             }
             if buffer.capacity > 1 << 20 { buffer = [] }  // a huge record's buffer is not kept
             lastBatch = clock.now

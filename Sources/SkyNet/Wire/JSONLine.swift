@@ -14,6 +14,12 @@ public struct JSONLine: Sendable {
     /// A nested object, for `add(_:object:)`.
     public init() {}
 
+    /// An object with room for `capacity` bytes, for a line whose size is known (a big result
+    /// then takes one allocation, not a doubling series).
+    public init(capacity: Int) {
+        bytes.reserveCapacity(max(16, capacity))
+    }
+
     public mutating func add(_ key: String, _ value: String) {
         self.key(key)
         Self.appendString(value, to: &bytes)
@@ -72,6 +78,13 @@ public struct JSONLine: Sendable {
     /// The finished line: the object and its newline.
     public var line: [UInt8] {
         bytes + [UInt8(ascii: "}"), UInt8(ascii: "\n")]
+    }
+
+    /// The finished line, made in place from this object's own buffer (no copy of a big
+    /// value); the object is spent.
+    public consuming func takeLine() -> [UInt8] {
+        bytes.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "\n")])
+        return bytes
     }
 
     private mutating func key(_ key: String) {

@@ -1,0 +1,107 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What reached stdout. With `--results` the journal also says which sectors' results were
+/// printed: `{"printed":7}` or `{"printed":7,"through":12}` (sectors 7 to 12), written by the
+/// output's writer thread right after the write to stdout that carried them. A resume prints
+/// the completed results that no such mark follows: those `--keep-order` held back, and the one
+/// a SIGKILL caught between its journal line and its result.
+extension ScanJournal {
+    /// The `printed` marks of `sectors` (in the order printed), one line per run of consecutive
+    /// sectors; empty for none.
+    public func printedLines<Sectors: Sequence<Int>>(_ sectors: Sectors) -> [UInt8] {
+        var lines: [UInt8] = []
+        var run: ClosedRange<Int>?
+        func flush() {
+            guard let run else { return }
+            var json = JSONLine()
+            json.add("printed", run.lowerBound)
+            if run.upperBound > run.lowerBound { json.add("through", run.upperBound) }
+            lines += json.takeLine()
+        }
+        for sector in sectors {
+            if let current = run, sector == current.upperBound + 1 {
+                run = current.lowerBound...sector
+            } else {
+                flush()
+                run = sector...sector
+            }
+        }
+        flush()
+        return lines
+    }
+
+    /// A `printed` mark in exactly the form `printedLines` writes; nil for anything else.
+    static func printedMark(_ line: UnsafeBufferPointer<UInt8>) -> ClosedRange<Int>? {
+        var reader = ExactLineReader(bytes: line)
+        guard reader.literal(#"{"printed":"#), let first = reader.integer() else { return nil }
+        var last = first
+        if reader.literal(#","through":"#) {
+            guard let value = reader.integer(), value >= first else { return nil }
+            last = value
+        }
+        guard reader.literal("}"), reader.atEnd else { return nil }
+        return first...last
+    }
+
+    /// Where the journal holds a completed sector's result.
+    public struct ResultPlace: Sendable {
+        public let sector: Int
+        let place: Place
+    }
+
+    /// Where the results of `sectors` lie (the last completed entry of each), in sector order:
+    /// what a resume prints of what the earlier run journaled and did not print. Read as a
+    /// stream on a thread of its own; holds 24 bytes a sector found.
+    public static func readResultPlaces(path: String, sectors: SectorSet) async throws -> [ResultPlace] {
+        guard !sectors.isEmpty else { return [] }
+        return try await onOwnThread(named: "journal-read") { () throws -> [ResultPlace] in
+            var places: [ResultPlace] = []
+            _ = try forEachLine(path: path) { line, place in
+                guard case .entry(let entry) = line, entry.completed, sectors.contains(entry.input) else { return }
+                places.append(ResultPlace(sector: entry.input, place: place))
+            }
+            // Sorted by sector, a later entry of a sector after an earlier one: keep the last.
+            places.sort { ($0.sector, $0.place.offset) < ($1.sector, $1.place.offset) }
+            var last: [ResultPlace] = []
+            last.reserveCapacity(places.count)
+            for place in places {
+                if last.last?.sector == place.sector { last[last.count - 1] = place } else { last.append(place) }
+            }
+            return last
+        }
+    }
+
+    /// The results at `places`, read back from this journal (one `pread` each: for threads of
+    /// our own), each as the bytes `--results` prints: the result and a newline.
+    public func results(at places: [ResultPlace]) throws(Failure) -> [[UInt8]] {
+        var results: [[UInt8]] = []
+        for place in places {
+            var line = [UInt8](repeating: 0, count: place.place.length)
+            var done = 0
+            while done < line.count {
+                let count = line.withUnsafeMutableBytes { buffer -> Int in
+                    guard let base = buffer.baseAddress else { return 0 }
+                    return pread(descriptor, base + done, buffer.count - done, off_t(place.place.offset + done))
+                }
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 { throw failure() }
+                guard count > 0 else { throw Failure(description: "journal \(path): it shrank while being read") }
+                done += count
+            }
+            guard case .entry(let entry)? = line.withUnsafeBufferPointer({ Self.readLine($0) }), entry.input == place.sector else {
+                throw Failure(description: "journal \(path): the line of sector \(place.sector) changed while being read")
+            }
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(entry.result.utf8.count + 1)
+            bytes += entry.result.utf8
+            bytes.append(10)
+            results.append(bytes)
+        }
+        return results
+    }
+}
