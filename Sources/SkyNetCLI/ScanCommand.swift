@@ -56,6 +56,7 @@ struct ScanCommand: Command {
                                {} is the input, {#} the sector; no {}: the input is the last word
           --inputs FILE        one input per line, sector i is line i (0-based); - reads stdin;
                                a trailing \\r is dropped; each line valid UTF-8, at most 131008 bytes
+                               (a pipe or device is copied aside first, up to 1 GiB)
           --results            print only each task's result to stdout, whole, as it completes;
                                the log lines go to stderr (not with --json)
           --keep-order         with --results: in input order (at most \(ScanCommand.orderWindow) tasks run ahead
