@@ -72,12 +72,13 @@ struct ScanCommand: Command {
         must prove it knows it before it gets a task (a peer that cannot is reported
         `Unauthorized`), the token itself is never sent, and every line is authenticated.
 
-        Ctrl-C or SIGTERM stops the scan: no new tasks, remote work cancelled, a summary of what
-        completed and what did not, the journal intact; exit 130 (SIGINT) or 143 (SIGTERM). A
-        second Ctrl-C exits at once.
+        Ctrl-C, SIGTERM or SIGHUP stops the scan: no new tasks, remote work cancelled, a summary
+        of what completed and what did not, the journal intact; exit 130 (SIGINT), 143 (SIGTERM)
+        or 129 (SIGHUP). A second Ctrl-C exits at once. This process's jobs die with it even
+        when it is killed (SIGKILL).
 
         exit status: 0 every task completed, 1 some task used up its attempts, 2 bad usage or a
-        bad cluster file, 130/143 stopped by a signal.
+        bad cluster file, 130/143/129 stopped by a signal.
 
         examples:
           skynet scan --total 20

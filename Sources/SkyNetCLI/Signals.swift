@@ -2,9 +2,11 @@ import Dispatch
 import Foundation
 import SkyNet
 
-/// Catches SIGINT and SIGTERM so a command can stop in order instead of dying.
+/// Catches SIGINT, SIGTERM and SIGHUP so a command can stop in order instead of dying: a
+/// closed terminal or a lost SSH session (SIGHUP) stops it as SIGTERM does, so its jobs,
+/// each in a process group of its own that the hang-up never reaches, are stopped too.
 ///
-/// Install it first thing: `install()` returns once both handlers are armed (dispatch
+/// Install it first thing: `install()` returns once every handler is armed (dispatch
 /// registers sources asynchronously), so a signal sent after a node says `listening` is
 /// never lost. A second signal exits at once with 128 + its number, after the actions
 /// registered with `beforeExit` (e.g. killing spawned nodes).
@@ -22,8 +24,9 @@ final class TerminationSignals {
     static func install() async -> TerminationSignals {
         let signals = TerminationSignals()
         let armed = AsyncSignal<Void>()
-        let pending = Locked(2)
-        for number in [SIGINT, SIGTERM] {
+        let numbers = [SIGINT, SIGTERM, SIGHUP]
+        let pending = Locked(numbers.count)
+        for number in numbers {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [received = signals.received, exitActions = signals.exitActions] in
