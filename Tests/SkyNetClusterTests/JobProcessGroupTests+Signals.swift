@@ -77,4 +77,33 @@ extension ProcessTests.JobProcessGroupTests {
             #expect(await leftovers(of: started, within: .seconds(3)) == [])
         }
     }
+
+    /// Under `nohup` (SIGHUP ignored from the start) a hang-up is meant to change nothing: the
+    /// scan runs on to the end.
+    @Test func aScanStartedByNohupRunsOnThroughAHangUp() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-nohup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = folder.appendingPathComponent("slow.sh")
+        try "echo $$ > \"$1.parent\"\nsleep 2\necho done\n".write(to: script, atomically: true, encoding: .utf8)
+        try "\(folder.appendingPathComponent("t0").path)\n".write(to: folder.appendingPathComponent("inputs.txt"), atomically: true, encoding: .utf8)
+        var options = ChildProcess.Options(arguments: [
+            skynetBinary.path, "scan", "--cluster", try emptyCluster(in: folder), "--job", "slow=/bin/sh \(script.path) {}",
+            "--inputs", folder.appendingPathComponent("inputs.txt").path, "--results", "--quiet",
+        ])
+        options.stdout = .lines()
+        options.stderr = .lines()
+        let scan = try ChildProcess.spawn("/usr/bin/nohup", options)
+        defer { scan.send(SIGKILL) }
+        // The job runs: the scan (nohup exec'd it, same pid) has installed its handlers.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while pids(in: folder).isEmpty, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))  // polling the folder, bounded
+        }
+        #expect(pids(in: folder).count == 1)
+        scan.send(SIGHUP)
+        let ended = try await withTimeout(.seconds(30)) { await scan.exit.value }
+        #expect(ended.status == 0, "\(scan.stderrLines?.lines ?? [])")
+        #expect(scan.stdoutLines?.lines == ["done"])
+    }
 }
