@@ -16,7 +16,9 @@ struct NodeCommand: Command {
         `listening on HOST:PORT` on stdout (the real port, for --port 0); logs go to stderr.
         A log never holds the node up: while stderr is not being read, log lines are dropped
         and counted, and a line says how many once it is read again.
-        SIGINT or SIGTERM: stop accepting, let running scans finish (up to 10 s), exit 0.
+        SIGINT, SIGTERM or SIGHUP: stop accepting, let running scans finish (up to 10 s), then
+        stop their jobs (SIGTERM, SIGKILL 2 s later, every job's whole process group), exit 0.
+        Jobs also die with a node that is killed (SIGKILL): a small helper process kills them.
         With a token (SKYNET_TOKEN in the environment, or --token-file), only clients that prove
         they know it are served: the token itself never crosses the wire, and every line after
         the handshake carries a MAC, so none can be forged, altered, replayed or reordered (see
@@ -123,6 +125,8 @@ struct NodeCommand: Command {
         let signals = await TerminationSignals.install()
         // A second signal exits at once: the jobs still running go with it.
         signals.beforeExit { ChildProcess.killEveryGroup() }
+        // Declared jobs die with the node even if it is killed (SIGKILL) before it stops them.
+        if options.jobs.summaries.count > 1 { await GroupKeeper.startFromThisExecutable() }
         let node: Node
         do {
             node = try await Node.start(options) { Self.log($0) }
@@ -160,6 +164,9 @@ struct NodeCommand: Command {
         let signal = await signals.received.value
         Self.log("[Node] Stopping (signal \(signal)): finishing running scans")
         await node.stop(grace: .seconds(10))
+        // The scans still running were cancelled: their jobs get their kill grace, then every
+        // group left (a job that ignores SIGTERM) is killed and reaped before we exit.
+        await ChildProcess.endEveryGroup(grace: .seconds(3))
         return 0
     }
 }

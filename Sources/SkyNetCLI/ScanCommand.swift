@@ -58,6 +58,7 @@ struct ScanCommand: Command {
                                {} is the input, {#} the sector; no {}: the input is the last word
           --inputs FILE        one input per line, sector i is line i (0-based); - reads stdin;
                                a trailing \\r is dropped; each line valid UTF-8, at most 131008 bytes
+                               (a pipe or device is copied aside first, up to 1 GiB)
           --results            print only each task's result to stdout, whole, as it completes;
                                the log lines go to stderr (not with --json)
           --keep-order         with --results: in input order (at most \(ScanCommand.orderWindow) tasks run ahead
@@ -77,13 +78,14 @@ struct ScanCommand: Command {
         must prove it knows it before it gets a task (a peer that cannot is reported
         `Unauthorized`), the token itself is never sent, and every line is authenticated.
 
-        Ctrl-C or SIGTERM stops the scan: no new tasks, remote work cancelled, a summary of what
-        completed and what did not, the journal intact; exit 130 (SIGINT) or 143 (SIGTERM). A
-        second Ctrl-C exits at once.
+        Ctrl-C, SIGTERM or SIGHUP stops the scan: no new tasks, remote work cancelled, a summary
+        of what completed and what did not, the journal intact; exit 130 (SIGINT), 143 (SIGTERM)
+        or 129 (SIGHUP). A second Ctrl-C exits at once. This process's jobs die with it even
+        when it is killed (SIGKILL).
 
         exit status: 0 every task completed, 1 some task used up its attempts (or stdout or the
         journal could not be written, or the inputs changed), 2 bad usage or a bad cluster file,
-        130/143 stopped by a signal, 141 stdout's reader went away (the scan stops then).
+        130/143/129 stopped by a signal, 141 stdout's reader went away (the scan stops then).
 
         examples:
           skynet scan --total 20

@@ -2,9 +2,12 @@ import Dispatch
 import Foundation
 import SkyNet
 
-/// Catches SIGINT and SIGTERM so a command can stop in order instead of dying.
+/// Catches SIGINT, SIGTERM and SIGHUP so a command can stop in order instead of dying: a
+/// closed terminal or a lost SSH session (SIGHUP) stops it as SIGTERM does, so its jobs,
+/// each in a process group of its own that the hang-up never reaches, are stopped too. A
+/// SIGHUP ignored when the process started (`nohup`) stays ignored.
 ///
-/// Install it first thing: `install()` returns once both handlers are armed (dispatch
+/// Install it first thing: `install()` returns once every handler is armed (dispatch
 /// registers sources asynchronously), so a signal sent after a node says `listening` is
 /// never lost. A second signal exits at once with 128 + its number, after the actions
 /// registered with `beforeExit` (e.g. killing spawned nodes).
@@ -22,8 +25,10 @@ final class TerminationSignals {
     static func install() async -> TerminationSignals {
         let signals = TerminationSignals()
         let armed = AsyncSignal<Void>()
-        let pending = Locked(2)
-        for number in [SIGINT, SIGTERM] {
+        // A hang-up that `nohup` told us to ignore stays ignored.
+        let numbers = [SIGINT, SIGTERM] + (wasIgnored(SIGHUP) ? [] : [SIGHUP])
+        let pending = Locked(numbers.count)
+        for number in numbers {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [received = signals.received, exitActions = signals.exitActions] in
@@ -47,6 +52,13 @@ final class TerminationSignals {
         }
         await armed.value
         return signals
+    }
+
+    /// Whether `number` was ignored when we started; it is ignored from now on in any case
+    /// (a signal we catch is ignored, and a dispatch source receives it).
+    private static func wasIgnored(_ number: Int32) -> Bool {
+        let previous = signal(number, SIG_IGN)
+        return previous.map { unsafeBitCast($0, to: Int.self) } == unsafeBitCast(SIG_IGN, to: Int.self)
     }
 
     deinit {

@@ -49,6 +49,9 @@ enum SkyNetCLI {
         case "--help", "-h":
             Console.out(help)
             return 0
+        case GroupKeeper.command:
+            // Hidden: the helper that outlives a killed scan or node just long enough to kill its jobs.
+            return (try? await onOwnThread(named: "skynet-keeper") { GroupKeeper.run() }) ?? 1
         case "--version":
             Console.out("skynet \(version)")
             return 0

@@ -14,7 +14,7 @@ import Darwin
 /// pipe: `skynet status --watch | tee log` works. With --json every round is one object per
 /// node, tagged with the round and the time, and nothing else.
 extension StatusCommand {
-    /// Probes every `interval` seconds until SIGINT or SIGTERM (then 0), or until stdout is
+    /// Probes every `interval` seconds until SIGINT, SIGTERM or SIGHUP (then 0), or until stdout is
     /// closed (a reader such as `head` left: 0 too).
     func watch(every interval: Double) async -> Int32 {
         let signals = await TerminationSignals.install()

@@ -27,7 +27,7 @@ struct StatusCommand: Command {
                              a round never starts before the last one ended
 
         exit status: 0 every node is up, 1 some node is down, 2 bad usage or a bad cluster file;
-        with --watch, 0 when stopped by Ctrl-C or SIGTERM (or when stdout is closed).
+        with --watch, 0 when stopped by Ctrl-C, SIGTERM or SIGHUP (or when stdout is closed).
 
         examples:
           skynet status

@@ -10,7 +10,7 @@ extension ProcessTests {
         /// A folder with `hang.sh`: it starts a grandchild that sleeps, writes both pids next to
         /// the path it was given, and waits. The script is the test's; the product runs it
         /// without a shell (the program is /bin/sh, the script and the input its arguments).
-        func withHangingJob<T>(ignoringTerm: Bool = false, _ body: (_ folder: URL, _ job: String) async throws -> T) async throws -> T {
+        func withHangingJob<T>(ignoringTerm: Bool = false, tasks: Int = 3, _ body: (_ folder: URL, _ job: String) async throws -> T) async throws -> T {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-hang-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
@@ -21,7 +21,7 @@ extension ProcessTests {
                 echo $$ > "$1.parent"
                 wait
                 """).write(to: script, atomically: true, encoding: .utf8)
-            let inputs = (0..<3).map { folder.appendingPathComponent("t\($0)").path }
+            let inputs = (0..<tasks).map { folder.appendingPathComponent("t\($0)").path }
             try (inputs.joined(separator: "\n") + "\n").write(to: folder.appendingPathComponent("inputs.txt"), atomically: true, encoding: .utf8)
             return try await body(folder, "hang=/bin/sh \(script.path) {}")
         }
@@ -90,10 +90,10 @@ extension ProcessTests {
             }
         }
 
-        /// Waits (bounded) until the scripts of all three tasks have written their pids.
-        func awaitAllStarted(in folder: URL) async throws -> [Int32] {
+        /// Waits (bounded) until the scripts of all `tasks` tasks have written their pids.
+        func awaitAllStarted(in folder: URL, tasks: Int = 3) async throws -> [Int32] {
             let deadline = ContinuousClock.now + .seconds(30)
-            while pids(in: folder).count < 6, ContinuousClock.now < deadline {
+            while pids(in: folder).count < 2 * tasks, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))  // polling the folder, bounded
             }
             return pids(in: folder)

@@ -42,7 +42,11 @@ struct LineCursor: Sendable {
             if start < end {
                 let stop = buffer[start..<end].firstIndex(of: 10)
                 let pieceEnd = stop ?? end
-                if partial.count + pieceEnd - start > ScanTask.maxTextBytes + 1 { throw tooLong() }
+                if partial.count + pieceEnd - start > ScanTask.maxTextBytes + 1 {
+                    // A NUL byte is named first, as for a short line: `/dev/zero` holds one.
+                    if partial.contains(0) || buffer[start..<pieceEnd].contains(0) { throw holdsNUL() }
+                    throw tooLong()
+                }
                 if let stop {
                     let text: String
                     if partial.isEmpty {
@@ -90,12 +94,16 @@ struct LineCursor: Sendable {
         var bytes = raw
         if let last = bytes.last, last == 13 { bytes = UnsafeBufferPointer(rebasing: bytes.dropLast()) }
         let place = "inputs \(name) line \(lineIndex + 1)"
+        if bytes.contains(0) { return .failure(holdsNUL()) }
         guard bytes.count <= ScanTask.maxTextBytes else { return .failure(tooLong()) }
-        if bytes.contains(0) { return .failure(InputFailure("\(place) holds a NUL byte, which no command argument can carry")) }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             return .failure(InputFailure("\(place) is not valid UTF-8"))
         }
         return .success(text)
+    }
+
+    private func holdsNUL() -> InputFailure {
+        InputFailure("inputs \(name) line \(lineIndex + 1) holds a NUL byte, which no command argument can carry")
     }
 
     private func tooLong() -> InputFailure {

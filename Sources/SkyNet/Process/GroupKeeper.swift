@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A small helper process that kills this process's job groups when this process dies without
+/// doing so itself (SIGKILL, a crash, the OOM killer): no orderly stop runs then, and each job
+/// has a process group of its own, which nothing else would reach.
+///
+/// Its descriptor 3 is the read end of a pipe whose write end only this process holds
+/// (close-on-exec). This process tells it each group as it is spawned (`+PID`) and before its
+/// leader is reaped (`-PID`, see `LiveGroups`); at EOF (this process is gone, however it
+/// ended) the keeper SIGKILLs every group still listed and exits. It works alike on Linux and
+/// macOS. `PR_SET_PDEATHSIG` was not chosen: posix_spawn runs no code in the child before exec,
+/// the signal reaches only the group's leader and not its descendants, it fires when the
+/// spawning *thread* ends (our spawning queue's threads come and go), and macOS lacks it.
+///
+/// The keeper ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT and leaves our process group, so a
+/// Ctrl-C or a hang-up meant for us leaves it watching our orderly stop.
+public enum GroupKeeper {
+    /// The hidden `skynet` command that runs a keeper.
+    public static let command = "group-keeper"
+    /// The running keeper, kept so that its reaper thread reaps it.
+    private static let keeper = Locked<ChildProcess?>(nil)
+
+    /// Whether a keeper watches this process's groups.
+    public static var isRunning: Bool { keeper.withLock { $0 != nil } }
+
+    /// Starts `executable group-keeper` (once; later calls do nothing). Blocking (posix_spawn):
+    /// call it off the cooperative pool, before the first job is spawned.
+    public static func start(executable: String) throws(ChildProcessError) {
+        try keeper.withLock { (keeper: inout ChildProcess?) throws(ChildProcessError) in
+            guard keeper == nil else { return }
+            // A keeper that died makes our next line to it fail with EPIPE, not kill us.
+            signal(SIGPIPE, SIG_IGN)
+            let (read, write) = try Spawner.makePipe()
+            var options = ChildProcess.Options(arguments: [command])
+            options.descriptors = [3: read]
+            do throws(ChildProcessError) {
+                keeper = try ChildProcess.spawn(executable, options)
+            } catch {
+                close(read)
+                close(write)
+                throw error
+            }
+            close(read)
+            LiveGroups.attachKeeper(write)
+        }
+    }
+
+    /// The keeper's life (`skynet group-keeper`): reads `+PID` / `-PID` lines from `descriptor`
+    /// until EOF, then SIGKILLs every group still listed. Blocking: on a thread of its own.
+    /// Returns the exit status.
+    public static func run(descriptor: Int32 = 3) -> Int32 {
+        for number in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE] { signal(number, SIG_IGN) }
+        _ = setpgid(0, 0)
+        var groups = Set<pid_t>()
+        var line: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            for byte in buffer[0..<count] {
+                guard byte == UInt8(ascii: "\n") else {
+                    if line.count < 32 { line.append(byte) }  // our lines are short; anything else is dropped
+                    continue
+                }
+                if let sign = line.first, let pid = pid_t(String(decoding: line.dropFirst(), as: UTF8.self)), pid > 1 {
+                    if sign == UInt8(ascii: "+") { groups.insert(pid) } else if sign == UInt8(ascii: "-") { groups.remove(pid) }
+                }
+                line.removeAll(keepingCapacity: true)
+            }
+        }
+        for group in groups { _ = kill(-group, SIGKILL) }
+        return 0
+    }
+}

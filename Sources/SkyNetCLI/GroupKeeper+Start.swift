@@ -1,0 +1,16 @@
+import Foundation
+import SkyNet
+
+extension GroupKeeper {
+    /// Starts the keeper from this very executable, before the first job is spawned. One that
+    /// cannot start is reported, and the command goes on without it: its jobs are still
+    /// stopped on every orderly path, only a SIGKILL would leave them running.
+    static func startFromThisExecutable() async {
+        let executable = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])).path
+        do {
+            try await onOwnThread(named: "skynet-spawn") { try GroupKeeper.start(executable: executable) }
+        } catch {
+            await Console.printError("warning: cannot start the helper that kills this process's jobs if it is killed (\(error)): a SIGKILL would leave them running")
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import Foundation
+import Testing
+@testable import SkyNet
+
+extension ProcessTests {
+    /// Inputs from a pipe or a device that never ends: read only as far as the scan needs.
+    @Suite(.serialized, .timeLimit(.minutes(2)))
+    struct PipedInputsTests {
+        /// `yes | skynet scan --inputs - --total 5`: five tasks, and the endless pipe is no
+        /// reason to read on (the run ends because the scan stopped reading, not the disk).
+        @Test func anEndlessPipeWithATotalRunsThatManyTasks() async throws {
+            let run = try await runProgram("/bin/sh", [
+                "-c", #"yes | exec "$0" scan --inputs - --total 5 --job e='echo {}' --results --quiet"#, skynetBinary.path,
+            ], limit: .seconds(60))
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.lines == Array(repeating: "y", count: 5))
+        }
+
+        /// `/dev/zero` is refused at its first line, by the message a file of NUL bytes gets.
+        @Test func aDeviceOfNULBytesIsRefusedAtLineOne() async throws {
+            let run = try await runSkynet(["scan", "--inputs", "/dev/zero", "--job", "e=echo {}", "--results"], limit: .seconds(60))
+            #expect(run.status == 2)
+            #expect(run.stderr.contains("error: inputs /dev/zero line 1 holds a NUL byte, which no command argument can carry"),
+                    "\(run.stderr)")
+        }
+    }
+}
