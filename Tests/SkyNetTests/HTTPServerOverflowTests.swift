@@ -64,7 +64,8 @@ struct HTTPServerOverflowTests {
             }
             #expect(same == 503)
             #expect(other == 200)
-            #expect(server.clientCount <= 32)
+            // The one from 127.0.0.2 may still be closing on its thread: awaited, not sampled.
+            #expect(await server.waitUntilClients(atMost: 32, timeout: .seconds(20)))
         }
         #endif
     }
