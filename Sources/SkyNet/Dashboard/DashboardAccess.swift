@@ -104,7 +104,7 @@ public final class DashboardAccess: Sendable {
         }
         switch verdict {
         case .tooSoon:
-            return Self.json(.tooManyRequests, #"{"error":"a wrong token was tried less than a second ago: try again"}"#)
+            return Self.json(.tooManyRequests, #"{"error":"a wrong token was tried from this network less than a second ago: try again"}"#)
         case .tooManyEverywhere:
             return Self.json(.tooManyRequests, #"{"error":"many wrong tokens were tried in the last second: try again in a second"}"#)
         case .unknownNonce:
