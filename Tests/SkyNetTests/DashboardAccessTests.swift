@@ -14,7 +14,7 @@ struct DashboardAccessTests {
         try await withDashboard { dashboard in
             #expect(!dashboard.access.needsLogin)
             #expect(try await HTTPClientForTests.get(dashboard, "/state").status == 200)
-            let stream = try await HTTPClientForTests.exchange(dashboard.server, "HEAD /events HTTP/1.1\r\n\r\n")
+            let stream = try await HTTPClientForTests.exchange(dashboard.server, "HEAD /events HTTP/1.1\r\nHost: 127.0.0.1:\(dashboard.port)\r\n\r\n")
             #expect(stream == HTTPResponse.eventStreamHead)
             #expect(try await HTTPClientForTests.get(dashboard, "/login/challenge").status == 404)
             let nonce = String(repeating: "ab", count: 32)
@@ -32,7 +32,7 @@ struct DashboardAccessTests {
                 let forged = try await HTTPClientForTests.get(dashboard, path, headers: ["Cookie: skynet_session=" + String(repeating: "0", count: 64)])
                 #expect(forged.status == 401, "\(path)")
             }
-            let head = try await HTTPClientForTests.get(dashboard.server, "HEAD /state HTTP/1.1\r\n\r\n")
+            let head = try await HTTPClientForTests.get(dashboard.server, "HEAD /state HTTP/1.1\r\nHost: 127.0.0.1:\(dashboard.port)\r\n\r\n")
             #expect(head.status == 401)
             // The page itself loads: it is what asks for the token.
             #expect(try await HTTPClientForTests.get(dashboard, "/").status == 200)
@@ -45,7 +45,7 @@ struct DashboardAccessTests {
             var responses: [[UInt8]] = []
             func get(_ path: String, headers: [String] = []) async throws -> HTTPClientForTests.Response {
                 let bytes = try await HTTPClientForTests.exchange(
-                    dashboard.server, "GET \(path) HTTP/1.1\r\n" + headers.map { $0 + "\r\n" }.joined() + "\r\n")
+                    dashboard.server, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(dashboard.port)\r\n" + headers.map { $0 + "\r\n" }.joined() + "\r\n")
                 responses.append(bytes)
                 return try #require(HTTPClientForTests.parse(bytes), "\(String(decoding: bytes, as: UTF8.self))")
             }
@@ -70,7 +70,7 @@ struct DashboardAccessTests {
             let socket = try await HTTPClientForTests.connect(dashboard.server)
             defer { socket.close() }
             let stream = try await onOwnThread(named: "test-dashboard-events") { () throws -> [UInt8] in
-                _ = try socket.send(Array("GET /events HTTP/1.1\r\nCookie: \(cookie)\r\n\r\n".utf8), wait: true)
+                _ = try socket.send(Array("GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(dashboard.port)\r\nCookie: \(cookie)\r\n\r\n".utf8), wait: true)
                 return HTTPClientForTests.read(socket, silence: .seconds(20)) { !HTTPEventStreamTests.frames($0).frames.isEmpty }
             }
             responses.append(stream)
@@ -143,8 +143,9 @@ struct DashboardAccessTests {
     }
 
     /// Four outstanding nonces per address: one asking in a loop pushes out only its own, so
-    /// it cannot spend the nonce a user elsewhere is about to answer. And 1,024 in all.
-    @Test func noncesAreKeptFourPerAddressAnd1024InAllTheOldestGoingFirst() throws {
+    /// it cannot spend the nonce a user elsewhere is about to answer. And 1,024 in all: past
+    /// them a new address is refused (503), nobody's nonce is pushed out.
+    @Test func noncesAreKeptFourPerAddressAnd1024InAllAndAFullTableRefusesNewAddresses() throws {
         let access = DashboardAccess(token: Self.token, host: "127.0.0.1", port: 8080)
         let user = try nonce(access, from: "127.0.0.1:5000")
         let flood = try (0..<500).map { _ in try nonce(access, from: "10.1.1.1:\(Int.random(in: 1024...65535))") }
@@ -152,10 +153,65 @@ struct DashboardAccessTests {
         #expect(login(access, nonce: flood[495], proof: dashboardProof(token: Self.token, nonce: flood[495]), from: "10.1.1.1:1").status == .forbidden)
         #expect(login(access, nonce: flood[496], proof: dashboardProof(token: Self.token, nonce: flood[496]), from: "10.1.1.1:1").status == .ok)
         #expect(login(access, nonce: user, proof: dashboardProof(token: Self.token, nonce: user), from: "127.0.0.1:5001").status == .ok)
-        // Many addresses: the oldest of all goes first past 1,024.
-        let spread = try (0..<1025).map { try nonce(access, from: "10.2.\($0 / 256).\($0 % 256):80") }
-        #expect(login(access, nonce: spread[0], proof: dashboardProof(token: Self.token, nonce: spread[0])).status == .forbidden)
-        #expect(login(access, nonce: spread[1024], proof: dashboardProof(token: Self.token, nonce: spread[1024])).status == .ok)
+        // Many addresses: 1,024 in all (three are left from above), then a new address waits.
+        let spread = try (0..<1021).map { try nonce(access, from: "10.2.\($0 / 256).\($0 % 256):80") }
+        var late = dashboardRequest("/login/challenge")
+        late.peer = "10.3.0.1:80"
+        let refused = access.challenge(late)
+        #expect(refused.status == .serviceUnavailable)
+        #expect(String(decoding: refused.body, as: UTF8.self).contains("too many logins"))
+        // An address that already has one pushes out its own oldest, even when the table is full.
+        let again = try nonce(access, from: "10.2.0.1:81")
+        #expect(login(access, nonce: spread[0], proof: dashboardProof(token: Self.token, nonce: spread[0])).status == .ok)
+        #expect(login(access, nonce: spread[1], proof: dashboardProof(token: Self.token, nonce: spread[1])).status == .forbidden)
+        #expect(login(access, nonce: again, proof: dashboardProof(token: Self.token, nonce: again)).status == .ok)
+    }
+
+    /// Issue 18, item 17: four new challenges from one address, then 1,200 from 300 addresses,
+    /// do not push out a user's pending one; once 1,024 are pending a new address gets 503.
+    @Test func aPendingChallengeIsNotPushedOutByOtherAddresses() throws {
+        let access = DashboardAccess(token: Self.token, host: "127.0.0.1", port: 8080)
+        let user = try nonce(access, from: "127.0.0.1:5000")
+        var statuses: [Int: Int] = [:]
+        for index in 0..<1204 {
+            let number = (index - 4) / 4
+            var request = dashboardRequest("/login/challenge")
+            request.peer = index < 4 ? "10.1.1.1:80" : "10.3.\(number / 256).\(number % 256):80"
+            statuses[access.challenge(request).status.rawValue, default: 0] += 1
+        }
+        // 1,024 pending: the user's, 10.1.1.1's 4 and 1,019; the 255th address's 4th pushes out
+        // its own first; the 45 addresses after it are refused.
+        #expect(statuses == [200: 1024, 503: 180])
+        #expect(login(access, nonce: user, proof: dashboardProof(token: Self.token, nonce: user), from: "127.0.0.1:5001").status == .ok)
+    }
+
+    /// A wrong proof holds back its whole prefix (/24, /64) for a second, not only its address.
+    @Test func aWrongProofPausesItsWholePrefix() throws {
+        let access = DashboardAccess(token: Self.token, host: "127.0.0.1", port: 8080)
+        let nonces = try (0..<6).map { try nonce(access, from: "127.0.0.\($0 + 1):80") }
+        let wrong = "not-the-token-at-all"
+        #expect(login(access, nonce: nonces[0], proof: dashboardProof(token: wrong, nonce: nonces[0]), from: "10.9.8.7:4000").status == .forbidden)
+        #expect(login(access, nonce: nonces[1], proof: dashboardProof(token: Self.token, nonce: nonces[1]), from: "10.9.8.200:4001").status == .tooManyRequests)
+        #expect(login(access, nonce: nonces[1], proof: dashboardProof(token: Self.token, nonce: nonces[1]), from: "10.9.9.1:4002").status == .ok)
+        #expect(login(access, nonce: nonces[2], proof: dashboardProof(token: wrong, nonce: nonces[2]), from: "2001:db8:1:2::5:4000").status == .forbidden)
+        #expect(login(access, nonce: nonces[3], proof: dashboardProof(token: Self.token, nonce: nonces[3]), from: "2001:db8:1:2:ffff::9:4001").status == .tooManyRequests)
+        #expect(login(access, nonce: nonces[3], proof: dashboardProof(token: Self.token, nonce: nonces[3]), from: "2001:db8:1:3::5:4000").status == .ok)
+    }
+
+    /// 200 wrong proofs from 200 prefixes at once (~57 a second got checked before): a bound
+    /// over all addresses checks at most 10 a second; the rest get 429.
+    @Test func wrongProofsFromManyPrefixesMeetABoundOverAllAddresses() throws {
+        let access = DashboardAccess(token: Self.token, host: "127.0.0.1", port: 8080)
+        let nonces = try (0..<200).map { try nonce(access, from: "10.4.\($0).1:80") }
+        let clock = ContinuousClock(), start = clock.now
+        var statuses: [Int: Int] = [:]
+        for (index, nonce) in nonces.enumerated() {
+            let status = login(access, nonce: nonce, proof: dashboardProof(token: "not-the-token-at-all", nonce: nonce), from: "10.5.\(index).1:80").status
+            statuses[status.rawValue, default: 0] += 1
+        }
+        let seconds = Int((clock.now - start).seconds.rounded(.up)) + 1
+        #expect((statuses[403] ?? 0) <= 10 * seconds, "\(statuses) in \(clock.now - start)")
+        #expect((statuses[403] ?? 0) + (statuses[429] ?? 0) == 200, "\(statuses)")
     }
 
     @Test func atMost64SessionsAreKeptTheOldestGoingFirst() throws {
@@ -188,10 +244,39 @@ struct DashboardAccessTests {
             for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LocalHost:\(port)"] {
                 #expect(try await HTTPClientForTests.get(dashboard, "/state", headers: ["Host: \(host)"]).status == 200, "\(host)")
             }
-            #expect(try await HTTPClientForTests.get(dashboard.server, "GET /state HTTP/1.0\r\n\r\n").status == 200)
             // The page and the login are behind the same check.
             #expect(try await HTTPClientForTests.get(dashboard, "/", headers: ["Host: evil.example:\(port)"]).status == 421)
         }
+    }
+
+    /// Issue 18, item 17: a request with no Host is refused (400), over HTTP/1.0 too.
+    @Test func aRequestWithoutAHostIsRefused() async throws {
+        try await withDashboard { dashboard in
+            for request in ["GET /state HTTP/1.1\r\n\r\n", "GET /state HTTP/1.0\r\n\r\n", "GET / HTTP/1.1\r\n\r\n"] {
+                let response = try await HTTPClientForTests.get(dashboard.server, request)
+                #expect(response.status == 400, "\(request)")
+                #expect(response.text.contains("Host"), "\(response.text)")
+                #expect(!response.text.contains("\"total\""))
+            }
+        }
+        let open = DashboardAccess(token: nil, host: "0.0.0.0", port: 8080)
+        #expect(open.refusal(of: dashboardRequest("/state"))?.status == .badRequest)
+    }
+
+    /// Issue 18, item 17: the page may not be framed by another site (clickjacking), and a
+    /// response that has a policy of its own gets `frame-ancestors` merged into it.
+    @Test func everyResponseForbidsFramingAndAnExistingPolicyIsMerged() async throws {
+        try await withDashboard { dashboard in
+            for path in ["/", "/state", "/nowhere"] {
+                let response = try await HTTPClientForTests.get(dashboard, path)
+                #expect(response.headers["x-frame-options"] == "DENY", "\(path)")
+                #expect(response.headers["content-security-policy"] == "frame-ancestors 'none'", "\(path)")
+            }
+        }
+        let own = HTTPResponse(status: .ok, contentType: "text/plain", body: [], extraHeaders: [("Content-Security-Policy", "default-src 'self'")])
+        let lines = String(decoding: own.encoded(includingBody: false), as: UTF8.self).components(separatedBy: "\r\n")
+        #expect(lines.filter { $0.lowercased().hasPrefix("content-security-policy:") } == ["Content-Security-Policy: default-src 'self'; frame-ancestors 'none'"])
+        #expect(lines.filter { $0.lowercased().hasPrefix("x-frame-options:") } == ["X-Frame-Options: DENY"])
     }
 
     /// In-process only: tests never bind beyond loopback.

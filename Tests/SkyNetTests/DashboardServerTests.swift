@@ -117,9 +117,10 @@ struct DashboardServerTests {
 
     @Test func headIsAnsweredAndOtherMethodsAre405() async throws {
         try await withDashboard { dashboard in
+            let host = "Host: 127.0.0.1:\(dashboard.port)\r\n"
             for path in ["/", "/state"] {
-                let get = try await HTTPClientForTests.get(dashboard.server, "GET \(path) HTTP/1.1\r\n\r\n")
-                let head = try await HTTPClientForTests.get(dashboard.server, "HEAD \(path) HTTP/1.1\r\n\r\n")
+                let get = try await HTTPClientForTests.get(dashboard.server, "GET \(path) HTTP/1.1\r\n\(host)\r\n")
+                let head = try await HTTPClientForTests.get(dashboard.server, "HEAD \(path) HTTP/1.1\r\n\(host)\r\n")
                 #expect(head.status == 200 && head.body.isEmpty, "\(path)")
                 #expect(head.headers["content-type"] == get.headers["content-type"], "\(path)")
                 #expect(path == "/state" || head.headers["content-length"] == String(get.body.count))

@@ -38,8 +38,10 @@ func dashboardNonce(_ body: [UInt8]) -> String? {
 }
 
 extension HTTPClientForTests {
-    /// `GET path` (HTTP/1.1, `headers` added), parsed.
+    /// `GET path` (HTTP/1.1, `headers` added, and `Host: 127.0.0.1:PORT` unless they hold a
+    /// Host), parsed.
     static func get(_ dashboard: Dashboard, _ path: String, headers: [String] = []) async throws -> Response {
-        try await get(dashboard.server, "GET \(path) HTTP/1.1\r\n" + headers.map { $0 + "\r\n" }.joined() + "\r\n")
+        let host = headers.contains { $0.lowercased().hasPrefix("host:") } ? [] : ["Host: 127.0.0.1:\(dashboard.port)"]
+        return try await get(dashboard.server, "GET \(path) HTTP/1.1\r\n" + (host + headers).map { $0 + "\r\n" }.joined() + "\r\n")
     }
 }

@@ -31,7 +31,7 @@ struct HTTPEventStreamTests {
     /// Opens /events and reads until `done` holds for the frames so far (or 20 s of silence).
     static func open(_ server: HTTPServer) async throws -> Socket {
         let socket = try await HTTPClientForTests.connect(server)
-        _ = try await onOwnThread(named: "test-sse-ask") { try socket.send(Array("GET /events HTTP/1.1\r\n\r\n".utf8), wait: true) }
+        _ = try await onOwnThread(named: "test-sse-ask") { try socket.send(Array("GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n".utf8), wait: true) }
         return socket
     }
 

@@ -5,18 +5,23 @@
 /// the page answers `GET /login?nonce=N&proof=P` with P = hex HMAC-SHA256(token,
 /// "skynet dashboard proof\n" ‖ N), and a right proof gets a random session cookie
 /// (`HttpOnly`, `SameSite=Strict`). Nonces are single-use and live 60 s; at most 4 per
-/// address and 1,024 in all are kept, and 64 sessions (the oldest go first), so one client
-/// asking for challenges in a loop pushes out only its own; after a wrong proof no other proof from
-/// that address is checked for a second (`429`), so guessing online runs at one guess a
-/// second per address, and a guesser elsewhere cannot lock the owner out.
+/// address (a fifth pushes out that address's oldest) and 1,024 in all: when all 1,024 are
+/// pending, an address that holds none gets 503, so a pending challenge is never pushed out
+/// by another address's. 64 sessions are kept (the oldest go first). After a wrong proof no
+/// other proof from that address's prefix (/24, /64) is checked for a second (`429`), and at
+/// most 10 wrong proofs a second are checked in all, so online guessing runs at 10 guesses
+/// a second however many addresses guess (while a flood lasts, the owner's proof may get
+/// 429 too: the page says so, and a session already open is not touched).
 /// The session id does travel in clear (plain HTTP), so whoever can read the traffic can
 /// read the dashboard too, as they can read the scan's own lines: never the token.
 public final class DashboardAccess: Sendable {
     struct State {
         var nonces: [(value: String, address: String, expires: ContinuousClock.Instant)] = []
         var sessions: [String] = []
-        /// Addresses that sent a wrong proof, until when they must wait (at most `maxPaused`).
+        /// Prefixes that sent a wrong proof, until when they must wait (at most `maxPaused`).
         var pausedUntil: [String: ContinuousClock.Instant] = [:]
+        /// Wrong proofs counted in the second that started at `start`, over all addresses.
+        var wrongProofs = (start: ContinuousClock.Instant.now, count: 0)
     }
 
     static let proofLabel = "skynet dashboard proof\n"
@@ -25,6 +30,8 @@ public final class DashboardAccess: Sendable {
     static let maxNoncesPerAddress = 4
     static let maxSessions = 64
     static let maxPaused = 1024
+    /// Wrong proofs checked per second over all addresses: beyond it every proof waits (429).
+    static let maxWrongProofsPerSecond = 10
     static let nonceLifetime: Duration = .seconds(60)
     static let wrongProofPause: Duration = .seconds(1)
     /// Paths that show the scan: they need a session when there is a token.
@@ -49,6 +56,10 @@ public final class DashboardAccess: Sendable {
 
     /// The refusal of a request that may not go on, or nil (see `HTTPServer.Configuration.admit`).
     public func refusal(of request: HTTPRequest) -> HTTPResponse? {
+        guard request.header("host") != nil else {
+            // HTTP/1.1 requires it; without one the Host check below would have nothing to look at.
+            return .error(.badRequest, detail: "no Host header: send Host (127.0.0.1:PORT or localhost:PORT for a local dashboard)")
+        }
         if let allowedHosts, let host = request.header("host"), !allowedHosts.contains(host.lowercased()) {
             // A page of another site whose name was pointed at 127.0.0.1 (DNS rebinding).
             return .error(.misdirectedRequest, detail: "this dashboard answers only to 127.0.0.1 or localhost")
@@ -62,15 +73,11 @@ public final class DashboardAccess: Sendable {
         guard key != nil else { return Self.json(.notFound, #"{"error":"this dashboard has no token to log in with"}"#) }
         let nonce = Secrets.hex(Secrets.randomBytes(32))
         let address = Node.address(of: request.peer)
-        state.withLock { state in
-            let now = ContinuousClock.now
-            state.nonces.removeAll { $0.expires < now }
-            if state.nonces.count(where: { $0.address == address }) >= Self.maxNoncesPerAddress,
-               let oldest = state.nonces.firstIndex(where: { $0.address == address }) {
-                state.nonces.remove(at: oldest)
-            }
-            if state.nonces.count >= Self.maxNonces { state.nonces.removeFirst() }
-            state.nonces.append((nonce, address, now + Self.nonceLifetime))
+        let kept = state.withLock { $0.addNonce(nonce, from: address, now: .now) }
+        guard kept else {
+            var response = Self.json(.serviceUnavailable, #"{"error":"too many logins are under way: try again in a minute"}"#)
+            response.extraHeaders.append(("Retry-After", "60"))
+            return response
         }
         return Self.json(.ok, #"{"nonce":"\#(nonce)"}"#)
     }
@@ -83,20 +90,23 @@ public final class DashboardAccess: Sendable {
               nonce.utf8.count == 64, let proof = Secrets.bytes(fromHex: proofText), proof.count == HMACSHA256.tagCount else {
             return Self.json(.badRequest, #"{"error":"give nonce (from /login/challenge) and proof, 64 hex digits each"}"#)
         }
-        enum Verdict { case tooSoon, unknownNonce, checked(Bool) }
-        let address = Node.address(of: request.peer)
+        enum Verdict { case tooSoon, tooManyEverywhere, unknownNonce, checked(Bool) }
+        let prefix = Self.prefix(of: Node.address(of: request.peer))
         let verdict = state.withLock { state -> Verdict in
             let now = ContinuousClock.now
-            if let until = state.pausedUntil[address], now < until { return .tooSoon }
+            if let until = state.pausedUntil[prefix], now < until { return .tooSoon }
+            if !state.mayCheckAProof(now: now) { return .tooManyEverywhere }
             guard let index = state.nonces.firstIndex(where: { $0.value == nonce && $0.expires >= now }) else { return .unknownNonce }
             state.nonces.remove(at: index)  // single use, right or wrong
             let right = Secrets.equal(key.tag(Array((Self.proofLabel + nonce).utf8)), proof)
-            if !right { state.pause(address, until: now + Self.wrongProofPause, now: now) }
+            if !right { state.countWrongProof(from: prefix, now: now) }
             return .checked(right)
         }
         switch verdict {
         case .tooSoon:
-            return Self.json(.tooManyRequests, #"{"error":"a wrong token was tried less than a second ago: try again"}"#)
+            return Self.json(.tooManyRequests, #"{"error":"a wrong token was tried from this network less than a second ago: try again"}"#)
+        case .tooManyEverywhere:
+            return Self.json(.tooManyRequests, #"{"error":"many wrong tokens were tried in the last second: try again in a second"}"#)
         case .unknownNonce:
             return Self.json(.forbidden, #"{"error":"unknown or expired nonce: ask /login/challenge again"}"#)
         case .checked(false):
@@ -138,20 +148,6 @@ public final class DashboardAccess: Sendable {
 
     static func json(_ status: HTTPStatus, _ body: String) -> HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", body: Array((body + "\n").utf8))
-    }
-}
-
-extension DashboardAccess.State {
-    /// Holds back proofs from `address`, keeping at most `maxPaused` addresses (the pauses
-    /// over first, then the one that ends soonest).
-    mutating func pause(_ address: String, until: ContinuousClock.Instant, now: ContinuousClock.Instant) {
-        if pausedUntil[address] == nil, pausedUntil.count >= DashboardAccess.maxPaused {
-            pausedUntil = pausedUntil.filter { $0.value > now }
-            if pausedUntil.count >= DashboardAccess.maxPaused, let soonest = pausedUntil.min(by: { $0.value < $1.value }) {
-                pausedUntil[soonest.key] = nil
-            }
-        }
-        pausedUntil[address] = until
     }
 }
 

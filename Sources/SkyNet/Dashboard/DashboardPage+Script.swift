@@ -78,7 +78,10 @@ extension DashboardPage {
             $('login-message').textContent = '';
             try {
               const challenge = await fetch('/login/challenge', { cache: 'no-store' });
-              if (!challenge.ok) throw new Error('challenge: HTTP ' + challenge.status);
+              if (!challenge.ok) {
+                const body = await challenge.json().catch(() => ({}));
+                throw new Error(body.error || 'challenge: HTTP ' + challenge.status);
+              }
               const nonce = (await challenge.json()).nonce;
               const proof = skynetDashboardProof(token, nonce);
               const answer = await fetch('/login?nonce=' + nonce + '&proof=' + proof, { cache: 'no-store' });

@@ -32,7 +32,9 @@ public enum HTTPStatus: Int, Sendable, Equatable {
 }
 
 /// A complete response, encoded to bytes. Every response carries Content-Type,
-/// `Cache-Control: no-store` and `X-Content-Type-Options: nosniff`; a plain one also
+/// `Cache-Control: no-store`, `X-Content-Type-Options: nosniff`, and `X-Frame-Options: DENY`
+/// with `Content-Security-Policy: frame-ancestors 'none'` (no other site may frame the page:
+/// clickjacking); a plain one also
 /// Content-Length and `Connection: close` (one request per connection keeps the server simple).
 public struct HTTPResponse: Sendable {
     public var status: HTTPStatus
@@ -63,15 +65,22 @@ public struct HTTPResponse: Sendable {
         head += "Content-Type: \(contentType)\r\n"
         head += "Content-Length: \(body.count)\r\n"
         head += Self.commonHeaders
-        for (name, value) in extraHeaders { head += "\(name): \(value)\r\n" }
+        // One policy header: a response's own policy gets `frame-ancestors` added to it.
+        var policies: [String] = []
+        for (name, value) in extraHeaders {
+            if name.lowercased() == "content-security-policy" { policies.append(value) } else { head += "\(name): \(value)\r\n" }
+        }
+        head += "Content-Security-Policy: \((policies + [Self.framePolicy]).joined(separator: "; "))\r\n"
         head += "Connection: close\r\n\r\n"
         return Array(head.utf8) + (includingBody ? body : [])
     }
 
     /// The head of an event stream: no length (it ends when the connection does).
     static let eventStreamHead: [UInt8] = Array((
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + commonHeaders + "Connection: keep-alive\r\n\r\n"
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + commonHeaders
+            + "Content-Security-Policy: \(framePolicy)\r\nConnection: keep-alive\r\n\r\n"
     ).utf8)
 
-    static let commonHeaders = "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+    static let commonHeaders = "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n"
+    static let framePolicy = "frame-ancestors 'none'"
 }

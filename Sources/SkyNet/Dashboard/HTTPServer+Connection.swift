@@ -5,39 +5,35 @@ import Darwin
 #endif
 
 extension HTTPServer {
-    /// Runs on the accept thread for each new connection: never blocks. Within the cap the
-    /// connection gets a thread of its own; over it, a short-lived thread answers 503.
+    /// Runs on the accept thread for each new connection: never blocks. Within the caps the
+    /// connection gets a thread of its own; over one, a 503 (see `RefusedConnections`).
     func accept(_ socket: Socket, from peer: String) {
-        enum Decision { case serve(Int), reject, drop }
+        enum Decision { case serve(Int), refuse(String), drop }
+        let address = Node.address(of: peer)
         let decision = state.withLock { state -> Decision in
             if state.stopping { return .drop }
             if state.clients.count >= configuration.maxClients {
-                // Bound the rejecting threads too: a flood beyond them is simply closed.
-                guard state.rejecting < 16 else { return .drop }
-                state.rejecting += 1
-                state.liveThreads += 1
-                return .reject
+                return .refuse("\(configuration.maxClients) connections are open: try again later")
+            }
+            if state.perAddress[address, default: 0] >= configuration.maxClientsPerAddress {
+                return .refuse("\(configuration.maxClientsPerAddress) connections from \(address) are open: close some")
             }
             let id = state.nextID
             state.nextID += 1
-            state.clients[id] = Client(socket: socket, peer: peer, stage: .readingHead)
+            state.clients[id] = Client(socket: socket, peer: peer, address: address, stage: .readingHead)
+            state.perAddress[address, default: 0] += 1
             state.liveThreads += 1
             return .serve(id)
         }
         switch decision {
         case .drop:
             socket.close()
-        case .reject:
-            startThread(named: "skynet-http-503") { [self] in
-                send(HTTPResponse.error(.serviceUnavailable).encoded(includingBody: true), to: socket)
-                closeGracefully(socket)
-                state.withLock { $0.rejecting -= 1 }
-                threadEnded()
-            }
+        case .refuse(let detail):
+            refused.refuse(socket, with: HTTPResponse.error(.serviceUnavailable, detail: detail).encoded(includingBody: true))
         case .serve(let id):
             startThread(named: "skynet-http") { [self] in
                 serve(id, socket, peer)
-                state.withLock { _ = $0.clients.removeValue(forKey: id) }
+                state.withLock { $0.remove(id) }
                 socket.close()
                 threadEnded()
             }
@@ -158,5 +154,14 @@ extension HTTPServer {
             guard let count = try? socket.receive(into: chunk), count > 0 else { return }
             drained += count
         }
+    }
+}
+
+extension HTTPServer.State {
+    /// Forgets a connection and its share of its address's count.
+    mutating func remove(_ id: Int) {
+        guard let client = clients.removeValue(forKey: id) else { return }
+        let left = perAddress[client.address, default: 1] - 1
+        perAddress[client.address] = left > 0 ? left : nil
     }
 }

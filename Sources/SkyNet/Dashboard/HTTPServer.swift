@@ -38,7 +38,12 @@ public enum HTTPServerError: Error, Equatable, CustomStringConvertible {
 ///   headers over 16 KiB or 100 lines → 431 (see `HTTPRequestParser`).
 /// - The whole head must arrive within `requestDeadline` (a slowloris client gets 408 and is
 ///   closed), and a plain response must be sent within it too (else the connection is cut).
-/// - At most `maxClients` connections at once, streams included; one more gets 503.
+/// - At most `maxClients` connections at once, streams included, and `maxClientsPerAddress`
+///   from one client address: one more gets 503 and is closed. The 503 is sent without
+///   waiting on the accept thread; one thread then closes every refused connection once the
+///   client has closed its side or `refusalDeadline` has passed, whichever comes first (at
+///   most `maxRefusing` of them at once: beyond that one is closed at once). So a flood
+///   costs no thread per connection and no descriptor beyond those bounds.
 /// - Event streams: see `publish(event:data:snapshot:)`; a `: keepalive` comment is sent every
 ///   `keepaliveInterval`.
 /// - `stop(grace:)` closes the listener and every connection and waits for all threads to end.
@@ -48,6 +53,13 @@ public final class HTTPServer: Sendable {
         public var host = "127.0.0.1"
         public var port = 0
         public var maxClients = 256
+        /// Connections from one client address (its host, whatever the port): one address
+        /// holding its share leaves the other slots to everyone else.
+        public var maxClientsPerAddress = 32
+        /// Refused connections waiting for the client to close after their 503.
+        public var maxRefusing = 1024
+        /// How long a refused connection may wait for the client to close.
+        public var refusalDeadline: Duration = .seconds(1)
         public var requestDeadline: Duration = .seconds(10)
         /// Bytes queued per event-stream client before it skips to the latest snapshot.
         public var streamBufferBytes = 1 << 20
@@ -63,7 +75,10 @@ public final class HTTPServer: Sendable {
         public init() {}
 
         func validate() throws(HTTPServerError) {
-            guard maxClients >= 1 else { throw .invalidConfiguration("maxClients must be at least 1") }
+            guard maxClients >= 1, maxClientsPerAddress >= 1, maxRefusing >= 1 else {
+                throw .invalidConfiguration("maxClients, maxClientsPerAddress and maxRefusing must be at least 1")
+            }
+            guard refusalDeadline > .zero else { throw .invalidConfiguration("the refusal deadline must be positive") }
             guard requestDeadline > .zero, keepaliveInterval > .zero else {
                 throw .invalidConfiguration("the request deadline and the keepalive interval must be positive")
             }
@@ -84,6 +99,8 @@ public final class HTTPServer: Sendable {
         let socket: Socket
         /// Its address, `host:port`.
         let peer: String
+        /// The host part of `peer`: what `maxClientsPerAddress` counts.
+        let address: String
         var stage: Stage
     }
 
@@ -91,11 +108,11 @@ public final class HTTPServer: Sendable {
     struct State {
         var stopping = false
         var clients: [Int: Client] = [:]
+        /// Open connections per client address (entries at zero are removed).
+        var perAddress: [String: Int] = [:]
         var nextID = 0
-        /// Connection threads and the ticker still running; `stop()` waits for zero.
+        /// Connection threads, the ticker and the refuser still running; `stop()` waits for zero.
         var liveThreads = 0
-        /// Threads answering 503 (bounded: beyond it an extra client is just closed).
-        var rejecting = 0
         /// The latest snapshot frame: what a new or lagging stream client gets first.
         var snapshot: [UInt8]?
         var lastKeepalive = ContinuousClock.now
@@ -106,6 +123,7 @@ public final class HTTPServer: Sendable {
     let listener: Listener
     let state = Guarded(State())
     let threadsEnded = AsyncSignal<Void>()
+    let refused: RefusedConnections
 
     /// The bound address (the real port when 0 was asked for).
     public var host: String { listener.host }
@@ -120,6 +138,7 @@ public final class HTTPServer: Sendable {
         let listener = try await Listener.bind(host: configuration.host, port: configuration.port)
         let server = HTTPServer(configuration: configuration, routes: routes, listener: listener)
         server.startTicker()
+        server.startRefuser()
         listener.start(onAccept: { [server] socket, peer in server.accept(socket, from: peer) },
                        onFailure: { [configuration] error in configuration.log("dashboard: \(error)") })
         return server
@@ -129,6 +148,7 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.routes = routes
         self.listener = listener
+        refused = RefusedConnections(capacity: configuration.maxRefusing, deadline: configuration.refusalDeadline)
     }
 
     /// Sends a frame `event: NAME\ndata: DATA\n\n` to every event-stream client, in the order
@@ -163,6 +183,7 @@ public final class HTTPServer: Sendable {
         }
         listener.stop()
         await listener.stopped.value
+        refused.stop()
         if streams, grace > .zero {
             _ = await waitUntilClients(atMost: 0, timeout: grace)
         }

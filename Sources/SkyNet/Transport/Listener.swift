@@ -39,9 +39,10 @@ public final class Listener: Sendable {
     }
 
     /// Starts accepting; `onAccept` runs on the accept thread for each new connection and must
-    /// not block. Transient accept failures (a peer that gave up, out of descriptors) are
-    /// waited out; `onFailure` hears the first failure of each burst (a burst ends with the
-    /// next accepted connection), never one per attempt. Only `stop()` ends the loop.
+    /// not block. A peer that gave up before it was taken is skipped; any other accept failure
+    /// (out of descriptors, out of memory) is waited out 100 ms at a time, never spun on;
+    /// `onFailure` hears the first failure of each burst (a burst ends with the next accepted
+    /// connection), never one per attempt. Only `stop()` ends the loop.
     public func start(onAccept: @escaping @Sendable (Socket, String) -> Void,
                       onFailure: @escaping @Sendable (SocketError) -> Void = { _ in }) {
         startThread(named: "skynet-accept") { [self] in
@@ -53,12 +54,13 @@ public final class Listener: Sendable {
                     onAccept(client, peer)
                 } catch {
                     if state.withLock({ $0.stopping }) { break }
-                    if !failing, error.code != ECONNABORTED { onFailure(error) }
-                    failing = error.code != ECONNABORTED
-                    if [EMFILE, ENFILE, ENOMEM, ENOBUFS].contains(error.code) {
-                        // Out of descriptors or memory: give connections a moment to close.
-                        _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(100))
-                    }
+                    // A peer that gave up before we took it, or a signal: take the next one.
+                    if error.code == ECONNABORTED || error.code == EINTR { continue }
+                    if !failing { onFailure(error) }
+                    failing = true
+                    // Out of descriptors or memory (or anything else): give connections a
+                    // moment to close rather than spin on a failure that has not cleared.
+                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(100))
                 }
             }
             state.withLock { $0.closed = true }
