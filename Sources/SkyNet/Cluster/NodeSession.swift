@@ -11,6 +11,9 @@ struct NodeContext: Sendable {
     let stopping: Locked<Bool>
     /// Requests started and not yet answered, over all connections.
     let pending: PendingReplies
+    /// Called when a session sent a valid hello to a node with a token: it moves to the
+    /// handshake budget, out of reach of silent connections.
+    let saidHello: @Sendable (NodeSession) -> Void
     /// Called when a session completed its hello: whether the node has room for one more client.
     let admit: @Sendable (NodeSession) -> Bool
     /// The token as an HMAC key (its pads hashed once per node), when the node has one.
@@ -121,6 +124,7 @@ final class NodeSession: Sendable {
         }
         let client = hello.name.isEmpty ? "client" : hello.name
         guard context.token != nil else { return welcome(client) }
+        context.saidHello(self)
         // An address that keeps failing waits before its hello is answered at all, right or
         // wrong. The reader thread (ours, not the pool's) waits: what the client sends meanwhile
         // stays in order in the kernel, and nothing of this connection runs elsewhere.
