@@ -172,6 +172,7 @@ extension Node {
              admission.evictionReport(adding: 0, now: now))  // the rest of a burst, once its interval passed
         }
         if let report { logEvictions(report) }
+        for line in logins.withLock({ $0.flush(now: now) }) { log(line) }  // bursts of failed logins, summed
         for session in late { session.connection.close() }
         for session in idle where session.closeIfIdle(now: now, bound: options.idleTimeout) {}
     }

@@ -61,7 +61,7 @@ public final class Node: Sendable {
     let admission = Locked(Admission())
     /// The token as an HMAC key, its pads hashed once.
     private let token: HMACSHA256?
-    private let logins: Locked<LoginFailures>
+    let logins: Locked<LoginFailures>
     private let stopping = Locked(false)
     private let pending = PendingReplies()
     private let sweeper = Locked<Task<Void, Never>?>(nil)

@@ -137,10 +137,6 @@ final class NodeSession: Sendable {
     /// verdict on the plain-text token.
     private func login(_ client: String, hello line: Data, token given: String?, nonce: [UInt8]?) {
         guard let expected = context.options.token else { return }
-        if given != nil {
-            context.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
-                        + "anyone on the path can read it; use a client that speaks the \(AuthTranscript.scheme) handshake")
-        }
         if nonce != nil {  // the transcript holds it: it is in the hello line
             let nodeNonce = Secrets.randomBytes(AuthTranscript.nonceCount)
             let transcript = AuthTranscript(hello: line, nodeNonce: nodeNonce)
@@ -152,7 +148,14 @@ final class NodeSession: Sendable {
         }
         // Compared as digests, so that the time tells nothing, not even the token's length.
         guard Secrets.equal(SHA256.hash(Array(given.utf8)), SHA256.hash(Array(expected.utf8))) else {
+            // A wrong one is a failed login like any other (and logged as one), not a leak.
             return refuseLogin("wrong or missing token")
+        }
+        // The right token crossed the wire in clear: the operator hears of it, once per burst.
+        if let earlier = context.logins.withLock({ $0.warnAboutPlainText(now: .now) }) {
+            context.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
+                        + "anyone on the path can read it; use a client that speaks the \(AuthTranscript.scheme) handshake"
+                        + (earlier > 0 ? " (and \(earlier) more hellos did since the last warning)" : ""))
         }
         welcome(client)
     }
@@ -189,16 +192,12 @@ final class NodeSession: Sendable {
         connection.close()
     }
 
-    /// Refuses a wrong or missing token, counting a failed login for the address. Once the
-    /// address is slowed, its refusals are summed in the log rather than logged one by one.
+    /// Refuses a wrong or missing token, counting a failed login for the address's network and
+    /// the node. Once slowed, refusals are summed in the log rather than logged one by one.
     private func refuseLogin(_ message: String) {
-        let address = Node.address(of: connection.peer)
-        let (count, delay, log) = context.logins.withLock { $0.record(address, now: .now) }
-        if log {
-            context.log("[Node] \(count) failed logins from \(address) within \(Int(LoginFailures.window.seconds)) s: "
-                        + "its hellos are now answered after \(String(format: "%g", delay.seconds)) s")
-        }
-        refuse(WireError(code: "unauthorized", message: message), log: delay == .zero || log)
+        let verdict = context.logins.withLock { $0.record(Node.address(of: connection.peer), now: .now) }
+        for line in verdict.lines { context.log(line) }
+        refuse(WireError(code: "unauthorized", message: message), log: verdict.logRefusal)
     }
 
     func send(_ line: [UInt8]) {
