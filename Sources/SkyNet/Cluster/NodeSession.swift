@@ -18,7 +18,7 @@ struct NodeContext: Sendable {
     let admit: @Sendable (NodeSession) -> Bool
     /// The token as an HMAC key (its pads hashed once per node), when the node has one.
     let token: HMACSHA256?
-    /// Failed logins by address: refusals to an address that keeps failing are slowed.
+    /// Failed logins by network and node-wide: refusals to guessers are slowed, logged per burst.
     let logins: Locked<LoginFailures>
 }
 
@@ -105,8 +105,8 @@ final class NodeSession: Sendable {
     /// With a token, a hello with a nonce gets a challenge (the node's nonce), and the client is
     /// served once its proof checks out (`checkProof`), on authenticated lines from the welcome
     /// on. A protocol v1 hello with the token in plain text is still served, with a warning:
-    /// refusing it would not un-send the token (docs/PROTOCOL.md). An address that keeps
-    /// failing waits before its hello is answered at all.
+    /// refusing it would not un-send the token (docs/PROTOCOL.md). A network that keeps
+    /// failing waits before its hello is answered at all (`LoginFailures`).
     private func greet(_ line: Data) {
         let hello: (version: Int, name: String, token: String?, nonce: [UInt8]?)
         do {
@@ -125,8 +125,8 @@ final class NodeSession: Sendable {
         let client = hello.name.isEmpty ? "client" : hello.name
         guard context.token != nil else { return welcome(client) }
         context.saidHello(self)
-        // An address that keeps failing waits before its hello is answered at all, right or
-        // wrong. The reader thread (ours, not the pool's) waits: what the client sends meanwhile
+        // A network that keeps failing (or any, while the node-wide bound holds) waits before
+        // its hello is answered at all, right or wrong. The reader thread (ours, not the pool's) waits: what the client sends meanwhile
         // stays in order in the kernel, and nothing of this connection runs elsewhere.
         let wait = context.logins.withLock { $0.delay(for: Node.address(of: connection.peer), now: .now) }
         guard wait == .zero || connection.holdReading(for: wait) else { return }
