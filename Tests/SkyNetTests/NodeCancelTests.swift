@@ -33,7 +33,7 @@ struct NodeCancelTests {
     func aTaskSentOnTheCancelledReplyIsNeverBusy(kind: Kind, waitUntilRunning: Bool) async throws {
         var options = nodeTests.options(capacity: 1)
         try options.jobs.register("wait", CommandJob(name: "wait", command: CommandTemplate("sleep {}"), killGrace: .seconds(2)))
-        let rounds = kind == .command ? 60 : 200
+        let rounds = kind == .command ? 30 : 200
         try await nodeTests.withNode(options) { node in
             let replies = try await onOwnThread(named: "test-cancel") { () throws -> [String] in
                 var client = try RawLines(port: node.port)
