@@ -24,7 +24,8 @@ struct NodeCommand: Command {
         the handshake carries a MAC, so none can be forged, altered, replayed or reordered (see
         docs/PROTOCOL.md; this is not encryption: inputs and results are readable on the wire).
         A protocol v1 client that sends the token in plain text is still served, with a warning.
-        Repeated failed logins from one address are answered ever more slowly, and logged.
+        Repeated failed logins from one network (/24, IPv6 /64), or many from anywhere, are
+        answered ever more slowly (up to 2 s), and logged per burst.
 
         A node runs only the jobs its operator declared: the built-in simulated `scan` always,
         and each --job NAME=COMMAND. A coordinator chooses a job by name and sends each task's
@@ -54,7 +55,8 @@ struct NodeCommand: Command {
                                K = 1024, M = 1048576); more is a failure, never cut short
           --max-connections N  clients served at once, 1...65536 (default 256); one more that
                                says hello is answered busy. Connections that have not said hello
-                               have a budget of their own (64, 16 per address, 3 s to say it)
+                               have a budget of their own (64, 16 per address), those in the token
+                               handshake another; 3 s from connecting to be done
           --idle-timeout S     close a client that sent nothing, not even a ping, for S seconds
                                while none of its scans runs, 1...86400 (default 60); coordinators
                                ping idle links every 15 s

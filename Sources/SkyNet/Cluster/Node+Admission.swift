@@ -1,14 +1,37 @@
 import Foundation
 
-/// Which connections a node holds: those still owing their hello, on a small budget of their
-/// own, and the clients that completed it, up to `maxConnections`. One value behind one lock.
+/// Which connections a node holds: those still owing their hello, those in the middle of a
+/// token handshake, each on a small budget of its own, and the clients that completed it, up
+/// to `maxConnections`. One value behind one lock.
+///
+/// A silent connection can only ever push out another silent one, never one that has sent a
+/// valid hello: so however many silent sockets an attacker keeps reconnecting, a client that
+/// takes its time over the proof still logs in. Within a budget the one pushed out is the
+/// newcomer's own address's oldest when that address is at its cap, else the oldest of the
+/// address holding the most: a flood from a few addresses pushes out its own sockets, not a
+/// client's single one.
 struct Admission: Sendable {
+    /// Where a connection stands before it is a client.
+    enum Stage: Sendable {
+        /// Accepted; no valid hello read yet.
+        case silent
+        /// A valid hello was read: its challenge or a slowed answer is under way.
+        case handshake
+    }
+
     struct Pending: Sendable {
         let session: NodeSession
         let address: String
         let since: ContinuousClock.Instant
         /// Accept order: the smallest is the oldest.
         let order: Int
+        var stage = Stage.silent
+    }
+
+    /// The size of one budget: at most `most` connections, `perAddress` from one address.
+    struct Budget: Sendable {
+        var most: Int
+        var perAddress: Int
     }
 
     var pending: [ObjectIdentifier: Pending] = [:]
@@ -21,24 +44,50 @@ struct Admission: Sendable {
     var evictedSinceLog = 0
     static let evictionLogInterval: Duration = .seconds(10)
 
-    /// Adds a new connection; returns the ones it pushes out of the budget (the oldest overall,
-    /// or the oldest of its own address).
-    mutating func add(_ session: NodeSession, address: String, now: ContinuousClock.Instant,
-                      maxPending: Int, maxPerAddress: Int) -> [NodeSession] {
-        var evicted: [NodeSession] = []
-        let fromAddress = pending.values.filter { $0.address == address }
-        if fromAddress.count >= max(1, maxPerAddress), let oldest = fromAddress.min(by: { $0.order < $1.order }) {
-            pending[ObjectIdentifier(oldest.session)] = nil
-            evicted.append(oldest.session)
-        }
-        if pending.count >= max(1, maxPending), let oldest = pending.values.min(by: { $0.order < $1.order }) {
-            pending[ObjectIdentifier(oldest.session)] = nil
-            evicted.append(oldest.session)
-        }
+    /// Adds a new (silent) connection; returns the silent ones it pushes out of their budget.
+    mutating func add(_ session: NodeSession, address: String, now: ContinuousClock.Instant, budget: Budget) -> [NodeSession] {
+        let evicted = makeRoom(in: .silent, for: address, budget: budget)
         accepted += 1
         pending[ObjectIdentifier(session)] = Pending(session: session, address: address, since: now, order: accepted)
         return evicted
     }
+
+    /// Moves a connection that sent a valid hello to the handshake budget; returns the
+    /// connections in their handshake it pushes out (none while there is room).
+    mutating func saidHello(_ session: NodeSession, budget: Budget) -> [NodeSession] {
+        let key = ObjectIdentifier(session)
+        guard let entry = pending[key], case .silent = entry.stage else { return [] }
+        pending[key] = nil  // not a candidate for its own room
+        let evicted = makeRoom(in: .handshake, for: entry.address, budget: budget)
+        pending[key] = Pending(session: session, address: entry.address, since: entry.since, order: entry.order, stage: .handshake)
+        return evicted
+    }
+
+    /// Frees a place in the `stage` budget for one more from `address`: its own oldest when
+    /// the address is at its cap, else (when the budget is full) the oldest of the address
+    /// holding the most.
+    private mutating func makeRoom(in stage: Stage, for address: String, budget: Budget) -> [NodeSession] {
+        var byAddress: [String: [Pending]] = [:]
+        var count = 0
+        for entry in pending.values where entry.stage == stage {
+            byAddress[entry.address, default: []].append(entry)
+            count += 1
+        }
+        let victims: [Pending]?
+        if let own = byAddress[address], own.count >= max(1, budget.perAddress) {
+            victims = own
+        } else if count >= max(1, budget.most) {
+            // The most crowded address; of equals, the one holding the oldest connection.
+            victims = byAddress.values.max { ($0.count, -Self.oldest($0)) < ($1.count, -Self.oldest($1)) }
+        } else {
+            victims = nil
+        }
+        guard let oldest = victims?.min(by: { $0.order < $1.order }) else { return [] }
+        pending[ObjectIdentifier(oldest.session)] = nil
+        return [oldest.session]
+    }
+
+    private static func oldest(_ entries: [Pending]) -> Int { entries.map(\.order).min() ?? .max }
 
     /// Counts `evicted` more pushed-out connections; returns how many to log now (all not yet
     /// logged), or nil while the last line is more recent than the interval or none are left.
@@ -55,29 +104,43 @@ struct Admission: Sendable {
 }
 
 extension Node {
-    /// A new connection joins the budget of those owing a hello, pushing out the oldest if full:
-    /// so silent connections can never lock a real client out, however many there are.
+    /// A new connection joins the budget of those owing a hello, pushing out a silent one if
+    /// full: so silent connections can never lock a real client out, however many there are.
     func admitPending(_ session: NodeSession) {
         let address = Self.address(of: session.connection.peer)
+        let budget = Admission.Budget(most: options.maxPendingConnections, perAddress: options.maxPendingPerAddress)
         let now = ContinuousClock.now
-        let (evicted, report) = admission.withLock { admission in
-            let evicted = admission.add(session, address: address, now: now, maxPending: options.maxPendingConnections,
-                                        maxPerAddress: options.maxPendingPerAddress)
+        close(admission.withLock { admission in
+            let evicted = admission.add(session, address: address, now: now, budget: budget)
             return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
-        }
-        for old in evicted { old.connection.close() }
-        if let report { logEvictions(report) }
+        })
+    }
+
+    /// A connection sent a valid hello: from now on only another handshake can push it out.
+    func admitHandshake(_ session: NodeSession) {
+        let budget = Admission.Budget(most: options.maxHandshakes, perAddress: options.maxPendingPerAddress)
+        let now = ContinuousClock.now
+        close(admission.withLock { admission in
+            let evicted = admission.saidHello(session, budget: budget)
+            return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
+        })
+    }
+
+    private func close(_ eviction: (sessions: [NodeSession], report: (count: Int, first: Bool)?)) {
+        for old in eviction.sessions { old.connection.close() }
+        if let report = eviction.report { logEvictions(report) }
     }
 
     /// One line for every connection pushed out since the last: the first says the budget,
     /// the later ones how many more (a burst is summed, never left out).
     func logEvictions(_ report: (count: Int, first: Bool)) {
         if report.first {
-            log("[Node] Closed \(report.count) connection(s) that had not said hello, to make room (at most "
-                + "\(options.maxPendingConnections) wait for a hello, \(options.maxPendingPerAddress) per address); "
+            log("[Node] Closed \(report.count) connection(s) that had not finished their hello, to make room (at most "
+                + "\(options.maxPendingConnections) wait for a hello and \(options.maxHandshakes) are in a handshake, "
+                + "\(options.maxPendingPerAddress) per address each); "
                 + "more are summed and logged at most every \(Int(Admission.evictionLogInterval.seconds)) s")
         } else {
-            log("[Node] Closed \(report.count) more connection(s) that had not said hello, to make room")
+            log("[Node] Closed \(report.count) more connection(s) that had not finished their hello, to make room")
         }
     }
 
@@ -109,6 +172,7 @@ extension Node {
              admission.evictionReport(adding: 0, now: now))  // the rest of a burst, once its interval passed
         }
         if let report { logEvictions(report) }
+        for line in logins.withLock({ $0.flush(now: now) }) { log(line) }  // bursts of failed logins, summed
         for session in late { session.connection.close() }
         for session in idle where session.closeIfIdle(now: now, bound: options.idleTimeout) {}
     }

@@ -3,8 +3,9 @@ import Foundation
 /// A node: serves scans to peers over TCP on its own `LocalSystem`.
 ///
 /// The accept loop hands each connection to a `NodeSession`; a session's failure never takes
-/// the node down. Connections that have not said hello live on a budget of their own
-/// (`Node+Admission.swift`), so they can never crowd out clients that have; a client beyond
+/// the node down. Connections that have not said hello live on a budget of their own, and
+/// those in the token handshake on another (`Node+Admission.swift`), so silent ones can never
+/// crowd out clients that are logging in or have; a client beyond
 /// `maxConnections` is answered `busy` and closed. A sweeper closes connections that missed
 /// their hello deadline and clients that have been silent for `idleTimeout`.
 public final class Node: Sendable {
@@ -25,9 +26,14 @@ public final class Node: Sendable {
         public var loginBackoff = LoginBackoff()
         /// The most clients that completed their hello, served at once.
         public var maxConnections = 256
-        /// The most connections that have not said hello yet; a newer one pushes out the oldest.
+        /// The most connections that have not said a valid hello yet; a newer one pushes out
+        /// one of them (never a connection in its handshake).
         public var maxPendingConnections = 64
-        /// The most connections without hello from one address; a newer one pushes out its oldest.
+        /// The most connections that sent a valid hello and are in the token handshake (or
+        /// waiting out a login slowdown); a newer one pushes out one of them.
+        public var maxHandshakes = 64
+        /// The most connections from one address in each of those two budgets; a newer one
+        /// pushes out its own address's oldest.
         public var maxPendingPerAddress = 16
         /// A connection that has not said hello by then is closed.
         public var helloTimeout: Duration = .seconds(3)
@@ -55,7 +61,7 @@ public final class Node: Sendable {
     let admission = Locked(Admission())
     /// The token as an HMAC key, its pads hashed once.
     private let token: HMACSHA256?
-    private let logins: Locked<LoginFailures>
+    let logins: Locked<LoginFailures>
     private let stopping = Locked(false)
     private let pending = PendingReplies()
     private let sweeper = Locked<Task<Void, Never>?>(nil)
@@ -102,6 +108,7 @@ public final class Node: Sendable {
     private func accept(_ socket: Socket, peer: String) {
         let connection = Connection(socket: socket, peer: peer, limits: options.limits)
         let context = NodeContext(system: system, options: options, log: log, stopping: stopping, pending: pending,
+                                  saidHello: { [weak self] session in self?.admitHandshake(session) },
                                   admit: { [weak self] session in self?.admitGreeted(session) ?? false },
                                   token: token, logins: logins)
         let session = NodeSession(connection: connection, context: context) { [weak self] session in

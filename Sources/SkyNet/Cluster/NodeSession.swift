@@ -11,11 +11,14 @@ struct NodeContext: Sendable {
     let stopping: Locked<Bool>
     /// Requests started and not yet answered, over all connections.
     let pending: PendingReplies
+    /// Called when a session sent a valid hello to a node with a token: it moves to the
+    /// handshake budget, out of reach of silent connections.
+    let saidHello: @Sendable (NodeSession) -> Void
     /// Called when a session completed its hello: whether the node has room for one more client.
     let admit: @Sendable (NodeSession) -> Bool
     /// The token as an HMAC key (its pads hashed once per node), when the node has one.
     let token: HMACSHA256?
-    /// Failed logins by address: refusals to an address that keeps failing are slowed.
+    /// Failed logins by network and node-wide: refusals to guessers are slowed, logged per burst.
     let logins: Locked<LoginFailures>
 }
 
@@ -102,8 +105,8 @@ final class NodeSession: Sendable {
     /// With a token, a hello with a nonce gets a challenge (the node's nonce), and the client is
     /// served once its proof checks out (`checkProof`), on authenticated lines from the welcome
     /// on. A protocol v1 hello with the token in plain text is still served, with a warning:
-    /// refusing it would not un-send the token (docs/PROTOCOL.md). An address that keeps
-    /// failing waits before its hello is answered at all.
+    /// refusing it would not un-send the token (docs/PROTOCOL.md). A network that keeps
+    /// failing waits before its hello is answered at all (`LoginFailures`).
     private func greet(_ line: Data) {
         let hello: (version: Int, name: String, token: String?, nonce: [UInt8]?)
         do {
@@ -121,8 +124,9 @@ final class NodeSession: Sendable {
         }
         let client = hello.name.isEmpty ? "client" : hello.name
         guard context.token != nil else { return welcome(client) }
-        // An address that keeps failing waits before its hello is answered at all, right or
-        // wrong. The reader thread (ours, not the pool's) waits: what the client sends meanwhile
+        context.saidHello(self)
+        // A network that keeps failing (or any, while the node-wide bound holds) waits before
+        // its hello is answered at all, right or wrong. The reader thread (ours, not the pool's) waits: what the client sends meanwhile
         // stays in order in the kernel, and nothing of this connection runs elsewhere.
         let wait = context.logins.withLock { $0.delay(for: Node.address(of: connection.peer), now: .now) }
         guard wait == .zero || connection.holdReading(for: wait) else { return }
@@ -133,10 +137,6 @@ final class NodeSession: Sendable {
     /// verdict on the plain-text token.
     private func login(_ client: String, hello line: Data, token given: String?, nonce: [UInt8]?) {
         guard let expected = context.options.token else { return }
-        if given != nil {
-            context.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
-                        + "anyone on the path can read it; use a client that speaks the \(AuthTranscript.scheme) handshake")
-        }
         if nonce != nil {  // the transcript holds it: it is in the hello line
             let nodeNonce = Secrets.randomBytes(AuthTranscript.nonceCount)
             let transcript = AuthTranscript(hello: line, nodeNonce: nodeNonce)
@@ -148,7 +148,14 @@ final class NodeSession: Sendable {
         }
         // Compared as digests, so that the time tells nothing, not even the token's length.
         guard Secrets.equal(SHA256.hash(Array(given.utf8)), SHA256.hash(Array(expected.utf8))) else {
+            // A wrong one is a failed login like any other (and logged as one), not a leak.
             return refuseLogin("wrong or missing token")
+        }
+        // The right token crossed the wire in clear: the operator hears of it, once per burst.
+        if let earlier = context.logins.withLock({ $0.warnAboutPlainText(now: .now) }) {
+            context.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
+                        + "anyone on the path can read it; use a client that speaks the \(AuthTranscript.scheme) handshake"
+                        + (earlier > 0 ? " (and \(earlier) more hellos did since the last warning)" : ""))
         }
         welcome(client)
     }
@@ -185,16 +192,12 @@ final class NodeSession: Sendable {
         connection.close()
     }
 
-    /// Refuses a wrong or missing token, counting a failed login for the address. Once the
-    /// address is slowed, its refusals are summed in the log rather than logged one by one.
+    /// Refuses a wrong or missing token, counting a failed login for the address's network and
+    /// the node. Once slowed, refusals are summed in the log rather than logged one by one.
     private func refuseLogin(_ message: String) {
-        let address = Node.address(of: connection.peer)
-        let (count, delay, log) = context.logins.withLock { $0.record(address, now: .now) }
-        if log {
-            context.log("[Node] \(count) failed logins from \(address) within \(Int(LoginFailures.window.seconds)) s: "
-                        + "its hellos are now answered after \(String(format: "%g", delay.seconds)) s")
-        }
-        refuse(WireError(code: "unauthorized", message: message), log: delay == .zero || log)
+        let verdict = context.logins.withLock { $0.record(Node.address(of: connection.peer), now: .now) }
+        for line in verdict.lines { context.log(line) }
+        refuse(WireError(code: "unauthorized", message: message), log: verdict.logRefusal)
     }
 
     func send(_ line: [UInt8]) {
