@@ -8,7 +8,8 @@ extension ScanOutput {
 
     /// Writes results to stdout, each whole, up to 64 in one queued write; each piece is the
     /// held buffer itself, never a copy. With a journal, the write ends with the `printed`
-    /// marks of these sectors, so that the writer thread records them once stdout took them.
+    /// marks of these sectors, so that the writer thread records them once stdout took them
+    /// (and not when writing stdout failed).
     /// Journaled results are read back from the journal, 64 at a time.
     func printResults(_ ready: [ResultOrder.Ready]?) async {
         guard let ready else { return }
@@ -31,7 +32,9 @@ extension ScanOutput {
                 }
             }
             guard !printed.isEmpty else { continue }
-            if let journal { pieces.append(.init(bytes: journal.printedLines(printed), to: journal.descriptor)) }
+            // The marks go only where the results went: a failed stdout leaves them unprinted
+            // in the journal, for the resume to print.
+            if let journal { pieces.append(.init(bytes: journal.printedLines(printed), to: journal.descriptor, onlyIfWritten: 1)) }
             await Console.writer.write(pieces, if: nil)
         }
     }

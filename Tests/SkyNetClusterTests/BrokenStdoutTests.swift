@@ -20,6 +20,25 @@ extension ProcessTests {
             }
         }
 
+        /// A result whose write to stdout failed is not marked printed in the journal: the
+        /// resume prints it, so no completed sector is lost between the two runs.
+        @Test(arguments: [false, true])
+        func aResultThatCouldNotBeWrittenIsPrintedByTheResume(keepOrder: Bool) async throws {
+            try await withScratchFolder { folder in
+                let inputs = try writeLines((0..<40).map(String.init), to: folder, named: "in.txt")
+                let journal = folder.appendingPathComponent("journal.jsonl").path
+                let arguments = ["scan", "--job", "e=echo r{}", "--inputs", inputs, "--results", "--journal", journal,
+                                 "--failing-every", "0", "--quiet"] + (keepOrder ? ["--keep-order"] : [])
+                let first = try await runSkynet(arguments, stdout: .file("/dev/full", append: true), in: folder)
+                #expect(first.status == 1, "\(first.stderr)")
+                let second = try await runSkynet(arguments + ["--resume"])
+                #expect(second.status == 0, "\(second.stderr)")
+                // Nothing reached the first run's stdout: the resume prints every sector.
+                let expected = (0..<40).map { "r\($0)" }
+                #expect((keepOrder ? second.lines : second.lines.sorted()) == (keepOrder ? expected : expected.sorted()))
+            }
+        }
+
         @Test func aReaderThatLeavesStopsTheScanAtOnceKeepsTheJournalAndExits141() async throws {
             try await withScratchFolder { folder in
                 // Sector 0 answers at once; every other one takes 30 s.

@@ -78,6 +78,35 @@ extension ProcessTests.JobProcessGroupTests {
         }
     }
 
+    /// The keeper also finds a job its owner spawned but died before listing (a SIGKILL in the
+    /// instant after the spawn): every such group starts with `SKYNET_OWNER_PID` naming its
+    /// owner. Here the owner is a shell that starts a keeper and a job in a session of its own
+    /// and never lists it; once the shell is killed, the job must go too.
+    @Test func theKeeperKillsAJobItsOwnerNeverListed() async throws {
+        try await withScratchFolder { folder in
+            let owner = folder.appendingPathComponent("owner.sh")
+            try """
+            exec 5> >(exec "$1" \(GroupKeeper.command) 3<&0)
+            SKYNET_OWNER_PID=$$ setsid sleep 60 5>&- &
+            echo $! > "$2.tmp" && mv "$2.tmp" "$2"
+            wait
+            """.write(to: owner, atomically: true, encoding: .utf8)
+            let pidFile = folder.appendingPathComponent("job.pid").path
+            let shell = try ChildProcess.spawn("/bin/bash", .init(arguments: [owner.path, skynetBinary.path, pidFile]))
+            defer { shell.send(SIGKILL) }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !FileManager.default.fileExists(atPath: pidFile), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))  // polling the folder, bounded
+            }
+            let text = try String(contentsOfFile: pidFile, encoding: .utf8)
+            let job = try #require(Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(getpgid(job) == job)  // a group of its own: no kill of the shell's group reaches it
+            shell.send(SIGKILL)
+            _ = try await withTimeout(.seconds(10)) { await shell.exit.value }
+            #expect(await leftovers(of: [job], within: .seconds(3)) == [])
+        }
+    }
+
     /// Under `nohup` (SIGHUP ignored from the start) a hang-up is meant to change nothing: the
     /// scan runs on to the end.
     @Test func aScanStartedByNohupRunsOnThroughAHangUp() async throws {

@@ -56,6 +56,9 @@ enum LiveGroups {
         if !none { await signal.value }
     }
 
+    /// Whether a keeper listens.
+    static var isKept: Bool { state.withLock { $0.keeper != nil } }
+
     /// Hands the keeper's pipe over; the groups listed so far are told to it at once.
     static func attachKeeper(_ fd: Int32) {
         state.withLock { state in

@@ -75,7 +75,11 @@ enum Spawner {
 
         let argv = ([executable] + options.arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
-        let variables = options.environment.map { $0.map { "\($0.key)=\($0.value)" } }
+        var environment = options.environment
+        // A group of its own is named for the keeper too, in case this process dies before
+        // it can tell the keeper the group's id (see `GroupKeeper`).
+        if options.ownProcessGroup, LiveGroups.isKept { environment?[GroupKeeper.ownerVariable] = String(getpid()) }
+        let variables = environment.map { $0.map { "\($0.key)=\($0.value)" } }
         let envp = variables.map { $0.map { strdup($0) } + [nil] }
         defer { for pointer in envp ?? [] { free(pointer) } }
 

@@ -18,7 +18,14 @@ import Darwin
 ///
 /// The keeper ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT and leaves our process group, so a
 /// Ctrl-C or a hang-up meant for us leaves it watching our orderly stop.
+///
+/// A group spawned in the instant before its `+PID` line was written would escape the list
+/// if this process died right then; so every group spawned while a keeper listens starts
+/// with `SKYNET_OWNER_PID` (this process's id) in its environment, and at EOF the keeper also
+/// kills, on Linux, every process whose environment names its owner (`killMarked`).
 public enum GroupKeeper {
+    /// The variable naming the process that spawned a job's group (see `killMarked`).
+    public static let ownerVariable = "SKYNET_OWNER_PID"
     /// The hidden `skynet` command that runs a keeper.
     public static let command = "group-keeper"
     /// The running keeper, kept so that its reaper thread reaps it.
@@ -55,6 +62,7 @@ public enum GroupKeeper {
     public static func run(descriptor: Int32 = 3) -> Int32 {
         for number in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE] { signal(number, SIG_IGN) }
         _ = setpgid(0, 0)
+        let owner = getppid()
         var groups = Set<pid_t>()
         var line: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -74,6 +82,9 @@ public enum GroupKeeper {
             }
         }
         for group in groups { _ = kill(-group, SIGKILL) }
+        // A group spawned in the instant before our owner could tell us (it died between the
+        // spawn and the line): found by the variable every such group starts with.
+        killMarked(owner: owner)
         return 0
     }
 }

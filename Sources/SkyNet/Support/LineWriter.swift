@@ -24,15 +24,19 @@ public final class LineWriter: Sendable {
     public struct Piece: Sendable {
         public let descriptor: Int32
         public let bytes: [UInt8]
+        /// When set, the piece is left out if that descriptor has failed by the time the
+        /// writer thread comes to it: a record that earlier pieces reached it (the journal's
+        /// `printed` marks after stdout's results) is written only when they did.
+        public let onlyIfWritten: Int32?
 
         public init(_ text: String, to descriptor: Int32) {
-            self.descriptor = descriptor
-            bytes = Array(text.utf8)
+            self.init(bytes: Array(text.utf8), to: descriptor)
         }
 
-        public init(bytes: [UInt8], to descriptor: Int32) {
+        public init(bytes: [UInt8], to descriptor: Int32, onlyIfWritten other: Int32? = nil) {
             self.descriptor = descriptor
             self.bytes = bytes
+            onlyIfWritten = other
         }
     }
 
@@ -292,6 +296,11 @@ public final class LineWriter: Sendable {
                 // result) is written from its own buffer, never copied into this one.
                 buffer.removeAll(keepingCapacity: true)
                 while let piece = next, piece.descriptor == first.descriptor {
+                    if let other = piece.onlyIfWritten, failedNow.contains(other) {
+                        // Pieces before this one went out in earlier runs: their failure is known.
+                        next = pieces.next()
+                        continue
+                    }
                     if piece.bytes.count >= Self.directWrite {
                         send(buffer, to: first.descriptor)
                         buffer.removeAll(keepingCapacity: true)

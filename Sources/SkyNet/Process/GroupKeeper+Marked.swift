@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension GroupKeeper {
+    /// SIGKILLs every process (and the group it leads) whose environment holds
+    /// `SKYNET_OWNER_PID=owner`: the jobs of an owner that died before it could list them.
+    /// Twice, 50 ms apart, for a child that was still between its spawn and its exec at the
+    /// first look. Linux only (it reads /proc); elsewhere the keeper has only its list.
+    static func killMarked(owner: pid_t) {
+        #if os(Linux)
+        let marker = Array("\(ownerVariable)=\(owner)".utf8)
+        for round in 0..<2 {
+            if round > 0 { usleep(50_000) }  // the keeper's own thread, in a process of its own
+            for pid in processIDs() where pid != getpid() && environment(of: pid, holds: marker) {
+                if getpgid(pid) == pid { _ = kill(-pid, SIGKILL) }
+                _ = kill(pid, SIGKILL)
+            }
+        }
+        #endif
+    }
+
+    #if os(Linux)
+    /// The ids of the processes /proc lists now.
+    private static func processIDs() -> [pid_t] {
+        guard let directory = opendir("/proc") else { return [] }
+        defer { closedir(directory) }
+        var ids: [pid_t] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if let pid = pid_t(name), pid > 1 { ids.append(pid) }
+        }
+        return ids
+    }
+
+    /// Whether `pid`'s environment (at most its first 256 KiB) has `marker` as one variable.
+    private static func environment(of pid: pid_t, holds marker: [UInt8]) -> Bool {
+        let fd = open("/proc/\(pid)/environ", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while bytes.count < 1 << 18 {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += chunk[0..<count]
+        }
+        return bytes.split(separator: 0).contains { $0.elementsEqual(marker) }
+    }
+    #endif
+}
