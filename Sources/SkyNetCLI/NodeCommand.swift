@@ -133,7 +133,7 @@ struct NodeCommand: Command {
         do {
             node = try await Node.start(options) { Self.log($0) }
         } catch {
-            await Console.printError("error: \(error)")
+            await Console.printError("error: \(error)".escapingControlCharacters)
             if let error = error as? SocketError, error.code == EADDRINUSE {
                 await Console.printError("hint: another process listens there; choose another --port (0 picks a free one)")
             } else if let error = error as? SocketError, error.code == EACCES {
@@ -147,7 +147,7 @@ struct NodeCommand: Command {
         let summaries = options.jobs.summaries
         if summaries.count > 1 {
             let list = summaries.keys.sorted().filter { $0 != JobRegistry.scan }.map { "\($0) (\(summaries[$0] ?? ""))" }
-            await Console.printError("[Node] Jobs: scan (built in), \(list.joined(separator: ", "))")
+            await Console.printError("[Node] Jobs: scan (built in), \(list.joined(separator: ", "))".escapingControlCharacters)
         }
         // What stderr said so far comes first on a shared terminal, but never waits long.
         await Console.flush(within: .seconds(1))

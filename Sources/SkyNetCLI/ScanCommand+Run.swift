@@ -28,7 +28,7 @@ extension ScanCommand {
             }) else { return await stoppedBeforeStart(signals) }
             (inputs, output, done) = opened
         } catch {
-            await Console.printError("error: \(error)")
+            await Console.printError("error: \(error)".escapingControlCharacters)
             return 2
         }
         let count = inputs?.count ?? total

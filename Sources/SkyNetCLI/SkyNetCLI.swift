@@ -70,7 +70,7 @@ enum SkyNetCLI {
             do {
                 return try await command.init(arguments: rest).run()
             } catch {
-                Console.err("error: \(error)\n\(command.usage)\nRun 'skynet help \(command.name)' for more.")
+                Console.err("error: \("\(error)".escapingControlCharacters)\n\(command.usage)\nRun 'skynet help \(command.name)' for more.")
                 return 2
             }
         }
@@ -83,7 +83,7 @@ enum SkyNetCLI {
     private static func unknownCommand(_ name: String) -> Int32 {
         let names = commands.map { $0.name }
         let suggestion = closest(to: name, among: Set(names)).map { " Did you mean '\($0)'?" } ?? ""
-        Console.err("error: unknown command '\(name)'.\(suggestion)\nThe commands are \(names.joined(separator: ", ")); run 'skynet --help' for usage.")
+        Console.err("error: unknown command '\(name.escapingControlCharacters)'.\(suggestion)\nThe commands are \(names.joined(separator: ", ")); run 'skynet --help' for usage.")
         return 2
     }
 }

@@ -31,6 +31,17 @@ extension ProcessTests {
             }
         }
 
+        /// Arguments come from outside too: an error that quotes one (a path, a job name, an
+        /// unknown command) shows its control characters escaped.
+        @Test func errorsThatQuoteAnArgumentEscapeItsControlCharacters() async throws {
+            for arguments in [["scan", "--inputs", "no\u{1B}[2Jfile", "--total", "1"], ["scan", "--job", "e\u{1B}x"], ["bad\u{1B}x"]] {
+                let run = try await runSkynet(arguments)
+                #expect(run.status == 2)
+                #expect(!run.stderr.contains("\u{1B}"), "\(arguments)")
+                #expect(run.stderr.contains("\\x1b"), "\(run.stderr)")
+            }
+        }
+
         @Test func aPeersJobSummaryIsEscapedOnTheTerminal() async throws {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-escape-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
