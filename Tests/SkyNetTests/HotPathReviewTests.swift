@@ -178,7 +178,7 @@ struct PeerRequestTimeoutReviewTests {
                     var answered = 0
                     while answered < 300 {
                         answered += node.answerHeld()
-                        await Task.yield()
+                        try await Task.sleep(for: pollInterval)  // a suspension: a yield loop spun on the pool
                     }
                 }
             }
@@ -221,7 +221,7 @@ struct PeerRequestTimeoutReviewTests {
 
 // MARK: - CanonicalLine against the general decoder
 
-@Suite struct CanonicalLineReviewTests {
+@Suite(.onOwnThread) struct CanonicalLineReviewTests {
     /// The general decoder, without the fast path in front of it.
     static func generalReply(_ line: Data) -> Reply? {
         guard let fields = try? WireFields(line), (try? fields.type()) == "result",

@@ -278,7 +278,7 @@ struct LineWriterTests {
             if writer.offer(line, to: pipe.writeEnd, countingDropsAs: notice) { newest = line } else { drops += 1 }
             j += 1
             try #require(clock.now < deadline, "no room came back")
-            await Task.yield()
+            try await Task.sleep(for: .milliseconds(1))  // room comes back as the reader's thread drains: wait for it, do not spin
         }
         let text = try await finish(writer, pipe)[0]
         #expect(text.prefix(prefill) == Substring(String(repeating: "f", count: prefill)))

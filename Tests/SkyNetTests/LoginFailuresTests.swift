@@ -4,7 +4,7 @@ import Testing
 
 /// Failed logins by address: a few free, then hellos answered ever later up to a cap, logged
 /// rarely, forgotten after a quiet minute (not after a success), never more than 1024 addresses.
-@Suite struct LoginFailuresTests {
+@Suite(.onOwnThread) struct LoginFailuresTests {
     let start = ContinuousClock.now
 
     func failures(free: Int = 3, first: Duration = .milliseconds(250), most: Duration = .seconds(2)) -> LoginFailures {

@@ -46,12 +46,13 @@ struct NodeTests {
         return pong.running
     }
 
-    /// Awaits a state (asked again and again, never slept for); throws after `limit`.
+    /// Awaits a state, asked every `pollInterval` (a suspension, not a spin on the pool);
+    /// throws after `limit`.
     func waitUntil(upTo limit: Duration = .seconds(5), _ condition: () async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + limit
         while try await !condition() {
             guard ContinuousClock.now < deadline else { throw TimeoutError() }
-            await Task.yield()
+            try await Task.sleep(for: pollInterval)
         }
     }
 

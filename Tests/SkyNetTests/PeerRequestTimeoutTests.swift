@@ -92,7 +92,9 @@ struct PeerRequestTimeoutTests {
             let answering = Task {
                 while !Task.isCancelled {
                     node.answerHeld()
-                    await Task.yield()
+                    // A millisecond's sleep (a yield loop spun on the pool): replies still
+                    // race time limits of 1 to 40 ms.
+                    try? await Task.sleep(for: .milliseconds(1))
                 }
             }
             defer { answering.cancel() }

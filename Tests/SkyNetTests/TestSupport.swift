@@ -20,13 +20,17 @@ final class Counter: Sendable {
     func increment() { count.withLock { $0 += 1 } }
 }
 
-/// Waits, yielding (never sleeping), until `condition` holds; throws after `limit`. For state
-/// behind an actor that offers no signal of its own.
+/// How often `awaitState` and the other polls of the tests look again.
+let pollInterval: Duration = .milliseconds(5)
+
+/// Polls until `condition` holds; throws after `limit`. For state that offers no signal of its
+/// own. Between looks it sleeps `pollInterval` (a real suspension): a loop of `Task.yield()`
+/// kept a thread of the cooperative pool (two threads on a two-core machine) busy while the
+/// suites run in parallel, and under the thread sanitizer starved the very work it waited for.
 func awaitState(upTo limit: Duration = .seconds(10), _ condition: @escaping @Sendable () async -> Bool) async throws {
     try await withTimeout(limit) {
         while !(await condition()) {
-            try Task.checkCancellation()
-            await Task.yield()
+            try await Task.sleep(for: pollInterval)
         }
     }
 }
