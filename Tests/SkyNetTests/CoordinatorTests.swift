@@ -1,7 +1,7 @@
 import Testing
 @testable import SkyNet
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct CoordinatorTests {
     func makeTasks(_ count: Int, duration: Double = 0) -> [ScanTask] {
         (0..<count).map { ScanTask(input: $0, duration: duration) }

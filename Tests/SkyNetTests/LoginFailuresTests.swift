@@ -119,7 +119,7 @@ import Testing
 }
 
 /// The slowdown on a node in this process: wrong proofs from 127.0.0.1 over real connections.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct NodeLoginSlowdownTests {
     let auth = AuthHandshakeTests()
 

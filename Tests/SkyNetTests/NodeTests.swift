@@ -3,7 +3,7 @@ import Testing
 @testable import SkyNet
 
 /// A node in this process, spoken to over loopback.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct NodeTests {
     func options(capacity: Int = 4, token: String? = nil) -> Node.Options {
         var options = Node.Options(name: "beta")
@@ -69,8 +69,10 @@ struct NodeTests {
         try await withNode(capacity: 2) { node in
             let first = try await connect(node), second = try await connect(node)
             defer { first.close(); second.close() }
-            async let a = scan(first, duration: 0.5)
-            async let b = scan(second, duration: 0.5)
+            // 5 s each: long enough that both still run when the third comes, on a loaded
+            // machine too (at a load average of 25, 0.5 s had passed before it came).
+            async let a = scan(first, duration: 5)
+            async let b = scan(second, duration: 5)
             // Wait until both run, then a third request on either connection is refused at once.
             try await waitUntil { try await running(first) == 2 }
             let third = try await scan(first)

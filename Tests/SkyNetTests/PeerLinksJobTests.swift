@@ -4,7 +4,7 @@ import Testing
 
 /// A coordinator's links use only peers whose welcome lists the scan's job, and warn about
 /// peers that run it as a different command.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct PeerLinksJobTests {
     let nodeTests = NodeTests()
 
