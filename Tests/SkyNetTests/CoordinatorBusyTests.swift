@@ -99,7 +99,10 @@ struct CoordinatorBusyTests {
             }
         }
         let scan = Task { await coordinator.run(tasks, count: 1_000_000_000) }
-        try await log.waitForCompletions(200)
+        // 200 completions one after another through actors on the pool: 0.03 s alone, but
+        // more than 30 s while the whole thread-sanitizer run starts beside it (every hop waits
+        // behind the other suites' work). A hang guard, so a generous one.
+        try await log.waitForCompletions(200, upTo: .seconds(120))
         scan.cancel()
         let report = try await withTimeout(.seconds(30)) { await scan.value }
         #expect(report.interrupted)
