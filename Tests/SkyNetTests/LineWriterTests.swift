@@ -14,7 +14,7 @@ struct LineWriterTests {
     /// Flushes `writer` (bounded), closes the pipes' write ends and returns what each pipe got.
     func finish(_ writer: LineWriter, _ pipes: TestPipe...) async throws -> [String] {
         for pipe in pipes { pipe.startReading() }
-        try await withTimeout(.seconds(10)) { await writer.flush() }
+        try await withTimeout(.seconds(30)) { await writer.flush() }
         var texts: [String] = []
         for pipe in pipes {
             pipe.closeWriteEnd()
@@ -171,7 +171,7 @@ struct LineWriterTests {
             #expect(written.value <= capacity / lineSize, "\(written.value) writes returned")
             readAnyway.signal()
             pipe.startReading()
-            for task in tasks { try await withTimeout(.seconds(10)) { await task.value } }
+            for task in tasks { try await withTimeout(.seconds(30)) { await task.value } }  // hang guards, like the flushes
             let text = try await finish(writer, pipe)[0]
             #expect(!rescued.isSet, "the producers blocked the pool")
             #expect(text.prefix(prefill) == Substring(String(repeating: "f", count: prefill)))
@@ -192,7 +192,7 @@ struct LineWriterTests {
             expected[i % 2] += line
             await writer.write(line, to: i.isMultiple(of: 2) ? first.writeEnd : second.writeEnd)
         }
-        try await withTimeout(.seconds(10)) { await writer.flush() }
+        try await withTimeout(.seconds(30)) { await writer.flush() }
         // Nobody reads yet: what flush waited for is all in the pipes.
         #expect(first.unread == expected[0].utf8.count)
         #expect(second.unread == expected[1].utf8.count)
@@ -245,7 +245,7 @@ struct LineWriterTests {
             await writer.write("kept \(i)\n", to: healthy.writeEnd)
             expected += "kept \(i)\n"
         }
-        try await withTimeout(.seconds(10)) { await writer.flush() }
+        try await withTimeout(.seconds(30)) { await writer.flush() }
         #expect(writer.failure(of: closed.writeEnd) == String(cString: strerror(EPIPE)))
         #expect(writer.failure(of: healthy.writeEnd) == nil)
         closed.closeWriteEnd()
@@ -359,7 +359,7 @@ struct LineWriterTests {
             expected += line
             await writer.write(line, to: socket.writeEnd)
         }
-        try await withTimeout(.seconds(10)) { await writer.flush() }
+        try await withTimeout(.seconds(30)) { await writer.flush() }
         let elapsed = clock.now - start
         try await socket.waitForBytes(expected.utf8.count)
         let writes = socket.readCount
