@@ -5,7 +5,7 @@ import SkyNetTestSupport
 
 /// The token handshake against a node in this process: our coordinator, a client that does
 /// it by hand from the document, and lines tampered with after it.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct AuthHandshakeTests {
     static let token = "a token of at least sixteen bytes"
     let nodeTests = NodeTests()
@@ -199,7 +199,7 @@ struct AuthHandshakeTests {
 }
 
 /// Nodes that pretend to know the token: our coordinator refuses each one and sends it nothing.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ImpostorNodeTests {
     @Test(arguments: ImpostorNode.Script.allCases)
     func aNodeThatCannotProveTheTokenIsRefusedAndSentNothing(_ script: ImpostorNode.Script) async throws {

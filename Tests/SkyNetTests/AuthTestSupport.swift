@@ -13,7 +13,7 @@ final class LogLines: Sendable {
 
     /// Waits until `count` lines containing `text` were logged; returns them. Throws after `limit`.
     @discardableResult
-    func waitFor(_ text: String, count: Int = 1, upTo limit: Duration = .seconds(10)) async throws -> [String] {
+    func waitFor(_ text: String, count: Int = 1, upTo limit: Duration = .seconds(30)) async throws -> [String] {
         try await awaitState(upTo: limit) { [self] in matching(text).count >= count }
         return matching(text)
     }
@@ -186,7 +186,7 @@ final class ImpostorNode: Sendable {
     var finished: [Conversation] { conversations.withLock { $0 } }
 
     /// Waits until `count` clients have closed their connection; returns their conversations.
-    func waitForConversations(_ count: Int, upTo limit: Duration = .seconds(10)) async throws -> [Conversation] {
+    func waitForConversations(_ count: Int, upTo limit: Duration = .seconds(30)) async throws -> [Conversation] {
         try await awaitState(upTo: limit) { [self] in finished.count >= count }
         return finished
     }

@@ -4,6 +4,7 @@ import Testing
 
 /// The fast path for `scan` and `result` lines must take exactly the lines our encoder writes
 /// and read them as the general decoder does; everything else goes the long way, unchanged.
+@Suite(.onOwnThread)
 struct CanonicalLineTests {
     private static let texts = ["", "0", "42", "héllo wörld", "tab\there", "quote \" inside", "back\\slash",
                                 "line\nbreak", String(repeating: "x", count: 5000), "emoji 🛰️", "\u{7F}del"]

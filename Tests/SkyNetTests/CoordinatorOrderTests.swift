@@ -2,7 +2,7 @@ import Testing
 @testable import SkyNet
 
 /// `Coordinator.orderWindow`: what keeps `--keep-order` output bounded.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct CoordinatorOrderTests {
     enum Seen: Equatable { case started(Int), completed(Int) }
 

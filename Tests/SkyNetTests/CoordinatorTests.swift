@@ -1,7 +1,7 @@
 import Testing
 @testable import SkyNet
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct CoordinatorTests {
     func makeTasks(_ count: Int, duration: Double = 0) -> [ScanTask] {
         (0..<count).map { ScanTask(input: $0, duration: duration) }
@@ -76,7 +76,7 @@ struct CoordinatorTests {
         let scan = Task { await coordinator.run(makeTasks(40, duration: 0.2)) }
         try await log.waitForCompletions(8)
         scan.cancel()
-        let report = try await withTimeout(.seconds(10)) { await scan.value }
+        let report = try await withTimeout(.seconds(30)) { await scan.value }
         #expect(report.interrupted)
         #expect(report.completed >= 8 && report.completed < 40)
         #expect(report.completed + report.notRun == 40)

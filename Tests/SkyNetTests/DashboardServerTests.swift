@@ -73,22 +73,24 @@ struct DashboardServerTests {
             let socket = try await HTTPEventStreamTests.open(dashboard.server)
             defer { socket.close() }
             _ = try await HTTPEventStreamTests.read(socket) { !$0.isEmpty }
-            let feeding = Task.detached {
+            // The feeder never suspends: on a thread of its own, not one of the pool's two.
+            let stopFeeding = Flag()
+            startThread(named: "test-feed") {
                 var sector = 0
-                while !Task.isCancelled {
+                while !stopFeeding.isSet {
                     board.record(.started(ScanTask(input: sector, duration: 0), system: "local", isLocal: true, attempt: 1))
                     board.record(.completed(ScanTask(input: sector, duration: 0), result: "ok", system: "local", isLocal: true, attempt: 1, seconds: 0))
                     sector += 1
-                    if sector.isMultiple(of: 100) { await Task.yield() }
+                    if sector.isMultiple(of: 100) { sleepOnThisThread(for: .milliseconds(1)) }
                 }
             }
-            defer { feeding.cancel() }
+            defer { stopFeeding.set() }
             let clock = ContinuousClock()
             let end = clock.now + .seconds(2)
             let bytes = try await onOwnThread(named: "test-dashboard-rate") {
                 HTTPClientForTests.read(socket, silence: .seconds(10)) { _ in clock.now >= end }
             }
-            feeding.cancel()
+            stopFeeding.set()
             let frames = HTTPEventStreamTests.frames(bytes).frames
             #expect(frames.count <= 30, "\(frames.count) frames in about 2 s")
             #expect(frames.allSatisfy { $0.event == "state" })

@@ -4,7 +4,7 @@ import Testing
 import SkyNetTestSupport
 
 /// The estimate of the progress line's `ETA`, fed synthetic completion times.
-@Suite struct ETAEstimatorTests {
+@Suite(.onOwnThread) struct ETAEstimatorTests {
     /// Observes `rate` completions a second from `start` to `end`, ten times a second as the
     /// progress line's ticker does; returns the count reached.
     func feed(_ estimator: inout ETAEstimator, rate: Double, from start: Double, to end: Double, startingAt count: Double) -> Double {

@@ -4,7 +4,7 @@ import Testing
 
 /// HMAC-SHA256 against RFC 4231's test cases and `openssl dgst` over seeded random keys and
 /// messages.
-@Suite struct HMACSHA256Tests {
+@Suite(.onOwnThread) struct HMACSHA256Tests {
     private func bytes(_ hex: String) -> [UInt8] { Secrets.bytes(fromHex: hex) ?? [] }
     private func repeated(_ byte: UInt8, _ count: Int) -> [UInt8] { [UInt8](repeating: byte, count: count) }
     private func tag(_ key: [UInt8], _ message: [UInt8]) -> String { Secrets.hex(HMACSHA256(key: key).tag(message)) }

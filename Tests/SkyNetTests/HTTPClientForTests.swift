@@ -18,11 +18,14 @@ enum HTTPClientForTests {
         }
     }
 
-    /// Sends `request`, reads until the server closes (or `silence` passes) and closes.
+    /// Connects, sends `request`, reads until the server closes (or `silence` passes) and
+    /// closes; all on one thread, so that no wait for the cooperative pool comes between the
+    /// connect and the request (the server's head deadline runs from the connect).
     static func exchange(_ server: HTTPServer, _ request: String, silence: Duration = .seconds(20)) async throws -> [UInt8] {
-        let socket = try await connect(server)
-        defer { socket.close() }
+        let port = server.port
         return try await onOwnThread(named: "test-http-exchange") {
+            let socket = try Socket.connect(host: "127.0.0.1", port: port, timeout: .seconds(10))
+            defer { socket.close() }
             _ = try socket.send(Array(request.utf8), wait: true)
             return readToEnd(socket, silence: silence)
         }

@@ -29,10 +29,20 @@ struct HTTPEventStreamTests {
     }
 
     /// Opens /events and reads until `done` holds for the frames so far (or 20 s of silence).
+    /// Connects and asks for the stream on one thread: no wait for the pool between the
+    /// connect and the request, which the server's head deadline would count.
     static func open(_ server: HTTPServer) async throws -> Socket {
-        let socket = try await HTTPClientForTests.connect(server)
-        _ = try await onOwnThread(named: "test-sse-ask") { try socket.send(Array("GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n".utf8), wait: true) }
-        return socket
+        let port = server.port
+        return try await onOwnThread(named: "test-sse-ask") {
+            let socket = try Socket.connect(host: "127.0.0.1", port: port, timeout: .seconds(10))
+            do {
+                _ = try socket.send(Array("GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8), wait: true)
+            } catch {
+                socket.close()
+                throw error
+            }
+            return socket
+        }
     }
 
     static func read(_ socket: Socket, until done: @escaping @Sendable ([Frame]) -> Bool) async throws -> (frames: [Frame], comments: [String]) {

@@ -144,6 +144,9 @@ struct HTTPServerTests {
     @Test func aClientOverTheCapGets503() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.maxClients = 4
+        // Silent clients hold the slots: the head deadline is not what this tests, and with
+        // the default 10 s a starved or loaded run cut them before the test was done.
+        configuration.requestDeadline = .seconds(120)
         try await withHTTPServer(configuration) { server in
             var held: [Socket] = []
             defer { for socket in held { socket.close() } }
@@ -160,6 +163,9 @@ struct HTTPServerTests {
     @Test func aRefusedClientThatKeepsTricklingCannotHoldUpStop() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.maxClients = 1
+        // Silent clients hold the slots: the head deadline is not what this tests, and with
+        // the default 10 s a starved or loaded run cut them before the test was done.
+        configuration.requestDeadline = .seconds(120)
         let server = try await HTTPServer.start(configuration, routes: testRoutes)
         let held = try await HTTPClientForTests.connect(server)
         let refused = try await HTTPClientForTests.connect(server)
@@ -185,7 +191,11 @@ struct HTTPServerTests {
     }
 
     @Test func stopClosesEveryClientAndReturns() async throws {
-        let server = try await HTTPServer.start(routes: testRoutes)
+        var configuration = HTTPServer.Configuration()
+        // Silent clients hold the slots: the head deadline is not what this tests, and with
+        // the default 10 s a starved or loaded run cut them before the test was done.
+        configuration.requestDeadline = .seconds(120)
+        let server = try await HTTPServer.start(configuration, routes: testRoutes)
         let idle = try await HTTPClientForTests.connect(server)
         let stream = try await HTTPClientForTests.connect(server)
         defer { idle.close(); stream.close() }

@@ -178,7 +178,7 @@ struct PeerRequestTimeoutReviewTests {
                     var answered = 0
                     while answered < 300 {
                         answered += node.answerHeld()
-                        await Task.yield()
+                        try await Task.sleep(for: pollInterval)  // a suspension: a yield loop spun on the pool
                     }
                 }
             }
@@ -221,7 +221,7 @@ struct PeerRequestTimeoutReviewTests {
 
 // MARK: - CanonicalLine against the general decoder
 
-@Suite struct CanonicalLineReviewTests {
+@Suite(.onOwnThread) struct CanonicalLineReviewTests {
     /// The general decoder, without the fast path in front of it.
     static func generalReply(_ line: Data) -> Reply? {
         guard let fields = try? WireFields(line), (try? fields.type()) == "result",
@@ -539,7 +539,7 @@ struct CoordinatorSlotReviewTests {
             let scan = Task { await coordinator.run((0..<100_000).map { ScanTask(input: $0, duration: 0) }) }
             try await log.waitForCompletions(stopAfter)
             scan.cancel()
-            let report = try await withTimeout(.seconds(20)) { await scan.value }
+            let report = try await withTimeout(.seconds(60)) { await scan.value }  // 100,000 tasks: a scan that ignores the cancel runs far longer
             #expect(report.interrupted)
             for system in all { #expect(await systems.inFlight(on: system.name) == 0, "\(system.name) after \(stopAfter)") }
         }

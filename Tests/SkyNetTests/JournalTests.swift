@@ -3,7 +3,7 @@ import Testing
 @testable import SkyNet
 import SkyNetTestSupport
 
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(5)), .onOwnThread)
 struct JournalTests {
     /// A fresh path in the temporary folder; the caller removes it.
     func temporaryPath() -> String {
@@ -113,6 +113,7 @@ struct JournalTests {
     }
 }
 
+@Suite(.onOwnThread)
 struct JournalLineTests {
     func fast(_ text: String) -> ScanJournal.Entry? {
         Array(text.utf8).withUnsafeBufferPointer { ScanJournal.Entry(journalLine: $0) }
@@ -209,6 +210,7 @@ struct JournalLineTests {
     }
 }
 
+@Suite(.onOwnThread)
 struct SectorSetTests {
     @Test func holdsSectorsInItsRangeOnly() {
         var set = SectorSet(total: 130)

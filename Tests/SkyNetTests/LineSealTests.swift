@@ -4,7 +4,7 @@ import Testing
 import SkyNetTestSupport
 
 /// Authenticated lines (`SEQ SP MAC SP JSON`): what opens, and why each wrong line is refused.
-@Suite struct LineSealTests {
+@Suite(.onOwnThread) struct LineSealTests {
     /// Both ends of one session, from a transcript as the handshake would build it.
     func session(token: String = "a token of sixteen bytes", seed: UInt64 = 1) -> (coordinator: SessionKeys, node: SessionKeys) {
         var random = SeededRandom(seed: seed)

@@ -9,12 +9,12 @@ import Glibc
 /// The CLI's output queue through pipes of our own, read by threads of our own: order, records
 /// kept whole, back pressure without dropping or blocking the pool, flush, failed descriptors,
 /// counted drops, and one `write` per run of lines.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct LineWriterTests {
     /// Flushes `writer` (bounded), closes the pipes' write ends and returns what each pipe got.
     func finish(_ writer: LineWriter, _ pipes: TestPipe...) async throws -> [String] {
         for pipe in pipes { pipe.startReading() }
-        try await withTimeout(.seconds(10)) { await writer.flush() }
+        try await withTimeout(.seconds(30)) { await writer.flush() }
         var texts: [String] = []
         for pipe in pipes {
             pipe.closeWriteEnd()
@@ -136,7 +136,9 @@ struct LineWriterTests {
             let readAnyway = DispatchSemaphore(value: 0)
             let rescued = Flag()
             startThread(named: "test-rescue") {
-                if readAnyway.wait(timeout: .now() + 15) == .timedOut {
+                // Blocked producers would block for ever; 60 s only tells them from a loaded
+                // machine (15 s was passed at a load average of 25).
+                if readAnyway.wait(timeout: .now() + 60) == .timedOut {
                     rescued.set()
                     pipe.startReading()
                 }
@@ -169,7 +171,7 @@ struct LineWriterTests {
             #expect(written.value <= capacity / lineSize, "\(written.value) writes returned")
             readAnyway.signal()
             pipe.startReading()
-            for task in tasks { try await withTimeout(.seconds(10)) { await task.value } }
+            for task in tasks { try await withTimeout(.seconds(30)) { await task.value } }  // hang guards, like the flushes
             let text = try await finish(writer, pipe)[0]
             #expect(!rescued.isSet, "the producers blocked the pool")
             #expect(text.prefix(prefill) == Substring(String(repeating: "f", count: prefill)))
@@ -190,7 +192,7 @@ struct LineWriterTests {
             expected[i % 2] += line
             await writer.write(line, to: i.isMultiple(of: 2) ? first.writeEnd : second.writeEnd)
         }
-        try await withTimeout(.seconds(10)) { await writer.flush() }
+        try await withTimeout(.seconds(30)) { await writer.flush() }
         // Nobody reads yet: what flush waited for is all in the pipes.
         #expect(first.unread == expected[0].utf8.count)
         #expect(second.unread == expected[1].utf8.count)
@@ -243,7 +245,7 @@ struct LineWriterTests {
             await writer.write("kept \(i)\n", to: healthy.writeEnd)
             expected += "kept \(i)\n"
         }
-        try await withTimeout(.seconds(10)) { await writer.flush() }
+        try await withTimeout(.seconds(30)) { await writer.flush() }
         #expect(writer.failure(of: closed.writeEnd) == String(cString: strerror(EPIPE)))
         #expect(writer.failure(of: healthy.writeEnd) == nil)
         closed.closeWriteEnd()
@@ -270,7 +272,7 @@ struct LineWriterTests {
         #expect(!writer.offer("plain\n", to: pipe.writeEnd))
         pipe.startReading()
         // Offer newer lines until one is taken; each refused one counts as dropped too.
-        let clock = ContinuousClock(), deadline = clock.now + .seconds(10)
+        let clock = ContinuousClock(), deadline = clock.now + .seconds(60)  // room that never comes back: a hang guard
         var newest: String?
         var j = 0
         while newest == nil {
@@ -278,7 +280,7 @@ struct LineWriterTests {
             if writer.offer(line, to: pipe.writeEnd, countingDropsAs: notice) { newest = line } else { drops += 1 }
             j += 1
             try #require(clock.now < deadline, "no room came back")
-            await Task.yield()
+            try await Task.sleep(for: .milliseconds(1))  // room comes back as the reader's thread drains: wait for it, do not spin
         }
         let text = try await finish(writer, pipe)[0]
         #expect(text.prefix(prefill) == Substring(String(repeating: "f", count: prefill)))
@@ -357,7 +359,7 @@ struct LineWriterTests {
             expected += line
             await writer.write(line, to: socket.writeEnd)
         }
-        try await withTimeout(.seconds(10)) { await writer.flush() }
+        try await withTimeout(.seconds(30)) { await writer.flush() }
         let elapsed = clock.now - start
         try await socket.waitForBytes(expected.utf8.count)
         let writes = socket.readCount
@@ -380,13 +382,13 @@ struct LineWriterTests {
             await writer.write(line, to: pipe.writeEnd)
             // Generous: the full test run shares two cores with other work (the pool stalled
             // for up to 4 s at a load average of 12); a lost wake-up leaves the line for ever.
-            try await pipe.waitForBytes(total, upTo: .seconds(10))
+            try await pipe.waitForBytes(total, upTo: .seconds(30))
             slowest = max(slowest, clock.now - start)
             // The quiet spell is the condition under test (nothing is ordered by it): none, or
             // long enough that the writer thread has gone to sleep.
             if round.isMultiple(of: 2) { try await Task.sleep(for: .milliseconds(3)) }
         }
-        #expect(slowest < .seconds(10))
+        #expect(slowest < .seconds(30))
         #expect(try await finish(writer, pipe)[0] == (0..<100).map { "round \($0)\n" }.joined())
     }
 

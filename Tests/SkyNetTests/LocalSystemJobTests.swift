@@ -3,7 +3,7 @@ import Testing
 @testable import SkyNet
 
 /// `LocalSystem` runs the jobs of its registry, and only those, each within its deadline.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct LocalSystemJobTests {
     func registry(_ register: (inout JobRegistry) throws -> Void) rethrows -> JobRegistry {
         var jobs = JobRegistry(api: UnreliableAPI(failingEvery: 0))
@@ -70,7 +70,7 @@ struct LocalSystemJobTests {
         // The work had ended before the slot was given back and the failure thrown.
         #expect(ended.isSet)
         #expect(await system.counters == SystemCounters(running: 0, completed: 0, failed: 1))
-        #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(20))
+        #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(30))  // the job sleeps 60 s
     }
 
     @Test func waitsForAJobThatTakesItsTimeToStopAfterTheDeadline() async throws {

@@ -5,7 +5,7 @@ import Testing
 /// Failed logins by network prefix and node-wide: a few free, then hellos answered ever later up
 /// to a cap, logged per burst, forgotten after a quiet minute (not after a success), never more
 /// than 1024 prefixes.
-@Suite struct LoginFailuresTests {
+@Suite(.onOwnThread) struct LoginFailuresTests {
     let start = ContinuousClock.now
 
     func failures(free: Int = 3, first: Duration = .milliseconds(250), most: Duration = .seconds(2)) -> LoginFailures {
@@ -192,7 +192,7 @@ import Testing
 }
 
 /// The slowdown on a node in this process: wrong proofs from 127.0.0.1 over real connections.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct NodeLoginSlowdownTests {
     let auth = AuthHandshakeTests()
 

@@ -4,7 +4,7 @@ import Testing
 import SkyNetTestSupport
 
 /// A node runs the jobs it registered, says which in its welcome, and still serves v1 clients.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct NodeJobTests {
     let nodeTests = NodeTests()
 

@@ -4,7 +4,7 @@ import Testing
 
 /// A peer that welcomes a coordinator and drops the link at once is redialled with backoff,
 /// not in a hot loop.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct PeerLinksBackoffTests {
     @Test func aPeerThatWelcomesAndHangsUpIsRedialledWithBackoff() async throws {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)

@@ -4,7 +4,7 @@ import Testing
 
 /// A coordinator's links use only peers whose welcome lists the scan's job and run it as the
 /// same command (compared word by word), unless told to allow a mismatch.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct PeerLinksJobTests {
     let nodeTests = NodeTests()
 

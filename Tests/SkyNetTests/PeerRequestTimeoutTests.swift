@@ -9,7 +9,7 @@ import Testing
 /// (kept in the pending table while the fake node holds the request): `cancel` says true only
 /// for an entry that was still there, and these tickets are ours, so cancelling them touches
 /// no other test's timer entries.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct PeerRequestTimeoutTests {
     /// What "after about its timeout" and "at once" allow: generous, for the full test run
     /// shares two cores with other work (the pool stalled for up to 4 s at a load average of
@@ -92,7 +92,9 @@ struct PeerRequestTimeoutTests {
             let answering = Task {
                 while !Task.isCancelled {
                     node.answerHeld()
-                    await Task.yield()
+                    // A millisecond's sleep (a yield loop spun on the pool): replies still
+                    // race time limits of 1 to 40 ms.
+                    try? await Task.sleep(for: .milliseconds(1))
                 }
             }
             defer { answering.cancel() }

@@ -4,7 +4,7 @@ import Testing
 
 /// Liveness is not a deadline: a job runs as long as its peer answers pings; a silent peer has
 /// its tasks failed at once; the built-in scan keeps its per-request timeout.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct RemoteLivenessTests {
     /// The liveness bound of these tests (the `--timeout` of a coordinator).
     let timeout: Duration = .milliseconds(300)
@@ -74,7 +74,9 @@ struct RemoteLivenessTests {
                 #expect(error?.description == "beta did not answer a ping within 0.3 s")
             }
             let waited = clock.now - silent
-            #expect(waited < timeout + .seconds(1), "failed after \(waited)")
+            // The tasks have no time limit of their own: without the ping's they wait for ever.
+            // The margin is for a loaded machine (2.6 s seen at a load average of 25).
+            #expect(waited < timeout + .seconds(5), "failed after \(waited)")
             try await awaitState { health.all == [false] }
             // Each failed request is cancelled on the node, should it still be there.
             try await awaitState { node.cancels.count == 3 }

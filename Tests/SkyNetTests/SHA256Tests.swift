@@ -5,7 +5,7 @@ import Testing
 
 /// SHA-256 against FIPS 180-4's examples, the padding's boundary lengths, streaming in any
 /// chunks, and `sha256sum` over seeded random inputs.
-@Suite struct SHA256Tests {
+@Suite(.onOwnThread) struct SHA256Tests {
     private func hex(_ text: String) -> String { Secrets.hex(SHA256.hash(Array(text.utf8))) }
 
     @Test func theNISTExamplesHashToTheirPublishedDigests() {

@@ -4,7 +4,7 @@ import Testing
 
 /// The dashboard's model, fed events by hand and read as JSON: lanes, bars and their
 /// outcomes, caps, cluster states, tallies, and the end of a scan.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(3)), .onOwnThread)
 struct ScanBoardTests {
     @Test func concurrentStartsTakeTheLowestFreeLanesAndAFreedLaneIsReused() throws {
         let board = makeBoard()

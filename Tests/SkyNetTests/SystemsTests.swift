@@ -1,7 +1,7 @@
 import Testing
 @testable import SkyNet
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SystemsTests {
     func makeSystems(local: Int = 4, peers: [(String, Int)] = []) async -> Systems {
         let systems = Systems()

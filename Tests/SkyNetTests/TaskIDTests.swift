@@ -5,7 +5,7 @@ import Testing
 /// Task ids made from one random base and a counter: distinct, and random UUIDs by their
 /// version and variant bits. (That two processes draw different bases cannot be seen from
 /// inside one process.)
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct TaskIDTests {
     /// The 128 bits of an id, as one number to sort.
     func bits(_ id: UUID) -> UInt128 {

@@ -112,7 +112,7 @@ final class TestPipe: Sendable {
 
     /// Returns once `count` bytes have been read in all (or the stream ended); throws
     /// `TimeoutError` after `limit`.
-    func waitForBytes(_ count: Int, upTo limit: Duration = .seconds(10)) async throws {
+    func waitForBytes(_ count: Int, upTo limit: Duration = .seconds(30)) async throws {
         let signal = AsyncSignal<Void>()
         let reached = state.withLock { state -> Bool in
             if state.bytes.count >= count || state.ended { return true }
@@ -125,7 +125,7 @@ final class TestPipe: Sendable {
 
     /// Returns everything read once the stream has ended (the write end is closed and the
     /// reader has read it all); throws `TimeoutError` after `limit`.
-    func waitForEnd(upTo limit: Duration = .seconds(10)) async throws -> [UInt8] {
+    func waitForEnd(upTo limit: Duration = .seconds(30)) async throws -> [UInt8] {
         try await waitForBytes(Int.max, upTo: limit)
         return received
     }

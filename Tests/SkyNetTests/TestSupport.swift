@@ -20,13 +20,22 @@ final class Counter: Sendable {
     func increment() { count.withLock { $0 += 1 } }
 }
 
-/// Waits, yielding (never sleeping), until `condition` holds; throws after `limit`. For state
-/// behind an actor that offers no signal of its own.
-func awaitState(upTo limit: Duration = .seconds(10), _ condition: @escaping @Sendable () async -> Bool) async throws {
+/// How often `awaitState` and the other polls of the tests look again.
+let pollInterval: Duration = .milliseconds(5)
+
+/// Polls until `condition` holds; throws after `limit`. For state that offers no signal of its
+/// own. Between looks it sleeps `pollInterval` (a real suspension): a loop of `Task.yield()`
+/// kept a thread of the cooperative pool (two threads on a two-core machine) busy while the
+/// suites run in parallel, and under the thread sanitizer starved the very work it waited for.
+///
+/// The default limits of this and the other waits of the tests (`waitForCompletions`,
+/// `waitForBytes`, `waitFor`) are hang guards for a state that a wrong implementation never
+/// reaches, not measures of speed: 30 s, for a thread-sanitizer run beside five others on two
+/// cores (load average 25) took more than 10 s to reach some of them.
+func awaitState(upTo limit: Duration = .seconds(30), _ condition: @escaping @Sendable () async -> Bool) async throws {
     try await withTimeout(limit) {
         while !(await condition()) {
-            try Task.checkCancellation()
-            await Task.yield()
+            try await Task.sleep(for: pollInterval)
         }
     }
 }
@@ -74,7 +83,7 @@ final class EventLog: Sendable {
     var all: [ScanEvent] { state.withLock { $0.events } }
 
     /// Returns once `count` tasks have completed; throws after `limit`.
-    func waitForCompletions(_ count: Int, upTo limit: Duration = .seconds(10)) async throws {
+    func waitForCompletions(_ count: Int, upTo limit: Duration = .seconds(30)) async throws {
         let signal = AsyncSignal<Void>()
         let reached = state.withLock { state in
             if state.completed >= count { return true }

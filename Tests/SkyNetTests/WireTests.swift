@@ -3,6 +3,7 @@ import Testing
 @testable import SkyNet
 import SkyNetTestSupport
 
+@Suite(.onOwnThread)
 struct WireTests {
     func decode(_ text: String) throws(WireError) -> Request { try Request.decode(Data(text.utf8)) }
 
@@ -152,6 +153,7 @@ struct WireTests {
     }
 }
 
+@Suite(.onOwnThread)
 struct DecoderFuzzTests {
     /// Twenty thousand seeded random and mutated lines through both decoders: each decodes or
     /// is refused with a protocol error; nothing traps.
