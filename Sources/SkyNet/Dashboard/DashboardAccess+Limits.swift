@@ -41,26 +41,3 @@ extension DashboardAccess.State {
         pausedUntil[prefix] = now + DashboardAccess.wrongProofPause
     }
 }
-
-extension DashboardAccess {
-    /// The network a client address belongs to for throttling: its /24 for IPv4 (`10.9.8.0/24`),
-    /// its /64 for IPv6 (an IPv4-mapped one as IPv4); anything else is its own.
-    static func prefix(of address: String) -> String {
-        var text = address
-        if text.hasPrefix("["), text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
-        if let zone = text.firstIndex(of: "%") { text = String(text[..<zone]) }
-        if text.lowercased().hasPrefix("::ffff:"), text.contains(".") { text = String(text.dropFirst(7)) }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            let octets = withUnsafeBytes(of: &v4) { Array($0) }
-            return "\(octets[0]).\(octets[1]).\(octets[2]).0/24"
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            let bytes = withUnsafeBytes(of: &v6) { Array($0.prefix(8)) }
-            let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
-            return groups.joined(separator: ":") + "::/64"
-        }
-        return address
-    }
-}

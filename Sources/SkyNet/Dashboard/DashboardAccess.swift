@@ -91,7 +91,7 @@ public final class DashboardAccess: Sendable {
             return Self.json(.badRequest, #"{"error":"give nonce (from /login/challenge) and proof, 64 hex digits each"}"#)
         }
         enum Verdict { case tooSoon, tooManyEverywhere, unknownNonce, checked(Bool) }
-        let prefix = Self.prefix(of: Node.address(of: request.peer))
+        let prefix = LoginFailures.prefix(of: Node.address(of: request.peer))  // /24, /64: as a node counts them
         let verdict = state.withLock { state -> Verdict in
             let now = ContinuousClock.now
             if let until = state.pausedUntil[prefix], now < until { return .tooSoon }
