@@ -47,7 +47,7 @@ struct ConnectionTests {
         let reader = Task {
             try await onOwnThread(named: "test-drain") {
                 stalled.wait()  // the reader stalls until every sender is a quarter through
-                return receiveLines(from: client, count: total, silence: .seconds(5))
+                return receiveLines(from: client, count: total, silence: .seconds(30))  // a hang guard: a pause of 5 s was seen in a loaded run
             }
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
