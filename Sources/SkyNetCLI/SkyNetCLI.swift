@@ -51,7 +51,11 @@ enum SkyNetCLI {
             return 0
         case GroupKeeper.command:
             // Hidden: the helper that outlives a killed scan or node just long enough to kill its jobs.
-            return (try? await onOwnThread(named: "skynet-keeper") { GroupKeeper.run() }) ?? 1
+            guard arguments.count == 2, let owner = pid_t(arguments[1]), owner > 1 else {
+                Console.err("error: usage: skynet \(GroupKeeper.command) OWNER-PID (started by skynet itself, with the list on descriptor 3)")
+                return 2
+            }
+            return (try? await onOwnThread(named: "skynet-keeper") { GroupKeeper.run(owner: owner) }) ?? 1
         case "--version":
             Console.out("skynet \(version)")
             return 0

@@ -86,7 +86,7 @@ extension ProcessTests.JobProcessGroupTests {
         try await withScratchFolder { folder in
             let owner = folder.appendingPathComponent("owner.sh")
             try """
-            exec 5> >(exec "$1" \(GroupKeeper.command) 3<&0)
+            exec 5> >(exec "$1" \(GroupKeeper.command) $$ 3<&0)
             SKYNET_OWNER_PID=$$ setsid sleep 60 5>&- &
             echo $! > "$2.tmp" && mv "$2.tmp" "$2"
             wait

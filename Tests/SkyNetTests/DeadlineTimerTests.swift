@@ -62,7 +62,9 @@ struct DeadlineTimerTests {
 
     @Test func actionsRunAtOrAfterTheirDeadlinesInDeadlineOrderWhateverOrderTheyCameIn() async throws {
         let timer = DeadlineTimer(), runs = Runs()
-        let start = ContinuousClock.now + .milliseconds(20)
+        // Far enough that the loop below ends before the first deadline, under the thread
+        // sanitizer on a loaded machine too.
+        let start = ContinuousClock.now + .seconds(2)
         var random = SeededRandom(seed: 13)
         let offsets = (0..<50).shuffled(using: &random)
         var deadlines: [Int: Instant] = [:]
@@ -128,8 +130,9 @@ struct DeadlineTimerTests {
     @Test func theKeptHalfOfAThousandRandomDeadlinesRunsInOrderAndTheCancelledHalfNever() async throws {
         let timer = DeadlineTimer(), runs = Runs()
         var random = SeededRandom(seed: 42)
-        // Far enough that the loops below end before the first (they never suspend).
-        let start = ContinuousClock.now + .seconds(1)
+        // Far enough that the loops below end before the first (they never suspend, but under
+        // the thread sanitizer on a loaded machine they took over a second).
+        let start = ContinuousClock.now + .seconds(10)
         // Distinct deadlines over 200 ms, in a random order.
         let offsets = (0..<1_000).map { $0 * 200 }.shuffled(using: &random)
         var tickets: [(offset: Int, ticket: DeadlineTimer.Ticket)] = []
@@ -144,7 +147,7 @@ struct DeadlineTimerTests {
                 kept.append(offset)
             }
         }
-        try await runs.wait(for: kept.count)
+        try await runs.wait(for: kept.count, upTo: .seconds(60))
         // A marker after the last deadline: anything cancelled that was left would have run by then.
         try await runMarker(on: timer, at: start + .milliseconds(201))
         #expect(runs.labels == kept.sorted())
@@ -180,7 +183,7 @@ struct DeadlineTimerTests {
         }
         #expect(results.map(\.cancelled).reduce(0, +) == tasks * pairs)
         let kept = results.reduce(into: [Int: Instant]()) { $0.merge($1.kept) { first, _ in first } }
-        try await runs.wait(for: kept.count)
+        try await runs.wait(for: kept.count, upTo: .seconds(60))
         // A marker after the last deadline: anything cancelled that was left would have run by then.
         try await runMarker(on: timer, at: try #require(results.map(\.last).max()) + .milliseconds(1))
         let labels = runs.labels

@@ -42,7 +42,7 @@ public enum GroupKeeper {
             // A keeper that died makes our next line to it fail with EPIPE, not kill us.
             signal(SIGPIPE, SIG_IGN)
             let (read, write) = try Spawner.makePipe()
-            var options = ChildProcess.Options(arguments: [command])
+            var options = ChildProcess.Options(arguments: [command, String(getpid())])
             options.descriptors = [3: read]
             do throws(ChildProcessError) {
                 keeper = try ChildProcess.spawn(executable, options)
@@ -59,10 +59,11 @@ public enum GroupKeeper {
     /// The keeper's life (`skynet group-keeper`): reads `+PID` / `-PID` lines from `descriptor`
     /// until EOF, then SIGKILLs every group still listed. Blocking: on a thread of its own.
     /// Returns the exit status.
-    public static func run(descriptor: Int32 = 3) -> Int32 {
+    /// `owner` is the process whose jobs these are (given on the command line: by the time the
+    /// keeper asks for its parent, that parent may already be gone).
+    public static func run(owner: pid_t, descriptor: Int32 = 3) -> Int32 {
         for number in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE] { signal(number, SIG_IGN) }
         _ = setpgid(0, 0)
-        let owner = getppid()
         var groups = Set<pid_t>()
         var line: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
