@@ -23,13 +23,10 @@ struct TaskIDTests {
          ids.filter { ($0 >> 62) & 0b11 != 0b10 }.count)
     }
 
-    /// Whether ThreadSanitizer watches this process: there a million ids take seconds, and the
-    /// sanitizer's resets of its shadow memory stop every thread meanwhile (the timed bounds of
-    /// the tests beside this one failed), so a tenth of them is checked.
-    static let underThreadSanitizer = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
-
     @Test func aMillionIdsAreDistinctAndEachIsARandomUUID() async throws {
-        let count = Self.underThreadSanitizer ? 100_000 : 1_000_000
+        // Under the sanitizer a million ids take seconds, and its resets of shadow memory stop
+        // every thread meanwhile: a tenth of them is checked.
+        let count = underThreadSanitizer ? 100_000 : 1_000_000
         // Sixteen megabytes of ids: measured alone, so that no other test's peak is spoiled;
         // on one thread of its own, so that the pool stays free for the tests beside it.
         try await MemoryUse.measuring {

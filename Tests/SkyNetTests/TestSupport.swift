@@ -1,3 +1,4 @@
+import Foundation
 @testable import SkyNet
 
 /// A one-way signal between tasks, awaited with a bound.
@@ -19,6 +20,10 @@ final class Counter: Sendable {
     var value: Int { count.withLock { $0 } }
     func increment() { count.withLock { $0 += 1 } }
 }
+
+/// Whether ThreadSanitizer watches this process: there work that computes runs many times
+/// slower, and the heaviest tests do a fraction of it (what they check stays the same).
+let underThreadSanitizer = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
 
 /// How often `awaitState` and the other polls of the tests look again.
 let pollInterval: Duration = .milliseconds(5)
