@@ -125,8 +125,9 @@ import Testing
         }
         #expect(pids.count == 1000)
         #expect(pids.filter(isZombieChild).isEmpty)
-        // Other suites open sockets meanwhile: allow a little, far below one per child.
-        #expect(openDescriptors() <= before + 20)
+        // Other suites open sockets meanwhile (bursts of hundreds in the HTTP and login tests):
+        // allow for them, still far below the thousand a descriptor leaked per child would hold.
+        #expect(openDescriptors() <= before + 200)
     }
 
     @Test func aBytesOutputIsCapturedWholeAndItsOverflowKillsTheGroup() async throws {
