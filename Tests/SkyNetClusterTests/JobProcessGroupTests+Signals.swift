@@ -10,6 +10,17 @@ extension ProcessTests.JobProcessGroupTests {
         return cluster.path
     }
 
+    /// A scan that sends every task of `folder`'s inputs to `node` (named beta) and runs none
+    /// itself.
+    func dispatchOnlyScan(to node: NodeProcess, job: String, in folder: URL) throws -> RunningProcess {
+        let cluster = folder.appendingPathComponent("cluster.json")
+        try #"{"nodes":[{"name":"beta","host":"127.0.0.1","port":\#(node.port)}]}"#.write(to: cluster, atomically: true, encoding: .utf8)
+        return try RunningProcess([
+            "scan", "--cluster", cluster.path, "--job", String(job.prefix { $0 != "=" }), "--local-capacity", "0",
+            "--inputs", folder.appendingPathComponent("inputs.txt").path,
+        ])
+    }
+
     /// The pids of `started` still running within `limit`, each then killed: a test that
     /// fails leaves nothing behind either.
     func leftovers(of started: [Int32], within limit: Duration = .seconds(3)) async -> [Int32] {
@@ -26,12 +37,7 @@ extension ProcessTests.JobProcessGroupTests {
         try await withHangingJob(ignoringTerm: true) { folder, job in
             let node = try await NodeProcess.start(executable: skynetBinary, name: "beta", arguments: ["--job", job])
             defer { node.send(SIGKILL) }
-            let cluster = folder.appendingPathComponent("cluster.json")
-            try #"{"nodes":[{"name":"beta","host":"127.0.0.1","port":\#(node.port)}]}"#.write(to: cluster, atomically: true, encoding: .utf8)
-            let scan = try RunningProcess([
-                "scan", "--cluster", cluster.path, "--job", String(job.prefix { $0 != "=" }), "--local-capacity", "0",
-                "--inputs", folder.appendingPathComponent("inputs.txt").path,
-            ])
+            let scan = try dispatchOnlyScan(to: node, job: job, in: folder)
             defer { scan.kill() }
             let started = try await awaitAllStarted(in: folder)
             #expect(started.count == 6)

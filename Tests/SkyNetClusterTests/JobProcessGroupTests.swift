@@ -129,12 +129,7 @@ extension ProcessTests {
                 let node = try await NodeProcess.start(executable: skynetBinary, name: "beta", arguments: ["--job", job],
                                                        stderr: try FileHandle(forWritingTo: log))
                 defer { node.send(SIGKILL) }
-                let cluster = folder.appendingPathComponent("cluster.json")
-                try #"{"nodes":[{"name":"beta","host":"127.0.0.1","port":\#(node.port)}]}"#.write(to: cluster, atomically: true, encoding: .utf8)
-                let scan = try RunningProcess([
-                    "scan", "--cluster", cluster.path, "--job", String(job.prefix { $0 != "=" }), "--local-capacity", "0",
-                    "--inputs", folder.appendingPathComponent("inputs.txt").path,
-                ])
+                let scan = try dispatchOnlyScan(to: node, job: job, in: folder)
                 defer { scan.kill() }
                 let started = try await awaitAllStarted(in: folder)
                 #expect(started.count == 6)
