@@ -1,6 +1,13 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+/// The library's parts, bottom up: each is a target so that the compiler refuses a dependency
+/// that runs the wrong way (README, "Layout").
+let parts: [Target.Dependency] = [
+    "SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire",
+    "SkyNetCluster", "SkyNetHTTP", "SkyNetDashboard",
+]
+
 let package = Package(
     name: "SkyNet",
     platforms: [.macOS(.v15)],
@@ -11,7 +18,24 @@ let package = Package(
         .library(name: "SkyNet", targets: ["SkyNet"]),
     ],
     targets: [
-        .target(name: "SkyNet"),
+        // Locks, threads, the timer, the line splitter, child processes: depends on nothing.
+        .target(name: "SkyNetRuntime"),
+        // Sockets, the listener, connections that carry lines (through filters given to them).
+        .target(name: "SkyNetTransport", dependencies: ["SkyNetRuntime"]),
+        // SHA-256, HMAC, the token handshake's proofs, sealed lines, failed logins.
+        .target(name: "SkyNetAuth", dependencies: ["SkyNetRuntime"]),
+        // The work: scan tasks, jobs, their failures; knows no network.
+        .target(name: "SkyNetWork", dependencies: ["SkyNetRuntime"]),
+        // The messages of docs/PROTOCOL.md and their validation: knows the work, not the network.
+        .target(name: "SkyNetWire", dependencies: ["SkyNetRuntime", "SkyNetWork"]),
+        // The node, the peer links, the scheduler, the journal, the cluster file, spawning.
+        .target(name: "SkyNetCluster", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire"]),
+        // A small HTTP/1.1 and event-stream server.
+        .target(name: "SkyNetHTTP", dependencies: ["SkyNetRuntime", "SkyNetTransport"]),
+        // The dashboard: its page and the board it streams, served by SkyNetHTTP.
+        .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetAuth", "SkyNetWire", "SkyNetCluster", "SkyNetHTTP"]),
+        // The one import for users: re-exports the parts.
+        .target(name: "SkyNet", dependencies: parts),
         .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet"]),
         // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
         .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet"]),
@@ -19,9 +43,10 @@ let package = Package(
         .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet"], path: "Examples/WordCount"),
         // What both test targets use (a seeded random source for the fuzz tests).
         .target(name: "SkyNetTestSupport", dependencies: ["SkyNet"], path: "Tests/SkyNetTestSupport"),
-        .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"]),
+        // The tests reach into each part with `@testable import`.
+        .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"] + parts),
         // Depends on the executable so that `swift test` builds `skynet` beside the test bundle.
-        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetTestSupport"]),
+        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetTestSupport"] + parts),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,9 @@
+// The one import for users of the library: `import SkyNet` brings every part (README, "Layout").
+@_exported import SkyNetAuth
+@_exported import SkyNetCluster
+@_exported import SkyNetDashboard
+@_exported import SkyNetHTTP
+@_exported import SkyNetRuntime
+@_exported import SkyNetTransport
+@_exported import SkyNetWire
+@_exported import SkyNetWork
