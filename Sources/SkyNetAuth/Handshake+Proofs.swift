@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 /// The proofs and session keys of the token handshake (docs/PROTOCOL.md, "Authentication").
 ///
 /// Everything is an HMAC-SHA256 keyed with the token over a label and the transcript: the
@@ -10,11 +12,6 @@
 /// coordinator goes first because it only ever talks to the nodes of its cluster file, while
 /// anyone can reach a node: so a stranger cannot collect proofs from a node to guess at.
 public struct AuthTranscript: Sendable {
-    /// The scheme a hello names in its `auth` field.
-    public static let scheme = "hmac-sha256"
-    /// Bytes of each side's nonce.
-    public static let nonceCount = 32
-
     private let bytes: [UInt8]
 
     /// - Parameters:

@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetRuntime
 
 /// Authenticated lines (docs/PROTOCOL.md): after a token handshake every line is
 /// `SEQ SP MAC SP JSON`, where SEQ counts the lines of its direction from 0 in decimal and MAC

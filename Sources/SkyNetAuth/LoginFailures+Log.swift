@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetRuntime
 
 /// The log of failed logins, per burst and never per failure: a guesser's thousands of tries
 /// are a handful of lines. A prefix's first slowed failure is said at once; the failures after
@@ -14,7 +15,7 @@ extension LoginFailures {
         var unlogged = 0
 
         /// Counts a failure over the node-wide bound; returns the line to log, if one is due.
-        mutating func count(now: ContinuousClock.Instant, delay: Duration, backoff: LoginBackoff) -> String? {
+        package mutating func count(now: ContinuousClock.Instant, delay: Duration, backoff: LoginBackoff) -> String? {
             if lastLog.map({ unlogged == 0 && now - $0 >= LoginFailures.logInterval }) ?? true {
                 lastLog = now
                 return "[Node] Over \(backoff.nodeWideBurst) failed logins, faster than "
@@ -26,7 +27,7 @@ extension LoginFailures {
         }
 
         /// The line summing the failures since the last one, once `logInterval` has passed.
-        mutating func flush(now: ContinuousClock.Instant) -> String? {
+        package mutating func flush(now: ContinuousClock.Instant) -> String? {
             guard unlogged > 0, let last = lastLog, now - last >= LoginFailures.logInterval else { return nil }
             defer { unlogged = 0; lastLog = now }
             return "[Node] \(unlogged) more failed logins in the last \(LoginFailures.seconds(now - last)) s, from any networks"
@@ -49,7 +50,7 @@ extension LoginFailures {
             return unlogged
         }
 
-        mutating func flush(now: ContinuousClock.Instant) -> String? {
+        package mutating func flush(now: ContinuousClock.Instant) -> String? {
             guard unlogged > 0, let last = lastLog, now - last >= LoginFailures.logInterval else { return nil }
             defer { unlogged = 0; lastLog = now }
             return "[Node] Warning: \(unlogged) more hellos sent the token in plain text in the last "
@@ -80,12 +81,12 @@ extension LoginFailures {
 
     /// Whether a right token sent in plain text is warned about now, with how many more were
     /// since the last warning; nil: it is counted for a later line.
-    mutating func warnAboutPlainText(now: ContinuousClock.Instant) -> Int? {
+    package mutating func warnAboutPlainText(now: ContinuousClock.Instant) -> Int? {
         plainText.warnNow(now: now)
     }
 
     /// The summed lines whose interval has passed: the sweeper calls this about once a second.
-    mutating func flush(now: ContinuousClock.Instant) -> [String] {
+    package mutating func flush(now: ContinuousClock.Instant) -> [String] {
         var lines: [String] = []
         for (prefix, entry) in entries where entry.unlogged > 0 {
             guard let last = entry.lastLog, now - last >= Self.logInterval else { continue }

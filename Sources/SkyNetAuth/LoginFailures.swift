@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetRuntime
 
 /// Failed logins (a wrong or missing token, a wrong proof) by network prefix and over the whole
 /// node, so that guessers are answered ever more slowly and said in the log, in bounded memory.
@@ -16,7 +17,7 @@ import Foundation
 /// coordinator, or of an SSH tunnel's end): failures age out after a quiet `window`.
 ///
 /// Logging is per burst, never per failure (`LoginFailures+Log.swift`).
-struct LoginFailures: Sendable {
+package struct LoginFailures: Sendable {
     struct Entry: Sendable {
         var count: Int
         var last: ContinuousClock.Instant
@@ -28,11 +29,11 @@ struct LoginFailures: Sendable {
     /// What became of one failure: the count of its prefix, the wait its hellos get from now on,
     /// whether the refusal itself is worth a line (the free ones and the first slowed one), and
     /// the lines to log.
-    struct Verdict: Sendable {
+    package struct Verdict: Sendable {
         let count: Int
         let delay: Duration
-        let logRefusal: Bool
-        let lines: [String]
+        package let logRefusal: Bool
+        package let lines: [String]
     }
 
     static let window: Duration = .seconds(60)
@@ -53,19 +54,19 @@ struct LoginFailures: Sendable {
     /// Plain-text tokens that were right, for their warning (`LoginFailures+Log.swift`).
     var plainText = PlainTextLog()
 
-    init(backoff: LoginBackoff) {
+    package init(backoff: LoginBackoff) {
         self.backoff = backoff
     }
 
     /// How long a hello from `address` waits before it is answered.
-    func delay(for address: String, now: ContinuousClock.Instant) -> Duration {
+    package func delay(for address: String, now: ContinuousClock.Instant) -> Duration {
         if isOverNodeWideBound(now: now) { return backoff.maxDelay }
         guard let entry = entries[Self.prefix(of: address)], now - entry.last < Self.window else { return .zero }
         return delay(after: entry.count)
     }
 
     /// Counts a failure from `address`, for its prefix and for the node.
-    mutating func record(_ address: String, now: ContinuousClock.Instant) -> Verdict {
+    package mutating func record(_ address: String, now: ContinuousClock.Instant) -> Verdict {
         let prefix = Self.prefix(of: address)
         var entry = entries[prefix].flatMap { now - $0.last < Self.window ? $0 : nil } ?? Entry(count: 0, last: now)
         if entries[prefix] == nil, entries.count >= Self.maxPrefixes { makeRoom(now: now) }
@@ -122,7 +123,7 @@ struct LoginFailures: Sendable {
     /// The network an address belongs to, as failures are counted: `a.b.c.0/24` for IPv4 (an
     /// IPv4-mapped IPv6 address included), the first four groups and `::/64` for IPv6; anything
     /// else (not an address) stands for itself.
-    static func prefix(of address: String) -> String {
+    package static func prefix(of address: String) -> String {
         var v4 = in_addr()
         if inet_pton(AF_INET, address, &v4) == 1 { return ipv4Prefix(withUnsafeBytes(of: &v4) { Array($0) }) }
         var v6 = in6_addr()

@@ -1,3 +1,7 @@
+import SkyNetCluster
+import SkyNetHTTP
+import SkyNetRuntime
+
 /// A scan's dashboard: the page at `/`, the state at `/state` and its live frames at
 /// `/events`, served by our `HTTPServer` from a `ScanBoard`.
 ///

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SkyNetRuntime
 
 /// The bounds of the login's state: pending nonces, paused prefixes, wrong proofs a second.
 extension DashboardAccess.State {

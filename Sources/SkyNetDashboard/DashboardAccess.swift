@@ -1,3 +1,8 @@
+import SkyNetAuth
+import SkyNetHTTP
+import SkyNetRuntime
+import SkyNetTransport
+
 /// Who may read a dashboard: the Host check that stops DNS rebinding, and, when the cluster
 /// has a token, a login that proves the token without sending it.
 ///
@@ -72,7 +77,7 @@ public final class DashboardAccess: Sendable {
     public func challenge(_ request: HTTPRequest) -> HTTPResponse {
         guard key != nil else { return Self.json(.notFound, #"{"error":"this dashboard has no token to log in with"}"#) }
         let nonce = Secrets.hex(Secrets.randomBytes(32))
-        let address = Node.address(of: request.peer)
+        let address = Socket.address(of: request.peer)
         let kept = state.withLock { $0.addNonce(nonce, from: address, now: .now) }
         guard kept else {
             var response = Self.json(.serviceUnavailable, #"{"error":"too many logins are under way: try again in a minute"}"#)
@@ -91,7 +96,7 @@ public final class DashboardAccess: Sendable {
             return Self.json(.badRequest, #"{"error":"give nonce (from /login/challenge) and proof, 64 hex digits each"}"#)
         }
         enum Verdict { case tooSoon, tooManyEverywhere, unknownNonce, checked(Bool) }
-        let prefix = LoginFailures.prefix(of: Node.address(of: request.peer))  // /24, /64: as a node counts them
+        let prefix = LoginFailures.prefix(of: Socket.address(of: request.peer))  // /24, /64: as a node counts them
         let verdict = state.withLock { state -> Verdict in
             let now = ContinuousClock.now
             if let until = state.pausedUntil[prefix], now < until { return .tooSoon }

@@ -1,3 +1,7 @@
+import SkyNetCluster
+import SkyNetRuntime
+import SkyNetWire
+
 extension ScanBoard {
     /// The data of the next `/events` frame: the whole state, and the attempts that ended
     /// since the previous frame, tiny ones merged (at most `maxSpansPerFrame` bars, the

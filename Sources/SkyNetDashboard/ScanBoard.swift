@@ -1,3 +1,7 @@
+import SkyNetCluster
+import SkyNetRuntime
+import SkyNetWire
+
 /// The live picture of one scan that the dashboard shows: fed every `ScanEvent` and
 /// `ClusterEvent` as it happens, read as JSON (`frame()`, `currentState()`; see ScanBoard+JSON).
 ///

@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 /// One Server-Sent Events frame, encoded: `event: NAME\ndata: LINE\n…\n\n`.
 enum EventFrame {
     /// Encodes a frame. Newlines in `data` become several `data:` lines (the browser joins

@@ -3,13 +3,15 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SkyNetRuntime
+import SkyNetTransport
 
 extension HTTPServer {
     /// Runs on the accept thread for each new connection: never blocks. Within the caps the
     /// connection gets a thread of its own; over one, a 503 (see `RefusedConnections`).
     func accept(_ socket: Socket, from peer: String) {
         enum Decision { case serve(Int), refuse(String), drop }
-        let address = Node.address(of: peer)
+        let address = Socket.address(of: peer)
         let decision = state.withLock { state -> Decision in
             if state.stopping { return .drop }
             if state.clients.count >= configuration.maxClients {

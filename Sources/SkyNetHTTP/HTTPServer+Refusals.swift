@@ -3,6 +3,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SkyNetRuntime
+import SkyNetTransport
 
 /// The connections a server refused with 503, until each is closed.
 ///

@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 extension HTTPServer {
     /// Starts the one timer thread: it cuts plain responses stuck past their deadline (a
     /// client that never reads) and sends `: keepalive` to every stream on time.

@@ -1,3 +1,6 @@
+import SkyNetRuntime
+import SkyNetTransport
+
 /// What a path serves. Nothing comes from the file system: the caller registers every route.
 public enum HTTPRoute: Sendable {
     /// A body made when the request comes, on the connection's own thread (keep it quick).

@@ -3,16 +3,16 @@ import Foundation
 /// State behind a pthread mutex with a condition: like `Locked`, and a thread of our own (a
 /// reader, a flusher; never a task of the pool) can wait until the state satisfies something.
 // @unchecked Sendable: safe because `state` is only touched with `condition`'s lock held.
-final class Guarded<State>: @unchecked Sendable {
+package final class Guarded<State>: @unchecked Sendable {
     private let condition = NSCondition()
     private var state: State
 
-    init(_ state: State) {
+    package init(_ state: State) {
         self.state = state
     }
 
     /// Runs `body` with the state, holding the lock, then wakes every waiter to look again.
-    func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
         condition.lock()
         defer {
             condition.broadcast()
@@ -24,7 +24,7 @@ final class Guarded<State>: @unchecked Sendable {
     /// Blocks the calling thread (never call it from async code) while `waiting(state)` holds,
     /// up to `deadline`; then runs `body` under the same lock. `timedOut` tells whether the
     /// deadline ended the wait.
-    func wait<Result>(while waiting: (State) -> Bool, deadline: ContinuousClock.Instant? = nil,
+    package func wait<Result>(while waiting: (State) -> Bool, deadline: ContinuousClock.Instant? = nil,
                       then body: (inout State, _ timedOut: Bool) -> Result) -> Result {
         condition.lock()
         defer {
@@ -46,29 +46,29 @@ final class Guarded<State>: @unchecked Sendable {
 
 /// Bytes waiting to be sent: appended at the back, consumed from the front without moving
 /// the rest each time.
-struct ByteQueue {
+package struct ByteQueue {
     private var bytes: [UInt8] = []
     private var head = 0
 
-    init() {}
+    package init() {}
 
-    init(_ bytes: some Collection<UInt8>) {
+    package init(_ bytes: some Collection<UInt8>) {
         self.bytes = Array(bytes)
     }
 
-    var count: Int { bytes.count - head }
-    var isEmpty: Bool { count == 0 }
+    package var count: Int { bytes.count - head }
+    package var isEmpty: Bool { count == 0 }
 
-    mutating func append(_ more: [UInt8]) {
+    package mutating func append(_ more: [UInt8]) {
         bytes.append(contentsOf: more)
     }
 
     /// Up to `limit` bytes from the front, left in the queue.
-    func front(_ limit: Int) -> [UInt8] {
+    package func front(_ limit: Int) -> [UInt8] {
         Array(bytes[head..<min(bytes.count, head + limit)])
     }
 
-    mutating func consume(_ count: Int) {
+    package mutating func consume(_ count: Int) {
         head += min(count, self.count)
         // Compact once the sent part is the larger half: amortised O(1) per byte.
         if head == bytes.count {

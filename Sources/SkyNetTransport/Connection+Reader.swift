@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetRuntime
 
 extension Connection {
     /// The reader thread's whole life: read and frame until the connection ends, wait for the
@@ -42,15 +43,12 @@ extension Connection {
             let count: Int
             do { count = try socket.receive(into: chunk) } catch { return .failed(error) }
             if count == 0 { return .peerClosed }
-            var rejection: LineSeal.Rejection?
+            var rejection: (any LineRefusal)?
             framer.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { output in
                 guard rejection == nil else { return }
                 switch output {
                 case .line(let line):
-                    switch opened(line) {
-                    case .success(let line): onEvent(.line(line))
-                    case .failure(let refused): rejection = refused
-                    }
+                    if let line = opened(line, refusal: &rejection) { onEvent(.line(line)) }
                 case .tooLong: onEvent(.lineTooLong)
                 }
             }
@@ -59,10 +57,12 @@ extension Connection {
         }
     }
 
-    /// The line as the handler sees it: as read, or (once authenticated) checked and opened.
-    private func opened(_ line: Data) -> Result<Data, LineSeal.Rejection> {
-        opening.withLock { seal in
-            seal?.open(line) ?? .success(line)
+    /// The line as the handler sees it: as read, or (once filtered) checked and opened; nil,
+    /// with `refusal` set, when the filter refuses it.
+    private func opened(_ line: Data, refusal: inout (any LineRefusal)?) -> Data? {
+        opening.withLock { filter in
+            guard filter != nil else { return line }
+            return filter?.open(line, refusal: &refusal)
         }
     }
 

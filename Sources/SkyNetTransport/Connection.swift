@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetRuntime
 
 /// A TCP connection that carries lines of bytes.
 ///
@@ -34,8 +35,9 @@ public final class Connection: Sendable {
     public enum CloseReason: Sendable, CustomStringConvertible {
         case peerClosed, closedLocally, lineTooLong, writeBacklog
         case failed(SocketError)
-        /// A line on an authenticated connection was altered, replayed, reordered or unsigned.
-        case unauthenticated(LineSeal.Rejection)
+        /// The line filter refused a line read (on an authenticated connection: altered,
+        /// replayed, reordered or unsigned).
+        case unauthenticated(any LineRefusal)
 
         public var description: String {
             switch self {
@@ -80,11 +82,11 @@ public final class Connection: Sendable {
     let state = Guarded(State.notStarted)
     /// Fulfilled once the connection has ended and its descriptor is closed.
     public let closed = AsyncSignal<CloseReason>()
-    /// After a token handshake: seals every line sent. Taken before `state`, around the whole
-    /// send, so lines go out in the order of their sequence numbers.
-    private let sealing = Locked<LineSeal?>(nil)
-    /// After a token handshake: checks every line read (on the reader thread).
-    let opening = Locked<LineSeal?>(nil)
+    /// Once given (`filter`): seals every line sent. Taken before `state`, around the whole
+    /// send, so lines go out in the order they were sealed in (a sequence number's order).
+    private let sealing = Locked<(any LineFilter)?>(nil)
+    /// Once given: opens every line read (on the reader thread).
+    let opening = Locked<(any LineFilter)?>(nil)
 
     public init(socket: Socket, peer: String, limits: Limits = Limits()) {
         self.socket = socket
@@ -120,7 +122,7 @@ public final class Connection: Sendable {
 
     /// Sends bytes (whole lines, newline included) without blocking. Throws `Closed` when the
     /// connection has ended; fails the connection when the peer lets too much queue up.
-    /// Once `authenticate` was called, each line is sealed (one line per call).
+    /// Once `filter` was called, each line is sealed (one line per call).
     public func send(_ bytes: [UInt8]) throws(Closed) {
         let owned = try sealing.withLock { (seal) throws(Closed) -> [UInt8]? in
             guard let sealed = seal?.seal(bytes) else { return try queueOrOwn(bytes) }
@@ -132,15 +134,15 @@ public final class Connection: Sendable {
 
     /// From now on every line sent is sealed with `sending` and every line read must open with
     /// `receiving`, or the connection closes at once. Call it on the reader thread (from the
-    /// event handler) while handling the line that completed the handshake, so that no later
+    /// event handler) while handling the line that completed a handshake, so that no later
     /// line escapes the check, and before anything else is sent.
-    public func authenticate(sending: LineSeal, receiving: LineSeal) {
+    public func filter(sending: some LineFilter, receiving: some LineFilter) {
         opening.withLock { $0 = receiving }
         sealing.withLock { $0 = sending }
     }
 
-    /// Whether lines are authenticated on this connection.
-    public var isAuthenticated: Bool { sealing.withLock { $0 != nil } }
+    /// Whether lines go through a filter on this connection.
+    public var isFiltered: Bool { sealing.withLock { $0 != nil } }
 
     /// Queues `bytes` behind whatever is being sent, or, when nothing is, makes the caller
     /// the sender (`flushing` with an empty queue) and returns the bytes for it to send.

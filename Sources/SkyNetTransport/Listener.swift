@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SkyNetRuntime
 
 /// A listening socket whose accept loop runs on a thread of its own.
 public final class Listener: Sendable {

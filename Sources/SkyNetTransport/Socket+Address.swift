@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SkyNetRuntime
 
 /// One address `getaddrinfo` found for a host and port.
 struct ResolvedAddress {
@@ -65,6 +66,12 @@ extension Socket {
         }
         guard status == 0 else { return "?" }
         return "\(text(host)):\(text(service))"
+    }
+
+    /// The host part of a peer's `host:port` (IPv6 hosts keep their colons).
+    package static func address(of peer: String) -> String {
+        guard let colon = peer.lastIndex(of: ":") else { return peer }
+        return String(peer[..<colon])
     }
 }
 

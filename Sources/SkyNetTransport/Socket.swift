@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import SkyNetRuntime
 // Close-on-exec from birth: a child spawned by another thread between socket() and a later
 // fcntl would otherwise inherit it (a job would hold the node's connections open).
 private let streamType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)

@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetWork
 
 /// The two lines that make up nearly all traffic, `scan` requests and `result` replies,
 /// decoded without the general JSON parser when they are written exactly as our own encoder

@@ -1,17 +1,17 @@
 /// A cursor over one line that matches pieces of an exact form, or fails: how the lines we
 /// write most (journal entries, `scan` requests, `result` replies) are read without building a
 /// JSON tree. A caller that gets nil falls back to the full parser, which decides.
-struct ExactLineReader {
+package struct ExactLineReader {
     let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>) {
+    package init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
-    var atEnd: Bool { index == bytes.count }
+    package var atEnd: Bool { index == bytes.count }
 
-    mutating func literal(_ text: StaticString) -> Bool {
+    package mutating func literal(_ text: StaticString) -> Bool {
         let count = text.utf8CodeUnitCount
         guard bytes.count - index >= count else { return false }
         for offset in 0..<count where bytes[index + offset] != text.utf8Start[offset] { return false }
@@ -20,14 +20,14 @@ struct ExactLineReader {
     }
 
     /// An integer in JSON's grammar that fits an `Int`.
-    mutating func integer() -> Int? {
+    package mutating func integer() -> Int? {
         let start = index
         guard jsonInteger() else { return nil }
         return Int(text(from: start))
     }
 
     /// A finite number in JSON's grammar: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
-    mutating func number() -> Double? {
+    package mutating func number() -> Double? {
         let start = index
         guard jsonInteger() else { return nil }
         if peek(UInt8(ascii: ".")) {
@@ -62,7 +62,7 @@ struct ExactLineReader {
     private func peek(_ byte: UInt8) -> Bool { index < bytes.count && bytes[index] == byte }
 
     /// A string without escapes or control characters, valid UTF-8.
-    mutating func plainString() -> String? {
+    package mutating func plainString() -> String? {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
         index += 1
         let start = index

@@ -1,5 +1,5 @@
 /// A parsed JSON value.
-enum JSONValue: Equatable, Sendable {
+package enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
     /// A number written without fraction or exponent that fits an `Int`.
@@ -15,14 +15,14 @@ enum JSONValue: Equatable, Sendable {
 }
 
 /// Why a line is not JSON, with the byte offset where parsing stopped.
-struct JSONSyntaxError: Error, CustomStringConvertible {
-    let reason: String
+package struct JSONSyntaxError: Error, CustomStringConvertible {
+    package let reason: String
     let offset: Int
-    var description: String { "\(reason) at byte \(offset)" }
+    package var description: String { "\(reason) at byte \(offset)" }
 
     /// Where the error is in `text` (the bytes that were parsed), for people: a line and a
     /// column, both from 1, the column counted in characters (Unicode scalars).
-    func location<Bytes: Collection<UInt8>>(in text: Bytes) -> (line: Int, column: Int) {
+    package func location<Bytes: Collection<UInt8>>(in text: Bytes) -> (line: Int, column: Int) {
         var line = 1, column = 1
         for byte in text.prefix(offset) {
             if byte == 10 {
@@ -40,13 +40,13 @@ struct JSONSyntaxError: Error, CustomStringConvertible {
 /// A strict JSON parser (RFC 8259) for one line: rejects invalid UTF-8, raw control
 /// characters in strings, trailing garbage, and nesting deeper than `maxDepth`, so no line,
 /// however hostile, can exhaust the reader thread's stack.
-struct JSONParser {
+package struct JSONParser {
     static let maxDepth = 32
 
     private let bytes: [UInt8]
     private var index = 0
 
-    static func parse<Bytes: Collection<UInt8>>(_ input: Bytes) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse<Bytes: Collection<UInt8>>(_ input: Bytes) throws(JSONSyntaxError) -> JSONValue {
         var parser = JSONParser(bytes: Array(input))
         parser.skipSpace()
         let value = try parser.value(depth: 0)

@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetRuntime
 
 /// What a node's `ping` reports.
 public struct Pong: Sendable, Equatable {
@@ -97,7 +98,7 @@ public enum Reply: Sendable, Equatable {
                             capacity: try fields.int("capacity", in: 0...Int.max), jobs: try fields.jobs(),
                             idle: try fields.optionalNumber("idle").flatMap { $0.isFinite && $0 > 0 ? $0 : nil })
         case "challenge":
-            return .challenge(nonce: try fields.hexBytes("nonce", count: AuthTranscript.nonceCount, in: "challenge"))
+            return .challenge(nonce: try fields.hexBytes("nonce", count: WireAuth.nonceCount, in: "challenge"))
         case "result":
             return .result(id: try fields.requestID(), task: try fields.uuid("task"), result: try fields.string("result"))
         case "failure":

@@ -1,4 +1,6 @@
 import Foundation
+import SkyNetRuntime
+import SkyNetWork
 
 /// The protocol's current (and only) version.
 public let wireVersion = 1
@@ -35,7 +37,7 @@ public enum Request: Sendable, Equatable {
             json.add("name", name)
             if let token { json.add("token", token) }
             if let nonce {
-                json.add("auth", AuthTranscript.scheme)
+                json.add("auth", WireAuth.scheme)
                 json.add("nonce", Secrets.hex(nonce))
             }
             return json.line
@@ -94,7 +96,7 @@ public enum Request: Sendable, Equatable {
             }
             return .hello(version: version, name: name, token: try fields.optionalString("token"), nonce: try fields.helloNonce())
         case "auth":
-            return .auth(proof: try fields.hexBytes("proof", count: HMACSHA256.tagCount, in: "auth"))
+            return .auth(proof: try fields.hexBytes("proof", count: WireAuth.proofCount, in: "auth"))
         case "scan":
             let id = try fields.requestID()
             return .scan(id: id, task: try fields.task(id: id))

@@ -1,15 +1,17 @@
 import Foundation
+import SkyNetRuntime
+import SkyNetWork
 
 /// The fields of one received message, with typed accessors whose errors are the protocol's
 /// `bad-request` replies, naming the field and carrying the request id when it was readable.
-struct WireFields {
+package struct WireFields {
     private let fields: [String: JSONValue]
     /// The message's id, if it has an integer one: errors carry it.
     let id: Int?
     /// How errors name the fields of a nested object: `task.`.
     private var prefix = ""
 
-    init<Bytes: Collection<UInt8>>(_ line: Bytes) throws(WireError) {
+    package init<Bytes: Collection<UInt8>>(_ line: Bytes) throws(WireError) {
         let value: JSONValue
         do {
             value = try JSONParser.parse(line)
@@ -27,7 +29,7 @@ struct WireFields {
         self.prefix = prefix
     }
 
-    func type() throws(WireError) -> String {
+    package func type() throws(WireError) -> String {
         guard case .string(let type) = fields["type"] else {
             throw .badRequest("missing string field \"type\"", id: id)
         }
@@ -49,7 +51,7 @@ struct WireFields {
         if case .int(let value) = fields[key] { value } else { nil }
     }
 
-    func int(_ key: String, in range: ClosedRange<Int>? = nil) throws(WireError) -> Int {
+    package func int(_ key: String, in range: ClosedRange<Int>? = nil) throws(WireError) -> Int {
         let value: Int
         switch fields[key] {
         case .int(let integer)?: value = integer
@@ -65,12 +67,12 @@ struct WireFields {
         return value
     }
 
-    func string(_ key: String) throws(WireError) -> String {
+    package func string(_ key: String) throws(WireError) -> String {
         guard case .string(let value) = fields[key] else { throw .badRequest("missing string field \"\(prefix)\(key)\"", id: id) }
         return value
     }
 
-    func optionalString(_ key: String) throws(WireError) -> String? {
+    package func optionalString(_ key: String) throws(WireError) -> String? {
         switch fields[key] {
         case nil, .null?: return nil
         case .string(let value)?: return value
@@ -90,12 +92,12 @@ struct WireFields {
     func helloNonce() throws(WireError) -> [UInt8]? {
         switch fields["auth"] {
         case nil, .null?:
-            guard fields["nonce"] == nil else { throw .badRequest("a hello with a \"nonce\" needs \"auth\":\"\(AuthTranscript.scheme)\"") }
+            guard fields["nonce"] == nil else { throw .badRequest("a hello with a \"nonce\" needs \"auth\":\"\(WireAuth.scheme)\"") }
             return nil
-        case .string(AuthTranscript.scheme)?:
-            return try hexBytes("nonce", count: AuthTranscript.nonceCount, in: "a hello with \"auth\"")
+        case .string(WireAuth.scheme)?:
+            return try hexBytes("nonce", count: WireAuth.nonceCount, in: "a hello with \"auth\"")
         default:
-            throw .badRequest("unknown \"auth\" scheme: this node speaks \"\(AuthTranscript.scheme)\"")
+            throw .badRequest("unknown \"auth\" scheme: this node speaks \"\(WireAuth.scheme)\"")
         }
     }
 
@@ -107,7 +109,7 @@ struct WireFields {
     }
 
     /// A number (integer or not) if present.
-    func optionalNumber(_ key: String) throws(WireError) -> Double? {
+    package func optionalNumber(_ key: String) throws(WireError) -> Double? {
         switch fields[key] {
         case nil, .null?: return nil
         case .int(let value)?: return Double(value)

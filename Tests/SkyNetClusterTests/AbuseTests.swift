@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+@testable import SkyNetWire
 import SkyNetTestSupport
 
 /// Lines for fuzzing: good messages, mutated ones and random bytes, never holding a newline.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 import SkyNetTestSupport
 
 /// Issue 11, first "Must show": a recording proxy between a real coordinator (`skynet scan`)

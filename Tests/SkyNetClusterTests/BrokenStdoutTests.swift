@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// A scan whose stdout cannot be written: a full disk is reported once and fails the scan;

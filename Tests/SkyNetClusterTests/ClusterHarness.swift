@@ -1,5 +1,8 @@
 import Foundation
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 /// Real `skynet node` processes on loopback, and a cluster file that names them.
 struct TestCluster: Sendable {

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 extension ProcessTests {
     /// The `skynet` executable as a user runs it: output lines, exit status, usage errors.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
 
 extension ProcessTests {
     /// Text from outside (a job's stderr, a peer's job summary) reaches the terminal with its

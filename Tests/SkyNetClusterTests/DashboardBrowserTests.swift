@@ -2,6 +2,8 @@ import Foundation
 import SkyNetTestSupport
 import Testing
 @testable import SkyNet
+@testable import SkyNetDashboard
+@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// The dashboard in a real browser: headless Chromium (Debian's `chromium`) opens the page

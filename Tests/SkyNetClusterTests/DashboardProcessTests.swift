@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetDashboard
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 extension ProcessTests {
     /// `skynet scan --dashboard` as a user runs it: the address on stderr, `/state` equal to the

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 /// A node started with few descriptors (issue 9, item 8): when a flood exhausts them it says
 /// so clearly, once, and serves again once the flood is gone.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
 
 extension ProcessTests {
     /// Liveness is not a deadline, over real processes: a job longer than `--timeout` runs once.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 extension ProcessTests.JobProcessGroupTests {
     /// A cluster file without peers, so that a scan uses only what the test gives it.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// A command job is stopped whole, its grandchildren too, at its deadline and when the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// `--results` with `--keep-order` and `--journal`: what a crash, a resume, a failed task and

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// Spawned nodes never outlive their coordinator, however it ends.

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 extension ProcessTests {
     /// `skynet node --job NAME=COMMAND`: what it accepts, what it refuses, and protected mode.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 import SkyNetTestSupport
 
 /// A node process against silent, idle, flooding and descriptor-hungry clients (issue 9,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
 
 extension ProcessTests {
     /// What people see: the live progress line, JSON Lines, `skynet status`, node logs, help.

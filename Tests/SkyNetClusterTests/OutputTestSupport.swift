@@ -1,5 +1,6 @@
 import Foundation
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 /// A folder of its own for one test, removed by `body`'s end on every path.
 func withScratchFolder<T>(_ body: (URL) async throws -> T) async throws -> T {

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 extension ProcessTests {
     /// `skynet scan --job NAME` over real nodes: only the peers that declare the job get its

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// Inputs from a pipe or a device that never ends: read only as far as the scan needs.

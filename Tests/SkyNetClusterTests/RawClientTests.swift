@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 /// A client that is not the coordinator: raw lines over a socket, as another program would.
 final class RawLineClient: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 /// A `skynet` process running in the background whose stdout (and stderr) lines the test can
 /// wait for; killed when it is dropped.

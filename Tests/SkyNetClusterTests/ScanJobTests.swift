@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// `skynet scan` running real work: a command job over inputs from a file, on spawned nodes.

@@ -1,5 +1,6 @@
 import Foundation
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 /// The `skynet` executable that `swift build` put beside the test bundle (or `$SKYNET_BIN`).
 let skynetBinary: URL = {

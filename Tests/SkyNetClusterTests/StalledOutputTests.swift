@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// A reader that stops reading stdout makes the scan wait, loses nothing, and does not

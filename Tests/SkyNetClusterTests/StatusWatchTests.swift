@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 extension ProcessTests {
     /// `skynet status --watch` over a real node and a down port, read through a pipe; and the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// The closing lines say what they count: failed attempts per system, tasks that gave up

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 /// Token hygiene with the real binary (issue 11): `--token-file` on node, scan and status, the
 /// refusals of a file others can read or that is no file, the 16-byte minimum, and the token

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 /// A folder only its owner can enter, for token and cluster files; removed when dropped.
 final class TokenScratch {

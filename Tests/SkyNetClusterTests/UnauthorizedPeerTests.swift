@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+@testable import SkyNetWire
+@testable import SkyNetWork
 
 /// Peers without the token, against the real binary (issue 11): a fake node that cannot prove
 /// the token gets no input and is reported once; a coordinator that cannot prove it is refused.
@@ -161,7 +166,7 @@ final class ImpostorNode: Sendable {
                                     jobs: [JobRegistry.scan: "built-in simulated scan"]).line
         switch try? Request.decode(line) {
         case .hello?:
-            try? connection.send(manner == .plainWelcome ? welcome : Reply.challenge(nonce: Secrets.randomBytes(AuthTranscript.nonceCount)).line)
+            try? connection.send(manner == .plainWelcome ? welcome : Reply.challenge(nonce: Secrets.randomBytes(WireAuth.nonceCount)).line)
         case .auth?:
             try? connection.send(welcome)
         case .ping(let id)?:

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// A node whose stderr nobody reads keeps serving: its log lines are dropped and counted,

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetAuth
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWire
+@testable import SkyNetWork
 import SkyNetTestSupport
 
 /// The token handshake against a node in this process: our coordinator, a client that does

@@ -1,5 +1,9 @@
 import Foundation
 @testable import SkyNet
+@testable import SkyNetAuth
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+@testable import SkyNetWire
 import SkyNetTestSupport
 
 /// Log lines (of a node, or of a coordinator's links) collected for a test to read and await.

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
+@testable import SkyNetWire
+@testable import SkyNetWork
 
 /// The fast path for `scan` and `result` lines must take exactly the lines our encoder writes
 /// and read them as the general decoder does; everything else goes the long way, unchanged.

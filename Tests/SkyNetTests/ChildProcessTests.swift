@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 /// The one child-process type: exit values, lines, ready lines, stopping, groups, and no
 /// zombie or descriptor left behind.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
 
 struct ClusterConfigTests {
     func problem(_ text: String) -> String? {

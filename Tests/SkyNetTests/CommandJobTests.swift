@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// The command job: argv without a shell, the environment, results and failures, bounds,
 /// cancellation of the whole group, and nothing left behind.

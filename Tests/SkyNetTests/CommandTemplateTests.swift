@@ -1,5 +1,6 @@
 import Testing
 @testable import SkyNet
+@testable import SkyNetWork
 
 @Suite struct CommandTemplateTests {
     func words(_ command: String, input: String = "IN", sector: Int = 7) throws -> [String] {

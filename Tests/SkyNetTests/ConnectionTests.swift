@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 import SkyNetTestSupport
 
 /// A connected pair of sockets over loopback: `server` (accepted) and `client`.

@@ -1,5 +1,6 @@
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 /// Text from outside shown on a terminal: control characters written as `\x1b`.
 struct ControlCharacterEscapingTests {

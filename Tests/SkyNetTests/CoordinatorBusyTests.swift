@@ -1,5 +1,8 @@
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// `busy` is back-pressure: it costs no attempt, prints no re-run, and a scan ends as soon as
 /// its work does, whatever slots still rest or wait.

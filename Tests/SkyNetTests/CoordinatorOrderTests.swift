@@ -1,5 +1,8 @@
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// `Coordinator.orderWindow`: what keeps `--keep-order` output bounded.
 @Suite(.timeLimit(.minutes(3)))

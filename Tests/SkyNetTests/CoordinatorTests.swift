@@ -1,5 +1,8 @@
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 @Suite(.timeLimit(.minutes(3)))
 struct CoordinatorTests {

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetDashboard
+@testable import SkyNetHTTP
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 /// Who may read a dashboard: the Host check, and the token login by challenge, both in-process
 /// and through a real dashboard on 127.0.0.1:0.

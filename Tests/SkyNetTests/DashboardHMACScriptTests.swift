@@ -2,6 +2,9 @@ import Foundation
 import SkyNetTestSupport
 import Testing
 @testable import SkyNet
+@testable import SkyNetAuth
+@testable import SkyNetDashboard
+@testable import SkyNetRuntime
 
 /// `DashboardScript.hmac` run in a real headless Chromium, in strict mode: FIPS 180-4's
 /// examples, every length 0…130, RFC 4231's cases, seeded random keys and messages against our

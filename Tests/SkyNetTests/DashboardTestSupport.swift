@@ -1,5 +1,10 @@
 import Foundation
 @testable import SkyNet
+@testable import SkyNetAuth
+@testable import SkyNetCluster
+@testable import SkyNetDashboard
+@testable import SkyNetHTTP
+@testable import SkyNetRuntime
 
 /// Runs `body` with a dashboard served on 127.0.0.1:0 over a small board, and always stops it.
 func withDashboard(token: String? = nil, board: ScanBoard = dashboardTestBoard(),

@@ -2,6 +2,8 @@ import Foundation
 import SkyNetTestSupport
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 /// The process's timer: actions at their deadlines, in deadline order, never when cancelled;
 /// the wake-up when an earlier deadline comes in; `sleep(until:)` and its cancellation. Each

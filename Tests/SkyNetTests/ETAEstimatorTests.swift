@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 import SkyNetTestSupport
 
 /// The estimate of the progress line's `ETA`, fed synthetic completion times.

@@ -1,5 +1,9 @@
 import Foundation
 @testable import SkyNet
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+@testable import SkyNetWire
+@testable import SkyNetWork
 
 /// A node written for the tests, on 127.0.0.1 and port 0: it welcomes with the jobs `scan` and
 /// `slow`, holds every task it is sent without answering until told to, and answers pings

@@ -1,6 +1,8 @@
 import SkyNetTestSupport
 import Testing
 @testable import SkyNet
+@testable import SkyNetAuth
+@testable import SkyNetRuntime
 
 /// HMAC-SHA256 against RFC 4231's test cases and `openssl dgst` over seeded random keys and
 /// messages.

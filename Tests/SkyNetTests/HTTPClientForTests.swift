@@ -1,5 +1,9 @@
 import Foundation
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetHTTP
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 /// A raw HTTP client for the server tests: bytes in, bytes out, on threads of its own.
 enum HTTPClientForTests {

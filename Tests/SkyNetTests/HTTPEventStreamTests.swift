@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetHTTP
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 /// The dashboard's Server-Sent Events stream: format, order, snapshot first, slow clients.
 @Suite(.timeLimit(.minutes(3)))

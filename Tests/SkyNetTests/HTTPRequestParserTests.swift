@@ -1,5 +1,6 @@
 import Testing
 @testable import SkyNet
+@testable import SkyNetHTTP
 
 /// The pure request-head parser: no socket.
 @Suite struct HTTPRequestParserTests {

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetHTTP
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 #if canImport(Glibc)
 import Glibc
 #endif

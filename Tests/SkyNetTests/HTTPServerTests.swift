@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetHTTP
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 /// The dashboard's HTTP server over loopback: answers, limits, deadline, cap, stop.
 @Suite(.timeLimit(.minutes(2)))

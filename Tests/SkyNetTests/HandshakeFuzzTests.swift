@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetAuth
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+@testable import SkyNetWork
 import SkyNetTestSupport
 
 /// The token handshake fuzzed, seeded: hundreds of broken hellos and auth lines against a node

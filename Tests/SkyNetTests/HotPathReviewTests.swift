@@ -1,6 +1,12 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetAuth
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+@testable import SkyNetWire
+@testable import SkyNetWork
 import SkyNetTestSupport
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetWork
 
 /// Inputs from a file: counted and checked up front, then read lazily in batches.
 struct InputFileTests {

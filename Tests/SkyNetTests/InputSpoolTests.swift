@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// Inputs that can be read only once (a pipe, a FIFO, a device) are spooled to a temporary
 /// file, but never without bound: no further than `--total` lines, no further than the first

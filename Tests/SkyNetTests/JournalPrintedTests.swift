@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// The journal's `printed` marks, the results a resume reads back, and its lock.
 struct JournalPrintedTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 /// The framer alone: bytes in, lines out, no socket.
 struct LineFramerTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetAuth
+@testable import SkyNetRuntime
 import SkyNetTestSupport
 
 /// Authenticated lines (`SEQ SP MAC SP JSON`): what opens, and why each wrong line is refused.

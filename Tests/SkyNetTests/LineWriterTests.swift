@@ -5,6 +5,9 @@ import Testing
 import Glibc
 #endif
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 /// The CLI's output queue through pipes of our own, read by threads of our own: order, records
 /// kept whole, back pressure without dropping or blocking the pool, flush, failed descriptors,

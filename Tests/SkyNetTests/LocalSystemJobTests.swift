@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// `LocalSystem` runs the jobs of its registry, and only those, each within its deadline.
 @Suite(.timeLimit(.minutes(3)))

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// A `cancelled` reply means the slot is free: a client that sends a new scan the moment it
 /// reads that reply is never told `busy` (issue 18, item 13).

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+@testable import SkyNetWire
+@testable import SkyNetWork
 import SkyNetTestSupport
 
 /// A node runs the jobs it registered, says which in its welcome, and still serves v1 clients.

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+@testable import SkyNetWire
 import SkyNetTestSupport
 
 /// Half-open and silent peers (issue 9, item 2), descriptors (item 8) and the hello budget

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 /// Login throttling over real connections from many loopback addresses (issue 18, item 16):
 /// addresses of one network share one slowdown, many networks meet a node-wide bound, and the

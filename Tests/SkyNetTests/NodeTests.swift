@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWire
+@testable import SkyNetWork
 
 /// A node in this process, spoken to over loopback.
 @Suite(.serialized, .timeLimit(.minutes(3)))

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 extension Trait where Self == OwnThreadTrait {
     /// Runs each test (each case of a parameterized one) on a thread of its own instead of

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+@testable import SkyNetWire
 
 /// A peer that welcomes a coordinator and drops the link at once is redialled with backoff,
 /// not in a hot loop.

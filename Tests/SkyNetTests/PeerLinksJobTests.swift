@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// A coordinator's links use only peers whose welcome lists the scan's job and run it as the
 /// same command (compared word by word), unless told to allow a mismatch.

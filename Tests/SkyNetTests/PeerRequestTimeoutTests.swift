@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// A request's time limit lives on `DeadlineTimer.shared`: it fails a request nobody answers
 /// with `TimeoutError` after about its timeout, a late reply is dropped, a reply (or the end of

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 /// What docs/PROTOCOL.md says of the points a client written from it alone had to guess
 /// (issue 18, item 18), checked on a node in this process: the welcome's `idle`, whether the

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// Liveness is not a deadline: a job runs as long as its peer answers pings; a silent peer has
 /// its tasks failed at once; the built-in scan keeps its per-request timeout.

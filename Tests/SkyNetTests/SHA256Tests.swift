@@ -2,6 +2,8 @@ import Foundation
 import SkyNetTestSupport
 import Testing
 @testable import SkyNet
+@testable import SkyNetAuth
+@testable import SkyNetRuntime
 
 /// SHA-256 against FIPS 180-4's examples, the padding's boundary lengths, streaming in any
 /// chunks, and `sha256sum` over seeded random inputs.

@@ -1,6 +1,7 @@
 import SkyNetTestSupport
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 /// Constant-time comparison, random bytes from the kernel, and hex.
 @Suite struct SecretsTests {

@@ -1,5 +1,7 @@
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
 
 @Suite(.timeLimit(.minutes(3)))
 struct SystemsTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// Task ids made from one random base and a counter: distinct, and random UUIDs by their
 /// version and variant bits. (That two processes draw different bases cannot be seen from

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 /// A pipe (or a SOCK_SEQPACKET socket pair, whose reads show each `write` as one record) for
 /// the `LineWriter` tests: the writer writes to `writeEnd`, a thread of ours reads `readEnd`

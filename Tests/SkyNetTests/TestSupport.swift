@@ -1,5 +1,8 @@
 import Foundation
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetWork
 
 /// A one-way signal between tasks, awaited with a bound.
 final class Flag: Sendable {

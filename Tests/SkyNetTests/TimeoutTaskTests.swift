@@ -1,5 +1,6 @@
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
 
 @Suite(.timeLimit(.minutes(3)))
 struct TimeoutTaskTests {

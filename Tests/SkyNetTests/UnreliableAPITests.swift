@@ -1,5 +1,6 @@
 import Testing
 @testable import SkyNet
+@testable import SkyNetWork
 
 struct UnreliableAPITests {
     @Test func failsEveryTenthCallInOrder() {

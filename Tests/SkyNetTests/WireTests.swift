@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetRuntime
+@testable import SkyNetWire
+@testable import SkyNetWork
 import SkyNetTestSupport
 
 @Suite(.onOwnThread)

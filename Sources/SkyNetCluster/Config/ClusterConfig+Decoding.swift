@@ -1,3 +1,5 @@
+import SkyNetWire
+
 /// Reading a cluster file's JSON into a `ClusterConfig`, naming the field that is wrong.
 extension ClusterConfig {
     static func decode(_ value: JSONValue, file: String) throws(ConfigError) -> ClusterConfig {

@@ -1,4 +1,6 @@
 import Foundation
+import SkyNetRuntime
+import SkyNetWire
 
 /// The static peer list of cluster.json: which nodes a coordinator hands work to.
 public struct ClusterConfig: Sendable, Equatable {

@@ -1,3 +1,6 @@
+import SkyNetRuntime
+import SkyNetWire
+
 extension ScanJournal.Entry {
     /// Reads a line in exactly the form `ScanJournal.append` writes, without building a JSON
     /// tree: a long journal resumes several times faster. Any other form, valid or not (keys

@@ -4,6 +4,9 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SkyNetRuntime
+import SkyNetWire
+import SkyNetWork
 
 /// What reached stdout. With `--results` the journal also says which sectors' results were
 /// printed: `{"printed":7}` or `{"printed":7,"through":12}` (sectors 7 to 12), written by the

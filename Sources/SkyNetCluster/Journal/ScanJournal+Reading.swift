@@ -4,6 +4,9 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SkyNetRuntime
+import SkyNetWire
+import SkyNetWork
 
 private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
 

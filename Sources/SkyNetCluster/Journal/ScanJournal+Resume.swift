@@ -1,3 +1,6 @@
+import SkyNetRuntime
+import SkyNetWork
+
 extension ScanJournal {
     /// What a resumed scan takes from its journal: the sectors that completed and, with an
     /// inputs file, a fingerprint of the input each ran with (four bytes a sector).

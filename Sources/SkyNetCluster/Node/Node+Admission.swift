@@ -1,4 +1,6 @@
 import Foundation
+import SkyNetRuntime
+import SkyNetTransport
 
 /// Which connections a node holds: those still owing their hello, those in the middle of a
 /// token handshake, each on a small budget of its own, and the clients that completed it, up
@@ -107,7 +109,7 @@ extension Node {
     /// A new connection joins the budget of those owing a hello, pushing out a silent one if
     /// full: so silent connections can never lock a real client out, however many there are.
     func admitPending(_ session: NodeSession) {
-        let address = Self.address(of: session.connection.peer)
+        let address = Socket.address(of: session.connection.peer)
         let budget = Admission.Budget(most: options.maxPendingConnections, perAddress: options.maxPendingPerAddress)
         let now = ContinuousClock.now
         close(admission.withLock { admission in
@@ -175,11 +177,5 @@ extension Node {
         for line in logins.withLock({ $0.flush(now: now) }) { log(line) }  // bursts of failed logins, summed
         for session in late { session.connection.close() }
         for session in idle where session.closeIfIdle(now: now, bound: options.idleTimeout) {}
-    }
-
-    /// The host part of `host:port` (IPv6 hosts keep their colons).
-    static func address(of peer: String) -> String {
-        guard let colon = peer.lastIndex(of: ":") else { return peer }
-        return String(peer[..<colon])
     }
 }

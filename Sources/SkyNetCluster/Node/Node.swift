@@ -1,4 +1,8 @@
 import Foundation
+import SkyNetAuth
+import SkyNetRuntime
+import SkyNetTransport
+import SkyNetWork
 
 /// A node: serves scans to peers over TCP on its own `LocalSystem`.
 ///

@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 /// The requests a node has started and not yet answered, over all its connections: a
 /// stopping node waits for these, not only for its system to be idle, since a task's slot is
 /// given back a moment before its reply is sent (and closing then would lose the reply).

@@ -1,4 +1,8 @@
 import Foundation
+import SkyNetAuth
+import SkyNetRuntime
+import SkyNetWire
+import SkyNetWork
 
 extension NodeSession {
     /// One request of a client that said hello. Runs on the reader thread: a ping is answered

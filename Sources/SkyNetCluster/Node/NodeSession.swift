@@ -1,4 +1,8 @@
 import Foundation
+import SkyNetAuth
+import SkyNetRuntime
+import SkyNetTransport
+import SkyNetWire
 
 /// What every connection of a node shares: its system, its settings and its log.
 struct NodeContext: Sendable {
@@ -128,7 +132,7 @@ final class NodeSession: Sendable {
         // A network that keeps failing (or any, while the node-wide bound holds) waits before
         // its hello is answered at all, right or wrong. The reader thread (ours, not the pool's) waits: what the client sends meanwhile
         // stays in order in the kernel, and nothing of this connection runs elsewhere.
-        let wait = context.logins.withLock { $0.delay(for: Node.address(of: connection.peer), now: .now) }
+        let wait = context.logins.withLock { $0.delay(for: Socket.address(of: connection.peer), now: .now) }
         guard wait == .zero || connection.holdReading(for: wait) else { return }
         login(client, hello: line, token: hello.token, nonce: hello.nonce)
     }
@@ -138,13 +142,13 @@ final class NodeSession: Sendable {
     private func login(_ client: String, hello line: Data, token given: String?, nonce: [UInt8]?) {
         guard let expected = context.options.token else { return }
         if nonce != nil {  // the transcript holds it: it is in the hello line
-            let nodeNonce = Secrets.randomBytes(AuthTranscript.nonceCount)
+            let nodeNonce = Secrets.randomBytes(WireAuth.nonceCount)
             let transcript = AuthTranscript(hello: line, nodeNonce: nodeNonce)
             state.withLock { $0.phase = .challenged(client: client, transcript: transcript) }
             return send(Reply.challenge(nonce: nodeNonce).line)
         }
         guard let given else {
-            return refuseLogin("this node requires the token: use the \(AuthTranscript.scheme) handshake")
+            return refuseLogin("this node requires the token: use the \(WireAuth.scheme) handshake")
         }
         // Compared as digests, so that the time tells nothing, not even the token's length.
         guard Secrets.equal(SHA256.hash(Array(given.utf8)), SHA256.hash(Array(expected.utf8))) else {
@@ -154,7 +158,7 @@ final class NodeSession: Sendable {
         // The right token crossed the wire in clear: the operator hears of it, once per burst.
         if let earlier = context.logins.withLock({ $0.warnAboutPlainText(now: .now) }) {
             context.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
-                        + "anyone on the path can read it; use a client that speaks the \(AuthTranscript.scheme) handshake"
+                        + "anyone on the path can read it; use a client that speaks the \(WireAuth.scheme) handshake"
                         + (earlier > 0 ? " (and \(earlier) more hellos did since the last warning)" : ""))
         }
         welcome(client)
@@ -195,7 +199,7 @@ final class NodeSession: Sendable {
     /// Refuses a wrong or missing token, counting a failed login for the address's network and
     /// the node. Once slowed, refusals are summed in the log rather than logged one by one.
     private func refuseLogin(_ message: String) {
-        let verdict = context.logins.withLock { $0.record(Node.address(of: connection.peer), now: .now) }
+        let verdict = context.logins.withLock { $0.record(Socket.address(of: connection.peer), now: .now) }
         for line in verdict.lines { context.log(line) }
         refuse(WireError(code: "unauthorized", message: message), log: verdict.logRefusal)
     }

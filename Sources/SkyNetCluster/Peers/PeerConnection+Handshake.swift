@@ -1,4 +1,8 @@
 import Foundation
+import SkyNetAuth
+import SkyNetRuntime
+import SkyNetTransport
+import SkyNetWire
 
 /// A peer that answered the hello without proving it knows the token: a node without the
 /// token, or one pretending to be a node. Nothing is sent to it.
@@ -41,7 +45,7 @@ final class Handshake: Sendable {
         self.name = name
         self.connection = connection
         self.token = token
-        let nonce = token == nil ? nil : Secrets.randomBytes(AuthTranscript.nonceCount)
+        let nonce = token == nil ? nil : Secrets.randomBytes(WireAuth.nonceCount)
         hello = Array(Request.hello(version: wireVersion, name: "coordinator", nonce: nonce).line.dropLast())
     }
 

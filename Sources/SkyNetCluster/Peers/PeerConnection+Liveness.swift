@@ -1,4 +1,6 @@
 import Foundation
+import SkyNetRuntime
+import SkyNetWire
 
 /// A peer that answered no ping within the liveness bound while work was in flight: its
 /// pending requests fail with this at once, so their tasks can run elsewhere.

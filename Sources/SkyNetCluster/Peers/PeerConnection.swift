@@ -1,4 +1,9 @@
 import Foundation
+import SkyNetAuth
+import SkyNetRuntime
+import SkyNetTransport
+import SkyNetWire
+import SkyNetWork
 
 /// A peer that went away while requests to it were pending.
 public struct PeerDisconnected: Error, CustomStringConvertible {

@@ -1,3 +1,6 @@
+import SkyNetRuntime
+import SkyNetWork
+
 extension PeerLinks {
     /// Whether a peer's welcome lets it run the scan's job, and whether it runs it as the
     /// others do: the same words, however quoted (`CommandTemplate.runsLike`). Shared by every

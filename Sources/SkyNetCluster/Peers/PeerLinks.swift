@@ -1,3 +1,7 @@
+import SkyNetRuntime
+import SkyNetWire
+import SkyNetWork
+
 /// Keeps a connection to every peer of a cluster file and keeps `Systems` in step with them.
 ///
 /// Each peer has a task of its own that connects and says hello in the background, adds the

@@ -3,6 +3,9 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SkyNetRuntime
+import SkyNetTransport
+import SkyNetWire
 
 /// What a ping found about one peer of a cluster file.
 public struct PeerStatus: Sendable {

@@ -1,3 +1,7 @@
+import SkyNetRuntime
+import SkyNetWire
+import SkyNetWork
+
 /// A peer node behind the `ScanSystem` interface: each task is one request, bounded by a
 /// time limit on the request itself; a request that is given up is cancelled on the node.
 ///

@@ -1,3 +1,5 @@
+import SkyNetWork
+
 /// What a coordinator's links to its peers report.
 public enum ClusterEvent: Sendable, CustomStringConvertible {
     case connected(String)

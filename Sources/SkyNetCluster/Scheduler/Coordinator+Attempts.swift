@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 extension Coordinator {
     func launch(_ work: Attempt, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) async {
         begin(work, on: reservation, in: &group)

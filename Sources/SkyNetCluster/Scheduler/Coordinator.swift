@@ -1,3 +1,6 @@
+import SkyNetRuntime
+import SkyNetWork
+
 /// Runs scan tasks over the systems of a registry.
 ///
 /// One throwing task group holds every running task and the coordinator's requests for free

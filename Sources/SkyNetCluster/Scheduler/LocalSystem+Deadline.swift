@@ -1,3 +1,6 @@
+import SkyNetRuntime
+import SkyNetWork
+
 extension LocalSystem {
     private enum Outcome: Sendable {
         case finished(String)

@@ -1,3 +1,6 @@
+import SkyNetRuntime
+import SkyNetWork
+
 /// Counters of a system's work, as `ping` reports them.
 public struct SystemCounters: Sendable, Equatable {
     public var running = 0

@@ -1,3 +1,6 @@
+import SkyNetRuntime
+import SkyNetWork
+
 /// What happened to one task, in the order the coordinator saw it.
 public enum ScanEvent: Sendable {
     /// An attempt at the task was handed to `system`.
@@ -12,19 +15,27 @@ public enum ScanEvent: Sendable {
 
 /// What one system did in a scan.
 public struct SystemTally: Sendable, Equatable {
-    public internal(set) var completed = 0
+    public package(set) var completed = 0
     /// Attempts that failed on this system (each was re-run or given up).
-    public internal(set) var failed = 0
+    public package(set) var failed = 0
     /// Attempts it ran that were re-runs of a task that had failed (anywhere) before.
-    public internal(set) var reruns = 0
+    public package(set) var reruns = 0
     /// Times it answered `busy` (full with other coordinators' work): back-pressure, not
     /// failures; the task went back to the queue at no cost.
-    public internal(set) var busy = 0
+    public package(set) var busy = 0
     /// Seconds of the attempts it completed, added up.
-    public internal(set) var busySeconds: Double = 0
+    public package(set) var busySeconds: Double = 0
 
     /// Mean seconds of a completed attempt.
     public var meanSeconds: Double { completed == 0 ? 0 : busySeconds / Double(completed) }
+
+    package init(completed: Int = 0, failed: Int = 0, reruns: Int = 0, busy: Int = 0, busySeconds: Double = 0) {
+        self.completed = completed
+        self.failed = failed
+        self.reruns = reruns
+        self.busy = busy
+        self.busySeconds = busySeconds
+    }
 }
 
 /// The outcome of a whole scan: counters only, so its size does not depend on the number of
@@ -33,18 +44,18 @@ public struct ScanReport: Sendable {
     /// How many tasks the scan was given.
     public let total: Int
     /// How many tasks used up their attempts.
-    public internal(set) var gaveUp = 0
+    public package(set) var gaveUp = 0
     /// How many failed attempts were queued to run again (a stopped scan may not have run them).
-    public internal(set) var reruns = 0
+    public package(set) var reruns = 0
     /// How many `busy` answers sent a task back to the queue (they cost no attempt).
-    public internal(set) var busyBounces = 0
+    public package(set) var busyBounces = 0
     /// What each system did, by name.
-    public internal(set) var systems: [String: SystemTally] = [:]
-    public internal(set) var seconds: Double = 0
+    public package(set) var systems: [String: SystemTally] = [:]
+    public package(set) var seconds: Double = 0
     /// Whether the scan was stopped (cancelled) before every task had its outcome.
-    public internal(set) var interrupted = false
+    public package(set) var interrupted = false
 
-    init(total: Int) {
+    package init(total: Int) {
         self.total = total
     }
 

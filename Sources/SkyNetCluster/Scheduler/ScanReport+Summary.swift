@@ -1,3 +1,6 @@
+import SkyNetRuntime
+import SkyNetWire
+
 extension ScanReport {
     /// The systems in the order people expect: the local one first, then by name.
     public var systemsInOrder: [(name: String, tally: SystemTally)] {

@@ -1,3 +1,5 @@
+import SkyNetWork
+
 /// Something that runs scan tasks: the local system in this process, or a peer behind a
 /// connection. The coordinator sees only this interface.
 public protocol ScanSystem: Actor {

@@ -15,6 +15,13 @@ public struct SlotUse: Sendable, Equatable {
     public let inFlight: Int
     /// Held back from new work until it answers a ping.
     public let suspended: Bool
+
+    package init(name: String, capacity: Int, inFlight: Int, suspended: Bool) {
+        self.name = name
+        self.capacity = capacity
+        self.inFlight = inFlight
+        self.suspended = suspended
+    }
 }
 
 /// The registry of systems a coordinator hands work to: its local system first, then peers.

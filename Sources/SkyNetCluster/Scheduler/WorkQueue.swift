@@ -1,3 +1,5 @@
+import SkyNetWork
+
 /// The coordinator's bookkeeping of work not yet finished: new tasks drawn lazily from the
 /// scan's source, failed attempts waiting to run again, tasks a full system bounced, and how
 /// many attempts are running. Plain state, owned by the coordinator's loop.

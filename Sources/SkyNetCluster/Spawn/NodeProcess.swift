@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetRuntime
 
 /// A `skynet node` child process, started on a free port and awaited until it is ready.
 ///

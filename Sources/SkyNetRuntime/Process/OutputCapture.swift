@@ -10,6 +10,11 @@ public struct CapturedBytes: Sendable, Equatable {
     /// `.bytes`: more than its limit arrived (reading stopped there and the child was killed).
     /// `.tail`: older bytes were dropped.
     public var overflowed = false
+
+    package init(bytes: [UInt8] = [], overflowed: Bool = false) {
+        self.bytes = bytes
+        self.overflowed = overflowed
+    }
 }
 
 /// What a child wrote to its captured outputs (`ChildProcess.Output.bytes` and `.tail`).
@@ -19,6 +24,12 @@ public struct CapturedOutput: Sendable, Equatable {
     /// Reading was given up (`ChildProcess.abandonOutput(after:)`) while some process still
     /// held an output open: what was read may be incomplete.
     public var abandoned = false
+
+    package init(stdout: CapturedBytes? = nil, stderr: CapturedBytes? = nil, abandoned: Bool = false) {
+        self.stdout = stdout
+        self.stderr = stderr
+        self.abandoned = abandoned
+    }
 }
 
 /// Reads a child's captured outputs to EOF on one thread of its own, with `poll`, keeping

@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 /// How a command's end and its outputs become the task's result or its failure.
 extension CommandJob {
     /// The result text of a command that ended as `ended` having written `output`, or the

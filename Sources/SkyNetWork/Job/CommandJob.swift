@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetRuntime
 
 /// A job that runs a command the operator declared, once per task, never through a shell.
 ///

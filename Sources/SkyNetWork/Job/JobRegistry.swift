@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 /// The jobs a system runs, by name: the built-in `scan` always, and whatever its operator
 /// declared (commands) or its program registered (Swift work). A system runs nothing else.
 public struct JobRegistry: Sendable {

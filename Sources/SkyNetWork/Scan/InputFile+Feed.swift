@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 extension InputFile {
     /// The tasks of this file's lines, read lazily a batch ahead on a thread of their own.
     ///

@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SkyNetRuntime
 
 private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { open(path, flags) }
 

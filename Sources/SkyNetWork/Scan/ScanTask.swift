@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetRuntime
 
 /// One unit of work: one numbered sector, run by a job.
 ///

@@ -1,3 +1,4 @@
+import SkyNetRuntime
 
 /// A stand-in for a flaky service: every `failingEvery`-th call fails.
 ///
