@@ -33,7 +33,7 @@ let package = Package(
         // A small HTTP/1.1 and event-stream server.
         .target(name: "SkyNetHTTP", dependencies: ["SkyNetRuntime", "SkyNetTransport"]),
         // The dashboard: its page and the board it streams, served by SkyNetHTTP.
-        .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetAuth", "SkyNetWire", "SkyNetCluster", "SkyNetHTTP"]),
+        .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWire", "SkyNetCluster", "SkyNetHTTP"]),
         // The one import for users: re-exports the parts.
         .target(name: "SkyNet", dependencies: parts),
         .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet"]),
