@@ -88,7 +88,7 @@ final class ScanOutput: Sendable {
         case .unreachable(_, let address, let error):
             json = self.event("unreachable"); json.add("address", address); json.add("error", error)
         case .refused(_, let code, _):
-            json = self.event("refused"); json.add("code", code); json.add("hint", event.refusalHint)
+            json = self.event("refused"); json.add("code", code.rawValue); json.add("hint", event.refusalHint)
         case .unauthorized(_, let reason):
             json = self.event("unauthorized"); json.add("reason", reason)
         case .lacksJob(_, let job, let jobs):

@@ -63,7 +63,7 @@ extension ScanBoard {
             let tally = state.report.systems[row.system.name] ?? SystemTally()
             system.add("name", row.system.name)
             system.add("address", row.system.address)
-            system.add("state", row.state)
+            system.add("state", row.state.rawValue)
             system.add("detail", row.detail)
             system.add("capacity", row.slots.capacity)
             system.add("running", row.slots.inFlight)

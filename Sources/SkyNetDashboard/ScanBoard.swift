@@ -63,7 +63,7 @@ public final class ScanBoard: Sendable {
 
     struct Row {
         let system: System
-        var state: String
+        var state: RowState
         var detail = ""
         /// Which of its slot rows hold a running attempt (grows past the capacity if the
         /// capacity is not known yet).
@@ -135,7 +135,7 @@ public final class ScanBoard: Sendable {
         var rowIndex: [String: Int] = [:]
         for system in systems where rowIndex[system.name] == nil {
             rowIndex[system.name] = rows.count
-            rows.append(Row(system: system, state: system.isLocal ? "local" : "connecting"))
+            rows.append(Row(system: system, state: system.isLocal ? .local : .connecting))
         }
         state = Locked(State(report: ScanReport(total: total), resumed: resumed, rows: rows, rowIndex: rowIndex))
     }
@@ -177,15 +177,15 @@ public final class ScanBoard: Sendable {
         state.withLock { state in
             let index = state.row(named: event.peer)
             switch event {
-            case .connected, .responsive: state.rows[index].state = "connected"; state.rows[index].detail = ""
-            case .unresponsive: state.rows[index].state = "unresponsive"
-            case .disconnected(_, let reason): state.rows[index].state = "gone"; state.rows[index].detail = reason
-            case .unreachable(_, _, let error): state.rows[index].state = "unreachable"; state.rows[index].detail = error
+            case .connected, .responsive: state.rows[index].state = .connected; state.rows[index].detail = ""
+            case .unresponsive: state.rows[index].state = .unresponsive
+            case .disconnected(_, let reason): state.rows[index].state = .gone; state.rows[index].detail = reason
+            case .unreachable(_, _, let error): state.rows[index].state = .unreachable; state.rows[index].detail = error
             case .refused(_, let code, _):
-                state.rows[index].state = code == "unauthorized" ? "unauthorized" : "refused"
+                state.rows[index].state = code == .unauthorized ? .unauthorized : .refused
                 state.rows[index].detail = event.refusalHint
-            case .unauthorized(_, let reason): state.rows[index].state = "unauthorized"; state.rows[index].detail = reason
-            case .lacksJob: state.rows[index].state = "lacks job"; state.rows[index].detail = event.refusalHint
+            case .unauthorized(_, let reason): state.rows[index].state = .unauthorized; state.rows[index].detail = reason
+            case .lacksJob: state.rows[index].state = .lacksJob; state.rows[index].detail = event.refusalHint
             case .jobDiffers: state.rows[index].detail = event.description
             }
         }
@@ -261,7 +261,7 @@ extension ScanBoard.State {
     mutating func row(named name: String) -> Int {
         if let index = rowIndex[name] { return index }
         rowIndex[name] = rows.count
-        rows.append(.init(system: .init(name: name, address: ""), state: "connected"))
+        rows.append(.init(system: .init(name: name, address: ""), state: .connected))
         return rows.count - 1
     }
 

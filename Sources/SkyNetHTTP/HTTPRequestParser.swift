@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 /// The head of an HTTP/1.x request, as far as the dashboard cares: method, path, headers.
 public struct HTTPRequest: Sendable, Equatable {
     public let method: String
@@ -41,8 +43,9 @@ public struct HTTPRequestParser: Sendable {
     public let maxHeaderBytes: Int
     public let maxHeaderLines: Int
 
-    private var buffer: [UInt8] = []
-    /// Where the unparsed bytes of `buffer` start.
+    /// Frames the head; its own bound is the largest of ours, so our limits refuse first.
+    private var lines: LineFramer
+    /// The bytes of the head taken so far, newlines included.
     private var scanned = 0
     private var requestLine: (method: String, target: String, version: String)?
     private var headers: [(name: String, value: String)] = []
@@ -53,42 +56,45 @@ public struct HTTPRequestParser: Sendable {
         self.maxRequestLineBytes = maxRequestLineBytes
         self.maxHeaderBytes = maxHeaderBytes
         self.maxHeaderLines = maxHeaderLines
+        lines = LineFramer(maxLineBytes: max(maxRequestLineBytes, maxHeaderBytes))
     }
 
     /// Takes the next bytes; once the outcome is final, later bytes are ignored.
     public mutating func feed(_ bytes: some Collection<UInt8>) -> Outcome {
         guard outcome == .needMore else { return outcome }
-        buffer.append(contentsOf: bytes)
-        outcome = parseLines()
+        for piece in lines.feed(Array(bytes)) where outcome == .needMore {
+            switch piece {
+            case .line(let line): outcome = take([UInt8](line))
+            case .tooLong: outcome = .refused(requestLine == nil ? .uriTooLong : .headerFieldsTooLarge)
+            }
+        }
+        guard outcome == .needMore else { return outcome }
+        // No full line yet: refuse as soon as the line in progress is already too long.
+        let pending = lines.pendingCount
+        if requestLine == nil, pending > maxRequestLineBytes { outcome = .refused(.uriTooLong) }
+        if requestLine != nil, headerBytes + pending > maxHeaderBytes { outcome = .refused(.headerFieldsTooLarge) }
         return outcome
     }
 
-    private mutating func parseLines() -> Outcome {
-        while let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
-            var end = newline
-            if end > scanned, buffer[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-            let line = buffer[scanned..<end]
-            let lineBytes = newline + 1 - scanned
-            scanned = newline + 1
-            if requestLine == nil {
-                if lineBytes > maxRequestLineBytes { return .refused(.uriTooLong) }
-                // RFC 9112 §2.2: a server should ignore empty lines before the request line.
-                if line.isEmpty, scanned <= 4 { continue }
-                guard let parsed = Self.parseRequestLine(line) else { return .refused(.badRequest) }
-                requestLine = parsed
-                continue
-            }
-            headerBytes += lineBytes
-            if headerBytes > maxHeaderBytes { return .refused(.headerFieldsTooLarge) }
-            if line.isEmpty { return finish() }
-            if headers.count == maxHeaderLines { return .refused(.headerFieldsTooLarge) }
-            guard let header = Self.parseHeader(line) else { return .refused(.badRequest) }
-            headers.append(header)
+    /// Takes one line of the head (its newline stripped).
+    private mutating func take(_ bytes: [UInt8]) -> Outcome {
+        let lineBytes = bytes.count + 1
+        let line = bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes[...]
+        scanned += lineBytes
+        if requestLine == nil {
+            if lineBytes > maxRequestLineBytes { return .refused(.uriTooLong) }
+            // RFC 9112 §2.2: a server should ignore empty lines before the request line.
+            if line.isEmpty, scanned <= 4 { return .needMore }
+            guard let parsed = Self.parseRequestLine(line) else { return .refused(.badRequest) }
+            requestLine = parsed
+            return .needMore
         }
-        // No full line yet: refuse as soon as the line in progress is already too long.
-        let pending = buffer.count - scanned
-        if requestLine == nil, pending > maxRequestLineBytes { return .refused(.uriTooLong) }
-        if requestLine != nil, headerBytes + pending > maxHeaderBytes { return .refused(.headerFieldsTooLarge) }
+        headerBytes += lineBytes
+        if headerBytes > maxHeaderBytes { return .refused(.headerFieldsTooLarge) }
+        if line.isEmpty { return finish() }
+        if headers.count == maxHeaderLines { return .refused(.headerFieldsTooLarge) }
+        guard let header = Self.parseHeader(line) else { return .refused(.badRequest) }
+        headers.append(header)
         return .needMore
     }
 

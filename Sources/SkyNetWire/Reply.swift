@@ -1,5 +1,6 @@
 import Foundation
 import SkyNetRuntime
+import SkyNetWork
 
 /// What a node's `ping` reports.
 public struct Pong: Sendable, Equatable {
@@ -29,7 +30,7 @@ public enum Reply: Sendable, Equatable {
     /// A node's answer to a hello with a nonce: its own nonce, for the coordinator's proof.
     case challenge(nonce: [UInt8])
     case result(id: Int, task: UUID, result: String)
-    case failure(id: Int, task: UUID, code: String, message: String)
+    case failure(id: Int, task: UUID, code: FailureCode, message: String)
     case pong(id: Int, Pong)
     case error(WireError)
 
@@ -71,7 +72,7 @@ public enum Reply: Sendable, Equatable {
             var json = JSONLine(type: "failure")
             json.add("id", id)
             json.add("task", task.wireText)
-            json.add("code", code)
+            json.add("code", code.rawValue)
             json.add("message", message)
             return json.line
         case .pong(let id, let pong):
@@ -103,15 +104,15 @@ public enum Reply: Sendable, Equatable {
             return .result(id: try fields.requestID(), task: try fields.uuid("task"), result: try fields.string("result"))
         case "failure":
             return .failure(id: try fields.requestID(), task: try fields.uuid("task"),
-                            code: try fields.string("code"), message: try fields.optionalString("message") ?? "")
+                            code: FailureCode(rawValue: try fields.string("code")), message: try fields.optionalString("message") ?? "")
         case "pong":
             return .pong(id: try fields.requestID(), Pong(
                 name: try fields.string("name"), running: try fields.int("running"), capacity: try fields.int("capacity"),
                 completed: try fields.int("completed"), failed: try fields.int("failed")))
         case "error":
-            return .error(WireError(code: try fields.string("code"), message: try fields.optionalString("message"), id: fields.id))
+            return .error(WireError(code: FailureCode(rawValue: try fields.string("code")), message: try fields.optionalString("message"), id: fields.id))
         case let other:
-            throw WireError(code: "unknown-type", message: "unknown type \"\(other)\"", id: fields.id)
+            throw WireError(code: .unknownType, message: "unknown type \"\(other)\"", id: fields.id)
         }
     }
 }

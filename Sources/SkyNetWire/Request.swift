@@ -108,7 +108,7 @@ public enum Request: Sendable, Equatable {
         case "ping":
             return .ping(id: try fields.requestID())
         case let other:
-            throw WireError(code: "unknown-type", message: "unknown type \"\(other)\"", id: id)
+            throw WireError(code: .unknownType, message: "unknown type \"\(other)\"", id: id)
         }
     }
 }

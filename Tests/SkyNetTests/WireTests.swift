@@ -87,7 +87,7 @@ struct WireTests {
     ] as [(String, String, Int?)])
     func badRequestsGetTheProtocolsErrorCodes(line: String, code: String, id: Int?) {
         let error = self.error(of: line)
-        #expect(error?.code == code)
+        #expect(error?.code.rawValue == code)
         #expect(error?.id == id)
     }
 

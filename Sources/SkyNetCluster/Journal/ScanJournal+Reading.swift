@@ -81,7 +81,16 @@ extension ScanJournal {
         func failure() -> Failure { Failure(description: "journal \(path): \(String(cString: strerror(errno)))") }
         guard fd >= 0 else { throw failure() }
         defer { close(fd) }
-        var lines = JournalLines(maxLineLength: maxLineLength)
+        // A line longer than the bound is dropped as it streams past, and counted.
+        var lines = LineFramer(maxLineBytes: maxLineLength, overLong: .skip)
+        var skipped = 0
+        var chunkOffset = 0, lineOffset = 0  // where in the file the chunk and the current line start
+        func take(_ piece: LineFramer.Piece) {
+            guard case .line(let bytes) = piece else { skipped += 1; return }
+            guard !bytes.isEmpty else { return }
+            guard let line = bytes.withMemoryRebound(to: UInt8.self, { readLine($0) }) else { skipped += 1; return }
+            body(line, Place(offset: lineOffset, length: bytes.count))
+        }
         var chunk = [UInt8](repeating: 0, count: 256 * 1024)
         while true {
             let count = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
@@ -90,10 +99,18 @@ extension ScanJournal {
                 throw failure()
             }
             if count == 0 { break }
-            chunk.withUnsafeBufferPointer { lines.feed(UnsafeBufferPointer(rebasing: $0[..<count]), body) }
+            chunk.withUnsafeBytes { raw in
+                var start = 0
+                while start < count {
+                    var ended = false
+                    lines.split(UnsafeRawBufferPointer(rebasing: raw[..<count]), from: &start) { take($0); ended = true; return false }
+                    if ended { lineOffset = chunkOffset + start }
+                }
+            }
+            chunkOffset += count
         }
-        lines.finish(body)
-        return lines.skipped
+        lines.finish(take)
+        return skipped
     }
 
     /// One line of the journal: an entry, or a `printed` mark; nil when it is neither.
@@ -117,88 +134,5 @@ extension ScanJournal {
         } catch {
             return nil
         }
-    }
-}
-
-/// Splits a stream of chunks into journal lines, holding at most `maxLineLength` bytes of a
-/// line that spans chunks; a longer line is dropped as it streams past and counted. Keeps
-/// count of where each line starts in the file.
-private struct JournalLines {
-    typealias Body = (ScanJournal.Line, ScanJournal.Place) -> Void
-    let maxLineLength: Int
-    private(set) var skipped = 0
-    /// The start of a line the last chunk ended in.
-    private var partial: [UInt8] = []
-    /// The current line has outgrown the bound: drop it up to its newline.
-    private var overlong = false
-    /// Where in the file the next chunk starts, and where the current line started.
-    private var chunkOffset = 0
-    private var lineOffset = 0
-
-    init(maxLineLength: Int) {
-        self.maxLineLength = maxLineLength
-    }
-
-    mutating func feed(_ chunk: UnsafeBufferPointer<UInt8>, _ body: Body) {
-        guard let base = chunk.baseAddress else { return }
-        defer { chunkOffset += chunk.count }
-        var start = 0
-        while start < chunk.count {
-            guard let found = memchr(base + start, 10, chunk.count - start) else {
-                take(UnsafeBufferPointer(rebasing: chunk[start...]))
-                return
-            }
-            let end = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-            let piece = UnsafeBufferPointer(rebasing: chunk[start..<end])
-            if partial.isEmpty && !overlong {
-                line(piece, at: chunkOffset + start, body)
-            } else {
-                take(piece)
-                endLine(body)
-            }
-            start = end + 1
-            lineOffset = chunkOffset + start
-        }
-    }
-
-    /// The end of the file: a last line without a newline is read like any other.
-    mutating func finish(_ body: Body) {
-        endLine(body)
-    }
-
-    /// Keeps a piece of the current line, unless the line is already too long.
-    private mutating func take(_ piece: UnsafeBufferPointer<UInt8>) {
-        guard !overlong else { return }
-        if partial.count + piece.count > maxLineLength {
-            overlong = true
-            partial = []
-        } else {
-            partial.append(contentsOf: piece)
-        }
-    }
-
-    private mutating func endLine(_ body: Body) {
-        if overlong {
-            skipped += 1
-        } else if !partial.isEmpty {
-            let offset = lineOffset
-            let readable = partial.withUnsafeBufferPointer { Self.read($0, at: offset, body) }
-            if !readable { skipped += 1 }
-        }
-        overlong = false
-        partial.removeAll(keepingCapacity: true)
-    }
-
-    private mutating func line(_ bytes: UnsafeBufferPointer<UInt8>, at offset: Int, _ body: Body) {
-        guard bytes.count <= maxLineLength else { skipped += 1; return }
-        if !Self.read(bytes, at: offset, body) { skipped += 1 }
-    }
-
-    /// Passes the line's content to `body`; false when the line is not empty and not readable.
-    private static func read(_ bytes: UnsafeBufferPointer<UInt8>, at offset: Int, _ body: Body) -> Bool {
-        guard !bytes.isEmpty else { return true }
-        guard let line = ScanJournal.readLine(bytes) else { return false }
-        body(line, ScanJournal.Place(offset: offset, length: bytes.count))
-        return true
     }
 }

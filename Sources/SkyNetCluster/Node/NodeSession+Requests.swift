@@ -28,7 +28,7 @@ extension NodeSession {
     }
 
     private func startScan(id: Int, task: ScanTask) {
-        let busy = { (message: String) in Reply.failure(id: id, task: task.id, code: "busy", message: message).line }
+        let busy = { (message: String) in Reply.failure(id: id, task: task.id, code: .busy, message: message).line }
         let refusal: [UInt8]? = state.withLock { state in
             guard state.scans[id] == nil else { return WireError.badRequest("request id \(id) is already in flight", id: id).line }
             guard !context.stopping.withLock({ $0 }) else { return busy("\(context.options.name) is stopping") }
@@ -54,9 +54,9 @@ extension NodeSession {
         } catch let failure as ScanFailure {
             reply = .failure(id: id, task: task.id, code: failure.code, message: failure.message)
         } catch is CancellationError {
-            reply = .failure(id: id, task: task.id, code: "cancelled", message: "cancelled")
+            reply = .failure(id: id, task: task.id, code: .cancelled, message: "cancelled")
         } catch {
-            reply = .failure(id: id, task: task.id, code: "task-failed", message: "\(error)")
+            reply = .failure(id: id, task: task.id, code: .taskFailed, message: "\(error)")
         }
         // Forget the id before replying: the client may reuse it as soon as it has the reply.
         let client = state.withLock { state in
@@ -71,7 +71,7 @@ extension NodeSession {
         if line.count > room {
             // Escaping (a result full of control characters grows up to six times) can take a
             // result past a wire line, which the client would refuse and drop the link for.
-            reply = .failure(id: id, task: task.id, code: "task-failed",
+            reply = .failure(id: id, task: task.id, code: .taskFailed,
                              message: "the result is \(line.count) bytes once encoded, over the \(room) of a wire line")
             line = reply.line
         }

@@ -90,7 +90,7 @@ final class NodeSession: Sendable {
             return
         case (_, .lineTooLong):
             let limit = context.options.limits.maxLineBytes
-            send(WireError(code: "frame-too-large", message: "a line may hold at most \(limit) bytes").line)
+            send(WireError(code: .frameTooLarge, message: "a line may hold at most \(limit) bytes").line)
         case (.greeting, .line(let line)):
             greet(line)
         case (.challenged(let client, let transcript), .line(let line)):
@@ -115,16 +115,16 @@ final class NodeSession: Sendable {
         let hello: (version: Int, name: String, token: String?, nonce: [UInt8]?)
         do {
             guard case .hello(let version, let name, let token, let nonce) = try Request.decode(line) else {
-                return refuse(WireError(code: "hello-required", message: "the first message must be a hello"))
+                return refuse(WireError(code: .helloRequired, message: "the first message must be a hello"))
             }
             hello = (version, name, token, nonce)
         } catch {
             let saysHello = (try? WireFields(line).type()) == "hello"
             return refuse(saysHello ? WireError.badRequest(error.message ?? "malformed hello")
-                                    : WireError(code: "hello-required", message: "the first message must be a hello"))
+                                    : WireError(code: .helloRequired, message: "the first message must be a hello"))
         }
         guard hello.version == wireVersion else {
-            return refuse(WireError(code: "unsupported-version", message: "this node speaks version \(wireVersion)"))
+            return refuse(WireError(code: .unsupportedVersion, message: "this node speaks version \(wireVersion)"))
         }
         let client = hello.name.isEmpty ? "client" : hello.name
         guard context.token != nil else { return welcome(client) }
@@ -178,7 +178,7 @@ final class NodeSession: Sendable {
     /// Serves the client, if the node has room; with `keys`, on authenticated lines.
     private func welcome(_ client: String, keys: SessionKeys? = nil) {
         guard context.admit(self) else {
-            return refuse(WireError(code: "busy", message: "too many connections (at most \(context.options.maxConnections))"))
+            return refuse(WireError(code: .busy, message: "too many connections (at most \(context.options.maxConnections))"))
         }
         state.withLock { $0.phase = .serving(client: client) }
         if let keys {
@@ -201,7 +201,7 @@ final class NodeSession: Sendable {
     private func refuseLogin(_ message: String) {
         let verdict = context.logins.withLock { $0.record(Socket.address(of: connection.peer), now: .now) }
         for line in verdict.lines { context.log(line) }
-        refuse(WireError(code: "unauthorized", message: message), log: verdict.logRefusal)
+        refuse(WireError(code: .unauthorized, message: message), log: verdict.logRefusal)
     }
 
     func send(_ line: [UInt8]) {

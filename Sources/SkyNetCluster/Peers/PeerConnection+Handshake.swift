@@ -28,7 +28,7 @@ final class Handshake: Sendable {
         /// Our proof went out: the welcome must open with `receiving`.
         case proved(SessionKeys)
         case peer(PeerConnection)
-        case ended(String)
+        case ended(Connection.CloseReason)
     }
 
     private let route = Locked(Route.greeting)
@@ -113,7 +113,7 @@ final class Handshake: Sendable {
         switch result {
         case .success(let welcome):
             let peer = PeerConnection(name: name, welcome: welcome, connection: connection)
-            let ended: String? = route.withLock { route in
+            let ended: Connection.CloseReason? = route.withLock { route in
                 if case .ended(let reason) = route { return reason }
                 route = .peer(peer)
                 return nil
@@ -121,18 +121,18 @@ final class Handshake: Sendable {
             if let ended { peer.end(ended) }
             welcomed.fulfil(.success(peer))
         case .failure(let error):
-            route.withLock { if case .ended = $0 {} else { $0 = .ended("\(error)") } }
+            route.withLock { if case .ended = $0 {} else { $0 = .ended(.closedLocally) } }
             connection.close()
             welcomed.fulfil(.failure(error))
         }
     }
 
-    func fail(_ error: PeerDisconnected) {
+    func fail(_ reason: Connection.CloseReason) {
         let previous = route.withLock { route in
-            defer { route = .ended(error.reason) }
+            defer { route = .ended(reason) }
             return route
         }
-        if case .peer(let peer) = previous { peer.end(error.reason) }
-        welcomed.fulfil(.failure(error))
+        if case .peer(let peer) = previous { peer.end(reason) }
+        welcomed.fulfil(.failure(PeerDisconnected(peer: name, reason: reason.description)))
     }
 }

@@ -13,16 +13,12 @@ public struct PeerUnresponsive: Error, CustomStringConvertible, Equatable {
 /// Liveness: one ping loop per link while watched work is pending.
 extension PeerConnection {
     /// Whether a liveness loop runs on this link (work sent with a bound is pending).
-    var isWatchingLiveness: Bool { state.withLock { $0.watching } }
+    var isWatchingLiveness: Bool { state.withLock { $0.liveness != nil } }
 
-    /// Starts the one liveness loop of this link (the caller set `watching`).
-    func startLivenessLoop() {
-        let task = Task { await self.pingWhileWatched() }
-        let ended = state.withLock { state -> Bool in
-            state.liveness = task
-            return state.ended != nil
-        }
-        if ended { task.cancel() }
+    /// A new liveness loop for this link; the caller stores it in `state.liveness` under the
+    /// lock it found none under.
+    func livenessLoop() -> Task<Void, Never> {
+        Task { await self.pingWhileWatched() }
     }
 
     /// Pings, waits up to the bound for the pong, rests a little, and again, while a watched
@@ -32,7 +28,6 @@ extension PeerConnection {
         while true {
             let bound: Duration? = state.withLock { state in
                 guard state.ended == nil, state.pending.values.contains(where: \.isWatched) else {
-                    state.watching = false
                     state.liveness = nil
                     return nil
                 }

@@ -58,14 +58,15 @@ public final class PeerConnection: Sendable {
     struct State {
         var lastID = 0
         var pending: [Int: Pending] = [:]
-        var ended: String?
+        /// Why the connection ended, once it has.
+        var ended: Connection.CloseReason?
         /// When a line was last sent: the keep-alive pings only a link idle for its interval.
         var lastSent = ContinuousClock.now
         var keepAlive: Task<Void, Never>?
-        /// The liveness ping loop, while one runs (at most one per link).
+        /// The liveness ping loop, while one runs (at most one per link): made under this lock
+        /// by the request that finds none, cleared under it by the loop when no watched request
+        /// is pending, so it changes with `pending`.
         var liveness: Task<Void, Never>?
-        /// Whether a liveness loop runs or is being started; changes with `pending`.
-        var watching = false
         /// How long a ping may go unanswered: the bound of the latest watched request.
         var livenessBound: Duration = .seconds(5)
     }
@@ -93,7 +94,7 @@ public final class PeerConnection: Sendable {
         let handshake = Handshake(name: name, connection: connection, token: token.map { HMACSHA256(key: Array($0.utf8)) })
         connection.start(
             onEvent: { event in handshake.deliver(event) },
-            onClose: { reason in handshake.fail(PeerDisconnected(peer: name, reason: reason.description)) })
+            onClose: { reason in handshake.fail(reason) })
         do {
             try connection.send(handshake.helloLine)
             let peer = try await withTimeout(timeout) { try await handshake.welcomed.value.get() }
@@ -139,19 +140,18 @@ public final class PeerConnection: Sendable {
             try await withCheckedThrowingContinuation { continuation in
                 // Checked under the lock that `complete` takes: a cancellation that came
                 // before this registration is seen here, one after it finds the entry.
-                let (refusal, startWatching) = state.withLock { state -> ((any Error)?, Bool) in
-                    if let ended = state.ended { return (PeerDisconnected(peer: name, reason: ended), false) }
-                    if Task.isCancelled { return (CancellationError(), false) }
+                let refusal = state.withLock { state -> (any Error)? in
+                    if let ended = state.ended { return PeerDisconnected(peer: name, reason: ended.description) }
+                    if Task.isCancelled { return CancellationError() }
                     state.pending[id] = Pending(continuation: continuation, isWork: request.isWork,
                                                 isWatched: liveness != nil)
-                    guard let liveness else { return (nil, false) }
+                    guard let liveness else { return nil }
                     state.livenessBound = liveness
-                    defer { state.watching = true }
-                    return (nil, !state.watching)
+                    if state.liveness == nil { state.liveness = livenessLoop() }
+                    return nil
                 }
                 if let refusal { return continuation.resume(throwing: refusal) }
                 if let timeout { limit(id, to: .now + timeout) }
-                if startWatching { startLivenessLoop() }
                 do {
                     try transmit(request)
                 } catch {
@@ -211,7 +211,7 @@ public final class PeerConnection: Sendable {
         }
     }
 
-    func end(_ reason: String) {
+    func end(_ reason: Connection.CloseReason) {
         let (pending, tasks) = state.withLock { state in
             state.ended = reason
             defer { state.pending = [:] }
@@ -219,7 +219,7 @@ public final class PeerConnection: Sendable {
         }
         for task in tasks { task?.cancel() }
         for entry in pending.values {
-            entry.finish(.failure(PeerDisconnected(peer: name, reason: reason)))
+            entry.finish(.failure(PeerDisconnected(peer: name, reason: reason.description)))
         }
     }
 

@@ -67,21 +67,23 @@ public final class PeerLinks: Sendable {
         let reporting = self.reporting, refusing = self.refusing, everyPeerRefused = self.everyPeerRefused
         let count = cluster.nodes.count
         let log: @Sendable (ClusterEvent) async -> Void = { event in
-            var everyPeerRefusedNow = false
+            var refused = false
             switch event {
             case .refused, .unauthorized, .lacksJob, .jobDiffers(_, _, _, _, used: false):
-                everyPeerRefusedNow = refusing.withLock { refusing in
-                    refusing.insert(event.peer)
-                    return refusing.count == count
-                }
+                refused = true
+                _ = refusing.withLock { $0.insert(event.peer) }
             case .connected:
                 _ = refusing.withLock { $0.remove(event.peer) }
             default:
                 break
             }
             await Self.report(event, to: log, reporting: reporting)
-            // After the report: whoever stops the scan on this signal sees the last refusal printed.
-            if everyPeerRefusedNow { everyPeerRefused.fulfil(event.everyPeerUnusable) }
+            // After the report, so whoever stops the scan on this signal sees the refusal printed;
+            // decided and done in one step, so a peer that connected meanwhile counts.
+            guard refused else { return }
+            refusing.withLock { refusing in
+                if refusing.count == count { everyPeerRefused.fulfil(event.everyPeerUnusable) }
+            }
         }
         let jobCheck = JobCheck(job: settings.job, expected: settings.jobSummary, allowsMismatch: settings.allowJobMismatch)
         tasks = cluster.nodes.map { node in

@@ -43,9 +43,9 @@ public struct PeerStatus: Sendable {
         case let error as SocketError where error.code == ETIMEDOUT: "timed out"
         case let error as SocketError where error.operation.hasPrefix("resolve"): "unknown host"
         case is TimeoutError: "timed out"
-        case let error as WireError where error.code == "unauthorized": "unauthorized"
+        case let error as WireError where error.code == .unauthorized: "unauthorized"
         case is PeerUnauthenticated: "not authenticated (it does not know the token)"
-        case let error as WireError: error.code
+        case let error as WireError: error.code.rawValue
         case is PeerDisconnected: "closed the connection"
         default: "\(error)"
         }

@@ -70,7 +70,7 @@ public actor RemoteSystem: ScanSystem {
         case .failure(_, _, let code, let message):
             throw ScanFailure(code: code, message: message)
         default:
-            throw ScanFailure(code: "bad-reply", message: "\(name) answered a task with \(reply)")
+            throw ScanFailure(code: .badReply, message: "\(name) answered a task with \(reply)")
         }
     }
 
@@ -82,7 +82,7 @@ public actor RemoteSystem: ScanSystem {
 
     private nonisolated func deadlinePassed(_ task: ScanTask) -> ScanFailure {
         let deadline = task.timeout.map { "its deadline of \($0.secondsText) s" } ?? "the longest deadline"
-        return ScanFailure(code: "deadline",
+        return ScanFailure(code: .deadline,
                            message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.secondsText) s")
     }
 

@@ -8,7 +8,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     case unreachable(String, address: String, error: String)
     /// Refused the hello for good (`unauthorized`, `unsupported-version`): reported once, with
     /// the fix (`refusalHint`), and asked again only rarely.
-    case refused(String, code: String, message: String)
+    case refused(String, code: FailureCode, message: String)
     /// Answered the hello without proving it knows the token (a node without it, or an
     /// impostor): reported once, sent nothing, asked again only rarely.
     case unauthorized(String, reason: String)
@@ -57,11 +57,11 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         if case .lacksJob(_, let job, _) = self { return "declare it on the nodes: skynet node --job '\(job)=COMMAND'" }
         guard case .refused(_, let code, let message) = self else { return "" }
         switch code {
-        case "unauthorized" where message.contains("proof"):
+        case .unauthorized where message.contains("proof"):
             // It saw our proof, so we have a token: it is not the node's, or the handshake was altered.
             return "its token differs from this coordinator's (SKYNET_TOKEN or --token-file), or the handshake was altered on the way"
-        case "unauthorized": return "set SKYNET_TOKEN to the nodes' token"
-        case "unsupported-version": return (message.isEmpty ? "" : message + "; ") + "run the same skynet version as the nodes"
+        case .unauthorized: return "set SKYNET_TOKEN to the nodes' token"
+        case .unsupportedVersion: return (message.isEmpty ? "" : message + "; ") + "run the same skynet version as the nodes"
         default: return message
         }
     }
@@ -77,7 +77,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     }
 
     /// Whether a hello refused with `code` will be refused again, whatever the timing.
-    static func isPermanentRefusal(_ code: String) -> Bool {
-        code == "unauthorized" || code == "unsupported-version"
+    static func isPermanentRefusal(_ code: FailureCode) -> Bool {
+        code == .unauthorized || code == .unsupportedVersion
     }
 }

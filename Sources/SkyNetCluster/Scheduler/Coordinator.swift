@@ -89,7 +89,7 @@ public struct Coordinator: Sendable {
                         await systems.release(reservation)
                     }
                 case .finished(let work, let reservation, .failure(let failure as ScanFailure), _)
-                    where failure.code == "busy" && !Task.isCancelled:
+                    where failure.code == .busy && !Task.isCancelled:
                     queue.finished()
                     queue.bounce(work)
                     report.busyBounces += 1

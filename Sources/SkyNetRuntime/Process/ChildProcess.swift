@@ -259,28 +259,21 @@ public final class ChildProcess: Sendable {
     }
 }
 
-/// Reads `fd` to EOF on the calling thread, line by line into `log`, then closes both.
+/// Reads `fd` to EOF on the calling thread, line by line into `log` (each cut to `maxLength`
+/// bytes), then closes both.
 func readLines(from fd: Int32, maxLength: Int, into log: LineLog) {
     var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-    var line: [UInt8] = []
-    var cut = false  // the current line passed maxLength: drop the rest of it
+    var lines = LineFramer(maxLineBytes: maxLength, overLong: .truncate)
+    let append = { (piece: LineFramer.Piece) in
+        if case .line(let bytes) = piece { log.append(String(decoding: bytes, as: UTF8.self)) }
+    }
     while true {
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         if count < 0, errno == EINTR { continue }
         guard count > 0 else { break }
-        for byte in buffer[0..<count] {
-            if byte == UInt8(ascii: "\n") {
-                log.append(String(decoding: line, as: UTF8.self))
-                line.removeAll(keepingCapacity: true)
-                cut = false
-            } else if line.count < maxLength {
-                line.append(byte)
-            } else if !cut {
-                cut = true
-            }
-        }
+        buffer.withUnsafeBytes { lines.split(UnsafeRawBufferPointer(rebasing: $0[..<count]), append) }
     }
-    if !line.isEmpty { log.append(String(decoding: line, as: UTF8.self)) }
+    lines.finish(append)
     close(fd)
     log.close()
 }

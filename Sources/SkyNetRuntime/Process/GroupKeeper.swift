@@ -65,21 +65,18 @@ public enum GroupKeeper {
         for number in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE] { signal(number, SIG_IGN) }
         _ = setpgid(0, 0)
         var groups = Set<pid_t>()
-        var line: [UInt8] = []
+        var lines = LineFramer(maxLineBytes: 32, overLong: .truncate)  // our lines are short; the rest of a longer one is dropped
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { break }
-            for byte in buffer[0..<count] {
-                guard byte == UInt8(ascii: "\n") else {
-                    if line.count < 32 { line.append(byte) }  // our lines are short; anything else is dropped
-                    continue
-                }
-                if let sign = line.first, let pid = pid_t(String(decoding: line.dropFirst(), as: UTF8.self)), pid > 1 {
+            buffer.withUnsafeBytes { raw in
+                lines.split(UnsafeRawBufferPointer(rebasing: raw[..<count])) { piece in
+                    guard case .line(let line) = piece, let sign = line.first,
+                          let pid = pid_t(String(decoding: line.dropFirst(), as: UTF8.self)), pid > 1 else { return }
                     if sign == UInt8(ascii: "+") { groups.insert(pid) } else if sign == UInt8(ascii: "-") { groups.remove(pid) }
                 }
-                line.removeAll(keepingCapacity: true)
             }
         }
         for group in groups { _ = kill(-group, SIGKILL) }

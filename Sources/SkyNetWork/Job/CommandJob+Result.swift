@@ -28,7 +28,7 @@ extension CommandJob {
     }
 
     private static func failure(_ message: String) -> ScanFailure {
-        ScanFailure(code: "task-failed", message: message)
+        ScanFailure(code: .taskFailed, message: message)
     }
 
     /// The last non-empty line of a stderr tail, trimmed, at most 200 characters, decoded

@@ -84,7 +84,7 @@ public struct CommandJob: Job {
     private func start(_ request: JobRequest) throws(ScanFailure) -> ChildProcess {
         // A C string ends at NUL: such an input would arrive cut, so it is refused whole.
         guard !request.input.utf8.contains(0) else {
-            throw ScanFailure(code: "task-failed", message: "the input holds a NUL byte, which no argument can carry")
+            throw ScanFailure(code: .taskFailed, message: "the input holds a NUL byte, which no argument can carry")
         }
         let argv = command.arguments(input: request.input, sector: request.sector)
         let program = argv.first ?? command.program
@@ -108,7 +108,7 @@ public struct CommandJob: Job {
             let reason = error.code == E2BIG
                 ? "an argument or the environment is too long (Linux allows under 131072 bytes in one)"
                 : String(cString: strerror(error.code))
-            throw ScanFailure(code: "task-failed", message: "cannot run '\(program)': \(reason)")
+            throw ScanFailure(code: .taskFailed, message: "cannot run '\(program)': \(reason)")
         }
     }
 }

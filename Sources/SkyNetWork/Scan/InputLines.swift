@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SkyNetRuntime
 
 /// Why an inputs file cannot be used, naming the file and, for a bad line, its number.
 public struct InputFailure: Error, CustomStringConvertible, Sendable {
@@ -27,8 +28,11 @@ struct LineCursor: Sendable {
     private var start = 0
     private var end = 0
     private var atEOF = false
-    /// The start of a line that runs past the buffered chunk (bounded by the longest input).
-    private var partial: [UInt8] = []
+    /// Holds the start of a line that runs past the buffered chunk; one byte more than an input
+    /// may hold (a trailing `\r`), and a longer line fails as soon as it is seen.
+    private var lines = LineFramer(maxLineBytes: ScanTask.maxTextBytes + 1, overLong: .fail)
+    /// The start of the line that `lines` holds has a NUL byte.
+    private var heldNUL = false
 
     init(descriptor: Int32, name: String) {
         self.descriptor = descriptor
@@ -40,38 +44,46 @@ struct LineCursor: Sendable {
     mutating func nextLine() throws(InputFailure) -> String? {
         while true {
             if start < end {
-                let stop = buffer[start..<end].firstIndex(of: 10)
-                let pieceEnd = stop ?? end
-                if partial.count + pieceEnd - start > ScanTask.maxTextBytes + 1 {
-                    // A NUL byte is named first, as for a short line: `/dev/zero` holds one.
-                    if partial.contains(0) || buffer[start..<pieceEnd].contains(0) { throw holdsNUL() }
-                    throw tooLong()
-                }
-                if let stop {
-                    let text: String
-                    if partial.isEmpty {
-                        text = try buffer.withUnsafeBufferPointer { check(UnsafeBufferPointer(rebasing: $0[start..<stop])) }.get()
-                    } else {
-                        partial.append(contentsOf: buffer[start..<stop])
-                        text = try partial.withUnsafeBufferPointer { check($0) }.get()
-                        partial.removeAll(keepingCapacity: false)
-                    }
-                    start = stop + 1
-                    lineIndex += 1
-                    return text
-                }
-                partial.append(contentsOf: buffer[start..<end])
-                start = end
-            }
-            if atEOF {
-                guard !partial.isEmpty else { return nil }
-                let text = try partial.withUnsafeBufferPointer { check($0) }.get()
-                partial = []
+                if let text = try nextInBuffer() { return text }
+            } else if atEOF {
+                var last: Result<String, InputFailure>?
+                let place = (name, lineIndex)
+                lines.finish { if case .line(let bytes) = $0 { last = Self.check(bytes, place) } }
+                guard let last else { return nil }
+                let text = try last.get()
                 lineIndex += 1
                 return text
+            } else {
+                try fill()
             }
-            try fill()
         }
+    }
+
+    /// The next line of the buffered chunk, checked; nil once its rest is held as the start
+    /// of a line.
+    private mutating func nextInBuffer() throws(InputFailure) -> String? {
+        let first = start
+        var taken: Result<String, InputFailure>?
+        let place = (name, lineIndex)
+        buffer.withUnsafeBytes { raw in
+            lines.split(UnsafeRawBufferPointer(rebasing: raw[..<end]), from: &start) { piece in
+                switch piece {
+                case .line(let bytes): taken = Self.check(bytes, place)
+                // A NUL byte is named first, as for a short line: `/dev/zero` holds one.
+                case .tooLong: taken = .failure(heldNUL || raw[first..<end].prefix { $0 != 10 }.contains(0)
+                                                ? Self.holdsNUL(place) : Self.tooLong(place))
+                }
+                return false
+            }
+        }
+        guard let taken else {
+            heldNUL = heldNUL || buffer[first..<end].contains(0)
+            return nil
+        }
+        heldNUL = false
+        let text = try taken.get()
+        lineIndex += 1
+        return text
     }
 
     private mutating func fill() throws(InputFailure) {
@@ -89,25 +101,24 @@ struct LineCursor: Sendable {
         }
     }
 
-    /// The line as text, or why it cannot be an input.
-    private func check(_ raw: UnsafeBufferPointer<UInt8>) -> Result<String, InputFailure> {
+    /// The line as text, or why it cannot be an input; `place` names the file and the line's index.
+    private static func check(_ raw: UnsafeRawBufferPointer, _ place: (name: String, index: Int)) -> Result<String, InputFailure> {
         var bytes = raw
-        if let last = bytes.last, last == 13 { bytes = UnsafeBufferPointer(rebasing: bytes.dropLast()) }
-        let place = "inputs \(name) line \(lineIndex + 1)"
-        if bytes.contains(0) { return .failure(holdsNUL()) }
-        guard bytes.count <= ScanTask.maxTextBytes else { return .failure(tooLong()) }
+        if let last = bytes.last, last == 13 { bytes = UnsafeRawBufferPointer(rebasing: bytes.dropLast()) }
+        if bytes.contains(0) { return .failure(holdsNUL(place)) }
+        guard bytes.count <= ScanTask.maxTextBytes else { return .failure(tooLong(place)) }
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            return .failure(InputFailure("\(place) is not valid UTF-8"))
+            return .failure(InputFailure("inputs \(place.name) line \(place.index + 1) is not valid UTF-8"))
         }
         return .success(text)
     }
 
-    private func holdsNUL() -> InputFailure {
-        InputFailure("inputs \(name) line \(lineIndex + 1) holds a NUL byte, which no command argument can carry")
+    private static func holdsNUL(_ place: (name: String, index: Int)) -> InputFailure {
+        InputFailure("inputs \(place.name) line \(place.index + 1) holds a NUL byte, which no command argument can carry")
     }
 
-    private func tooLong() -> InputFailure {
-        InputFailure("inputs \(name) line \(lineIndex + 1) is longer than \(ScanTask.maxTextBytes) bytes, the most one input may hold")
+    private static func tooLong(_ place: (name: String, index: Int)) -> InputFailure {
+        InputFailure("inputs \(place.name) line \(place.index + 1) is longer than \(ScanTask.maxTextBytes) bytes, the most one input may hold")
     }
 }
 

@@ -6,7 +6,7 @@ import SkyNetRuntime
 /// By default the job is the built-in simulated scan, which takes `duration` seconds and
 /// returns the sector number as text. Another job (a command a node declared, Swift work a
 /// program registered) gets the task's input text and sector number instead.
-public struct ScanTask: Codable, Sendable, Hashable, Identifiable {
+public struct ScanTask: Sendable, Hashable, Identifiable {
     /// The longest simulated work a task may ask for, in seconds (PROTOCOL.md).
     public static let maxDuration: Double = 3600
     /// The longest deadline a task may carry, in seconds (a week).

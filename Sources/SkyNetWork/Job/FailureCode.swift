@@ -1,0 +1,42 @@
+/// A failure or error code of the wire protocol (docs/PROTOCOL.md), its raw value spelled as on
+/// the wire. A code this build does not know (a newer peer's) is kept as it came, in `other`.
+public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStringLiteral, CustomStringConvertible {
+    // Failures of a task.
+    case taskFailed, busy, cancelled, deadline, unknownJob, badReply
+    // Errors of a connection or a request.
+    case badRequest, unknownType, frameTooLarge, helloRequired, unsupportedVersion, unauthorized
+    case other(String)
+
+    private static let known: [FailureCode] = [
+        .taskFailed, .busy, .cancelled, .deadline, .unknownJob, .badReply,
+        .badRequest, .unknownType, .frameTooLarge, .helloRequired, .unsupportedVersion, .unauthorized,
+    ]
+
+    public init(rawValue: String) {
+        self = Self.known.first { $0.rawValue == rawValue } ?? .other(rawValue)
+    }
+
+    public init(stringLiteral value: String) {
+        self.init(rawValue: value)
+    }
+
+    public var rawValue: String {
+        switch self {
+        case .taskFailed: "task-failed"
+        case .busy: "busy"
+        case .cancelled: "cancelled"
+        case .deadline: "deadline"
+        case .unknownJob: "unknown-job"
+        case .badReply: "bad-reply"
+        case .badRequest: "bad-request"
+        case .unknownType: "unknown-type"
+        case .frameTooLarge: "frame-too-large"
+        case .helloRequired: "hello-required"
+        case .unsupportedVersion: "unsupported-version"
+        case .unauthorized: "unauthorized"
+        case .other(let code): code
+        }
+    }
+
+    public var description: String { rawValue }
+}
