@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Authenticated lines (docs/PROTOCOL.md): after a token handshake every line is
 /// `SEQ SP MAC SP JSON`, where SEQ counts the lines of its direction from 0 in decimal and MAC

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The static peer list of cluster.json: which nodes a coordinator hands work to.
 public struct ClusterConfig: Sendable, Equatable {

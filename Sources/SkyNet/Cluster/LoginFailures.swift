@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Failed logins (a wrong or missing token, a wrong proof) by network prefix and over the whole
 /// node, so that guessers are answered ever more slowly and said in the log, in bounded memory.

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Which connections a node holds: those still owing their hello, those in the middle of a
 /// token handshake, each on a small budget of its own, and the clients that completed it, up

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What every connection of a node shares: its system, its settings and its log.
 struct NodeContext: Sendable {
@@ -71,7 +75,7 @@ final class NodeSession: Sendable {
             return client
         }
         guard let client else { return false }
-        context.log("[Node] Closing \(client) from \(connection.peer): nothing received for \(String(format: "%g", bound.seconds)) s")
+        context.log("[Node] Closing \(client) from \(connection.peer): nothing received for \(String(cFormat: "%g", bound.seconds)) s")
         connection.close()
         return true
     }

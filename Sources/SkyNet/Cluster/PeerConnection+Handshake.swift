@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A peer that answered the hello without proving it knows the token: a node without the
 /// token, or one pretending to be a node. Nothing is sent to it.

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A peer that answered no ping within the liveness bound while work was in flight: its
 /// pending requests fail with this at once, so their tasks can run elsewhere.

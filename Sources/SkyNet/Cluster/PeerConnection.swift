@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A peer that went away while requests to it were pending.
 public struct PeerDisconnected: Error, CustomStringConvertible {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Connection {
     /// The reader thread's whole life: read and frame until the connection ends, wait for the

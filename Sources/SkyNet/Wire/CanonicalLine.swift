@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The two lines that make up nearly all traffic, `scan` requests and `result` replies,
 /// decoded without the general JSON parser when they are written exactly as our own encoder

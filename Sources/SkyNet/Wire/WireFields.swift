@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The fields of one received message, with typed accessors whose errors are the protocol's
 /// `bad-request` replies, naming the field and carrying the request id when it was readable.
