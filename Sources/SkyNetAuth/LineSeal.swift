@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SkyNetRuntime
 
 /// Authenticated lines (docs/PROTOCOL.md): after a token handshake every line is

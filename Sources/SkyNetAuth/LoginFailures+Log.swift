@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNetRuntime
 
 /// The log of failed logins, per burst and never per failure: a guesser's thousands of tries
@@ -19,7 +23,7 @@ extension LoginFailures {
             if lastLog.map({ unlogged == 0 && now - $0 >= LoginFailures.logInterval }) ?? true {
                 lastLog = now
                 return "[Node] Over \(backoff.nodeWideBurst) failed logins, faster than "
-                    + "\(String(format: "%g", backoff.nodeWideFailuresPerSecond)) a second from any networks: "
+                    + "\(String(cFormat: "%g", backoff.nodeWideFailuresPerSecond)) a second from any networks: "
                     + "every hello is now answered after \(LoginFailures.seconds(delay)) s"
             }
             unlogged += 1
@@ -101,6 +105,6 @@ extension LoginFailures {
 
     /// Seconds as the log says them: `0.25`, `2`, `10`.
     static func seconds(_ duration: Duration) -> String {
-        String(format: "%g", (duration.seconds * 100).rounded() / 100)
+        String(cFormat: "%g", (duration.seconds * 100).rounded() / 100)
     }
 }

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNetRuntime
 
 /// Failed logins (a wrong or missing token, a wrong proof) by network prefix and over the whole

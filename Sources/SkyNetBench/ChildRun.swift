@@ -52,18 +52,15 @@ struct BenchError: Error, CustomStringConvertible {
 
 
 /// Runs async work from the synchronous main thread (not a thread of the cooperative pool),
-/// waiting for it on a semaphore.
+/// waiting for its outcome on the lock's condition.
 func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let outcome = Locked<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
+    let outcome = Guarded<Result<T, any Error>?>(nil)
     Task {
         let result: Result<T, any Error>
         do { result = .success(try await body()) } catch { result = .failure(error) }
         outcome.withLock { $0 = result }
-        done.signal()
     }
-    done.wait()
-    guard let result = outcome.withLock({ $0 }) else { throw BenchError("no result") }
+    guard let result = outcome.wait(while: { $0 == nil }, then: { outcome, _ in outcome }) else { throw BenchError("no result") }
     return try result.get()
 }
 

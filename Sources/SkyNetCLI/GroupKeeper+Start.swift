@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNet
 
 extension GroupKeeper {
@@ -6,7 +10,7 @@ extension GroupKeeper {
     /// cannot start is reported, and the command goes on without it: its jobs are still
     /// stopped on every orderly path, only a SIGKILL would leave them running.
     static func startFromThisExecutable() async {
-        let executable = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])).path
+        let executable = runningExecutablePath()
         do {
             try await onOwnThread(named: "skynet-spawn") { try GroupKeeper.start(executable: executable) }
         } catch {

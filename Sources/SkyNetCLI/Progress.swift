@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SkyNet
 #if canImport(Glibc)
 import Glibc
@@ -115,7 +119,7 @@ final class Progress: Sendable {
             state.eta.observe(finished: state.completed + state.failed, at: seconds)
             let systems = localSystems + state.peers
             var fields = [
-                "\(state.scheduled) scheduled", "\(String(format: "%.2f", Double(state.completed) / seconds)) per sec.",
+                "\(state.scheduled) scheduled", "\(String(cFormat: "%.2f", Double(state.completed) / seconds)) per sec.",
                 "\(state.completed)/\(total) tasks completed", ETAEstimator.label(state.eta.secondsLeft(total: total, at: seconds)),
                 "\(state.failed) failed", "\(systems) system\(systems == 1 ? "" : "s")",
             ]

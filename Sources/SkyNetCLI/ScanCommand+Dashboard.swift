@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNet
 
 /// Where `--dashboard [HOST:]PORT` listens: 127.0.0.1 unless a host is given; port 0 picks one.

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNet
 
 extension ScanCommand {
@@ -213,7 +222,7 @@ extension ScanCommand {
     /// Starts the --spawn nodes in parallel; if one fails, stops the others.
     private func spawnNodes() async throws -> [NodeProcess] {
         guard spawn > 0 else { return [] }
-        let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+        let executable = URL(fileURLWithPath: runningExecutablePath())
         var arguments = ["--capacity", String(max(1, capacity)), "--failing-every", String(failingEvery)]
         // One machine, one operator: the nodes declare the job this scan declares.
         if let jobCommand { arguments += ["--job", "\(job)=\(jobCommand.text)"] }
@@ -241,7 +250,8 @@ extension ScanCommand {
             for node in nodes { await node.stop() }
             throw failure
         }
-        return nodes.sorted { $0.name.localizedStandardCompare($1.name) == .orderedAscending }
+        // node1 … node10: the shorter name first is the numeric order.
+        return nodes.sorted { ($0.name.count, $0.name) < ($1.name.count, $1.name) }
     }
 }
 

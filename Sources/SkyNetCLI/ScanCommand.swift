@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SkyNet
 
 /// `skynet scan`: runs a scan from this process over its local system and the cluster's peers.

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNet
 
 /// What a scan prints: the reference log lines, or (`--json`) one JSON event per line.
@@ -177,7 +181,7 @@ final class ScanOutput: Sendable {
             }
             if let failure { await error(failure) }
             let gaveUp = report.gaveUp > 0 ? ", \(report.gaveUp) gave up." : "."
-            await line("Finished \(completed) scans in \(String(format: "%.2f", report.seconds)) seconds" + gaveUp)
+            await line("Finished \(completed) scans in \(String(cFormat: "%.2f", report.seconds)) seconds" + gaveUp)
             // The table goes to stderr: stdout's last line stays the `Finished` line.
             await Console.printError(SummaryTable(report).text)
         case .json:

@@ -1,5 +1,9 @@
 import Dispatch
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNet
 
 /// Catches SIGINT, SIGTERM and SIGHUP so a command can stop in order instead of dying: a

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNet
 
 /// One `skynet` subcommand: parses and validates its arguments, then runs.
@@ -24,7 +28,7 @@ enum SkyNetCLI {
         usage: skynet <command> [options]
 
         commands:
-        \(commands.map { "  \($0.name.padding(toLength: 8, withPad: " ", startingAt: 0))\($0.summary)" }.joined(separator: "\n"))
+        \(commands.map { "  \($0.name.padded(to: 8))\($0.summary)" }.joined(separator: "\n"))
 
         Run 'skynet help <command>' or 'skynet <command> --help' for a command's options.
 

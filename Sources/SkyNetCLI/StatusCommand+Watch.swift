@@ -1,4 +1,3 @@
-import Foundation
 import SkyNet
 #if canImport(Glibc)
 import Glibc

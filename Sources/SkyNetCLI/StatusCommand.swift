@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SkyNet
 
 /// `skynet status`: pings every peer of the cluster file and says which are up.
@@ -90,7 +94,7 @@ struct StatusCommand: Command {
             switch status.state {
             case .up(let pong, let milliseconds):
                 return [status.node.name, address, "up", "\(pong.running)/\(pong.capacity)", String(pong.completed),
-                        String(format: "%.2f ms", milliseconds)]
+                        String(cFormat: "%.2f ms", milliseconds)]
             case .down(let reason):
                 return [status.node.name, address, "down (\(reason))", "-", "-", "-"]
             }
@@ -100,7 +104,7 @@ struct StatusCommand: Command {
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         return ([header] + rows).map { cells in
             cells.enumerated().map { $1.padded(to: widths[$0]) }
-                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+                .joined(separator: "  ").trimmingSpaces
         }.joined(separator: "\n")
     }
 

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNet
 
 /// The per-system summary of a scan: as a table for people, as a JSON event for programs.
@@ -20,7 +24,7 @@ struct SummaryTable {
         let header = ["system", "completed", "attempts failed", "re-runs", "busy", "mean s", "share"]
         let body = rows.map { row in
             [row.name.escapingControlCharacters, String(row.tally.completed), String(row.tally.failed), String(row.tally.reruns), String(row.tally.busy),
-             String(format: "%.3f", row.tally.meanSeconds), String(format: "%.0f%%", share(row.tally) * 100)]
+             String(cFormat: "%.3f", row.tally.meanSeconds), String(cFormat: "%.0f%%", share(row.tally) * 100)]
         }
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
         func line(_ cells: [String]) -> String {
@@ -44,5 +48,13 @@ extension String {
     /// The string with spaces after it up to `width` characters (not UTF-16 units).
     func padded(to width: Int) -> String {
         self + String(repeating: " ", count: max(0, width - count))
+    }
+
+    /// Without the spaces and tabs at either end (what Foundation calls `.whitespaces`: tab
+    /// and the Unicode space separators).
+    var trimmingSpaces: String {
+        let isSpace = { (scalar: Unicode.Scalar) in scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator }
+        let scalars = unicodeScalars.drop(while: isSpace)
+        return String(String.UnicodeScalarView(scalars.reversed().drop(while: isSpace).reversed()))
     }
 }

@@ -1,48 +1,109 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
-/// State behind a pthread mutex with a condition: like `Locked`, and a thread of our own (a
-/// reader, a flusher; never a task of the pool) can wait until the state satisfies something.
-// @unchecked Sendable: safe because `state` is only touched with `condition`'s lock held.
-package final class Guarded<State>: @unchecked Sendable {
-    private let condition = NSCondition()
+/// State behind a pthread mutex with a condition: the project's one lock, and its one way for
+/// a thread of our own (a reader, a flusher, the writer; never a task of the pool) to wait
+/// until the state satisfies something. `Locked` is its name where nobody waits.
+///
+/// A pthread mutex rather than Synchronization's `Mutex`: on Linux `Mutex` locks with raw
+/// futex calls that ThreadSanitizer does not see, so every guarded access was reported as a
+/// race. With pthread calls the sanitizer checks our locking for real.
+public final class Guarded<State> {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var state: State
+    /// Threads inside `wait`: a change wakes them only when there are some.
+    private var waiters = 0
 
-    package init(_ state: State) {
+    public init(_ state: State) {
         self.state = state
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        #if canImport(Glibc)
+        // Timed waits end on the monotonic clock, which no change of the wall clock moves.
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        #endif
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
     }
 
     /// Runs `body` with the state, holding the lock, then wakes every waiter to look again.
-    package func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
-        condition.lock()
-        defer {
-            condition.broadcast()
-            condition.unlock()
-        }
+    /// Keep it short and never await in it.
+    public func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { unlock() }
         return try body(&state)
+    }
+
+    /// Runs `body` only if the lock is free right now; nil when it is held.
+    public func withLockIfAvailable<Result>(_ body: (inout State) -> Result) -> Result? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { unlock() }
+        return body(&state)
     }
 
     /// Blocks the calling thread (never call it from async code) while `waiting(state)` holds,
     /// up to `deadline`; then runs `body` under the same lock. `timedOut` tells whether the
     /// deadline ended the wait.
-    package func wait<Result>(while waiting: (State) -> Bool, deadline: ContinuousClock.Instant? = nil,
-                      then body: (inout State, _ timedOut: Bool) -> Result) -> Result {
-        condition.lock()
-        defer {
-            condition.broadcast()
-            condition.unlock()
-        }
+    public func wait<Result>(while waiting: (State) -> Bool, deadline: ContinuousClock.Instant? = nil,
+                             then body: (inout State, _ timedOut: Bool) -> Result) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { unlock() }
         var timedOut = false
+        waiters += 1
         while waiting(state), !timedOut {
-            if let deadline {
-                let left = deadline - ContinuousClock.now
-                timedOut = left <= .zero || !condition.wait(until: Date(timeIntervalSinceNow: left.seconds))
-            } else {
-                condition.wait()
+            guard let deadline else {
+                pthread_cond_wait(condition, mutex)
+                continue
             }
+            let left = deadline - ContinuousClock.now
+            timedOut = left <= .zero || Self.wait(on: condition, with: mutex, for: left) == ETIMEDOUT
         }
+        waiters -= 1
         return body(&state, timedOut && waiting(state))
     }
+
+    private func unlock() {
+        if waiters > 0 { pthread_cond_broadcast(condition) }
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// One timed wait of at most `left`: 0 when woken, ETIMEDOUT when the time ran out.
+    private static func wait(on condition: UnsafeMutablePointer<pthread_cond_t>, with mutex: UnsafeMutablePointer<pthread_mutex_t>,
+                             for left: Duration) -> Int32 {
+        let (seconds, attoseconds) = left.components
+        #if canImport(Glibc)
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        time.tv_sec += Int(seconds)
+        time.tv_nsec += Int(attoseconds / 1_000_000_000)
+        if time.tv_nsec >= 1_000_000_000 { time.tv_sec += 1; time.tv_nsec -= 1_000_000_000 }
+        return pthread_cond_timedwait(condition, mutex, &time)
+        #else
+        // Darwin cannot set a condition's clock (it waits on the wall clock): wait the time left.
+        var time = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        return pthread_cond_timedwait_relative_np(condition, mutex, &time)
+        #endif
+    }
 }
+
+// @unchecked Sendable: safe because `state` and `waiters` are only touched with `mutex` held.
+extension Guarded: @unchecked Sendable where State: Sendable {}
+
+/// `Guarded` where nobody waits: state a thread of our own (a reader, the accept loop) shares
+/// with async code, behind the same pthread mutex.
+public typealias Locked<State: Sendable> = Guarded<State>
 
 /// Bytes waiting to be sent: appended at the back, consumed from the front without moving
 /// the rest each time.

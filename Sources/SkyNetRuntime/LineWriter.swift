@@ -1,4 +1,3 @@
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -14,7 +13,7 @@ import Darwin
 /// first is written first. A descriptor that fails (a closed pipe, a full disk) drops what
 /// follows for it instead of failing the program; `failure(of:)` and `failureSignal(of:)`
 /// say so to whoever must report it. The queue, the waiting producers and the flush waiters
-/// are guarded by one lock (`Locked`); the thread sleeps on a semaphore.
+/// are guarded by one lock (`Guarded`), on whose condition the thread waits for work.
 ///
 /// `offer` never waits: it queues a line only if there is room now. Its counting form drops
 /// and counts what does not fit, and says how many when room returns (logs of a server,
@@ -80,8 +79,6 @@ public final class LineWriter: Sendable {
         /// Counted drops per descriptor whose notice is not queued yet.
         var drops: [Int32: Drops] = [:]
         var threadStarted = false
-        /// The writer thread found the queue empty and sleeps until an accept signals it.
-        var writerAsleep = false
 
         func fits(_ size: Int, capacity: Int) -> Bool {
             queuedBytes == 0 || queuedBytes + size <= capacity  // a record larger than the queue goes alone
@@ -93,8 +90,7 @@ public final class LineWriter: Sendable {
     /// A piece this long is written on its own rather than gathered with its neighbours: the
     /// copy would cost more than the extra `write`, and would double a big record's memory.
     static let directWrite = 64 * 1024
-    private let state = Locked(State())
-    private let wake = DispatchSemaphore(value: 0)
+    private let state = Guarded(State())
 
     public init(capacity: Int = 64 * 1024) {
         self.capacity = max(1, capacity)
@@ -250,10 +246,6 @@ public final class LineWriter: Sendable {
         state.accepted += 1
         state.queue.append(pieces)
         state.queuedBytes += size
-        if state.writerAsleep {
-            state.writerAsleep = false
-            wake.signal()
-        }
     }
 
     /// The writer thread: takes what is queued, writes it, makes room, wakes who waited.
@@ -269,16 +261,10 @@ public final class LineWriter: Sendable {
         while true {
             let sinceLast = clock.now - lastBatch
             if sinceLast < pace { sleepOnThisThread(for: pace - sinceLast) }
-            guard let (batch, failed) = state.withLock({ state -> ([[Piece]], Set<Int32>)? in
-                guard !state.queue.isEmpty else {
-                    state.writerAsleep = true  // the next accept wakes it
-                    return nil
-                }
+            // An empty queue: sleeps on the lock's condition until an accept changes that.
+            let (batch, failed) = state.wait(while: { $0.queue.isEmpty }) { state, _ in
                 defer { state.queue = [] }
                 return (state.queue, state.failed)
-            }) else {
-                wake.wait()
-                continue
             }
             var failedNow = failed
             var reasons: [Int32: Int32] = [:]

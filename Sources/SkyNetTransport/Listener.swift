@@ -1,4 +1,3 @@
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -60,8 +59,9 @@ public final class Listener: Sendable {
                     if !failing { onFailure(error) }
                     failing = true
                     // Out of descriptors or memory (or anything else): give connections a
-                    // moment to close rather than spin on a failure that has not cleared.
-                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(100))
+                    // moment to close rather than spin on a failure that has not cleared
+                    // (a stop ends the pause).
+                    state.wait(while: { !$0.stopping }, deadline: .now + .milliseconds(100)) { _, _ in }
                 }
             }
             state.withLock { $0.closed = true }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SkyNetWork
 
 /// The two lines that make up nearly all traffic, `scan` requests and `result` replies,

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension UUID {
     /// The lowercase text form the wire uses, built without Foundation's formatter (which

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNetAuth
 import SkyNetRuntime
 import SkyNetWire
@@ -84,7 +88,7 @@ extension NodeSession {
             case .failure(_, _, let code, let message): outcome = "\(code): \(message)"
             default: outcome = "answered"
             }
-            context.log("[Node] Task \(task.input) (\(task.job)) from \(client): \(outcome) in \(String(format: "%.3f", seconds)) s")
+            context.log("[Node] Task \(task.input) (\(task.job)) from \(client): \(outcome) in \(String(cFormat: "%.3f", seconds)) s")
         }
     }
 }

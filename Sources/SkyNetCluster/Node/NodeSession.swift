@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SkyNetAuth
 import SkyNetRuntime
 import SkyNetTransport
@@ -75,7 +79,7 @@ final class NodeSession: Sendable {
             return client
         }
         guard let client else { return false }
-        context.log("[Node] Closing \(client) from \(connection.peer): nothing received for \(String(format: "%g", bound.seconds)) s")
+        context.log("[Node] Closing \(client) from \(connection.peer): nothing received for \(String(cFormat: "%g", bound.seconds)) s")
         connection.close()
         return true
     }

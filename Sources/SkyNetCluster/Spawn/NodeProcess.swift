@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SkyNetRuntime
 
 /// A `skynet node` child process, started on a free port and awaited until it is ready.
@@ -28,7 +37,7 @@ public final class NodeProcess: Sendable {
     /// its `listening on HOST:PORT` line. The node's stderr goes to `stderr` (default: nowhere).
     /// `portOverride` asks for a given port instead of a free one; `environment` replaces ours.
     public static func start(
-        executable: URL, name: String, arguments: [String] = [], stderr: FileHandle? = nil,
+        executable: URL, name: String, arguments: [String] = [], stderr: ChildProcess.Output = .null,
         environment: [String: String]? = nil, portOverride: Int = 0, timeout: Duration = .seconds(10)
     ) async throws -> NodeProcess {
         var options = ChildProcess.Options(
@@ -36,7 +45,7 @@ public final class NodeProcess: Sendable {
             environment: environment)
         options.stdin = .pipe
         options.stdout = .lines(maxLength: 4096, keep: 16)
-        options.stderr = stderr.map { .descriptor($0.fileDescriptor) } ?? .null
+        options.stderr = stderr
         let spawnOptions = options
         // posix_spawn holds its caller until the child has exec'd: not on the cooperative pool.
         let child = try await onOwnThread(named: "skynet-spawn") { try ChildProcess.spawn(executable.path, spawnOptions) }

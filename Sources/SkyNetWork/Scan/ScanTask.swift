@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SkyNetRuntime
 
 /// One unit of work: one numbered sector, run by a job.
