@@ -4,20 +4,19 @@ struct UsageError: Error, CustomStringConvertible {
     init(_ message: String) { description = message }
 }
 
-/// The options of one command line, parsed against the options the command knows.
+/// The options of one command line, parsed against the options the command knows (its `OptionTable`).
 ///
 /// Accepts `--name value`, `--name=value` and bare `--flag`. Every value is checked when the
-/// command reads it, so errors name the option and what was wrong with it. An option is given
-/// once, unless it is one of the `repeating` ones (`--job a=… --job b=…`).
+/// command reads it, against the range its table entry gives, so errors name the option and
+/// what was wrong with it. An option is given once, unless it is one of the `repeating` ones
+/// (`--job a=… --job b=…`).
 struct Arguments {
     private var values: [String: [String]] = [:]
     private var flags: Set<String> = []
+    private let kinds: [String: OptionValue]
 
-    /// - Parameters:
-    ///   - options: names (without `--`) that take a value.
-    ///   - repeating: names among `options` that may be given more than once.
-    ///   - flags: names that take none.
-    init(_ arguments: [String], options: Set<String>, repeating: Set<String> = [], flags: Set<String>) throws(UsageError) {
+    init(_ arguments: [String], values kinds: [String: OptionValue], repeating: Set<String>) throws(UsageError) {
+        self.kinds = kinds
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             guard argument.hasPrefix("--"), argument.count > 2 else {
@@ -29,17 +28,18 @@ struct Arguments {
                 inlineValue = String(name[name.index(after: equals)...])
                 name = String(name[..<equals])
             }
-            if flags.contains(name) {
+            switch kinds[name] {
+            case .flag?:
                 if inlineValue != nil { throw UsageError("option '--\(name)' takes no value") }
-                self.flags.insert(name)
-            } else if options.contains(name) {
+                flags.insert(name)
+            case _?:
                 guard let value = inlineValue ?? rest.popFirst() else {
                     throw UsageError("option '--\(name)' needs a value")
                 }
                 if values[name] != nil, !repeating.contains(name) { throw UsageError("option '--\(name)' is given twice") }
                 values[name, default: []].append(value)
-            } else {
-                let suggestion = closest(to: name, among: options.union(flags))
+            case nil:
+                let suggestion = closest(to: name, among: Set(kinds.keys))
                     .map { ". Did you mean '--\($0)'?" } ?? ""
                 throw UsageError("unknown option '--\(name)'\(suggestion)")
             }
@@ -54,8 +54,10 @@ struct Arguments {
     /// Every value of a repeating option, in the order given.
     func strings(_ name: String) -> [String] { values[name] ?? [] }
 
-    func int(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+    /// A whole number in the range of the option's `.count` entry.
+    func int(_ name: String, default fallback: Int) throws(UsageError) -> Int {
         guard let text = string(name) else { return fallback }
+        guard case .count(let range) = kinds[name] else { preconditionFailure("--\(name) is not a count in its table") }
         guard let value = Int(text), range.contains(value) else {
             throw UsageError("option '--\(name)' wants a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
         }
@@ -63,8 +65,9 @@ struct Arguments {
     }
 
     /// A number of bytes: plain (`262144`) or with a binary suffix (`256K`, `1M`).
-    func bytes(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+    func bytes(_ name: String, default fallback: Int) throws(UsageError) -> Int {
         guard let text = string(name) else { return fallback }
+        guard case .bytes(let range) = kinds[name] else { preconditionFailure("--\(name) is not bytes in its table") }
         let units: [Character: Int] = ["K": 1024, "k": 1024, "M": 1 << 20, "m": 1 << 20]
         let unit = text.last.flatMap { units[$0] }
         let digits = unit == nil ? Substring(text) : text.dropLast()
@@ -76,16 +79,17 @@ struct Arguments {
         return value
     }
 
-    func double(_ name: String, default fallback: Double, in range: ClosedRange<Double>) throws(UsageError) -> Double {
+    func double(_ name: String, default fallback: Double) throws(UsageError) -> Double {
         guard let text = string(name) else { return fallback }
+        guard case .seconds(let range) = kinds[name] else { preconditionFailure("--\(name) is not seconds in its table") }
         guard let value = Double(text), value.isFinite, range.contains(value) else {
             throw UsageError("option '--\(name)' wants a number of seconds in \(range.lowerBound.formatted)...\(range.upperBound.formatted), not '\(text)'")
         }
         return value
     }
 
-    func optionalDouble(_ name: String, in range: ClosedRange<Double>) throws(UsageError) -> Double? {
-        values[name] == nil ? nil : try double(name, default: 0, in: range)
+    func optionalDouble(_ name: String) throws(UsageError) -> Double? {
+        values[name] == nil ? nil : try double(name, default: 0)
     }
 }
 

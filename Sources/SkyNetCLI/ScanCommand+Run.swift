@@ -214,17 +214,13 @@ extension ScanCommand {
     private func spawnNodes() async throws -> [NodeProcess] {
         guard spawn > 0 else { return [] }
         let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
-        var arguments = ["--capacity", String(max(1, capacity)), "--failing-every", String(failingEvery)]
         // One machine, one operator: the nodes declare the job this scan declares.
-        if let jobCommand { arguments += ["--job", "\(job)=\(jobCommand.text)"] }
-        if let maxOutput { arguments += ["--max-output", String(maxOutput)] }
-        // A token from the environment reaches them through it; one from a file, as that file.
-        if let file = token?.file { arguments += ["--token-file", file] }
+        let arguments = Self.optionTable.spawnedArguments(for: self)
         // Every start is awaited, failed or not, so that no node that came up late is left
         // running when another failed.
         let started = await withTaskGroup(of: Result<NodeProcess, any Error>.self) { group in
             for index in 1...spawn {
-                group.addTask { [arguments] in
+                group.addTask {
                     do {
                         return .success(try await NodeProcess.start(executable: executable, name: Self.spawnedName(index), arguments: arguments))
                     } catch {

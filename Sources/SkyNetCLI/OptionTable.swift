@@ -1,0 +1,104 @@
+/// What an option takes, and the values parsing accepts: help states the same range.
+enum OptionValue: Sendable {
+    /// A bare flag.
+    case flag
+    case text
+    case count(ClosedRange<Int>)
+    /// Bytes, plain or with a K or M suffix.
+    case bytes(ClosedRange<Int>)
+    case seconds(ClosedRange<Double>)
+
+    /// The accepted range as help writes it: `0...64`, `1...512K`, `0.001...60`.
+    var range: String {
+        switch self {
+        case .flag, .text: ""
+        case .count(let range): "\(range.lowerBound)...\(range.upperBound)"
+        case .bytes(let range): "\(Self.bytes(range.lowerBound))...\(Self.bytes(range.upperBound))"
+        case .seconds(let range): "\(range.lowerBound.formatted)...\(range.upperBound.formatted)"
+        }
+    }
+
+    private static func bytes(_ count: Int) -> String {
+        count > 0 && count % (1 << 20) == 0 ? "\(count >> 20)M" : count > 0 && count % 1024 == 0 ? "\(count >> 10)K" : "\(count)"
+    }
+}
+
+/// One option of a command, declared once: parsing, the usage line, `help` and the command
+/// line of a spawned node are all derived from it.
+struct Option<Command>: Sendable {
+    let name: String
+    let value: OptionValue
+    var repeats = false
+    /// Its text in the usage line (`[--total 20]`) and that line's number; nil when another
+    /// option's text holds it (`[--journal FILE [--resume]]`) or it is hidden.
+    var usage: String?
+    var line = 0
+    /// The group of `help` it is listed in (the table's `sections`).
+    var section = 0
+    /// Its entries in `help`: what follows the name (`N`, `FILE`) and the text, in which
+    /// `<range>` stands for the values parsing accepts. None: a hidden option.
+    var help: [(label: String, text: String)] = []
+    /// The arguments of `skynet node` that give a spawned node this option, from the parsed command.
+    var spawned: (@Sendable (Command) -> [String])?
+
+    init(_ name: String, _ value: OptionValue, repeats: Bool = false, usage: String?, line: Int = 0, section: Int = 0,
+         help: [(label: String, text: String)], spawned: (@Sendable (Command) -> [String])? = nil) {
+        (self.name, self.value, self.repeats, self.usage, self.line, self.section, self.help, self.spawned)
+            = (name, value, repeats, usage, line, section, help, spawned)
+    }
+
+    /// An option with one help entry.
+    init(_ name: String, _ value: OptionValue, repeats: Bool = false, usage: String?, line: Int = 0, section: Int = 0,
+         _ label: String, _ text: String, spawned: (@Sendable (Command) -> [String])? = nil) {
+        self.init(name, value, repeats: repeats, usage: usage, line: line, section: section,
+                  help: [(label, text)], spawned: spawned)
+    }
+}
+
+/// Every option of one command, in the order `help` lists them.
+struct OptionTable<Command>: Sendable {
+    let options: [Option<Command>]
+    /// `usage: skynet scan`: the usage line's start; its next lines are indented under the first option.
+    let usagePrefix: String
+    /// The titles of `help`'s groups of options (`options:`); "" for a group without one.
+    var sections = ["options:"]
+    /// The width of the column of names in `help`.
+    var column = 21
+
+    /// The usage line: each option's text, line by line.
+    var usage: String {
+        let lines = Dictionary(grouping: options.filter { $0.usage != nil }, by: \.line).sorted { $0.key < $1.key }
+        let indent = String(repeating: " ", count: usagePrefix.count + 1)
+        return usagePrefix + " " + lines.map { $0.value.compactMap(\.usage).joined(separator: " ") }.joined(separator: "\n" + indent)
+    }
+
+    /// The options part of `help`: each group under its title, an entry a name and its text.
+    var help: String {
+        let indent = String(repeating: " ", count: column + 2)
+        return sections.indices.map { section in
+            let entries = options.filter { $0.section == section }.flatMap { option in
+                option.help.map { entry in
+                    let name = "--\(option.name)" + (entry.label.isEmpty ? "" : " \(entry.label)")
+                    let text = entry.text.replacing("<range>", with: option.value.range)
+                        .split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n" + indent)
+                    return "  " + (name.count < column ? name + String(repeating: " ", count: column - name.count) : name + "\n" + indent) + text
+                }
+            }
+            return ((sections[section].isEmpty ? [] : [sections[section]]) + entries).joined(separator: "\n")
+        }.joined(separator: "\n\n")
+    }
+
+    /// The names `help` lists.
+    var helpNames: Set<String> { Set(options.filter { !$0.help.isEmpty }.map(\.name)) }
+
+    /// The arguments that give a spawned `skynet node` what `command` was given.
+    func spawnedArguments(for command: Command) -> [String] {
+        options.flatMap { $0.spawned?(command) ?? [] }
+    }
+
+    /// Parses `arguments` against these options.
+    func parse(_ arguments: [String]) throws(UsageError) -> Arguments {
+        try Arguments(arguments, values: Dictionary(uniqueKeysWithValues: options.map { ($0.name, $0.value) }),
+                      repeating: Set(options.filter(\.repeats).map(\.name)))
+    }
+}
