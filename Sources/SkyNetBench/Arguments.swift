@@ -1,0 +1,1 @@
+../SkyNetCLI/Arguments.swift

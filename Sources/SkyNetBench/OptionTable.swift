@@ -1,0 +1,1 @@
+../SkyNetCLI/OptionTable.swift
