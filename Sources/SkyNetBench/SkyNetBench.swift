@@ -12,13 +12,12 @@ enum SkyNetBench {
         .init("only", .text, usage: "[--only W1,W2,...]", "LIST",
               "the workloads to run, of \(workloadNames.joined(separator: " ")) (default: all)"),
         .init("out", .text, usage: "[--out bench-results.json]", "FILE", "where the JSON results go"),
-        .init("dask-w2", .text, usage: "[--dask-w2 1091]", "R", """
-            dask's W2 rate in tasks/s, from run_peers.sh in the same sitting, for W2's
-            ">= 25x dask" (default 1091, the last measured dask W2)
-            """),
+        .init("dask-w2", .text, usage: "[--dask-w2 1091]", "R",
+              "dask's W2 rate in tasks/s, from run_peers.sh in the same sitting, for W2's",
+              "\">= 25x dask\" (default 1091, the last measured dask W2)"),
         // Hidden: a smaller W10 while working on the benchmark itself (the rows name the
         // number used); BENCHMARKS.md figures are taken at the default.
-        .init("w10-total", .count(1000...10_000_000), usage: nil, help: []),
+        .init("w10-total", .count(1000...10_000_000), usage: nil),
     ], usagePrefix: "usage: skynet-bench", sections: [""], column: 16)
     static let usage = optionTable.usage + "\n" + optionTable.help
     static let workloadNames = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12"]

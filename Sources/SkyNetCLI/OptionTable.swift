@@ -28,30 +28,32 @@ enum OptionValue: Sendable {
 struct Option<Command>: Sendable {
     let name: String
     let value: OptionValue
-    var repeats = false
+    let repeats: Bool
     /// Its text in the usage line (`[--total 20]`) and that line's number; nil when another
     /// option's text holds it (`[--journal FILE [--resume]]`) or it is hidden.
-    var usage: String?
-    var line = 0
+    let usage: String?
+    let line: Int
     /// The group of `help` it is listed in (the table's `sections`).
-    var section = 0
-    /// Its entries in `help`: what follows the name (`N`, `FILE`) and the text, in which
+    let section: Int
+    /// Its entries in `help`: what follows the name (`N`, `FILE`) and its lines, in which
     /// `<range>` stands for the values parsing accepts. None: a hidden option.
-    var help: [(label: String, text: String)] = []
+    private(set) var help: [(label: String, lines: [String])]
     /// The arguments of `skynet node` that give a spawned node this option, from the parsed command.
-    var spawned: (@Sendable (Command) -> [String])?
+    let spawned: (@Sendable (Command) -> [String])?
 
+    /// `label` nil: hidden from usage and help.
     init(_ name: String, _ value: OptionValue, repeats: Bool = false, usage: String?, line: Int = 0, section: Int = 0,
-         help: [(label: String, text: String)], spawned: (@Sendable (Command) -> [String])? = nil) {
-        (self.name, self.value, self.repeats, self.usage, self.line, self.section, self.help, self.spawned)
-            = (name, value, repeats, usage, line, section, help, spawned)
+         _ label: String? = nil, _ lines: String..., spawned: (@Sendable (Command) -> [String])? = nil) {
+        (self.name, self.value, self.repeats, self.usage, self.line, self.section, self.spawned)
+            = (name, value, repeats, usage, line, section, spawned)
+        help = label.map { [($0, lines)] } ?? []
     }
 
-    /// An option with one help entry.
-    init(_ name: String, _ value: OptionValue, repeats: Bool = false, usage: String?, line: Int = 0, section: Int = 0,
-         _ label: String, _ text: String, spawned: (@Sendable (Command) -> [String])? = nil) {
-        self.init(name, value, repeats: repeats, usage: usage, line: line, section: section,
-                  help: [(label, text)], spawned: spawned)
+    /// This option with a second entry in `help` (`--job NAME`, then `--job NAME=COMMAND`).
+    func and(_ label: String, _ lines: String...) -> Self {
+        var option = self
+        option.help.append((label, lines))
+        return option
     }
 }
 
@@ -79,17 +81,13 @@ struct OptionTable<Command>: Sendable {
             let entries = options.filter { $0.section == section }.flatMap { option in
                 option.help.map { entry in
                     let name = "--\(option.name)" + (entry.label.isEmpty ? "" : " \(entry.label)")
-                    let text = entry.text.replacing("<range>", with: option.value.range)
-                        .split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n" + indent)
+                    let text = entry.lines.joined(separator: "\n" + indent).replacing("<range>", with: option.value.range)
                     return "  " + (name.count < column ? name + String(repeating: " ", count: column - name.count) : name + "\n" + indent) + text
                 }
             }
             return ((sections[section].isEmpty ? [] : [sections[section]]) + entries).joined(separator: "\n")
         }.joined(separator: "\n\n")
     }
-
-    /// The names `help` lists.
-    var helpNames: Set<String> { Set(options.filter { !$0.help.isEmpty }.map(\.name)) }
 
     /// The arguments that give a spawned `skynet node` what `command` was given.
     func spawnedArguments(for command: Command) -> [String] {

@@ -60,7 +60,7 @@ struct OptionTableTests {
 
     /// Every option a table accepts, and those its help lists.
     static func names<Command>(_ table: OptionTable<Command>) -> (accepted: Set<String>, listed: Set<String>) {
-        (Set(table.options.map(\.name)), table.helpNames)
+        (Set(table.options.map(\.name)), Set(table.options.filter { !$0.help.isEmpty }.map(\.name)))
     }
 
     /// Every `--word` in `text`.
