@@ -32,7 +32,9 @@ struct OptionTableTests {
             "--job", "sum=sha256sum {}", "--max-output", "64K", "--token-file", tokenFile,
         ])
         let spawned = ScanCommand.optionTable.spawnedArguments(for: scan)
-        let node = try NodeCommand(arguments: ["--port", "0", "--name", "node1", NodeProcess.exitWithParentFlag] + spawned)
+        let commandLine = NodeProcess.commandLine(name: "node1", arguments: spawned)
+        #expect(commandLine.first == NodeCommand.name)
+        let node = try NodeCommand(arguments: Array(commandLine.dropFirst()))
         #expect(node.exitWithParent)
         #expect(node.options.capacity == 1)  // a scan's 0 still gives its nodes a slot
         #expect(node.options.failingEvery == 7)
