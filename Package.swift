@@ -36,9 +36,11 @@ let package = Package(
         .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWire", "SkyNetCluster", "SkyNetHTTP"]),
         // The one import for users: re-exports the parts.
         .target(name: "SkyNet", dependencies: parts),
-        .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet"]),
+        // One option table per command: parsing, usage, help, a spawned node's arguments.
+        .target(name: "SkyNetOptions"),
+        .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet", "SkyNetOptions"]),
         // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
-        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet"]),
+        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet", "SkyNetOptions"]),
         // A Swift job on a coordinator and an in-process node: `swift run skynet-example-wordcount`.
         .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet"], path: "Examples/WordCount"),
         // What both test targets use (a seeded random source for the fuzz tests).
@@ -46,7 +48,7 @@ let package = Package(
         // The tests reach into each part with `@testable import`.
         .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"] + parts),
         // Depends on the executable so that `swift test` builds `skynet` beside the test bundle.
-        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetTestSupport"] + parts),
+        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetOptions", "SkyNetTestSupport"] + parts),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,22 +1,30 @@
 import Foundation
 import SkyNet
+import SkyNetOptions
 
 /// `skynet-bench`: runs the workloads of BENCHMARKS.md against real `skynet` processes and
 /// prints a table (median, min, max per measure) and a JSON file.
 @main
 enum SkyNetBench {
-    static let usage = """
-        usage: skynet-bench [--runs 5] [--only W1,W2,...] [--out bench-results.json] [--dask-w2 1091]
-          --runs N        measurements per measure, 1...100 (W7's and W10's long scans: N/2)
-          --only LIST     the workloads to run, of W1 W2 W3 W4 W5 W6 W7 W8 W9 W10 W11 W12 (default: all)
-          --out FILE      where the JSON results go
-          --dask-w2 R     dask's W2 rate in tasks/s, from run_peers.sh in the same sitting, for W2's
-                          ">= 25x dask" (default 1091, the last measured dask W2)
-        """
+    /// Its options: parsing, usage and help come from this one table.
+    static let optionTable = OptionTable<SkyNetBench>(options: [
+        .init("runs", .count(1...100), usage: "[--runs 5]", "N",
+              "measurements per measure, <range> (W7's and W10's long scans: N/2)"),
+        .init("only", .text, usage: "[--only W1,W2,...]", "LIST",
+              "the workloads to run, of \(workloadNames.joined(separator: " ")) (default: all)"),
+        .init("out", .text, usage: "[--out bench-results.json]", "FILE", "where the JSON results go"),
+        .init("dask-w2", .text, usage: "[--dask-w2 1091]", "R",
+              "dask's W2 rate in tasks/s, from run_peers.sh in the same sitting, for W2's",
+              "\">= 25x dask\" (default 1091, the last measured dask W2)"),
+        // Hidden: a smaller W10 while working on the benchmark itself (the rows name the
+        // number used); BENCHMARKS.md figures are taken at the default.
+        .init("w10-total", .count(1000...10_000_000), usage: nil),
+    ], usagePrefix: "usage: skynet-bench", sections: [""], column: 16)
+    static let usage = optionTable.usage + "\n" + optionTable.help
     static let workloadNames = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12"]
 
     static func main() {
-        var arguments = Array(CommandLine.arguments.dropFirst())
+        let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "echo-server" {
             do { try PingPong.serve() } catch { note("echo-server: \(error)"); exit(1) }
             return
@@ -25,31 +33,23 @@ enum SkyNetBench {
             print(usage)
             return
         }
-        var runs = 5, only: Set<String>? = nil, out = "bench-results.json", daskW2 = 1091.0, w10Total = 10_000_000
-        while !arguments.isEmpty {
-            let flag = arguments.removeFirst()
-            guard let value = arguments.first else { fail("\(flag) needs a value") }
-            arguments.removeFirst()
-            switch flag {
-            case "--runs": guard let n = Int(value), (1...100).contains(n) else { fail("--runs takes 1...100") }; runs = n
-            case "--only":
-                let names = Set(value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() })
-                let unknown = names.subtracting(workloadNames)
-                guard !names.isEmpty else { fail("--only needs workload names") }
-                guard unknown.isEmpty else { fail("--only: no workload \(unknown.sorted().joined(separator: ", "))") }
-                only = names
-            case "--out": out = value
-            case "--dask-w2":
-                guard let rate = Double(value), rate.isFinite, rate > 0, rate <= 10_000_000 else { fail("--dask-w2 takes tasks/s above 0") }
-                daskW2 = rate
-            // Not in the usage: a smaller W10 while working on the benchmark itself (the rows
-            // name the number used); BENCHMARKS.md figures are taken at the default.
-            case "--w10-total":
-                guard let n = Int(value), (1000...10_000_000).contains(n) else { fail("--w10-total takes 1000...10000000") }
-                w10Total = n
-            default: fail("unknown option \(flag)")
-            }
+        let args: Arguments, runs: Int, w10Total: Int
+        do {
+            args = try optionTable.parse(arguments)
+            runs = try args.int("runs", default: 5)
+            w10Total = try args.int("w10-total", default: 10_000_000)
+        } catch {
+            fail("\(error)")
         }
+        let only = args.string("only").map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() }) }
+        if let only {
+            guard !only.isEmpty else { fail("--only needs workload names") }
+            let unknown = only.subtracting(workloadNames)
+            guard unknown.isEmpty else { fail("--only: no workload \(unknown.sorted().joined(separator: ", "))") }
+        }
+        let out = args.string("out") ?? "bench-results.json"
+        let daskW2 = args.string("dask-w2").map { Double($0) ?? .nan } ?? 1091
+        guard daskW2.isFinite, daskW2 > 0, daskW2 <= 10_000_000 else { fail("--dask-w2 takes tasks/s above 0") }
         Socket.ignoreBrokenPipes()
         let interrupts = Children.killOnInterrupt()
         defer { withExtendedLifetime(interrupts) {} }

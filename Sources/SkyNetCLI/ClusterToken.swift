@@ -9,6 +9,7 @@ import Glibc
 import Darwin
 #endif
 import SkyNet
+import SkyNetOptions
 
 /// The cluster's shared secret, as the command line gives it: `--token-file FILE` if given,
 /// else `SKYNET_TOKEN` from the environment. Never an argument: argv is visible to every user

@@ -1,4 +1,5 @@
 import SkyNet
+import SkyNetOptions
 
 /// The `--job NAME=COMMAND` values of a command line, made into command jobs.
 enum JobDeclarations {

@@ -4,16 +4,13 @@ import Glibc
 import Darwin
 #endif
 import SkyNet
+import SkyNetOptions
 
 /// `skynet node`: serves scans to coordinators over JSON Lines on TCP.
 struct NodeCommand: Command {
     static let name = "node"
     static let summary = "run a node that executes the tasks peers send it, with the jobs it declares"
-    static let usage = """
-        usage: skynet node --port PORT [--host 127.0.0.1] [--name NAME] [--capacity 4] [--failing-every 10]
-                           [--job NAME=COMMAND ...] [--max-output 256K]
-                           [--max-connections 256] [--idle-timeout 60] [--token-file FILE] [--verbose]
-        """
+    static let usage = optionTable.usage
     static let help = """
         Run a node: accept connections from coordinators and run the tasks they send, at most
         --capacity at a time over all connections. When it accepts connections it prints
@@ -46,28 +43,7 @@ struct NodeCommand: Command {
 
         \(usage)
 
-        options:
-          --port PORT          TCP port, 0...65535; 0 picks a free one (required)
-          --host HOST          address to bind (default 127.0.0.1)
-          --name NAME          the name peers see (default node-PORT)
-          --capacity N         tasks run at once, 1...1024 (default 4)
-          --failing-every N    the built-in scan fails every N-th task; 0 never (default 10);
-                               declared jobs never fail on purpose
-          --job NAME=COMMAND   declare a command job, repeatable (at most \(JobDeclarations.maxJobs)); NAME is
-                               1 to 64 letters, digits, '-', '_' or '.', and not 'scan'
-          --max-output BYTES   the most stdout a job's task may print, 1...512K (default 256K;
-                               K = 1024, M = 1048576); more is a failure, never cut short
-          --max-connections N  clients served at once, 1...65536 (default 256); one more that
-                               says hello is answered busy. Connections that have not said hello
-                               have a budget of their own (64, 16 per address), those in the token
-                               handshake another; 3 s from connecting to be done
-          --idle-timeout S     close a client that sent nothing, not even a ping, for S seconds
-                               while none of its scans runs, 1...86400 (default 60); coordinators
-                               ping idle links every 15 s
-          --token-file FILE    read the token from FILE (its final newline dropped) instead of
-                               SKYNET_TOKEN; FILE must be readable by its owner only (chmod 600).
-                               A token is at least 16 bytes (make one: openssl rand -hex 32)
-          --verbose            log every task to stderr
+        \(optionTable.help)
 
         examples:
           skynet node --port 9001 --name alpha
@@ -78,28 +54,24 @@ struct NodeCommand: Command {
         """
 
     let options: Node.Options
-    /// Hidden `--exit-with-parent`: stdin is a pipe from the parent (`NodeProcess`); at its
-    /// EOF the parent is gone and the node stops at once.
+    /// Hidden `--exit-with-parent` (see `optionTable`).
     let exitWithParent: Bool
 
     init(arguments: [String]) throws(UsageError) {
-        let args = try Arguments(arguments, options: [
-            "port", "host", "name", "capacity", "failing-every", "max-connections", "idle-timeout", "job", "max-output",
-            "token-file",
-        ], repeating: ["job"], flags: ["verbose", "exit-with-parent"])
+        let args = try Self.optionTable.parse(arguments)
         guard args.string("port") != nil else { throw UsageError("option '--port' is required (0 picks a free port)") }
-        let port = try args.int("port", default: 0, in: 0...65535)
+        let port = try args.int("port", default: 0)
         if args.string("name")?.isEmpty == true { throw UsageError("option '--name' must not be empty") }
         var options = Node.Options(name: args.string("name") ?? "")
         options.port = port
         options.host = args.string("host") ?? "127.0.0.1"
-        options.capacity = try args.int("capacity", default: 4, in: 1...ClusterConfig.maxCapacity)
-        options.failingEvery = try args.int("failing-every", default: 10, in: 0...1_000_000_000)
-        options.maxConnections = try args.int("max-connections", default: 256, in: 1...65536)
-        options.idleTimeout = .seconds(try args.double("idle-timeout", default: 60, in: 1...86400))
+        options.capacity = try args.int("capacity", default: 4)
+        options.failingEvery = try args.int("failing-every", default: 10)
+        options.maxConnections = try args.int("max-connections", default: 256)
+        options.idleTimeout = .seconds(try args.double("idle-timeout", default: 60))
         options.verbose = args.flag("verbose")
         options.token = try ClusterToken.load(args)?.value
-        let maxOutput = try args.bytes("max-output", default: CommandJob.defaultMaxOutput, in: JobDeclarations.maxOutputRange)
+        let maxOutput = try args.bytes("max-output", default: CommandJob.defaultMaxOutput)
         let declared = args.strings("job")
         options.jobs = try JobDeclarations.register(declared, in: options.jobs, maxOutput: maxOutput)
         if !declared.isEmpty, options.token == nil, !Socket.isLoopback(options.host) {
@@ -111,7 +83,7 @@ struct NodeCommand: Command {
                 """)
         }
         self.options = options
-        exitWithParent = args.flag("exit-with-parent")
+        exitWithParent = args.flag(String(NodeProcess.exitWithParentFlag.dropFirst(2)))
     }
 
     /// A node log line. Offered to the console's queue and never waited for: it is written

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import SkyNet
+import SkyNetOptions
 
 /// Where `--dashboard [HOST:]PORT` listens: 127.0.0.1 unless a host is given; port 0 picks one.
 struct DashboardAddress: Equatable {
@@ -29,12 +30,19 @@ struct DashboardAddress: Equatable {
 
 extension ScanCommand {
     /// Starts the dashboard when --dashboard asks for one, and says where it is; a warning
-    /// when it is reachable from other machines.
-    func startDashboard(at address: DashboardAddress, board: ScanBoard, systems: Systems) async throws -> Dashboard {
-        let served = try await Dashboard.start(board: board, systems: systems, host: address.host, port: address.port,
+    /// when it is reachable from other machines. One that cannot start ends the scan (status 2).
+    func startDashboard(board: ScanBoard?, systems: Systems, output: ScanOutput) async throws(ScanExit) -> Dashboard? {
+        guard let address = dashboard, let board else { return nil }
+        let served: Dashboard
+        do {
+            served = try await Dashboard.start(board: board, systems: systems, host: address.host, port: address.port,
                                                token: token?.value) { message in
-            // Offered, never awaited: a flood of broken connections cannot pile up waiting lines.
-            _ = Console.writer.offer(message + "\n", to: 2)
+                // Offered, never awaited: a flood of broken connections cannot pile up waiting lines.
+                _ = Console.writer.offer(message + "\n", to: 2)
+            }
+        } catch {
+            await output.error("--dashboard \(address.host):\(address.port): \(error)")
+            throw .failed(2)
         }
         // The address bound, not the one typed (`0x7f000001` and `localhost` are loopback too).
         if !Socket.isLoopback(served.host) {

@@ -17,39 +17,48 @@ extension ScanCommand {
         return status
     }
 
+    /// The scan as a group of services started in order and stopped in reverse on every path:
+    /// the output (progress line, journal), the dashboard, the spawned nodes and the peer
+    /// links; the coordinator runs as the group's body. The exit status is read once every
+    /// service has stopped.
     private func runScan() async -> Int32 {
         let signals = await TerminationSignals.install()
+        defer { withExtendedLifetime(signals) {} }
         Socket.ignoreBrokenPipes()
         Console.writer.watchReader(of: 1)  // a reader that leaves stops the scan at once
+        do throws(ScanExit) {
+            return await (try await withServiceGroup { (group) throws(ScanExit) in try await scan(in: group, signals: signals) })()
+        } catch {
+            guard case .failed(let status) = error else {
+                // Said once the services have stopped; nodes that did start exit with us.
+                let signal = signals.received.current ?? SIGTERM
+                await Console.printError("Stopped before the scan started (signal \(signal)).")
+                return 128 + signal
+            }
+            return status
+        }
+    }
+
+    /// Why a scan ends before it runs: a stop signal, or a failure already reported.
+    enum ScanExit: Error {
+        case stoppedBeforeStart
+        case failed(Int32)
+    }
+
+    /// Starts the services, runs the scan and prints its summary; returns how to read the exit status.
+    private func scan(in group: ServiceGroup, signals: TerminationSignals) async throws(ScanExit) -> () async -> Int32 {
         for node in cluster.nodes where !(await Socket.resolves(host: node.host)) {
             await Console.printError("error: cluster file \(clusterPath ?? "cluster.json"): node \(node.name) has an unknown host \"\(node.host)\"".escapingControlCharacters)
-            return 2
+            throw .failed(2)
         }
-        let inputs: InputFile?
-        let output: ScanOutput
-        let done: SectorSet
-        do {
+        let (inputs, output, done) = try await group.start { () throws(ScanExit) in
             // Reading the inputs and the journal may take seconds: a stop signal ends the wait.
-            guard let opened = try await unlessStopped(signals, { [self] () async throws -> (InputFile?, ScanOutput, SectorSet) in
-                let inputs = try await inputsPath.asyncMap { try await InputFile.open(path: $0, limit: totalGiven ?? .max) }
-                let (output, done) = try await openOutput(count: inputs?.count ?? total, inputs: inputs)
-                return (inputs, output, done)
-            }) else { return await stoppedBeforeStart(signals) }
-            (inputs, output, done) = opened
-        } catch {
-            await Console.printError("error: \(error)".escapingControlCharacters)
-            return 2
-        }
+            try await unlessStopped(signals, failure: { error in await Console.printError("error: \(error)".escapingControlCharacters); return 2 }) {
+                [self] in try await openOutput()
+            }
+        } stop: { await $0.1.close() }
         let count = inputs?.count ?? total
-
-        let jobs: JobRegistry
-        do {
-            jobs = try localJobs()
-        } catch {
-            await output.error("\(error)")
-            await output.close()
-            return 2
-        }
+        let jobs = try await localJobs(output)
         // A job this process does not declare runs on the peers that do, never here.
         let localSlots = jobs.job(named: job) == nil ? 0 : localCapacity
         // This process's command jobs die with it even when it is killed (SIGKILL).
@@ -57,18 +66,14 @@ extension ScanCommand {
         let local = LocalSystem(name: ClusterConfig.localName, capacity: localSlots, jobs: jobs)
         let systems = Systems()
         await systems.add(local, capacity: localSlots)
-        let spawned: [NodeProcess]
-        do {
-            guard let started = try await unlessStopped(signals, { [self] in try await spawnNodes() }) else {
-                await output.close()
-                return await stoppedBeforeStart(signals)  // nodes that did start exit with us
-            }
-            spawned = started
-        } catch {
-            await output.error("\(error)")
-            await output.close()
-            return 1
-        }
+        // The dashboard's place comes before the nodes: it outlives them, so that the final
+        // state it shows for --dashboard-linger has no node left running. It starts once the
+        // nodes' addresses are known.
+        let served = Locked<Dashboard?>(nil)
+        await group.start {} stop: { await closeDashboard(served.withLock { $0 }, signals: signals) }
+        let spawned = try await group.start { () throws(ScanExit) in
+            try await unlessStopped(signals, failure: { error in await output.error("\(error)"); return 1 }) { [self] in try await spawnNodes() }
+        } stop: { nodes in await withTaskGroup(of: Void.self) { group in for node in nodes { group.addTask { await node.stop() } } } }
         // A second Ctrl-C exits at once: this process's jobs are killed with it, and the nodes
         // are told to stop (their parent pipe closes too), so that they kill their own jobs.
         signals.beforeExit {
@@ -79,22 +84,25 @@ extension ScanCommand {
             nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
             capacity: cluster.capacity)
         let board = dashboard == nil ? nil : ScanBoard(total: count - done.count, resumed: done.count, systems: dashboardSystems(peers: peers))
-        var served: Dashboard?
-        do {
-            if let dashboard, let board { served = try await startDashboard(at: dashboard, board: board, systems: systems) }
-        } catch {
-            await output.error("--dashboard \(dashboard.map { "\($0.host):\($0.port)" } ?? ""): \(error)")
-            await output.close()
-            for node in spawned { await node.stop() }
-            return 2
-        }
-        let links = PeerLinks(cluster: peers, systems: systems, settings: .init(
-            capacity: capacity, timeout: .seconds(timeout), token: token?.value,
-            job: job, jobSummary: jobs.job(named: job)?.summary, allowJobMismatch: allowJobMismatch)) { event in
-            board?.record(event)
-            await output.cluster(event)
-        }
+        let started = try await startDashboard(board: board, systems: systems, output: output)
+        served.withLock { $0 = started }
+        let links = await group.start {
+            PeerLinks(cluster: peers, systems: systems, settings: .init(
+                capacity: capacity, timeout: .seconds(timeout), token: token?.value,
+                job: job, jobSummary: jobs.job(named: job)?.summary, allowJobMismatch: allowJobMismatch)) { event in
+                board?.record(event)
+                await output.cluster(event)
+            }
+        } stop: { await $0.stop() }
+        return await coordinate(inputs: inputs, done: done, localSlots: localSlots, systems: systems, output: output, board: board,
+                                links: links, group: group, signals: signals)
+    }
 
+    /// Runs the tasks (the group's body), stops the links, prints the summary; returns how to
+    /// read the exit status once the other services have stopped too.
+    private func coordinate(inputs: InputFile?, done: SectorSet, localSlots: Int, systems: Systems, output: ScanOutput,
+                            board: ScanBoard?, links: PeerLinks, group: ServiceGroup, signals: TerminationSignals) async -> () async -> Int32 {
+        let count = inputs?.count ?? total
         var coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { event in
             board?.record(event)
             await output.scan(event)
@@ -139,43 +147,38 @@ extension ScanCommand {
         }
         watcher.cancel()
         refusalWatcher.cancel()
-        // Links stop first, so no peer event follows the summary; a link still connecting is
-        // left to the process's exit rather than awaited (its connect may take --timeout).
-        await links.stop()
+        // The links stop first, so no peer event follows the summary; a link still connecting
+        // is left to the process's exit rather than awaited (its connect may take --timeout).
+        await group.stopLast()
         // Why a scan that was not stopped by a signal still did not complete, said before `Finished`.
         let refusal = report.interrupted && localSlots == 0 && stopSignal.current == nil ? everyPeerRefused.current : nil
         let failure = feed?.failure.map { "\($0)" } ?? refusal
         let summary = await output.finish(report, resumed: done.count, failure: failure)
         board?.finish(report, summary: summary)
-        await withTaskGroup(of: Void.self) { group in
-            for node in spawned { group.addTask { await node.stop() } }
+        return {
+            if report.interrupted, let signal = stopSignal.current { return 128 + signal }
+            if feed?.failure != nil { return await output.exitStatus(1) }
+            if refusal != nil { return await output.exitStatus(2) }
+            return await output.exitStatus(report.gaveUp == 0 && !output.journalIncomplete ? 0 : 1)
         }
-        await closeDashboard(served, signals: signals)
-        withExtendedLifetime(signals) {}
-        if report.interrupted, let signal = stopSignal.current { return 128 + signal }
-        if feed?.failure != nil { return await output.exitStatus(1) }
-        if refusal != nil { return await output.exitStatus(2) }
-        return await output.exitStatus(report.gaveUp == 0 && !output.journalIncomplete ? 0 : 1)
     }
 
-    /// Runs `body` unless a stop signal comes first, and then returns nil at once: the process
-    /// is about to exit, and what `body` was still doing on threads of its own goes with it.
+    /// Runs `body` unless a stop signal comes first, and then ends the scan at once: the
+    /// process is about to exit, and what `body` was still doing on threads of its own goes
+    /// with it. A `body` that throws ends it with the status `failure` gives once it said why.
     private func unlessStopped<T: Sendable>(
-        _ signals: TerminationSignals, _ body: @escaping @Sendable () async throws -> T
-    ) async throws -> T? {
+        _ signals: TerminationSignals, failure: (any Error) async -> Int32, _ body: @escaping @Sendable () async throws -> T
+    ) async throws(ScanExit) -> T {
         let outcome = AsyncSignal<Result<T, any Error>?>()
         signals.received.whenFulfilled { _ in outcome.fulfil(nil) }
         Task {
             do { outcome.fulfil(.success(try await body())) } catch { outcome.fulfil(.failure(error)) }
         }
-        return try await outcome.value?.get()
-    }
-
-    /// The exit status of a scan stopped by a signal before its first task.
-    private func stoppedBeforeStart(_ signals: TerminationSignals) async -> Int32 {
-        let signal = signals.received.current ?? SIGTERM
-        await Console.printError("Stopped before the scan started (signal \(signal)).")
-        return 128 + signal
+        switch await outcome.value {
+        case nil: throw .stoppedBeforeStart
+        case .success(let value)?: return value
+        case .failure(let error)?: throw .failed(await failure(error))
+        }
     }
 
     /// The output, journaling to --journal, and the sectors the journal holds when resuming:
@@ -185,7 +188,9 @@ extension ScanCommand {
     /// so that no other scan writes it while this one reads and runs it; without --resume, one
     /// that holds anything is refused. With --results, a resume prints the journaled results
     /// the earlier run had not printed.
-    private func openOutput(count: Int, inputs: InputFile?) async throws -> (ScanOutput, SectorSet) {
+    private func openOutput() async throws -> (inputs: InputFile?, output: ScanOutput, done: SectorSet) {
+        let inputs = try await inputsPath.asyncMap { try await InputFile.open(path: $0, limit: totalGiven ?? .max) }
+        let count = inputs?.count ?? total
         let progress = { Progress.start(total: count, hasLocalSystem: localCapacity > 0 && (jobCommand != nil || job == JobRegistry.scan), quiet: quiet) }
         let existed = journalPath.map { FileManager.default.fileExists(atPath: $0) } ?? false
         let journal = try await journalPath.asyncMap { try await ScanJournal.appending(to: $0, continuing: resume) }
@@ -207,14 +212,18 @@ extension ScanCommand {
         let output = ScanOutput(format: format, journal: journal, progress: progress(), results: order)
         if let resumed, let journalPath { await output.resumed(resumed.count, from: journalPath, skipped: resumed.skipped) }
         await output.printJournaledResults()
-        return (output, done)
+        return (inputs, output, done)
     }
 
     /// The jobs of this process's own system: the built-in scan, and the --job command if given.
-    private func localJobs() throws -> JobRegistry {
+    private func localJobs(_ output: ScanOutput) async throws(ScanExit) -> JobRegistry {
         var jobs = JobRegistry(api: UnreliableAPI(failingEvery: failingEvery))
-        if let jobCommand {
+        guard let jobCommand else { return jobs }
+        do {
             try jobs.register(job, CommandJob(name: job, command: jobCommand, maxOutput: maxOutput ?? CommandJob.defaultMaxOutput))
+        } catch {
+            await output.error("\(error)")
+            throw .failed(2)
         }
         return jobs
     }
@@ -223,17 +232,13 @@ extension ScanCommand {
     private func spawnNodes() async throws -> [NodeProcess] {
         guard spawn > 0 else { return [] }
         let executable = URL(fileURLWithPath: runningExecutablePath())
-        var arguments = ["--capacity", String(max(1, capacity)), "--failing-every", String(failingEvery)]
         // One machine, one operator: the nodes declare the job this scan declares.
-        if let jobCommand { arguments += ["--job", "\(job)=\(jobCommand.text)"] }
-        if let maxOutput { arguments += ["--max-output", String(maxOutput)] }
-        // A token from the environment reaches them through it; one from a file, as that file.
-        if let file = token?.file { arguments += ["--token-file", file] }
+        let arguments = Self.optionTable.spawnedArguments(for: self)
         // Every start is awaited, failed or not, so that no node that came up late is left
         // running when another failed.
         let started = await withTaskGroup(of: Result<NodeProcess, any Error>.self) { group in
             for index in 1...spawn {
-                group.addTask { [arguments] in
+                group.addTask {
                     do {
                         return .success(try await NodeProcess.start(executable: executable, name: Self.spawnedName(index), arguments: arguments))
                     } catch {

@@ -4,19 +4,13 @@ import FoundationEssentials
 import Foundation
 #endif
 import SkyNet
+import SkyNetOptions
 
 /// `skynet scan`: runs a scan from this process over its local system and the cluster's peers.
 struct ScanCommand: Command {
     static let name = "scan"
     static let summary = "run a scan: this process's local system first, then the cluster's peers"
-    static let usage = """
-        usage: skynet scan [--total 20] [--cluster FILE] [--spawn N] [--duration 1.0] [--timeout 5]
-                           [--capacity 4] [--local-capacity N] [--failing-every 10] [--max-attempts 5]
-                           [--journal FILE [--resume]] [--json] [--quiet] [--token-file FILE]
-                           [--job NAME[=COMMAND]] [--inputs FILE|-] [--results [--keep-order]]
-                           [--task-timeout S] [--max-output BYTES] [--allow-job-mismatch]
-                           [--dashboard [HOST:]PORT [--dashboard-linger S]]
-        """
+    static let usage = optionTable.usage
     static let help = """
         Run a scan of `total` sectors. Each task goes to the first system with a free slot: this
         process's own system first, then the peers of the cluster file. A failed task runs again
@@ -24,57 +18,7 @@ struct ScanCommand: Command {
 
         \(usage)
 
-        options:
-          --total N            sectors to scan, 0...10000000 (default 20); with --inputs, run at
-                               most the first N inputs (default: all of them)
-          --cluster FILE       the static peer list (default ./cluster.json when it exists;
-                               with --spawn, only the spawned nodes)
-          --spawn N            start N local `skynet node` processes on free ports for this scan,
-                               use them as peers and stop them afterwards, 0...64
-          --duration S         seconds of simulated work per task, 0...3600 (default 1.0)
-          --timeout S          seconds one remote request may take, longer than --duration
-                               (default: the cluster file's, else 5)
-          --capacity N         slots per system, 0...1024 (default 4)
-          --local-capacity N   slots of this process's own system (default: --capacity);
-                               0 only dispatches, and re-runs go to the first free system
-          --failing-every N    the local system (and spawned nodes) fail every N-th task; 0 never
-                               (default 10)
-          --max-attempts N     tries per task before giving up, 1...100 (default 5)
-          --journal FILE       append a JSON line per completed sector to FILE as it completes
-                               (locked while the scan runs; an existing one only with --resume)
-          --resume             skip the sectors FILE already holds and run the rest; with
-                               --results, first print the results FILE holds and never printed
-          --json               print JSON Lines events instead of log lines (see README)
-          --quiet              no live progress line (also: NO_COLOR set, or stderr not a terminal)
-          --token-file FILE    the cluster's token, instead of SKYNET_TOKEN (chmod 600 FILE)
-          --dashboard [HOST:]PORT
-                               serve a live dashboard in the browser at http://HOST:PORT/
-                               (HOST 127.0.0.1 unless given; PORT 0 picks a free one; with a
-                               token the page asks for it)
-          --dashboard-linger S keep serving the final state S seconds after the scan, 0...86400
-                               (default 0)
-
-        real work:
-          --job NAME           run the job NAME on each input (default: scan, the built-in simulated
-                               scan); only systems that declare it get its tasks
-          --job NAME=COMMAND   also declare it for this process's own system and the --spawn nodes:
-                               COMMAND is split into words like sh would, never run by a shell;
-                               {} is the input, {#} the sector; no {}: the input is the last word
-          --inputs FILE        one input per line, sector i is line i (0-based); - reads stdin;
-                               a trailing \\r is dropped; each line valid UTF-8, at most 131008 bytes
-                               (a pipe or device is copied aside first, up to 1 GiB)
-          --results            print only each task's result to stdout, whole, as it completes;
-                               the log lines go to stderr (not with --json)
-          --keep-order         with --results: in input order (at most \(ScanCommand.orderWindow) tasks run ahead
-                               of the oldest one not finished); a task that gave up prints an
-                               empty line in its place
-          --task-timeout S     each task's deadline once started: its work is stopped (a command's
-                               whole process group) and the task fails and runs again
-          --max-output BYTES   the most output one command may print, 1...512K (default 256K;
-                               K = 1024, M = 1048576); more is a failure, never cut
-          --allow-job-mismatch also use peers that run the job as another command (other words,
-                               not just other quoting) than this scan's --job NAME=COMMAND (or
-                               the first peer's), after a warning; without it they are not used
+        \(optionTable.help)
 
         Peers that are down are reported and skipped, and join when they come up; a peer whose
         request timed out gets no new work until it answers a ping. With a token (SKYNET_TOKEN in
@@ -136,18 +80,14 @@ struct ScanCommand: Command {
     let allowJobMismatch: Bool
 
     init(arguments: [String]) throws(UsageError) {
-        let args = try Arguments(arguments, options: [
-            "total", "cluster", "spawn", "duration", "timeout", "capacity", "local-capacity", "failing-every",
-            "max-attempts", "journal", "job", "inputs", "task-timeout", "max-output", "token-file",
-            "dashboard", "dashboard-linger",
-        ], flags: ["resume", "json", "quiet", "results", "keep-order", "allow-job-mismatch"])
+        let args = try Self.optionTable.parse(arguments)
         token = try ClusterToken.load(args)
         dashboard = try args.string("dashboard").map { (text) throws(UsageError) in try DashboardAddress.parse(text) }
-        dashboardLinger = try args.double("dashboard-linger", default: 0, in: 0...86400)
+        dashboardLinger = try args.double("dashboard-linger", default: 0)
         if dashboard == nil, args.string("dashboard-linger") != nil {
             throw UsageError("--dashboard-linger keeps the dashboard of --dashboard: give --dashboard too")
         }
-        total = try args.int("total", default: 20, in: 0...10_000_000)
+        total = try args.int("total", default: 20)
         totalGiven = args.string("total") == nil ? nil : total
         (job, jobCommand) = try Self.parseJob(args.string("job"))
         inputsPath = args.string("inputs")
@@ -155,25 +95,25 @@ struct ScanCommand: Command {
         results = args.flag("results")
         keepOrder = args.flag("keep-order")
         allowJobMismatch = args.flag("allow-job-mismatch")
-        taskTimeout = try args.optionalDouble("task-timeout", in: 0.001...ScanTask.maxTimeout)
+        taskTimeout = try args.optionalDouble("task-timeout")
         // Given to spawned nodes only when set here, so their command line stays as it was.
         maxOutput = args.string("max-output") == nil ? nil
-            : try args.bytes("max-output", default: CommandJob.defaultMaxOutput, in: JobDeclarations.maxOutputRange)
+            : try args.bytes("max-output", default: CommandJob.defaultMaxOutput)
         if keepOrder && !results { throw UsageError("--keep-order orders the results of --results: give --results too") }
         if results && args.flag("json") {
             throw UsageError("--results and --json both want stdout: choose one (the JSON events carry each result)")
         }
-        duration = try args.double("duration", default: 1.0, in: 0...ScanTask.maxDuration)
-        capacity = try args.int("capacity", default: 4, in: 0...ClusterConfig.maxCapacity)
-        localCapacity = try args.int("local-capacity", default: capacity, in: 0...ClusterConfig.maxCapacity)
-        failingEvery = try args.int("failing-every", default: 10, in: 0...1_000_000_000)
-        maxAttempts = try args.int("max-attempts", default: 5, in: 1...100)
-        spawn = try args.int("spawn", default: 0, in: 0...64)
+        duration = try args.double("duration", default: 1.0)
+        capacity = try args.int("capacity", default: 4)
+        localCapacity = try args.int("local-capacity", default: capacity)
+        failingEvery = try args.int("failing-every", default: 10)
+        maxAttempts = try args.int("max-attempts", default: 5)
+        spawn = try args.int("spawn", default: 0)
         // With --spawn and no --cluster, only the spawned nodes are peers.
         clusterPath = spawn > 0 && args.string("cluster") == nil ? nil : args.string("cluster") ?? "cluster.json"
         cluster = spawn > 0 && args.string("cluster") == nil
             ? ClusterConfig() : try Self.loadCluster(named: args.string("cluster"))
-        let givenTimeout = try args.optionalDouble("timeout", in: 0.001...3600)
+        let givenTimeout = try args.optionalDouble("timeout")
         timeout = givenTimeout ?? cluster.timeout ?? 5
         journalPath = args.string("journal")
         resume = args.flag("resume")

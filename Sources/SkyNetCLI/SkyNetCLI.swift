@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import SkyNet
+import SkyNetOptions
 
 /// One `skynet` subcommand: parses and validates its arguments, then runs.
 protocol Command {

@@ -4,12 +4,13 @@ import FoundationEssentials
 import Foundation
 #endif
 import SkyNet
+import SkyNetOptions
 
 /// `skynet status`: pings every peer of the cluster file and says which are up.
 struct StatusCommand: Command {
     static let name = "status"
     static let summary = "ping every peer of the cluster file and show which are up"
-    static let usage = "usage: skynet status [--cluster FILE] [--timeout 2] [--token-file FILE] [--json] [--watch [--interval 1]]"
+    static let usage = optionTable.usage
     static let help = """
         Ping every node of the cluster file at once and print a table: name, address, up or
         down (and why: refused, timed out, unauthorized, unknown host), running/capacity,
@@ -18,17 +19,7 @@ struct StatusCommand: Command {
 
         \(usage)
 
-        options:
-          --cluster FILE     the static peer list (default ./cluster.json)
-          --timeout S        seconds each node may take to connect and answer, 0.001...60 (default 2)
-          --token-file FILE  read the token from FILE (owner-readable only) instead of SKYNET_TOKEN
-          --json             one JSON object per node instead of the table
-          --watch            probe again every --interval until Ctrl-C: in a terminal the table is
-                             redrawn in place under a line with the time and the cluster file; piped,
-                             each round is that line and the table, then a blank line; with --json,
-                             one object per node per round, with "round" and "time"
-          --interval S       seconds from the start of one round to the next, 0.1...3600 (default 1);
-                             a round never starts before the last one ended
+        \(optionTable.help)
 
         exit status: 0 every node is up, 1 some node is down, 2 bad usage or a bad cluster file;
         with --watch, 0 when stopped by Ctrl-C, SIGTERM or SIGHUP (or when stdout is closed).
@@ -48,16 +39,16 @@ struct StatusCommand: Command {
     let interval: Double?
 
     init(arguments: [String]) throws(UsageError) {
-        let args = try Arguments(arguments, options: ["cluster", "timeout", "token-file", "interval"], flags: ["json", "watch"])
+        let args = try Self.optionTable.parse(arguments)
         if args.string("interval") != nil, !args.flag("watch") { throw UsageError("option '--interval' needs --watch") }
-        interval = args.flag("watch") ? try args.double("interval", default: 1, in: 0.1...3600) : nil
+        interval = args.flag("watch") ? try args.double("interval", default: 1) : nil
         let path = args.string("cluster") ?? "cluster.json"
         clusterPath = path
         guard FileManager.default.fileExists(atPath: path) || args.string("cluster") != nil else {
             throw UsageError("no ./cluster.json here: name one with --cluster FILE")
         }
         cluster = try ScanCommand.loadCluster(named: path)
-        timeout = try args.double("timeout", default: 2, in: 0.001...60)
+        timeout = try args.double("timeout", default: 2)
         json = args.flag("json")
         token = try ClusterToken.load(args)?.value
     }

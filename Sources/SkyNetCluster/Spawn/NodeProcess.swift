@@ -40,9 +40,8 @@ public final class NodeProcess: Sendable {
         executable: URL, name: String, arguments: [String] = [], stderr: ChildProcess.Output = .null,
         environment: [String: String]? = nil, portOverride: Int = 0, timeout: Duration = .seconds(10)
     ) async throws -> NodeProcess {
-        var options = ChildProcess.Options(
-            arguments: ["node", "--port", String(portOverride), "--name", name, exitWithParentFlag] + arguments,
-            environment: environment)
+        var options = ChildProcess.Options(arguments: commandLine(name: name, port: portOverride, arguments: arguments),
+                                           environment: environment)
         options.stdin = .pipe
         options.stdout = .lines(maxLength: 4096, keep: 16)
         options.stderr = stderr
@@ -68,6 +67,11 @@ public final class NodeProcess: Sendable {
             }
             throw error
         }
+    }
+
+    /// The arguments `start` gives the executable: `node --port PORT --name NAME --exit-with-parent EXTRA…`.
+    public static func commandLine(name: String, port: Int = 0, arguments: [String]) -> [String] {
+        ["node", "--port", String(port), "--name", name, exitWithParentFlag] + arguments
     }
 
     private init(name: String, host: String, port: Int, child: ChildProcess, exitStatus: AsyncSignal<Int32>) {

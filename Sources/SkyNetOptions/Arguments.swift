@@ -1,23 +1,22 @@
 /// Bad usage: printed as `error: …` with the command's usage line; exit status 2.
-struct UsageError: Error, CustomStringConvertible {
-    let description: String
-    init(_ message: String) { description = message }
+package struct UsageError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ message: String) { description = message }
 }
 
-/// The options of one command line, parsed against the options the command knows.
+/// The options of one command line, parsed against the options the command knows (its `OptionTable`).
 ///
 /// Accepts `--name value`, `--name=value` and bare `--flag`. Every value is checked when the
-/// command reads it, so errors name the option and what was wrong with it. An option is given
-/// once, unless it is one of the `repeating` ones (`--job a=… --job b=…`).
-struct Arguments {
+/// command reads it, against the range its table entry gives, so errors name the option and
+/// what was wrong with it. An option is given once, unless it is one of the `repeating` ones
+/// (`--job a=… --job b=…`).
+package struct Arguments {
     private var values: [String: [String]] = [:]
     private var flags: Set<String> = []
+    private let kinds: [String: OptionValue]
 
-    /// - Parameters:
-    ///   - options: names (without `--`) that take a value.
-    ///   - repeating: names among `options` that may be given more than once.
-    ///   - flags: names that take none.
-    init(_ arguments: [String], options: Set<String>, repeating: Set<String> = [], flags: Set<String>) throws(UsageError) {
+    package init(_ arguments: [String], values kinds: [String: OptionValue], repeating: Set<String>) throws(UsageError) {
+        self.kinds = kinds
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             guard argument.hasPrefix("--"), argument.count > 2 else {
@@ -29,33 +28,36 @@ struct Arguments {
                 inlineValue = String(name[name.index(after: equals)...])
                 name = String(name[..<equals])
             }
-            if flags.contains(name) {
+            switch kinds[name] {
+            case .flag?:
                 if inlineValue != nil { throw UsageError("option '--\(name)' takes no value") }
-                self.flags.insert(name)
-            } else if options.contains(name) {
+                flags.insert(name)
+            case _?:
                 guard let value = inlineValue ?? rest.popFirst() else {
                     throw UsageError("option '--\(name)' needs a value")
                 }
                 if values[name] != nil, !repeating.contains(name) { throw UsageError("option '--\(name)' is given twice") }
                 values[name, default: []].append(value)
-            } else {
-                let suggestion = closest(to: name, among: options.union(flags))
+            case nil:
+                let suggestion = closest(to: name, among: Set(kinds.keys))
                     .map { ". Did you mean '--\($0)'?" } ?? ""
                 throw UsageError("unknown option '--\(name)'\(suggestion)")
             }
         }
     }
 
-    func flag(_ name: String) -> Bool { flags.contains(name) }
+    package func flag(_ name: String) -> Bool { flags.contains(name) }
 
     /// The value of an option given once (the last one of a repeating option).
-    func string(_ name: String) -> String? { values[name]?.last }
+    package func string(_ name: String) -> String? { values[name]?.last }
 
     /// Every value of a repeating option, in the order given.
-    func strings(_ name: String) -> [String] { values[name] ?? [] }
+    package func strings(_ name: String) -> [String] { values[name] ?? [] }
 
-    func int(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+    /// A whole number in the range of the option's `.count` entry.
+    package func int(_ name: String, default fallback: Int) throws(UsageError) -> Int {
         guard let text = string(name) else { return fallback }
+        guard case .count(let range) = kinds[name] else { preconditionFailure("--\(name) is not a count in its table") }
         guard let value = Int(text), range.contains(value) else {
             throw UsageError("option '--\(name)' wants a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
         }
@@ -63,8 +65,9 @@ struct Arguments {
     }
 
     /// A number of bytes: plain (`262144`) or with a binary suffix (`256K`, `1M`).
-    func bytes(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+    package func bytes(_ name: String, default fallback: Int) throws(UsageError) -> Int {
         guard let text = string(name) else { return fallback }
+        guard case .bytes(let range) = kinds[name] else { preconditionFailure("--\(name) is not bytes in its table") }
         let units: [Character: Int] = ["K": 1024, "k": 1024, "M": 1 << 20, "m": 1 << 20]
         let unit = text.last.flatMap { units[$0] }
         let digits = unit == nil ? Substring(text) : text.dropLast()
@@ -76,21 +79,22 @@ struct Arguments {
         return value
     }
 
-    func double(_ name: String, default fallback: Double, in range: ClosedRange<Double>) throws(UsageError) -> Double {
+    package func double(_ name: String, default fallback: Double) throws(UsageError) -> Double {
         guard let text = string(name) else { return fallback }
+        guard case .seconds(let range) = kinds[name] else { preconditionFailure("--\(name) is not seconds in its table") }
         guard let value = Double(text), value.isFinite, range.contains(value) else {
             throw UsageError("option '--\(name)' wants a number of seconds in \(range.lowerBound.formatted)...\(range.upperBound.formatted), not '\(text)'")
         }
         return value
     }
 
-    func optionalDouble(_ name: String, in range: ClosedRange<Double>) throws(UsageError) -> Double? {
-        values[name] == nil ? nil : try double(name, default: 0, in: range)
+    package func optionalDouble(_ name: String) throws(UsageError) -> Double? {
+        values[name] == nil ? nil : try double(name, default: 0)
     }
 }
 
 /// The candidate nearest to `word` by edit distance, when it is near enough to be a typo.
-func closest(to word: String, among candidates: Set<String>) -> String? {
+package func closest(to word: String, among candidates: Set<String>) -> String? {
     // Among equally near candidates, one that `word` begins (`stat` → `status`) wins.
     let scored = candidates.map { ($0, editDistance(word, $0), $0.hasPrefix(word) ? 0 : 1) }
         .sorted { ($0.1, $0.2, $0.0) < ($1.1, $1.2, $1.0) }
@@ -113,5 +117,5 @@ private func editDistance(_ a: String, _ b: String) -> Int {
 
 extension Double {
     /// Without a trailing ".0" for whole numbers.
-    var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
+    package var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
 }

@@ -1,0 +1,42 @@
+import SkyNet
+import SkyNetOptions
+
+extension NodeCommand {
+    /// `--failing-every`, of a node and of a scan (which gives it to the nodes it spawns).
+    static let failingEvery = OptionValue.count(0...1_000_000_000)
+
+    /// Every option of `skynet node`: its parsing, usage line and help.
+    static let optionTable = OptionTable<NodeCommand>(options: [
+        .init("port", .count(0...65535), usage: "--port PORT", "PORT", "TCP port, <range>; 0 picks a free one (required)"),
+        .init("host", .text, usage: "[--host 127.0.0.1]", "HOST", "address to bind (default 127.0.0.1)"),
+        .init("name", .text, usage: "[--name NAME]", "NAME", "the name peers see (default node-PORT)"),
+        .init("capacity", .count(1...ClusterConfig.maxCapacity), usage: "[--capacity 4]", "N",
+              "tasks run at once, <range> (default 4)"),
+        .init("failing-every", failingEvery, usage: "[--failing-every 10]", "N",
+              "the built-in scan fails every N-th task; 0 never (default 10);",
+              "declared jobs never fail on purpose"),
+        .init("job", .text, repeats: true, usage: "[--job NAME=COMMAND ...]", line: 1, "NAME=COMMAND",
+              "declare a command job, repeatable (at most \(JobDeclarations.maxJobs)); NAME is",
+              "1 to 64 letters, digits, '-', '_' or '.', and not 'scan'"),
+        .init("max-output", .bytes(JobDeclarations.maxOutputRange), usage: "[--max-output 256K]", line: 1, "BYTES",
+              "the most stdout a job's task may print, <range> (default 256K;",
+              "K = 1024, M = 1048576); more is a failure, never cut short"),
+        .init("max-connections", .count(1...65536), usage: "[--max-connections 256]", line: 2, "N",
+              "clients served at once, <range> (default 256); one more that",
+              "says hello is answered busy. Connections that have not said hello",
+              "have a budget of their own (64, 16 per address), those in the token",
+              "handshake another; 3 s from connecting to be done"),
+        .init("idle-timeout", .seconds(1...86400), usage: "[--idle-timeout 60]", line: 2, "S",
+              "close a client that sent nothing, not even a ping, for S seconds",
+              "while none of its scans runs, <range> (default 60); coordinators",
+              "ping idle links every 15 s"),
+        .init("token-file", .text, usage: "[--token-file FILE]", line: 2, "FILE",
+              "read the token from FILE (its final newline dropped) instead of",
+              "SKYNET_TOKEN; FILE must be readable by its owner only (chmod 600).",
+              "A token is at least 16 bytes (make one: openssl rand -hex 32)"),
+        .init("verbose", .flag, usage: "[--verbose]", line: 2, "", "log every task to stderr"),
+        // Hidden: stdin is a pipe from the parent (`NodeProcess`); at its EOF the parent is
+        // gone and the node stops at once.
+        .init(String(NodeProcess.exitWithParentFlag.dropFirst(2)), .flag, usage: nil),
+    ], usagePrefix: "usage: skynet node")
+}

@@ -1,0 +1,20 @@
+import SkyNetOptions
+extension StatusCommand {
+    /// Every option of `skynet status`: its parsing, usage line and help.
+    static let optionTable = OptionTable<StatusCommand>(options: [
+        .init("cluster", .text, usage: "[--cluster FILE]", "FILE", "the static peer list (default ./cluster.json)"),
+        .init("timeout", .seconds(0.001...60), usage: "[--timeout 2]", "S",
+              "seconds each node may take to connect and answer, <range> (default 2)"),
+        .init("token-file", .text, usage: "[--token-file FILE]", "FILE",
+              "read the token from FILE (owner-readable only) instead of SKYNET_TOKEN"),
+        .init("json", .flag, usage: "[--json]", "", "one JSON object per node instead of the table"),
+        .init("watch", .flag, usage: "[--watch [--interval 1]]", "",
+              "probe again every --interval until Ctrl-C: in a terminal the table is",
+              "redrawn in place under a line with the time and the cluster file; piped,",
+              "each round is that line and the table, then a blank line; with --json,",
+              "one object per node per round, with \"round\" and \"time\""),
+        .init("interval", .seconds(0.1...3600), usage: nil, "S",
+              "seconds from the start of one round to the next, <range> (default 1);",
+              "a round never starts before the last one ended"),
+    ], usagePrefix: "usage: skynet status", column: 19)
+}
