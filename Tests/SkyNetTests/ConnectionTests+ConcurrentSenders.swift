@@ -17,6 +17,8 @@ extension ConnectionTests {
     struct Received {
         var lines: [String] = []
         var closedReason: Connection.CloseReason?
+        /// Called for each line, after it was kept.
+        var onLine: @Sendable () -> Void = {}
     }
 
     func makePair(authenticated: Bool, smallBuffers: Bool) async throws -> Pair {
@@ -37,7 +39,12 @@ extension ConnectionTests {
         }
         sender.start(onEvent: { _ in })
         receiver.start(onEvent: { event in
-            if case .line(let line) = event { received.update { $0.lines.append(String(decoding: line, as: UTF8.self)) } }
+            guard case .line(let line) = event else { return }
+            let onLine = received.update { received in
+                received.lines.append(String(decoding: line, as: UTF8.self))
+                return received.onLine
+            }
+            onLine()
         }, onClose: { why in received.update { $0.closedReason = why } })
         return Pair(sender: sender, receiver: receiver, received: received)
     }
@@ -88,11 +95,29 @@ extension ConnectionTests {
             let refused = Counter()
             let ended = DispatchGroup()
             let padding = String(repeating: "q", count: 100)
+            // Senders keep at most `window` lines on their way: each takes a credit before it
+            // sends and the receiver gives one back per line. Without it six threads that never
+            // wait queued lines as fast as they could, tens of megabytes, all read and opened
+            // before the close could end: under the thread sanitizer, beside the other suites,
+            // that took longer than the close's bound, and the spinning threads starved them.
+            let window = 512
+            // Made empty and given its credits: a semaphore freed below the value it was made
+            // with traps in libdispatch.
+            let credits = DispatchSemaphore(value: 0)
+            for _ in 0..<window { credits.signal() }
+            pair.received.update { $0.onLine = { credits.signal() } }
+            // Once closed, every send throws: one credit each lets the senders that wait learn it
+            // (on every path, so that no thread is left waiting).
+            defer {
+                pair.sender.close()
+                for _ in 0..<senders { credits.signal() }
+            }
             for sender in 0..<senders {
                 ended.enter()
                 startThread(named: "test-sender") {
                     var index = 0
                     while true {
+                        credits.wait()
                         do { try pair.sender.send(Array("\(sender) \(index) \(padding)\n".utf8)) } catch {
                             refused.increment()
                             break
@@ -107,6 +132,7 @@ extension ConnectionTests {
             let arrived = underThreadSanitizer ? 300 : 2000
             try await pair.received.wait(upTo: .seconds(60)) { $0.lines.count >= arrived }
             pair.sender.close()
+            for _ in 0..<senders { credits.signal() }
             let closed = try await withTimeout(.seconds(10)) { await pair.sender.closed.value }
             #expect("\(closed)" == "closed")
             let allEnded = try await onOwnThread(named: "test-wait") { ended.wait(timeout: .now() + 10) == .success }
