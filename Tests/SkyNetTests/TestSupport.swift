@@ -35,8 +35,8 @@ let pollInterval: Duration = .milliseconds(5)
 
 /// Polls until `condition` holds; throws after `limit`. Only for state that the code under
 /// test holds and offers no signal for (a node's connection count, a registry's waiters, a
-/// count a node reports over the wire): state the test owns is a `Watched` value (or `Flag`,
-/// `Counter`, `EventLog`, `LogLines`, `FakeNode`, built on it), awaited without polling.
+/// count a node reports over the wire). State the test owns is awaited without polling: a
+/// `Flag`, or a `Watched` value (`Counter`, `EventLog`, `LogLines` and `FakeNode` use one).
 /// Between looks it sleeps `pollInterval` (a real suspension): a loop of `Task.yield()` kept a
 /// thread of the cooperative pool (two threads on a two-core machine) busy while the suites
 /// run in parallel, and under the thread sanitizer starved the very work it waited for.
