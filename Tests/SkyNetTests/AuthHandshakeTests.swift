@@ -234,7 +234,7 @@ struct ImpostorNodeTests {
         let events = LogLines()
         let cluster = ClusterConfig(nodes: [.init(name: "beta", port: impostor.port)])
         let links = PeerLinks(cluster: cluster, systems: systems,
-                              settings: .init(capacity: 4, timeout: .seconds(5), token: AuthHandshakeTests.token)) { event in
+                              settings: .init(capacity: 4, timeout: .seconds(30), token: AuthHandshakeTests.token)) { event in
             events.append(event.description)
         }
         try await events.waitFor("[Cluster] Unauthorized")

@@ -92,7 +92,9 @@ struct NodeTests {
         try await withNode { node in
             let peer = try await connect(node)
             defer { peer.close() }
-            let first = Task { try await scan(peer, id: 100, duration: 1) }
+            // Long enough that it still runs at the last check however loaded the machine (1 s
+            // was not, under the thread sanitizer beside five builds); the node's stop ends it.
+            let first = Task { try await scan(peer, id: 100, duration: 600) }
             try await awaitState(upTo: .seconds(5)) { try await running(peer) == 1 }
             peer.post(.scan(id: 100, task: ScanTask(input: 100, duration: 0)))
             await #expect(throws: WireError.badRequest("request id 100 is already in flight", id: 100)) {
