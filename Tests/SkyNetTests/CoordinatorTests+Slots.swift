@@ -68,7 +68,9 @@ extension CoordinatorTests {
             let log = EventLog()
             var coordinator = Coordinator(systems: systems, maxAttempts: 3) { log.append($0) }
             coordinator.busyRest = (.microseconds(100), .milliseconds(1))
-            let scan = Task { await coordinator.run((0..<100_000).map { ScanTask(input: $0, duration: 0) }) }
+            // Drawn as slots free, not made up front: 100,000 tasks made before each of the three
+            // scans were seconds of computing on the pool under the thread sanitizer.
+            let scan = Task { await coordinator.run((0..<100_000).lazy.map { ScanTask(input: $0, duration: 0) }, count: 100_000) }
             try await log.waitForCompletions(stopAfter)
             scan.cancel()
             let report = try await withTimeout(.seconds(60)) { await scan.value }  // 100,000 tasks: a scan that ignores the cancel runs far longer
