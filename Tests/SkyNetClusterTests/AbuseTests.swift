@@ -62,7 +62,8 @@ extension ProcessTests {
                 let node = try #require(cluster.node("beta"))
                 let client = try await RawLineClient(port: node.port)
                 _ = try await client.exchange(#"{"type":"hello","version":1}"#)
-                var fuzz = FuzzLines(random: SeededRandom(seed: 20261121))
+                let seed = FuzzSeed(20261121)
+                var fuzz = FuzzLines(random: seed.random)
                 var answered = 0, silent = 0
                 let startKiB = residentKiB(of: node.processIdentifier) ?? 0
                 for _ in 0..<3000 {
@@ -81,16 +82,16 @@ extension ProcessTests {
                         silent += 1
                         continue
                     }
-                    let reply = try #require(try await client.receive(), "no reply to \(String(decoding: line, as: UTF8.self))")
-                    #expect(["pong", "result", "failure", "error"].contains(reply["type"] as? String ?? ""))
+                    let reply = try #require(try await client.receive(), "\(seed): no reply to \(String(decoding: line, as: UTF8.self))")
+                    #expect(["pong", "result", "failure", "error"].contains(reply["type"] as? String ?? ""), "\(seed): \(String(decoding: line, as: UTF8.self))")
                     answered += 1
                 }
                 let pong = try #require(try await client.exchange(#"{"type":"ping","id":424242}"#))
-                #expect(pong["id"] as? Int == 424242)
-                #expect(answered > 2500)
+                #expect(pong["id"] as? Int == 424242, "\(seed)")
+                #expect(answered > 2500, "\(seed)")
                 let endKiB = residentKiB(of: node.processIdentifier) ?? 0
                 print("fuzz: \(answered) lines answered, \(silent) cancels; node RSS \(startKiB) KiB -> \(endKiB) KiB")
-                #expect(endKiB < 2 * startKiB + 16 * 1024)
+                #expect(endKiB < 2 * startKiB + 16 * 1024, "\(seed)")
             }
         }
 

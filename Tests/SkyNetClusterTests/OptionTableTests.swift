@@ -1,5 +1,7 @@
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetWork
 @testable import SkyNetCLI
 @testable import SkyNetOptions
 

@@ -236,18 +236,18 @@ struct ImpostorNodeTests {
         let impostor = try await ImpostorNode.start(.challengeThenMadeUpSeal)
         defer { impostor.stop() }
         let systems = Systems()
-        let events = Locked<[String]>([])
+        let events = LogLines()
         let cluster = ClusterConfig(nodes: [.init(name: "beta", port: impostor.port)])
         let links = PeerLinks(cluster: cluster, systems: systems,
-                              settings: .init(capacity: 4, timeout: .seconds(5), token: AuthHandshakeTests.token)) { event in
-            events.withLock { $0.append(event.description) }
+                              settings: .init(capacity: 4, timeout: .seconds(30), token: AuthHandshakeTests.token)) { event in
+            events.append(event.description)
         }
-        try await awaitState { events.withLock { $0 }.contains { $0.hasPrefix("[Cluster] Unauthorized") } }
+        try await events.waitFor("[Cluster] Unauthorized")
         let everyPeerRefused = links.everyPeerRefused
         #expect(try await withTimeout(.seconds(10)) { await everyPeerRefused.value }.contains("no peer proved it knows the token"))
         #expect(await systems.names.isEmpty)
         await links.stop()
-        #expect(events.withLock { $0 } == ["[Cluster] Unauthorized: beta (it does not know the token)"])
+        #expect(events.all == ["[Cluster] Unauthorized: beta (it does not know the token)"])
         let conversation = try #require(try await impostor.waitForConversations(1).first)
         #expect(conversation.lines.compactMap { jsonFields($0)?["type"] as? String } == ["hello", "auth"])
     }

@@ -8,17 +8,17 @@ import SkyNetTestSupport
 
 /// Log lines (of a node, or of a coordinator's links) collected for a test to read and await.
 final class LogLines: Sendable {
-    private let lines = Locked<[String]>([])
+    private let lines = Watched<[String]>([])
 
-    func append(_ line: String) { lines.withLock { $0.append(line) } }
-    var all: [String] { lines.withLock { $0 } }
+    func append(_ line: String) { lines.update { $0.append(line) } }
+    var all: [String] { lines.value }
 
     func matching(_ text: String) -> [String] { all.filter { $0.contains(text) } }
 
     /// Waits until `count` lines containing `text` were logged; returns them. Throws after `limit`.
     @discardableResult
     func waitFor(_ text: String, count: Int = 1, upTo limit: Duration = .seconds(30)) async throws -> [String] {
-        try await awaitState(upTo: limit) { [self] in matching(text).count >= count }
+        try await lines.wait(upTo: limit) { lines in lines.count { $0.contains(text) } >= count }
         return matching(text)
     }
 }
@@ -169,7 +169,7 @@ final class ImpostorNode: Sendable {
 
     let port: Int
     private let listener: Listener
-    private let conversations = Locked<[Conversation]>([])
+    private let conversations = Watched<[Conversation]>([])
 
     private init(listener: Listener) {
         self.listener = listener
@@ -187,11 +187,11 @@ final class ImpostorNode: Sendable {
     func stop() { listener.stop() }
 
     /// The conversations of clients that have closed, in order.
-    var finished: [Conversation] { conversations.withLock { $0 } }
+    var finished: [Conversation] { conversations.value }
 
     /// Waits until `count` clients have closed their connection; returns their conversations.
     func waitForConversations(_ count: Int, upTo limit: Duration = .seconds(30)) async throws -> [Conversation] {
-        try await awaitState(upTo: limit) { [self] in finished.count >= count }
+        try await conversations.wait(upTo: limit) { $0.count >= count }
         return finished
     }
 
@@ -199,8 +199,8 @@ final class ImpostorNode: Sendable {
         var client = client
         var lines: [String] = []
         defer {
-            conversations.withLock { $0.append(Conversation(lines: lines + client.readToEnd(silence: .seconds(10)),
-                                                            closedByClient: client.closed)) }
+            let conversation = Conversation(lines: lines + client.readToEnd(silence: .seconds(10)), closedByClient: client.closed)
+            conversations.update { $0.append(conversation) }
             client.close()
         }
         guard let hello = client.readLine() else { return }

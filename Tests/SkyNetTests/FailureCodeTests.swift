@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetWire
+@testable import SkyNetWork
 
 /// Failure codes are an enum, but on the wire they stay the protocol's words.
 struct FailureCodeTests {

@@ -28,7 +28,7 @@ final class FakeNode: Sendable {
 
     let port: Int
     private let listener: Listener
-    private let state = Locked(State())
+    private let state = Watched(State())
 
     private init(listener: Listener) {
         self.listener = listener
@@ -39,7 +39,7 @@ final class FakeNode: Sendable {
         let node = FakeNode(listener: try await Listener.bind(host: "127.0.0.1", port: 0))
         node.listener.start { socket, peer in
             let connection = Connection(socket: socket, peer: peer)
-            node.state.withLock { $0.connections.append(connection) }
+            node.state.update { $0.connections.append(connection) }
             connection.start(onEvent: { event in
                 guard case .line(let line) = event, let request = try? Request.decode(line) else { return }
                 node.handle(request, on: connection)
@@ -51,18 +51,18 @@ final class FakeNode: Sendable {
     /// Stops listening and closes every connection.
     func stop() {
         listener.stop()
-        for connection in state.withLock({ $0.connections }) { connection.close() }
+        for connection in state.value.connections { connection.close() }
     }
 
     /// Whether pings get a pong from now on.
     func answerPings(_ answer: Bool) {
-        state.withLock { $0.answersPings = answer }
+        state.update { $0.answersPings = answer }
     }
 
     /// Answers every held task with the result `done <input>`; returns how many it answered.
     @discardableResult
     func answerHeld() -> Int {
-        let held = state.withLock { state in
+        let held = state.update { state in
             defer { state.held = [] }
             return state.held
         }
@@ -72,11 +72,26 @@ final class FakeNode: Sendable {
         return held.count
     }
 
-    var held: [Held] { state.withLock { $0.held } }
+    var held: [Held] { state.value.held }
     /// Tasks received in all (scans and jobs), answered or not.
-    var received: Int { state.withLock { $0.received } }
-    var pongs: Int { state.withLock { $0.pongs } }
-    var cancels: [Int] { state.withLock { $0.cancels } }
+    var received: Int { state.value.received }
+    var pongs: Int { state.value.pongs }
+    var cancels: [Int] { state.value.cancels }
+
+    /// Returns once exactly `count` tasks are held unanswered; throws after `limit`.
+    func waitUntilHolding(_ count: Int, upTo limit: Duration = .seconds(30)) async throws {
+        try await state.wait(upTo: limit) { $0.held.count == count }
+    }
+
+    /// Returns once at least `count` tasks are held unanswered; throws after `limit`.
+    func waitUntilHolding(atLeast count: Int, upTo limit: Duration = .seconds(30)) async throws {
+        try await state.wait(upTo: limit) { $0.held.count >= count }
+    }
+
+    /// Returns once at least `count` tasks were received in all; throws after `limit`.
+    func waitUntilReceived(_ count: Int, upTo limit: Duration = .seconds(30)) async throws {
+        try await state.wait(upTo: limit) { $0.received >= count }
+    }
 
     private func handle(_ request: Request, on connection: Connection) {
         switch request {
@@ -87,19 +102,19 @@ final class FakeNode: Sendable {
             try? connection.send(Reply.welcome(version: wireVersion, name: "beta", capacity: 4, jobs: jobs).line)
         case .scan(let id, let task), .job(let id, let task):
             let isJob = if case .job = request { true } else { false }
-            state.withLock { state in
+            state.update { state in
                 state.held.append(Held(connection: connection, id: id, task: task, isJob: isJob))
                 state.received += 1
             }
         case .ping(let id):
-            let answer = state.withLock { state in
+            let answer = state.update { state in
                 if state.answersPings { state.pongs += 1 }
                 return state.answersPings
             }
             let pong = Pong(name: "beta", running: 0, capacity: 4, completed: 0, failed: 0)
             if answer { try? connection.send(Reply.pong(id: id, pong).line) }
         case .cancel(let id):
-            state.withLock { state in
+            state.update { state in
                 state.cancels.append(id)
                 state.held.removeAll { $0.id == id && $0.connection === connection }
             }

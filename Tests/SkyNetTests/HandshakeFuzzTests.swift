@@ -13,7 +13,7 @@ import SkyNetTestSupport
 /// no connection is left behind, memory stays bounded, and a good client is served after.
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct HandshakeFuzzTests {
-    static let seed: UInt64 = 0x5EED_0011
+    static let seed = FuzzSeed(0x5EED_0011)
     static let cases = 320
     let auth = AuthHandshakeTests()
 
@@ -35,7 +35,7 @@ struct HandshakeFuzzTests {
         var backoff = LoginBackoff()
         backoff.freeFailures = 1_000_000  // wrong proofs are answered at once here (the slowdown has a test of its own)
         try await MemoryUse.measuring { try await auth.withTokenNode(backoff: backoff) { node, log in
-            var random = SeededRandom(seed: Self.seed)
+            var random = Self.seed.random
             let cases = (0..<Self.cases).map { _ in makeCase(&random) }
             var kinds: [String: Int] = [:]
             var challenged = 0
@@ -44,7 +44,7 @@ struct HandshakeFuzzTests {
                 if index == 20 { baseline = try MemoryUse.resetPeak() }  // after the first allocations settle
                 let answer = try await converse(node, fuzz)
                 kinds[fuzz.kind, default: 0] += 1
-                let described = "case \(index) (\(fuzz.kind)): \(String(decoding: fuzz.hello.prefix(200), as: UTF8.self)) → \(answer.lines.map { $0.prefix(200) })"
+                let described = "\(Self.seed), case \(index) (\(fuzz.kind)): \(String(decoding: fuzz.hello.prefix(200), as: UTF8.self)) → \(answer.lines.map { $0.prefix(200) })"
                 #expect(answer.closed, "the node did not close: \(described)")
                 let types = answer.lines.map { jsonFields($0)?["type"] as? String ?? "?" }
                 #expect(types == ["error"] || types == ["challenge", "error"], "\(described)")
@@ -58,8 +58,8 @@ struct HandshakeFuzzTests {
             // Generous: other suites share this process. Keeping what each case sent (up to
             // 1 MiB for some) or a connection's buffers would pass it.
             #expect(grown < 256 << 20, "peak RSS grew by \(grown >> 20) MiB over \(Self.cases) cases")
-            #expect(challenged >= 40, "too few cases reached the auth line: \(challenged) (\(kinds))")
-            #expect(kinds.count >= 9, "\(kinds)")
+            #expect(challenged >= 40, "too few cases reached the auth line: \(challenged) (\(kinds)), \(Self.seed)")
+            #expect(kinds.count >= 9, "\(kinds), \(Self.seed)")
             #expect(!log.matching("[Node] Refused").isEmpty)
             #expect(log.matching("Connected:").isEmpty, "a fuzzed hello was served: \(log.matching("Connected:"))")
 

@@ -6,6 +6,7 @@ enum MemoryUse {
 
     /// Runs `body` while no other test measures this process's peak: one test's reset of the
     /// peak, or its own big allocations, would spoil another's measure (they share a process).
+    /// A test that holds much memory without measuring it (hundreds of threads) runs in it too.
     static func measuring<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         await Turns.shared.acquire()
         do {

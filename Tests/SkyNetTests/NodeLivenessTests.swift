@@ -45,7 +45,7 @@ struct NodeLivenessTests {
             // sanitizer).
             #expect(waited < .seconds(40), "dropped after \(waited)")
             #expect(waited >= .milliseconds(500), "dropped too early, after \(waited)")
-            try await nodeTests.waitUntil { node.connectionCount == 0 }
+            try await awaitState(upTo: .seconds(5)) { node.connectionCount == 0 }
         }
     }
 
@@ -106,7 +106,7 @@ struct NodeLivenessTests {
             var silent: [Socket] = []
             defer { for socket in silent { socket.close() } }
             for _ in 0..<40 { silent.append(try await rawClient(node, saying: [])) }
-            try await nodeTests.waitUntil { node.connectionCount <= 4 }
+            try await awaitState(upTo: .seconds(5)) { node.connectionCount <= 4 }
             let peer = try await nodeTests.connect(node, token: "secret")
             defer { peer.close() }
             #expect(try await nodeTests.running(peer) == 0)
@@ -125,7 +125,7 @@ struct NodeLivenessTests {
                 _ = try await nodeTests.connect(node)
             }
             second.close()
-            try await nodeTests.waitUntil { node.connectionCount == 1 }
+            try await awaitState(upTo: .seconds(5)) { node.connectionCount == 1 }
             let third = try await nodeTests.connect(node)
             third.close()
         }

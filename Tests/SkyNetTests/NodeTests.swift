@@ -50,16 +50,6 @@ struct NodeTests {
         return pong.running
     }
 
-    /// Awaits a state, asked every `pollInterval` (a suspension, not a spin on the pool);
-    /// throws after `limit`.
-    func waitUntil(upTo limit: Duration = .seconds(5), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { throw TimeoutError() }
-            try await Task.sleep(for: pollInterval)
-        }
-    }
-
     @Test func welcomesWithItsNameAndCapacity() async throws {
         try await withNode(capacity: 3) { node in
             let peer = try await connect(node)
@@ -78,7 +68,7 @@ struct NodeTests {
             async let a = scan(first, duration: 5)
             async let b = scan(second, duration: 5)
             // Wait until both run, then a third request on either connection is refused at once.
-            try await waitUntil { try await running(first) == 2 }
+            try await awaitState(upTo: .seconds(5)) { try await running(first) == 2 }
             let third = try await scan(first)
             guard case .failure(_, _, let code, _) = third else { Issue.record("expected busy, got \(third)"); return }
             #expect(code == "busy")
@@ -93,7 +83,7 @@ struct NodeTests {
             defer { peer.close() }
             let remote = RemoteSystem(name: "beta", peer: peer, timeout: .milliseconds(200))
             await #expect(throws: TimeoutError.self) { try await remote.run(ScanTask(input: 1, duration: 30)) }
-            try await waitUntil { try await running(peer) == 0 }
+            try await awaitState(upTo: .seconds(5)) { try await running(peer) == 0 }
             // The slot is free: the next scan is run, not refused busy. (Asked with a time limit
             // of its own: 200 ms also timed out a scan of no duration in a loaded run.)
             let patient = RemoteSystem(name: "beta", peer: peer, timeout: .seconds(30))
@@ -106,8 +96,10 @@ struct NodeTests {
         try await withNode { node in
             let peer = try await connect(node)
             defer { peer.close() }
-            let first = Task { try await scan(peer, id: 100, duration: 1) }
-            try await waitUntil { try await running(peer) == 1 }
+            // Long enough that it still runs at the last check however loaded the machine (1 s
+            // was not, under the thread sanitizer beside five builds); the node's stop ends it.
+            let first = Task { try await scan(peer, id: 100, duration: 600) }
+            try await awaitState(upTo: .seconds(5)) { try await running(peer) == 1 }
             peer.post(.scan(id: 100, task: ScanTask(input: 100, duration: 0)))
             await #expect(throws: WireError.badRequest("request id 100 is already in flight", id: 100)) {
                 try await first.value
@@ -121,7 +113,7 @@ struct NodeTests {
             let peer = try await connect(node)
             defer { peer.close() }
             let scan = Task { try await self.scan(peer, id: 7, duration: 1) }
-            try await waitUntil { try await running(peer) == 1 }
+            try await awaitState(upTo: .seconds(5)) { try await running(peer) == 1 }
             peer.post(.ping(id: 7))  // the node's error carries id 7 and so ends the scan's wait
             await #expect(throws: WireError.badRequest("request id 7 is already in flight", id: 7)) { try await scan.value }
         }
@@ -132,9 +124,9 @@ struct NodeTests {
             let peer = try await connect(node)
             defer { peer.close() }
             let running = Task { try await self.scan(peer, duration: 0.5) }
-            try await waitUntil { try await self.running(peer) == 1 }
+            try await awaitState(upTo: .seconds(5)) { try await self.running(peer) == 1 }
             let stopping = Task { await node.stop(grace: .seconds(5)) }
-            try await waitUntil { node.isStopping }
+            try await awaitState(upTo: .seconds(5)) { node.isStopping }
             let refused = try await scan(peer)
             guard case .failure(_, _, let code, let message) = refused else { Issue.record("expected busy, got \(refused)"); return }
             #expect(code == "busy")
@@ -149,7 +141,7 @@ struct NodeTests {
             let peer = try await connect(node)
             let clock = ContinuousClock(), start = clock.now
             let pending = Task { try await scan(peer, duration: 30) }
-            try await waitUntil { try await running(peer) == 1 }
+            try await awaitState(upTo: .seconds(5)) { try await running(peer) == 1 }
             await node.stop(grace: .zero)
             await #expect(throws: PeerDisconnected.self) { try await pending.value }
             #expect(clock.now - start < .seconds(10))

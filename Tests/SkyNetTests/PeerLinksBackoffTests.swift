@@ -25,7 +25,7 @@ struct PeerLinksBackoffTests {
         let links = PeerLinks(cluster: cluster, systems: systems, settings: .init(capacity: 4, timeout: .seconds(5))) { _ in }
         // Waits for the third link, then counts the links of a two-second window (a window of
         // time, not a sleep that orders events: the count only grows).
-        try await awaitState { accepted.value >= 3 }
+        try await accepted.wait(untilAtLeast: 3)
         try await Task.sleep(for: .seconds(2))
         await links.stop()
         // Backoff of 100 ms doubling to 2 s allows about 6 links in those two seconds; the hot

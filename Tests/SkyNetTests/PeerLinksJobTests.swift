@@ -12,9 +12,13 @@ struct PeerLinksJobTests {
     let nodeTests = NodeTests()
 
     final class Events: Sendable {
-        private let events = Locked<[ClusterEvent]>([])
-        func append(_ event: ClusterEvent) { events.withLock { $0.append(event) } }
-        var all: [ClusterEvent] { events.withLock { $0 } }
+        private let events = Watched<[ClusterEvent]>([])
+        func append(_ event: ClusterEvent) { events.update { $0.append(event) } }
+        var all: [ClusterEvent] { events.value }
+        /// Returns once an event for which `matches` holds arrived; throws after `limit`.
+        func waitFor(upTo limit: Duration = .seconds(30), _ matches: @escaping @Sendable (ClusterEvent) -> Bool) async throws {
+            try await events.wait(upTo: limit) { $0.contains(where: matches) }
+        }
         var lines: [String] { all.map(\.description) }
     }
 
@@ -62,7 +66,8 @@ struct PeerLinksJobTests {
         ]
         try await withLinks(to: nodes, settings: settings(jobSummary: "sha256sum {}")) { links, systems, events in
             // Asked again (rarely in real life; every 0.1 s here), but reported once only.
-            try await awaitState { askedDelta.value >= 3 && askedGamma.value >= 3 }
+            try await askedDelta.wait(untilAtLeast: 3)
+            try await askedGamma.wait(untilAtLeast: 3)
             #expect(await systems.names == ["beta"])
             #expect(events.lines.filter { $0.contains("delta") } == ["[Cluster] Lacks job: delta has no job 'sum' (its jobs: scan)"])
             #expect(events.lines.filter { $0.contains("gamma") } == [
@@ -104,7 +109,7 @@ struct PeerLinksJobTests {
     @Test func withoutAJobOfItsOwnTheCoordinatorComparesThePeersWithTheFirst() async throws {
         let nodes = [try await startNode("beta", sum: "sha256sum {}"), try await startNode("gamma", sum: "md5sum {}")]
         try await withLinks(to: nodes, settings: settings(jobSummary: nil)) { _, systems, events in
-            try await awaitState { events.all.contains { if case .jobDiffers = $0 { true } else { false } } }
+            try await events.waitFor { if case .jobDiffers = $0 { true } else { false } }
             try await awaitState { await systems.names.count == 1 }
             let warnings = events.all.filter { if case .jobDiffers = $0 { true } else { false } }
             #expect(warnings.count == 1, "\(events.lines)")

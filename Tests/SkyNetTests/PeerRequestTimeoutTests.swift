@@ -79,7 +79,7 @@ struct PeerRequestTimeoutTests {
             #expect(node.answerHeld() == 1)  // the reply to the request that timed out
             let next = peer.nextID()
             let result = Task { try await scan(2, id: next, on: peer, timeout: .seconds(10)) }
-            try await awaitState { node.held.count == 1 }
+            try await node.waitUntilHolding(1)
             node.answerHeld()
             // The late reply came first on the link and was dropped: this one is request 2's.
             #expect(try await result.value == "done 2")
@@ -132,7 +132,7 @@ struct PeerRequestTimeoutTests {
                 let requests = ids.enumerated().map { index, id in
                     Task { try await scan(batch * perBatch + index, id: id, on: peer, timeout: .seconds(60)) }
                 }
-                try await awaitState { node.held.count == perBatch }
+                try await node.waitUntilHolding(perBatch)
                 let held = tickets(of: ids, on: peer)
                 #expect(held.allSatisfy { $0 != nil }, "every request has its time limit on the timer")
                 node.answerHeld()
@@ -154,7 +154,7 @@ struct PeerRequestTimeoutTests {
             let remote = RemoteSystem(name: "beta", peer: peer, timeout: .seconds(60))
             let count = 200
             let runs = (0..<count).map { input in Task { try await remote.run(ScanTask(input: input)) } }
-            try await awaitState { node.held.count == count }
+            try await node.waitUntilHolding(count)
             let held = peer.state.withLock { $0.pending.values.map(\.deadline) }
             #expect(held.count == count)
             #expect(held.allSatisfy { $0 != nil })
@@ -170,7 +170,7 @@ struct PeerRequestTimeoutTests {
             let requests = ids.enumerated().map { input, id in
                 Task { try await scan(input, id: id, on: peer, timeout: .seconds(60)) }
             }
-            try await awaitState { node.held.count == ids.count }
+            try await node.waitUntilHolding(ids.count)
             let held = tickets(of: ids, on: peer).compactMap { $0 }
             #expect(held.count == ids.count)
             let clock = ContinuousClock(), ended = clock.now
@@ -202,7 +202,7 @@ struct PeerRequestTimeoutTests {
         try await withPeer { node, peer in
             let id = peer.nextID()
             let request = Task { try await scan(1, id: id, on: peer, timeout: .seconds(60)) }
-            try await awaitState { node.held.count == 1 }
+            try await node.waitUntilHolding(1)
             let held = try #require(tickets(of: [id], on: peer).first ?? nil)
             request.cancel()
             await #expect(throws: CancellationError.self) {

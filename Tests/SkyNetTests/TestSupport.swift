@@ -17,11 +17,16 @@ final class Flag: Sendable {
     }
 }
 
-/// A count shared between tasks.
+/// A count shared between tasks, awaited with a bound.
 final class Counter: Sendable {
-    private let count = Locked(0)
-    var value: Int { count.withLock { $0 } }
-    func increment() { count.withLock { $0 += 1 } }
+    private let count = Watched(0)
+    var value: Int { count.value }
+    func increment() { count.update { $0 += 1 } }
+
+    /// Returns once the count is at least `target`; throws after `limit`.
+    func wait(untilAtLeast target: Int, upTo limit: Duration = .seconds(30)) async throws {
+        try await count.wait(upTo: limit) { $0 >= target }
+    }
 }
 
 /// Whether ThreadSanitizer watches this process: there work that computes runs many times
@@ -31,18 +36,21 @@ let underThreadSanitizer = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan
 /// How often `awaitState` and the other polls of the tests look again.
 let pollInterval: Duration = .milliseconds(5)
 
-/// Polls until `condition` holds; throws after `limit`. For state that offers no signal of its
-/// own. Between looks it sleeps `pollInterval` (a real suspension): a loop of `Task.yield()`
-/// kept a thread of the cooperative pool (two threads on a two-core machine) busy while the
-/// suites run in parallel, and under the thread sanitizer starved the very work it waited for.
+/// Polls until `condition` holds; throws after `limit`. Only for state that the code under
+/// test holds and offers no signal for (a node's connection count, a registry's waiters, a
+/// count a node reports over the wire). State the test owns is awaited without polling: a
+/// `Flag`, or a `Watched` value (`Counter`, `EventLog`, `LogLines` and `FakeNode` use one).
+/// Between looks it sleeps `pollInterval` (a real suspension): a loop of `Task.yield()` kept a
+/// thread of the cooperative pool (two threads on a two-core machine) busy while the suites
+/// run in parallel, and under the thread sanitizer starved the very work it waited for.
 ///
 /// The default limits of this and the other waits of the tests (`waitForCompletions`,
 /// `waitForBytes`, `waitFor`) are hang guards for a state that a wrong implementation never
 /// reaches, not measures of speed: 30 s, for a thread-sanitizer run beside five others on two
 /// cores (load average 25) took more than 10 s to reach some of them.
-func awaitState(upTo limit: Duration = .seconds(30), _ condition: @escaping @Sendable () async -> Bool) async throws {
+func awaitState(upTo limit: Duration = .seconds(30), _ condition: @escaping @Sendable () async throws -> Bool) async throws {
     try await withTimeout(limit) {
-        while !(await condition()) {
+        while try await !condition() {
             try await Task.sleep(for: pollInterval)
         }
     }
@@ -71,35 +79,27 @@ final class EventLog: Sendable {
     private struct State {
         var events: [ScanEvent] = []
         var completed = 0
-        var waiters: [(count: Int, signal: AsyncSignal<Void>)] = []
     }
 
-    private let state = Locked(State())
+    private let state = Watched(State())
 
     func append(_ event: ScanEvent) {
-        let ready = state.withLock { state -> [AsyncSignal<Void>] in
+        state.update { state in
             state.events.append(event)
-            guard case .completed = event else { return [] }
-            state.completed += 1
-            let completed = state.completed
-            defer { state.waiters.removeAll { $0.count <= completed } }
-            return state.waiters.filter { $0.count <= completed }.map(\.signal)
+            if case .completed = event { state.completed += 1 }
         }
-        for signal in ready { signal.fulfil(()) }
     }
 
-    var all: [ScanEvent] { state.withLock { $0.events } }
+    var all: [ScanEvent] { state.value.events }
 
     /// Returns once `count` tasks have completed; throws after `limit`.
     func waitForCompletions(_ count: Int, upTo limit: Duration = .seconds(30)) async throws {
-        let signal = AsyncSignal<Void>()
-        let reached = state.withLock { state in
-            if state.completed >= count { return true }
-            state.waiters.append((count, signal))
-            return false
-        }
-        if reached { return }
-        try await withTimeout(limit) { await signal.value }
+        try await state.wait(upTo: limit) { $0.completed >= count }
+    }
+
+    /// Returns once an event for which `matches` holds was logged; throws after `limit`.
+    func waitForEvent(upTo limit: Duration = .seconds(30), _ matches: @escaping @Sendable (ScanEvent) -> Bool) async throws {
+        try await state.wait(upTo: limit) { $0.events.contains(where: matches) }
     }
 
     /// Inputs of the completed events, in order.

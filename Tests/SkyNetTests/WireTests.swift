@@ -161,7 +161,8 @@ struct DecoderFuzzTests {
     /// Twenty thousand seeded random and mutated lines through both decoders: each decodes or
     /// is refused with a protocol error; nothing traps.
     @Test func randomAndMutatedLinesDecodeOrAreRefused() {
-        var seeded = SeededRandom(seed: 42)
+        let seed = FuzzSeed(42)
+        var seeded = seed.random
         let seeds = [
             Request.ping(id: 1).line, Request.scan(id: 2, task: ScanTask(input: 3)).line,
             Reply.pong(id: 3, Pong(name: "b", running: 1, capacity: 4, completed: 2, failed: 0)).line,
@@ -183,24 +184,24 @@ struct DecoderFuzzTests {
             // one of the protocol's codes and a reason.
             do {
                 let request = try Request.decode(line)
-                #expect(try Request.decode(Data(request.line.dropLast())) == request)
+                #expect(try Request.decode(Data(request.line.dropLast())) == request, "\(seed)")
                 decoded += 1
             } catch {
-                #expect(["bad-request", "unknown-type"].contains(error.code) && error.message?.isEmpty == false, "\(error)")
+                #expect(["bad-request", "unknown-type"].contains(error.code) && error.message?.isEmpty == false, "\(seed): \(error)")
                 refused += 1
             }
             do {
                 let reply = try Reply.decode(line)
-                #expect(try Reply.decode(Data(reply.line.dropLast())) == reply)
+                #expect(try Reply.decode(Data(reply.line.dropLast())) == reply, "\(seed)")
                 decoded += 1
             } catch {
-                #expect(["bad-request", "unknown-type"].contains(error.code) && error.message?.isEmpty == false, "\(error)")
+                #expect(["bad-request", "unknown-type"].contains(error.code) && error.message?.isEmpty == false, "\(seed): \(error)")
                 refused += 1
             }
         }
         // Mutations keep some lines valid and break others: both paths were walked.
-        #expect(decoded > 100)
-        #expect(refused > 100)
+        #expect(decoded > 100, "\(seed)")
+        #expect(refused > 100, "\(seed)")
     }
 }
 

@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+@testable import SkyNet
+@testable import SkyNetWire
+@testable import SkyNetWork
+import SkyNetTestSupport
+
+/// The fast path against the general decoder over valid lines and mutations of them: what the
+/// fast path takes, the general decoder reads the same way.
+extension CanonicalLineTests {
+    /// The general decoder, without the fast path in front of it.
+    static func generalReply(_ line: Data) -> Reply? {
+        guard let fields = try? WireFields(line), (try? fields.type()) == "result",
+              let id = try? fields.requestID(), let task = try? fields.uuid("task"), let result = try? fields.string("result")
+        else { return nil }
+        return .result(id: id, task: task, result: result)
+    }
+
+    static func generalScan(_ line: Data) -> Request? {
+        guard let fields = try? WireFields(line), (try? fields.type()) == "scan",
+              let id = try? fields.requestID(), let task = try? fields.task(id: id) else { return nil }
+        return .scan(id: id, task: task)
+    }
+
+    static let alphabet = Array(#"0123456789-+.eE"{}:,\ abcdefABCDEF"#.utf8) + [0x00, 0x0A, 0x7F, 0xC3, 0xA9, 0xFF, 0xED, 0xA0, 0x80]
+
+    static func mutate(_ line: [UInt8], using generator: inout some RandomNumberGenerator) -> [UInt8] {
+        var bytes = line
+        for _ in 0..<Int.random(in: 1...3, using: &generator) {
+            let at = Int.random(in: 0...bytes.count, using: &generator)
+            let byte = alphabet[Int.random(in: 0..<alphabet.count, using: &generator)]
+            switch Int.random(in: 0..<3, using: &generator) {
+            case 0 where at < bytes.count: bytes[at] = byte
+            case 1 where at < bytes.count: bytes.remove(at: at)
+            default: bytes.insert(byte, at: at)
+            }
+        }
+        return bytes
+    }
+
+    @Test func whatTheFastPathTakesTheGeneralDecoderReadsTheSameWay() {
+        let seed = FuzzSeed(0xCA40_0013)
+        var generator = seed.random
+        func pick<T>(_ choices: [T]) -> T { choices[Int.random(in: 0..<choices.count, using: &generator)] }
+        var taken = 0
+        let texts = ["", "ok", "42", "héllo", "a}b", "\u{7F}", "é\"", "x\\y", "日本"]
+        for round in 0..<40_000 {
+            let task = ScanTask(input: Int.random(in: -1000...1000, using: &generator), duration: pick([0, 0.01, 1.5, 3600, 1e-5]),
+                                timeout: pick([nil, 0.5, 604_800]))
+            let base: [UInt8] = round.isMultiple(of: 2)
+                ? Array(Reply.result(id: Int.random(in: -5...99_999, using: &generator), task: task.id, result: pick(texts)).line.dropLast())
+                : Array(Request.scan(id: Int.random(in: -5...99_999, using: &generator), task: task).line.dropLast())
+            let line = Data(round < 200 ? base : Self.mutate(base, using: &generator))
+            if let fast = CanonicalLine.result(line) {
+                taken += 1
+                #expect(Self.generalReply(line) == fast, "\(seed): \(String(decoding: line, as: UTF8.self))")
+            }
+            if let fast = CanonicalLine.scan(line) {
+                taken += 1
+                #expect(Self.generalScan(line) == fast, "\(seed): \(String(decoding: line, as: UTF8.self))")
+            }
+        }
+        #expect(taken >= 200, "\(seed)")
+    }
+}
