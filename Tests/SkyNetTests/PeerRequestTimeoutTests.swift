@@ -28,12 +28,12 @@ struct PeerRequestTimeoutTests {
     }
 
     /// The time-limit tickets of the pending requests `ids` (nil for one without).
-    func tickets(of ids: [Int], on peer: PeerConnection) -> [DeadlineTimer.Ticket?] {
+    func tickets(of ids: [Int], on peer: PeerConnection) -> [TimerTicket?] {
         peer.state.withLock { state in ids.map { state.pending[$0]?.deadline } }
     }
 
     /// How many of `tickets` were still pending on the shared timer (and are not any more).
-    func stillPending(_ tickets: [DeadlineTimer.Ticket]) -> Int {
+    func stillPending(_ tickets: [TimerTicket]) -> Int {
         tickets.filter { DeadlineTimer.shared.cancel($0) }.count
     }
 

@@ -4,19 +4,19 @@ extension LocalSystem {
         case deadline
     }
 
-    /// Runs `job` for `task`, stopping it at the task's deadline (counted from now).
+    /// Runs `job` for `task`, stopping it at the task's deadline (counted from now on `clock`).
     ///
     /// At the deadline the job's work is cancelled and this waits until it has really ended
     /// (the task group awaits its children), so the caller's slot is never given back while
     /// the work still runs; then it throws `deadline`. Cancelling the caller cancels the job
     /// the same way and throws `CancellationError`.
-    static func execute(_ job: any Job, _ task: ScanTask) async throws -> String {
-        let request = task.request(startingAt: .now)
+    static func execute(_ job: any Job, _ task: ScanTask, clock: any TimerClock) async throws -> String {
+        let request = task.request(startingAt: clock.now)
         guard let timeout = task.timeout, let deadline = request.deadline else { return try await job.run(request) }
         let outcome = try await withThrowingTaskGroup(of: Outcome.self) { group in
             group.addTask { .finished(try await job.run(request)) }
             group.addTask {
-                try await Task.sleep(until: deadline, clock: .continuous)
+                try await clock.sleep(until: deadline)
                 return .deadline
             }
             // The first to end decides; the other is cancelled and awaited before the group returns.

@@ -137,7 +137,7 @@ public final class PeerLinks: Sendable {
                     await log(.refused(node.name, code: refusal.code, message: refusal.message ?? ""))
                     reportedRefusal = true
                 }
-                try? await Task.sleep(for: settings.refusalRetryDelay)
+                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
                 continue
             } catch let impostor as PeerUnauthenticated {
                 if Task.isCancelled { return }
@@ -145,7 +145,7 @@ public final class PeerLinks: Sendable {
                     await log(.unauthorized(node.name, reason: impostor.reason))
                     reportedRefusal = true
                 }
-                try? await Task.sleep(for: settings.refusalRetryDelay)
+                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
                 continue
             } catch {
                 if Task.isCancelled { return }
@@ -153,7 +153,7 @@ public final class PeerLinks: Sendable {
                     await log(.unreachable(node.name, address: "\(node.host):\(node.port)", error: "\(error)"))
                     reportedDown = true
                 }
-                try? await Task.sleep(for: delay)
+                try? await DeadlineTimer.shared.sleep(for: delay)
                 delay = min(delay * 2, settings.retryDelays.most)
                 continue
             }
@@ -163,7 +163,7 @@ public final class PeerLinks: Sendable {
                 peer.close()
                 if !reportedRefusal { await log(event) }
                 reportedRefusal = true
-                try? await Task.sleep(for: settings.refusalRetryDelay)
+                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
                 continue
             case .differs(let event):
                 await log(event)
@@ -192,7 +192,7 @@ public final class PeerLinks: Sendable {
             if ContinuousClock.now - linked >= settings.retryDelays.most {
                 delay = settings.retryDelays.first
             } else {
-                try? await Task.sleep(for: delay)
+                try? await DeadlineTimer.shared.sleep(for: delay)
                 delay = min(delay * 2, settings.retryDelays.most)
             }
         }

@@ -98,13 +98,13 @@ public actor RemoteSystem: ScanSystem {
         while !Task.isCancelled {
             let id = peer.nextID()
             do {
-                _ = try await TimeoutTask(timeout: timeout) { try await peer.request(id: id, .ping(id: id)) }.value
+                _ = try await TimeoutTask(timeout: timeout, clock: peer.clock) { try await peer.request(id: id, .ping(id: id)) }.value
                 await onHealth(true)
                 return
             } catch is PeerDisconnected {
                 return  // the link notices and removes the peer
             } catch {
-                try? await Task.sleep(for: .milliseconds(200))
+                try? await peer.clock.sleep(for: .milliseconds(200))
             }
         }
     }

@@ -111,7 +111,7 @@ public final class HTTPServer: Sendable {
         /// Open connections per client address (entries at zero are removed).
         var perAddress: [String: Int] = [:]
         var nextID = 0
-        /// Connection threads, the ticker and the refuser still running; `stop()` waits for zero.
+        /// Connection threads and the refuser still running; `stop()` waits for zero.
         var liveThreads = 0
         /// The latest snapshot frame: what a new or lagging stream client gets first.
         var snapshot: [UInt8]?

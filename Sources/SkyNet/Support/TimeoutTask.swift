@@ -4,22 +4,26 @@ public struct TimeoutError: Error, CustomStringConvertible, Equatable, Sendable 
     public var description: String { "The operation timed out." }
 }
 
-/// Runs an operation against a timer: whichever finishes first decides the value.
+/// Runs an operation against a time limit on a clock: whichever ends first decides the value.
 ///
-/// The continuation is resumed exactly once, by the winner, by `cancel()` or by the
-/// cancellation of the awaiting task; the loser is cancelled. The operation's own error is
-/// passed on unchanged (only the timer produces `TimeoutError`).
+/// The continuation is resumed exactly once, by the operation, by the time limit, by `cancel()`
+/// or by the cancellation of the awaiting task; then the operation is cancelled and the time
+/// limit forgotten. The operation's own error is passed on unchanged (only the time limit
+/// produces `TimeoutError`).
 public actor TimeoutTask<Success: Sendable> {
     public let timeout: Duration
+    private let clock: any TimerClock
     private let operation: @Sendable () async throws -> Success
 
     private var continuation: CheckedContinuation<Success, any Error>?
-    private var racers: [Task<Void, Never>] = []
+    private var running: (operation: Task<Void, Never>, limit: TimerTicket)?
     /// The outcome once decided; a second `value` gets the same outcome.
     private var outcome: Result<Success, any Error>?
 
-    public init(timeout: Duration, operation: @escaping @Sendable () async throws -> Success) {
+    public init(timeout: Duration, clock: any TimerClock = DeadlineTimer.shared,
+                operation: @escaping @Sendable () async throws -> Success) {
         self.timeout = timeout
+        self.clock = clock
         self.operation = operation
     }
 
@@ -46,30 +50,28 @@ public actor TimeoutTask<Success: Sendable> {
             continuation.resume(with: outcome)
             return
         }
-        guard self.continuation == nil, racers.isEmpty else {
+        guard self.continuation == nil, running == nil else {
             continuation.resume(throwing: TimeoutTaskReuse())
             return
         }
         self.continuation = continuation
         let operation = self.operation
-        let timeout = self.timeout
-        racers = [
-            Task {
-                let result: Result<Success, any Error>
-                do { result = .success(try await operation()) } catch { result = .failure(error) }
-                self.finish(result)
-            },
-            Task {
-                do { try await Task.sleep(for: timeout) } catch { return }
-                self.finish(.failure(TimeoutError()))
-            },
-        ]
+        let task = Task {
+            let result: Result<Success, any Error>
+            do { result = .success(try await operation()) } catch { result = .failure(error) }
+            self.finish(result)
+        }
+        let limit = clock.schedule(after: timeout) { Task { await self.finish(.failure(TimeoutError())) } }
+        running = (task, limit)
     }
 
     private func finish(_ result: Result<Success, any Error>) {
         guard outcome == nil else { return }
         outcome = result
-        for racer in racers { racer.cancel() }
+        if let running {
+            running.operation.cancel()
+            clock.cancel(running.limit)
+        }
         continuation?.resume(with: result)
         continuation = nil
     }
@@ -80,9 +82,9 @@ struct TimeoutTaskReuse: Error, CustomStringConvertible {
     var description: String { "TimeoutTask.value is already awaited by another task" }
 }
 
-/// Awaits `operation`, throwing `TimeoutError` (and cancelling it) after `limit`.
+/// Awaits `operation`, throwing `TimeoutError` (and cancelling it) after `limit` on `clock`.
 public func withTimeout<T: Sendable>(
-    _ limit: Duration, _ operation: @escaping @Sendable () async throws -> T
+    _ limit: Duration, clock: any TimerClock = DeadlineTimer.shared, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await TimeoutTask(timeout: limit, operation: operation).value
+    try await TimeoutTask(timeout: limit, clock: clock, operation: operation).value
 }
