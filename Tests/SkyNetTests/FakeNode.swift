@@ -19,6 +19,7 @@ final class FakeNode: Sendable {
         var received = 0
         var answersPings = true
         var pongs = 0
+        var unansweredPings = 0
         var cancels: [Int] = []
     }
 
@@ -72,6 +73,8 @@ final class FakeNode: Sendable {
     /// Tasks received in all (scans and jobs), answered or not.
     var received: Int { state.withLock { $0.received } }
     var pongs: Int { state.withLock { $0.pongs } }
+    /// Pings received while told not to answer them.
+    var unansweredPings: Int { state.withLock { $0.unansweredPings } }
     var cancels: [Int] { state.withLock { $0.cancels } }
 
     private func handle(_ request: Request, on connection: Connection) {
@@ -89,7 +92,7 @@ final class FakeNode: Sendable {
             }
         case .ping(let id):
             let answer = state.withLock { state in
-                if state.answersPings { state.pongs += 1 }
+                if state.answersPings { state.pongs += 1 } else { state.unansweredPings += 1 }
                 return state.answersPings
             }
             let pong = Pong(name: "beta", running: 0, capacity: 4, completed: 0, failed: 0)
