@@ -25,7 +25,6 @@ struct RemoteLivenessTests {
     ) async throws -> T {
         let node = try await FakeNode.start()
         defer { node.stop() }
-        // The handshake's own limit stays on the real clock: nobody advances a manual one yet.
         let peer = try await PeerConnection.open(name: "beta", host: "127.0.0.1", port: node.port,
                                                  token: nil, timeout: .seconds(5), clock: clock)
         defer { peer.close() }
