@@ -9,7 +9,7 @@
 ///
 /// A small circuit breaker: after a timeout or a missed ping the peer counts as unresponsive
 /// (`onHealth(false)`: the registry holds back new work) and is pinged until it answers
-/// (`onHealth(true)`).
+/// (`onHealth(true)`). Every bound and rest is kept on the peer's clock (`PeerConnection.clock`).
 public actor RemoteSystem: ScanSystem {
     public nonisolated let name: String
     public nonisolated var isLocal: Bool { false }
