@@ -6,19 +6,18 @@ public struct TimeoutError: Error, CustomStringConvertible, Equatable, Sendable 
 
 /// Runs an operation against a time limit on a clock: whichever ends first decides the value.
 ///
-/// The continuation is resumed exactly once, by the operation, by the time limit, by `cancel()`
-/// or by the cancellation of the awaiting task; then the operation is cancelled and the time
-/// limit forgotten. The operation's own error is passed on unchanged (only the time limit
-/// produces `TimeoutError`).
+/// The outcome is decided once (the first to fulfil `outcome` wins): by the operation, by the
+/// time limit, by `cancel()` or by the cancellation of the awaiting task; then the operation is
+/// cancelled and the time limit forgotten. The operation's own error is passed on unchanged
+/// (only the time limit produces `TimeoutError`).
 public actor TimeoutTask<Success: Sendable> {
     public let timeout: Duration
     private let clock: any TimerClock
     private let operation: @Sendable () async throws -> Success
-
-    private var continuation: CheckedContinuation<Success, any Error>?
-    private var running: (operation: Task<Void, Never>, limit: TimerTicket)?
     /// The outcome once decided; a second `value` gets the same outcome.
-    private var outcome: Result<Success, any Error>?
+    private let outcome = AsyncSignal<Result<Success, any Error>>()
+    /// Whether the race runs (a task awaits `value`, and nothing has decided it yet).
+    private var awaited = false
 
     public init(timeout: Duration, clock: any TimerClock = DeadlineTimer.shared,
                 operation: @escaping @Sendable () async throws -> Success) {
@@ -30,50 +29,35 @@ public actor TimeoutTask<Success: Sendable> {
     /// Starts the race (once) and waits for its outcome.
     public var value: Success {
         get async throws {
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    start(continuation)
-                }
+            try start()
+            defer { awaited = false }
+            let outcome = self.outcome
+            return try await withTaskCancellationHandler {
+                await outcome.value
             } onCancel: {
-                Task { await self.cancel() }
-            }
+                outcome.fulfil(.failure(CancellationError()))
+            }.get()
         }
     }
 
     /// Ends the race with `CancellationError` unless it is already decided.
     public func cancel() {
-        finish(.failure(CancellationError()))
+        outcome.fulfil(.failure(CancellationError()))
     }
 
-    private func start(_ continuation: CheckedContinuation<Success, any Error>) {
-        if let outcome {
-            continuation.resume(with: outcome)
-            return
-        }
-        guard self.continuation == nil, running == nil else {
-            continuation.resume(throwing: TimeoutTaskReuse())
-            return
-        }
-        self.continuation = continuation
-        let operation = self.operation
+    private func start() throws(TimeoutTaskReuse) {
+        guard outcome.current == nil else { return }
+        guard !awaited else { throw TimeoutTaskReuse() }
+        awaited = true
+        let outcome = self.outcome, operation = self.operation
         let task = Task {
-            let result: Result<Success, any Error>
-            do { result = .success(try await operation()) } catch { result = .failure(error) }
-            self.finish(result)
+            do { outcome.fulfil(.success(try await operation())) } catch { outcome.fulfil(.failure(error)) }
         }
-        let limit = clock.schedule(after: timeout) { Task { await self.finish(.failure(TimeoutError())) } }
-        running = (task, limit)
-    }
-
-    private func finish(_ result: Result<Success, any Error>) {
-        guard outcome == nil else { return }
-        outcome = result
-        if let running {
-            running.operation.cancel()
-            clock.cancel(running.limit)
+        let limit = clock.schedule(after: timeout) { outcome.fulfil(.failure(TimeoutError())) }
+        outcome.whenFulfilled { [clock] _ in
+            task.cancel()
+            clock.cancel(limit)
         }
-        continuation?.resume(with: result)
-        continuation = nil
     }
 }
 

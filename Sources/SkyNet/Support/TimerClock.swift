@@ -40,74 +40,13 @@ extension TimerClock {
     /// Suspends the caller until `deadline` on this clock; throws `CancellationError` (at once)
     /// when the calling task is cancelled.
     public func sleep(until deadline: ContinuousClock.Instant) async throws {
-        let sleeper = Sleeper(clock: self)
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                sleeper.start(continuation, ticket: schedule(at: deadline) { sleeper.fire() })
-            }
-        } onCancel: {
-            sleeper.cancel()
+        // Whichever comes first, the deadline (true) or the cancellation (false), decides.
+        let woken = AsyncSignal<Bool>()
+        let ticket = schedule(at: deadline) { woken.fulfil(true) }
+        let fired = await withTaskCancellationHandler { await woken.value } onCancel: { woken.fulfil(false) }
+        guard fired else {
+            cancel(ticket)
+            throw CancellationError()
         }
-    }
-}
-
-/// One `sleep`: whichever of the deadline and a cancellation comes first resumes it, once.
-private final class Sleeper: Sendable {
-    /// Each continuation is resumed once: by `start` (fired or cancelled before it came), or
-    /// by whichever of `fire` and `cancel` ends `.waiting`.
-    private enum State {
-        case starting
-        case waiting(CheckedContinuation<Void, any Error>, TimerTicket)
-        case fired
-        case cancelled
-        case ended
-    }
-    private let clock: any TimerClock
-    private let state = Locked(State.starting)
-
-    init(clock: any TimerClock) { self.clock = clock }
-
-    /// Called once the deadline is scheduled: either ends the sleep at once (the deadline has
-    /// come already, or the task was cancelled meanwhile) or leaves it to them.
-    func start(_ continuation: CheckedContinuation<Void, any Error>, ticket: TimerTicket) {
-        let before = state.withLock { state -> State in
-            defer { if case .starting = state { state = .waiting(continuation, ticket) } else { state = .ended } }
-            return state
-        }
-        switch before {
-        case .fired:
-            continuation.resume()
-        case .cancelled:
-            clock.cancel(ticket)
-            continuation.resume(throwing: CancellationError())
-        case .starting, .waiting, .ended:
-            break
-        }
-    }
-
-    func fire() {
-        let waiting = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-            switch state {
-            case .starting: state = .fired
-            case .waiting(let continuation, _): state = .ended; return continuation
-            case .fired, .cancelled, .ended: break
-            }
-            return nil
-        }
-        waiting?.resume()
-    }
-
-    func cancel() {
-        let waiting = state.withLock { state -> (CheckedContinuation<Void, any Error>, TimerTicket)? in
-            switch state {
-            case .starting: state = .cancelled
-            case .waiting(let continuation, let ticket): state = .ended; return (continuation, ticket)
-            case .fired, .cancelled, .ended: break
-            }
-            return nil
-        }
-        guard let (continuation, ticket) = waiting else { return }
-        clock.cancel(ticket)
-        continuation.resume(throwing: CancellationError())
     }
 }
