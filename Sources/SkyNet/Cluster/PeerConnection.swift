@@ -42,7 +42,6 @@ public final class PeerConnection: Sendable {
         let isWatched: Bool
         /// The request's time limit on the link's clock, if it has one.
         var deadline: TimerTicket?
-
     }
 
     struct State {
