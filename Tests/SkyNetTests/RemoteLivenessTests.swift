@@ -40,7 +40,8 @@ struct RemoteLivenessTests {
     }
 
     @Test func aLongJobIsNotFailedAfterTheTimeoutWhilePingsAreAnswered() async throws {
-        try await withRemote { node, remote, health in
+        let clock = ManualClock(), start = clock.now
+        try await withRemote(clock: clock) { node, remote, health in
             let finished = Flag()
             let run = Task {
                 defer { finished.set() }
@@ -48,15 +49,22 @@ struct RemoteLivenessTests {
             }
             try await awaitState { node.held.count == 1 }
             #expect(node.held.first?.isJob == true)
-            // Ten pongs, each after a rest of half the bound: well over four timeouts have passed.
-            try await awaitState { node.pongs >= 10 }
+            // Ten pongs, each followed by a rest of half the bound: five timeouts pass on the clock.
+            for rest in 1...10 {
+                await clock.waitUntilPending(at: start + timeout / 2 * rest)
+                clock.advance(by: timeout / 2)
+            }
+            await clock.waitUntilPending(at: start + timeout / 2 * 11)
+            #expect(node.pongs == 11)
             #expect(!finished.isSet)
             #expect(node.answerHeld() == 1)
             #expect(try await run.value == "done in 7")
             #expect(node.received == 1, "the job was sent once")
             #expect(node.cancels.isEmpty)
             #expect(health.all.isEmpty)
-            // No work in flight: the ping loop ends.
+            // No work in flight: the ping loop ends after its rest.
+            #expect(remote.peer.isWatchingLiveness)
+            clock.advance(by: timeout / 2)
             try await awaitState { !remote.peer.isWatchingLiveness }
         }
     }
