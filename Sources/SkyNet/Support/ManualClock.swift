@@ -62,7 +62,8 @@ public final class ManualClock: TimerClock {
     }
 
     /// Returns once an action is pending at `deadline`: the sleep or time limit a test is about
-    /// to move past has begun. (Bound it: a wrong implementation never gets there.)
+    /// to move past has begun. (A wrong implementation never gets there: the test's time limit
+    /// ends the wait.)
     public func waitUntilPending(at deadline: ContinuousClock.Instant) async {
         let signal = AsyncSignal<Void>()
         let reached = state.withLock { state in
