@@ -14,9 +14,12 @@ extension LocalSystem {
             defer { ended.fulfil(true) }
             return try await job.run(request)
         }
+        // Decided on the pool, behind what was queued there first (as `TimeoutTask` does).
         let limit = clock.schedule(at: deadline) {
-            ended.fulfil(false)
-            work.cancel()
+            Task {
+                ended.fulfil(false)
+                work.cancel()
+            }
         }
         let result = await withTaskCancellationHandler { await work.result } onCancel: { work.cancel() }
         clock.cancel(limit)

@@ -53,7 +53,9 @@ public actor TimeoutTask<Success: Sendable> {
         let task = Task {
             do { outcome.fulfil(.success(try await operation())) } catch { outcome.fulfil(.failure(error)) }
         }
-        let limit = clock.schedule(after: timeout) { outcome.fulfil(.failure(TimeoutError())) }
+        // The verdict is given on the pool, behind what was queued there first: an operation
+        // that was ready before the limit came wins even when the pool was busy meanwhile.
+        let limit = clock.schedule(after: timeout) { Task { outcome.fulfil(.failure(TimeoutError())) } }
         outcome.whenFulfilled { [clock] _ in
             task.cancel()
             clock.cancel(limit)
