@@ -1,13 +1,8 @@
 extension HTTPServer {
-    /// Starts the ticks on the real clock: each cuts plain responses stuck past their deadline
-    /// (a client that never reads) and sends `: keepalive` to every stream on time.
-    func startTicker() {
-        scheduleTick()
-    }
-
-    /// The next tick, when something is due (at most a second away, so a new deadline is never
-    /// missed by more); none once the server stops.
-    private func scheduleTick() {
+    /// Schedules the next tick on the real clock, when something is due (at most a second away,
+    /// so a new deadline is never missed by more): each cuts plain responses stuck past their
+    /// deadline (a client that never reads) and sends `: keepalive` to every stream on time.
+    func scheduleTick() {
         let wake = min(state.withLock { $0.lastKeepalive } + configuration.keepaliveInterval, .now + .seconds(1))
         DeadlineTimer.shared.schedule(at: wake) { [weak self] in
             if self?.tick() == true { self?.scheduleTick() }

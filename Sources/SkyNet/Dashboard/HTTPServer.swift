@@ -137,7 +137,7 @@ public final class HTTPServer: Sendable {
         Socket.ignoreBrokenPipes()
         let listener = try await Listener.bind(host: configuration.host, port: configuration.port)
         let server = HTTPServer(configuration: configuration, routes: routes, listener: listener)
-        server.startTicker()
+        server.scheduleTick()
         server.startRefuser()
         listener.start(onAccept: { [server] socket, peer in server.accept(socket, from: peer) },
                        onFailure: { [configuration] error in configuration.log("dashboard: \(error)") })

@@ -16,7 +16,6 @@ struct TimerQueue {
     private var positions: [UInt64: Int] = [:]
     private var lastID: UInt64 = 0
 
-    var count: Int { entries.count }
     var first: Entry? { entries.first }
     /// Every pending deadline, earliest first (O(n log n): for tests).
     var deadlines: [ContinuousClock.Instant] { entries.sorted { $0.precedes($1) }.map(\.deadline) }
