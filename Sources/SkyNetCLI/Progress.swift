@@ -47,7 +47,7 @@ final class Progress: Sendable {
         Task { [weak progress] in
             while let current = progress, !current.isStopped {
                 current.draw()
-                try? await Task.sleep(for: .milliseconds(100))
+                try? await DeadlineTimer.shared.sleep(for: .milliseconds(100))
             }
         }
         return progress

@@ -65,7 +65,7 @@ extension ScanCommand {
             let over = AsyncSignal<Void>()
             signals.received.whenFulfilled { _ in over.fulfil(()) }
             let timer = Task { [dashboardLinger] in
-                try? await Task.sleep(for: .seconds(dashboardLinger))
+                try? await DeadlineTimer.shared.sleep(for: .seconds(dashboardLinger))
                 over.fulfil(())
             }
             await over.value

@@ -63,7 +63,7 @@ public final class Dashboard: Sendable {
             while !Task.isCancelled {
                 board.update(await systems.slotUse)
                 Self.publish(board, on: server)
-                try? await Task.sleep(for: board.isFinished ? .seconds(1) : Self.frameInterval)
+                try? await DeadlineTimer.shared.sleep(for: board.isFinished ? .seconds(1) : Self.frameInterval)
             }
         }
     }

@@ -1,22 +1,20 @@
 import SkyNetRuntime
 
 extension HTTPServer {
-    /// Starts the one timer thread: it cuts plain responses stuck past their deadline (a
-    /// client that never reads) and sends `: keepalive` to every stream on time.
-    func startTicker() {
-        state.withLock { $0.liveThreads += 1 }
-        startThread(named: "skynet-http-ticker") { [self] in
-            while tick() {}
-            threadEnded()
+    /// Schedules the next tick on the real clock, when something is due (at most a second away,
+    /// so a new deadline is never missed by more): each cuts plain responses stuck past their
+    /// deadline (a client that never reads) and sends `: keepalive` to every stream on time.
+    func scheduleTick() {
+        let wake = min(state.withLock { $0.lastKeepalive } + configuration.keepaliveInterval, .now + .seconds(1))
+        DeadlineTimer.shared.schedule(at: wake) { [weak self] in
+            if self?.tick() == true { self?.scheduleTick() }
         }
     }
 
-    /// Waits until something is due (at most a second, so a new deadline is never missed by
-    /// more) and does it; false once the server stops.
+    /// Does what is due, on the timer thread (short, never blocking); false once the server stops.
     private func tick() -> Bool {
         let interval = configuration.keepaliveInterval
-        let wake = min(state.withLock { $0.lastKeepalive } + interval, .now + .seconds(1))
-        return state.wait(while: { !$0.stopping && ContinuousClock.now < wake }, deadline: wake) { state, _ in
+        return state.withLock { state in
             guard !state.stopping else { return false }
             let now = ContinuousClock.now
             let keepalive = now >= state.lastKeepalive + interval

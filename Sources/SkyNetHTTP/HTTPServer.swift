@@ -114,7 +114,7 @@ public final class HTTPServer: Sendable {
         /// Open connections per client address (entries at zero are removed).
         var perAddress: [String: Int] = [:]
         var nextID = 0
-        /// Connection threads, the ticker and the refuser still running; `stop()` waits for zero.
+        /// Connection threads and the refuser still running; `stop()` waits for zero.
         var liveThreads = 0
         /// The latest snapshot frame: what a new or lagging stream client gets first.
         var snapshot: [UInt8]?
@@ -140,7 +140,7 @@ public final class HTTPServer: Sendable {
         Socket.ignoreBrokenPipes()
         let listener = try await Listener.bind(host: configuration.host, port: configuration.port)
         let server = HTTPServer(configuration: configuration, routes: routes, listener: listener)
-        server.startTicker()
+        server.scheduleTick()
         server.startRefuser()
         listener.start(onAccept: { [server] socket, peer in server.accept(socket, from: peer) },
                        onFailure: { [configuration] error in configuration.log("dashboard: \(error)") })

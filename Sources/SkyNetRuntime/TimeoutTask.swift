@@ -4,74 +4,62 @@ public struct TimeoutError: Error, CustomStringConvertible, Equatable, Sendable 
     public var description: String { "The operation timed out." }
 }
 
-/// Runs an operation against a timer: whichever finishes first decides the value.
+/// Runs an operation against a time limit on a clock: whichever ends first decides the value.
 ///
-/// The continuation is resumed exactly once, by the winner, by `cancel()` or by the
-/// cancellation of the awaiting task; the loser is cancelled. The operation's own error is
-/// passed on unchanged (only the timer produces `TimeoutError`).
+/// The outcome is decided once (the first to fulfil `outcome` wins): by the operation, by the
+/// time limit, by `cancel()` or by the cancellation of the awaiting task; then the operation is
+/// cancelled and the time limit forgotten. The operation's own error is passed on unchanged
+/// (only the time limit produces `TimeoutError`).
 public actor TimeoutTask<Success: Sendable> {
     public let timeout: Duration
+    private let clock: any TimerClock
     private let operation: @Sendable () async throws -> Success
-
-    private var continuation: CheckedContinuation<Success, any Error>?
-    private var racers: [Task<Void, Never>] = []
     /// The outcome once decided; a second `value` gets the same outcome.
-    private var outcome: Result<Success, any Error>?
+    private let outcome = AsyncSignal<Result<Success, any Error>>()
+    /// Whether the race runs (a task awaits `value`, and nothing has decided it yet).
+    private var awaited = false
 
-    public init(timeout: Duration, operation: @escaping @Sendable () async throws -> Success) {
+    public init(timeout: Duration, clock: any TimerClock = DeadlineTimer.shared,
+                operation: @escaping @Sendable () async throws -> Success) {
         self.timeout = timeout
+        self.clock = clock
         self.operation = operation
     }
 
     /// Starts the race (once) and waits for its outcome.
     public var value: Success {
         get async throws {
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    start(continuation)
-                }
+            try start()
+            defer { awaited = false }
+            let outcome = self.outcome
+            return try await withTaskCancellationHandler {
+                await outcome.value
             } onCancel: {
-                Task { await self.cancel() }
-            }
+                outcome.fulfil(.failure(CancellationError()))
+            }.get()
         }
     }
 
     /// Ends the race with `CancellationError` unless it is already decided.
     public func cancel() {
-        finish(.failure(CancellationError()))
+        outcome.fulfil(.failure(CancellationError()))
     }
 
-    private func start(_ continuation: CheckedContinuation<Success, any Error>) {
-        if let outcome {
-            continuation.resume(with: outcome)
-            return
+    private func start() throws(TimeoutTaskReuse) {
+        guard outcome.current == nil else { return }
+        guard !awaited else { throw TimeoutTaskReuse() }
+        awaited = true
+        let outcome = self.outcome, operation = self.operation
+        let task = Task {
+            do { outcome.fulfil(.success(try await operation())) } catch { outcome.fulfil(.failure(error)) }
         }
-        guard self.continuation == nil, racers.isEmpty else {
-            continuation.resume(throwing: TimeoutTaskReuse())
-            return
+        // The verdict is given on the pool, behind what was queued there first: an operation
+        // that was ready before the limit came wins even when the pool was busy meanwhile.
+        let limit = clock.schedule(after: timeout) { Task { outcome.fulfil(.failure(TimeoutError())) } }
+        outcome.whenFulfilled { [clock] _ in
+            task.cancel()
+            clock.cancel(limit)
         }
-        self.continuation = continuation
-        let operation = self.operation
-        let timeout = self.timeout
-        racers = [
-            Task {
-                let result: Result<Success, any Error>
-                do { result = .success(try await operation()) } catch { result = .failure(error) }
-                self.finish(result)
-            },
-            Task {
-                do { try await Task.sleep(for: timeout) } catch { return }
-                self.finish(.failure(TimeoutError()))
-            },
-        ]
-    }
-
-    private func finish(_ result: Result<Success, any Error>) {
-        guard outcome == nil else { return }
-        outcome = result
-        for racer in racers { racer.cancel() }
-        continuation?.resume(with: result)
-        continuation = nil
     }
 }
 
@@ -80,9 +68,9 @@ struct TimeoutTaskReuse: Error, CustomStringConvertible {
     var description: String { "TimeoutTask.value is already awaited by another task" }
 }
 
-/// Awaits `operation`, throwing `TimeoutError` (and cancelling it) after `limit`.
+/// Awaits `operation`, throwing `TimeoutError` (and cancelling it) after `limit` on `clock`.
 public func withTimeout<T: Sendable>(
-    _ limit: Duration, _ operation: @escaping @Sendable () async throws -> T
+    _ limit: Duration, clock: any TimerClock = DeadlineTimer.shared, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await TimeoutTask(timeout: limit, operation: operation).value
+    try await TimeoutTask(timeout: limit, clock: clock, operation: operation).value
 }

@@ -79,7 +79,7 @@ struct DeadlineTimerConcurrencyTests {
     @Test(.onOwnThread) func aCancelledActionNeverRunsAndScheduleCancelChurnLeavesAnEmptyHeap() async throws {
         let timer = DeadlineTimer()
         let ran = Counter()
-        var tickets: [DeadlineTimer.Ticket] = []
+        var tickets: [TimerTicket] = []
         for index in 0..<20_000 {
             tickets.append(timer.schedule(at: .now + .seconds(20) + .milliseconds(index % 100)) { ran.increment() })
         }

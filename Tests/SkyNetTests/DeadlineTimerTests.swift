@@ -5,10 +5,11 @@ import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 
-/// The process's timer: actions at their deadlines, in deadline order, never when cancelled;
-/// the wake-up when an earlier deadline comes in; `sleep(until:)` and its cancellation. Each
-/// test uses a timer of its own (its thread lives as long as the process), so what it sees
-/// pending is its own; one uses the shared timer, as the product does.
+/// The one timer: actions at their deadlines, in deadline order, never when cancelled (on a
+/// `ManualClock`, to the exact instant); the real clock's thread: the wake-up when an earlier
+/// deadline comes in, `sleep(until:)` and its cancellation. Each real-clock test uses a timer of
+/// its own (its thread lives as long as the process), so what it sees pending is its own; one
+/// uses the shared timer, as the product does.
 @Suite(.timeLimit(.minutes(3)))
 struct DeadlineTimerTests {
     typealias Instant = ContinuousClock.Instant
@@ -27,8 +28,7 @@ struct DeadlineTimerTests {
         }
         private let state = Locked(State())
 
-        func record(_ label: Int) {
-            let now = ContinuousClock.now
+        func record(_ label: Int, at now: Instant = .now) {
             let ready = state.withLock { state -> [AsyncSignal<Void>] in
                 state.runs.append((label, now))
                 let count = state.runs.count
@@ -62,41 +62,85 @@ struct DeadlineTimerTests {
         return try await withTimeout(limit) { await ran.value }
     }
 
-    @Test func actionsRunAtOrAfterTheirDeadlinesInDeadlineOrderWhateverOrderTheyCameIn() async throws {
-        let timer = DeadlineTimer(), runs = Runs()
-        // Far enough that the loop below ends before the first deadline, under the thread
-        // sanitizer on a loaded machine too.
-        let start = ContinuousClock.now + .seconds(2)
+    @Test func actionsRunAtTheirDeadlinesInDeadlineOrderWhateverOrderTheyCameIn() {
+        let clock = ManualClock(), runs = Runs()
+        let start = clock.now
         var random = SeededRandom(seed: 13)
-        let offsets = (0..<50).shuffled(using: &random)
         var deadlines: [Int: Instant] = [:]
-        for offset in offsets {
+        for offset in (0..<50).shuffled(using: &random) {
             let deadline = start + .milliseconds(2 * offset)
             deadlines[offset] = deadline
-            timer.schedule(at: deadline) { runs.record(offset) }
+            clock.schedule(at: deadline) { runs.record(offset, at: clock.now) }
         }
-        try await runs.wait(for: 50)
+        // Deadlines at 0 ms run as they are scheduled; up to 49 ms, those up to 48 ms.
+        #expect(runs.labels == [0])
+        clock.advance(by: .milliseconds(49))
+        #expect(runs.labels == Array(0..<25))
+        clock.advance(by: .milliseconds(51))
         #expect(runs.labels == Array(0..<50))
         for (label, at) in runs.all {
-            let deadline = try #require(deadlines[label])
-            #expect(at >= deadline, "action \(label) ran \(deadline - at) early")
-            #expect(at < deadline + soon, "action \(label) ran \(at - deadline) late")
+            #expect(at == deadlines[label], "action \(label) ran at \(at - start), not at its deadline")
         }
+        #expect(clock.now == start + .milliseconds(100))
     }
 
-    @Test func aCancelledActionNeverRunsAndCancelSaysWhetherItWasStillPending() async throws {
-        let timer = DeadlineTimer(), runs = Runs()
-        let now = ContinuousClock.now
-        let cancelled = timer.schedule(at: now + .milliseconds(300)) { runs.record(1) }
-        let kept = timer.schedule(at: now + .milliseconds(600)) { runs.record(2) }
-        #expect(timer.cancel(cancelled))
-        #expect(!timer.cancel(cancelled), "a second cancel finds nothing")
-        // Actions run in deadline order: had the first not been cancelled, it ran before this.
+    @Test func aCancelledActionNeverRunsAndCancelSaysWhetherItWasStillPending() {
+        let clock = ManualClock(), runs = Runs()
+        let now = clock.now
+        let cancelled = clock.schedule(at: now + .milliseconds(300)) { runs.record(1) }
+        let kept = clock.schedule(at: now + .milliseconds(600)) { runs.record(2) }
+        #expect(clock.cancel(cancelled))
+        #expect(!clock.cancel(cancelled), "a second cancel finds nothing")
+        #expect(clock.pendingDeadlines == [now + .milliseconds(600)])
+        clock.advance(by: .milliseconds(599))
+        #expect(runs.labels.isEmpty)
+        clock.advance(by: .milliseconds(1))
+        #expect(runs.labels == [2])
+        #expect(!clock.cancel(kept), "it has run")
+        clock.advance(by: .seconds(60))
+        #expect(runs.labels == [2])
+    }
+
+    /// An action scheduled by an action runs in the same advance when it falls due within it,
+    /// in its place among the others.
+    @Test func anAdvanceRunsWhatActionsScheduleInDeadlineOrder() {
+        let clock = ManualClock(), runs = Runs()
+        let start = clock.now
+        clock.schedule(at: start + .milliseconds(10)) {
+            runs.record(1, at: clock.now)
+            clock.schedule(after: .milliseconds(5)) { runs.record(3, at: clock.now) }
+        }
+        clock.schedule(at: start + .milliseconds(12)) { runs.record(2, at: clock.now) }
+        clock.schedule(at: start + .milliseconds(20)) { runs.record(4, at: clock.now) }
+        clock.advance(by: .milliseconds(20))
+        #expect(runs.labels == [1, 2, 3, 4])
+        #expect(runs.all.map { $0.at - start } == [.milliseconds(10), .milliseconds(12), .milliseconds(15), .milliseconds(20)])
+    }
+
+    /// Sleeps on a manual clock end when it is advanced past them, in deadline order, and not
+    /// before; a cancelled one throws at once.
+    @Test func sleepsOnAManualClockEndInDeadlineOrderWhenItIsAdvanced() async throws {
+        let clock = ManualClock(), runs = Runs()
+        let start = clock.now
+        let sleepers = (1...3).map { i in
+            Task {
+                try await clock.sleep(until: start + .seconds(i))
+                runs.record(i, at: clock.now)
+            }
+        }
+        for i in 1...3 { await clock.waitUntilPending(at: start + .seconds(i)) }
+        clock.advance(by: .milliseconds(1999))
         try await runs.wait(for: 1)
-        #expect(runs.labels == [2])
-        #expect(!timer.cancel(kept), "it has run")
-        try await runMarker(on: timer, at: .now)
-        #expect(runs.labels == [2])
+        #expect(runs.labels == [1])
+        #expect(clock.pendingDeadlines == [start + .seconds(2), start + .seconds(3)])
+        sleepers[2].cancel()
+        await #expect(throws: CancellationError.self) { try await sleepers[2].value }
+        #expect(clock.pendingDeadlines == [start + .seconds(2)])
+        clock.advance(by: .milliseconds(1))
+        try await sleepers[1].value
+        #expect(runs.labels == [1, 2])
+        // A deadline that has come ends a sleep at once.
+        try await clock.sleep(until: start)
     }
 
     @Test func aPastDeadlineRunsAtOnceEvenWhileTheThreadWaitsForAFarOne() async throws {
@@ -129,69 +173,66 @@ struct DeadlineTimerTests {
 
     /// Removing entries from the middle of the heap keeps it a heap: the kept half of a
     /// thousand random deadlines runs in deadline order, the cancelled half never.
-    @Test func theKeptHalfOfAThousandRandomDeadlinesRunsInOrderAndTheCancelledHalfNever() async throws {
-        let timer = DeadlineTimer(), runs = Runs()
+    @Test func theKeptHalfOfAThousandRandomDeadlinesRunsInOrderAndTheCancelledHalfNever() {
+        let clock = ManualClock(), runs = Runs()
         var random = SeededRandom(seed: 42)
-        // Far enough that the loops below end before the first (they never suspend, but under
-        // the thread sanitizer on a loaded machine they took over a second).
-        let start = ContinuousClock.now + .seconds(10)
+        let start = clock.now + .seconds(10)
         // Distinct deadlines over 200 ms, in a random order.
         let offsets = (0..<1_000).map { $0 * 200 }.shuffled(using: &random)
-        var tickets: [(offset: Int, ticket: DeadlineTimer.Ticket)] = []
+        var tickets: [(offset: Int, ticket: TimerTicket)] = []
         for offset in offsets {
-            tickets.append((offset, timer.schedule(at: start + .microseconds(offset)) { runs.record(offset) }))
+            tickets.append((offset, clock.schedule(at: start + .microseconds(offset)) { runs.record(offset, at: clock.now) }))
         }
         var kept: [Int] = []
         for (offset, ticket) in tickets.shuffled(using: &random) {
             if Bool.random(using: &random) {
-                #expect(timer.cancel(ticket), "\(offset) was pending")
+                #expect(clock.cancel(ticket), "\(offset) was pending")
             } else {
                 kept.append(offset)
             }
         }
-        try await runs.wait(for: kept.count, upTo: .seconds(60))
-        // A marker after the last deadline: anything cancelled that was left would have run by then.
-        try await runMarker(on: timer, at: start + .milliseconds(201))
+        #expect(clock.pendingDeadlines == kept.sorted().map { start + .microseconds($0) })
+        clock.advance(by: .seconds(11))
         #expect(runs.labels == kept.sorted())
+        #expect(runs.all.allSatisfy { $0.at == start + .microseconds($0.label) }, "each at its deadline")
+        #expect(clock.pendingDeadlines.isEmpty)
     }
 
     /// Thousands of schedule/cancel pairs from many tasks at once, between actions that must
-    /// run: the cancelled never run, the others run once each, in deadline order.
+    /// run: the cancelled never run, the others run once each, in deadline order. (On a manual
+    /// clock, which stands still meanwhile: only `cancel` can take an action back, however late
+    /// a busy pool runs a task.)
     @Test func thousandsOfConcurrentScheduleAndCancelPairsLeaveNothingThatFires() async throws {
-        let timer = DeadlineTimer(), runs = Runs()
+        let clock = ManualClock(), runs = Runs()
         let tasks = 16, pairs = 500
-        // Each deadline counts from its own scheduling (a task may start late on a busy pool),
-        // far enough that its cancel, which follows without a suspension, comes first.
-        let ahead: Duration = .milliseconds(500)
-        let results = await withTaskGroup(of: (cancelled: Int, kept: [Int: Instant], last: Instant).self) { group in
+        let start = clock.now
+        let results = await withTaskGroup(of: (cancelled: Int, kept: [Int: Instant]).self) { group in
             for task in 0..<tasks {
                 group.addTask {
-                    var cancelled = 0, kept: [Int: Instant] = [:], last = ContinuousClock.now
+                    var cancelled = 0, kept: [Int: Instant] = [:]
                     for i in 0..<pairs {
                         let label = i * tasks + task
-                        let deadline = ContinuousClock.now + ahead
-                        let ticket = timer.schedule(at: deadline) { runs.record(-1 - label) }
-                        if timer.cancel(ticket) { cancelled += 1 }
+                        let deadline = start + .microseconds(1 + label)
+                        let ticket = clock.schedule(at: deadline) { runs.record(-1 - label) }
+                        if clock.cancel(ticket) { cancelled += 1 }
                         if i.isMultiple(of: 10) {
-                            timer.schedule(at: deadline) { runs.record(label) }
+                            clock.schedule(at: deadline) { runs.record(label, at: clock.now) }
                             kept[label] = deadline
                         }
-                        last = deadline
                     }
-                    return (cancelled, kept, last)
+                    return (cancelled, kept)
                 }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results.map(\.cancelled).reduce(0, +) == tasks * pairs)
         let kept = results.reduce(into: [Int: Instant]()) { $0.merge($1.kept) { first, _ in first } }
-        try await runs.wait(for: kept.count, upTo: .seconds(60))
-        // A marker after the last deadline: anything cancelled that was left would have run by then.
-        try await runMarker(on: timer, at: try #require(results.map(\.last).max()) + .milliseconds(1))
+        #expect(clock.pendingDeadlines == kept.values.sorted())
+        clock.advance(by: .seconds(1))
         let labels = runs.labels
         #expect(labels.count == kept.count && Set(labels) == Set(kept.keys), "only the kept ran, once each")
-        let deadlines = labels.compactMap { kept[$0] }
-        #expect(zip(deadlines, deadlines.dropFirst()).allSatisfy { $0 <= $1 }, "in deadline order")
+        #expect(labels == kept.keys.sorted(), "in deadline order")
+        #expect(runs.all.allSatisfy { $0.at == kept[$0.label] }, "each at its deadline")
     }
 
     /// Actions run on the timer thread outside its lock: one may schedule and cancel others.

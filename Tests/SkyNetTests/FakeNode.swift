@@ -23,6 +23,7 @@ final class FakeNode: Sendable {
         var received = 0
         var answersPings = true
         var pongs = 0
+        var unansweredPings = 0
         var cancels: [Int] = []
     }
 
@@ -76,6 +77,8 @@ final class FakeNode: Sendable {
     /// Tasks received in all (scans and jobs), answered or not.
     var received: Int { state.value.received }
     var pongs: Int { state.value.pongs }
+    /// Pings received while told not to answer them.
+    var unansweredPings: Int { state.value.unansweredPings }
     var cancels: [Int] { state.value.cancels }
 
     /// Returns once exactly `count` tasks are held unanswered; throws after `limit`.
@@ -108,7 +111,7 @@ final class FakeNode: Sendable {
             }
         case .ping(let id):
             let answer = state.update { state in
-                if state.answersPings { state.pongs += 1 }
+                if state.answersPings { state.pongs += 1 } else { state.unansweredPings += 1 }
                 return state.answersPings
             }
             let pong = Pong(name: "beta", running: 0, capacity: 4, completed: 0, failed: 0)

@@ -28,25 +28,33 @@ struct NodeLivenessTests {
         try await onOwnThread(named: "test-read") { receiveLines(from: socket, count: .max, silence: limit) }
     }
 
+    /// On a manual clock: the sweeper (every 150 ms, a quarter of the bound) keeps the client
+    /// at 150, 300 and 450 ms of silence and drops it at the sweep that finds 600 ms.
     @Test func aClientThatSaysHelloThenGoesSilentIsDroppedWithinTheIdleBound() async throws {
         var options = nodeTests.options()
         options.idleTimeout = .milliseconds(600)
-        try await nodeTests.withNode(options) { node in
-            // Timed from before the hello is sent: the node cannot drop the client sooner than
-            // the bound after it (timed after, a late-scheduled test once saw 0.19 s under TSan).
-            let clock = ContinuousClock(), start = clock.now
+        let clock = ManualClock(), start = clock.now
+        let node = try await Node.start(options, clock: clock)
+        do {
             let socket = try await rawClient(node, saying: [#"{"type":"hello","version":1,"name":"mute"}"#])
             defer { socket.close() }
-            let lines = try await readToEnd(socket, limit: .seconds(60))
-            let waited = clock.now - start
-            #expect(lines.count == 1 && lines[0].contains("welcome"))
-            // Kept (no idle bound) it would be read until 60 s of silence; dropped, it ends
-            // long before (14 and 21 s seen at load averages of 25 and 13 under the thread
-            // sanitizer).
-            #expect(waited < .seconds(40), "dropped after \(waited)")
-            #expect(waited >= .milliseconds(500), "dropped too early, after \(waited)")
+            let welcome = try await onOwnThread(named: "test-read") { receiveLines(from: socket, count: 1, silence: .seconds(60)) }
+            #expect(welcome.count == 1 && welcome[0].contains("welcome"))
+            for sweep in 1...3 {
+                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
+                clock.advance(by: .milliseconds(150))
+            }
+            // The sweep at 450 ms has run (the sweeper rests until 600 ms): the client is kept.
+            await clock.waitUntilPending(at: start + .milliseconds(600))
+            #expect(node.connectionCount == 1, "dropped too early, before 600 ms of silence")
+            clock.advance(by: .milliseconds(150))
+            #expect(try await readToEnd(socket, limit: .seconds(60)).isEmpty)
             try await awaitState(upTo: .seconds(5)) { node.connectionCount == 0 }
+        } catch {
+            await node.stop(grace: .seconds(1))
+            throw error
         }
+        await node.stop(grace: .seconds(1))
     }
 
     @Test func aCoordinatorWhoseLinkIsIdleKeepsItAliveWithPings() async throws {

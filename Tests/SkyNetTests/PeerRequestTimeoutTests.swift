@@ -5,8 +5,8 @@ import Testing
 @testable import SkyNetRuntime
 @testable import SkyNetWork
 
-/// A request's time limit lives on `DeadlineTimer.shared`: it fails a request nobody answers
-/// with `TimeoutError` after about its timeout, a late reply is dropped, a reply (or the end of
+/// A request's time limit lives on its link's clock (`DeadlineTimer.shared` unless a test gives
+/// a `ManualClock`): it fails a request nobody answers with `TimeoutError` at its timeout, a late reply is dropped, a reply (or the end of
 /// the link, or a cancellation) removes the timer entry, and the end of the link fails what is
 /// pending at once. Whether an entry is still pending is read from the request's own ticket
 /// (kept in the pending table while the fake node holds the request): `cancel` says true only
@@ -21,22 +21,22 @@ struct PeerRequestTimeoutTests {
 
     /// Runs `body` with a fake node (it holds every task until told to answer) and a link to
     /// it; both closed on every path.
-    func withPeer<T>(_ body: (FakeNode, PeerConnection) async throws -> T) async throws -> T {
+    func withPeer<T>(clock: any TimerClock = DeadlineTimer.shared, _ body: (FakeNode, PeerConnection) async throws -> T) async throws -> T {
         let node = try await FakeNode.start()
         defer { node.stop() }
         let peer = try await PeerConnection.open(name: "beta", host: "127.0.0.1", port: node.port,
-                                                 token: nil, timeout: .seconds(5))
+                                                 token: nil, timeout: .seconds(5), clock: clock)
         defer { peer.close() }
         return try await body(node, peer)
     }
 
     /// The time-limit tickets of the pending requests `ids` (nil for one without).
-    func tickets(of ids: [Int], on peer: PeerConnection) -> [DeadlineTimer.Ticket?] {
+    func tickets(of ids: [Int], on peer: PeerConnection) -> [TimerTicket?] {
         peer.state.withLock { state in ids.map { state.pending[$0]?.deadline } }
     }
 
     /// How many of `tickets` were still pending on the shared timer (and are not any more).
-    func stillPending(_ tickets: [DeadlineTimer.Ticket]) -> Int {
+    func stillPending(_ tickets: [TimerTicket]) -> Int {
         tickets.filter { DeadlineTimer.shared.cancel($0) }.count
     }
 
@@ -47,25 +47,22 @@ struct PeerRequestTimeoutTests {
         return result
     }
 
+    /// On a manual clock: each request is still pending a moment before its timeout and fails
+    /// with `TimeoutError` at it, the shortest first.
     @Test func aRequestNobodyAnswersFailsWithTimeoutErrorAfterItsTimeout() async throws {
-        try await withPeer { node, peer in
-            let clock = ContinuousClock()
+        let clock = ManualClock(), start = clock.now
+        try await withPeer(clock: clock) { node, peer in
             let timeouts: [Duration] = [.milliseconds(100), .milliseconds(200), .milliseconds(400)]
-            let waited = try await withThrowingTaskGroup(of: (Duration, Duration).self) { group in
-                for (input, timeout) in timeouts.enumerated() {
-                    group.addTask {
-                        let start = clock.now
-                        await #expect(throws: TimeoutError.self) {
-                            try await scan(input, id: peer.nextID(), on: peer, timeout: timeout)
-                        }
-                        return (timeout, clock.now - start)
-                    }
-                }
-                return try await group.reduce(into: [(Duration, Duration)]()) { $0.append($1) }
+            let requests = timeouts.enumerated().map { input, timeout in
+                Task { try await scan(input, id: peer.nextID(), on: peer, timeout: timeout) }
             }
-            #expect(waited.count == 3)
-            for (timeout, waited) in waited {
-                #expect(waited >= timeout && waited < timeout + soon, "timeout \(timeout), failed after \(waited)")
+            for timeout in timeouts { await clock.waitUntilPending(at: start + timeout) }
+            try await awaitState { node.received == 3 }
+            for (index, timeout) in timeouts.enumerated() {
+                clock.advance(by: start + timeout - .milliseconds(1) - clock.now)
+                #expect(peer.state.withLock { $0.pending.count } == timeouts.count - index, "none failed before its timeout")
+                clock.advance(by: .milliseconds(1))
+                await #expect(throws: TimeoutError.self) { try await requests[index].value }
             }
             #expect(node.received == 3)
             #expect(peer.state.withLock { $0.pending.isEmpty })

@@ -11,24 +11,29 @@ struct TimeoutTaskTests {
         #expect(try await task.value == 42)
     }
 
+    /// On a manual clock: the time limit is pending from the start, nothing ends a moment
+    /// before it, and at it the race ends with `TimeoutError` and the operation is cancelled.
     @Test func throwsTimeoutErrorAndCancelsASlowOperation() async throws {
+        let clock = ManualClock(), start = clock.now
         let operationCancelled = Flag()
-        let task = TimeoutTask(timeout: .milliseconds(50)) { () async throws -> Int in
+        let task = TimeoutTask(timeout: .milliseconds(50), clock: clock) { () async throws -> Int in
             do {
-                try await Task.sleep(for: .seconds(300))
+                try await clock.sleep(for: .seconds(300))
             } catch {
                 operationCancelled.set()
                 throw error
             }
             return 1
         }
-        let clock = ContinuousClock()
-        let start = clock.now
-        await #expect(throws: TimeoutError.self) { try await task.value }
-        // Far below the operation's 300 s, generous for a loaded machine (36 s seen at a
-        // load average of 25 under the thread sanitizer).
-        #expect(clock.now - start < .seconds(60))
+        let waiter = Task { try await task.value }
+        await clock.waitUntilPending(at: start + .milliseconds(50))
+        await clock.waitUntilPending(at: start + .seconds(300))
+        clock.advance(by: .milliseconds(49))
+        #expect(clock.pendingDeadlines == [start + .milliseconds(50), start + .seconds(300)])
+        clock.advance(by: .milliseconds(1))
+        await #expect(throws: TimeoutError.self) { try await waiter.value }
         try await operationCancelled.wait(upTo: .seconds(60))
+        #expect(clock.pendingDeadlines.isEmpty, "the operation's sleep ended with it")
     }
 
     @Test func passesTheOperationsOwnErrorOn() async throws {

@@ -9,8 +9,8 @@ protocol InspectableUnderLock {
     func inspectUnderLock<R>(_ body: (Any) -> R) -> R
 }
 
-extension TimerMonitor: InspectableUnderLock {
-    func inspectUnderLock<R>(_ body: (Any) -> R) -> R { withLock { state, _ in body(state) } }
+extension Guarded: InspectableUnderLock {
+    func inspectUnderLock<R>(_ body: (Any) -> R) -> R { withLock { body($0) } }
 }
 
 enum TimerProbe {
@@ -20,9 +20,9 @@ enum TimerProbe {
 
     /// The deadlines pending on `timer`'s heap, and the size of its positions table.
     static func pending(_ timer: DeadlineTimer) -> (deadlines: [ContinuousClock.Instant], positions: Int) {
-        guard let monitor = child(timer, "monitor") as? any InspectableUnderLock else { return ([], -1) }
-        return monitor.inspectUnderLock { state in
-            guard let heap = child(state, "heap"), let entries = child(heap, "entries"), let positions = child(heap, "positions")
+        guard let locked = child(timer, "state") as? any InspectableUnderLock else { return ([], -1) }
+        return locked.inspectUnderLock { state in
+            guard let heap = child(state, "queue"), let entries = child(heap, "entries"), let positions = child(heap, "positions")
             else { return ([], -1) }
             let deadlines = Mirror(reflecting: entries).children.compactMap { child($0.value, "deadline") as? ContinuousClock.Instant }
             return (deadlines, Mirror(reflecting: positions).children.count)

@@ -115,7 +115,7 @@ extension Node {
     func admitPending(_ session: NodeSession) {
         let address = Socket.address(of: session.connection.peer)
         let budget = Admission.Budget(most: options.maxPendingConnections, perAddress: options.maxPendingPerAddress)
-        let now = ContinuousClock.now
+        let now = clock.now
         close(admission.withLock { admission in
             let evicted = admission.add(session, address: address, now: now, budget: budget)
             return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
@@ -125,7 +125,7 @@ extension Node {
     /// A connection sent a valid hello: from now on only another handshake can push it out.
     func admitHandshake(_ session: NodeSession) {
         let budget = Admission.Budget(most: options.maxHandshakes, perAddress: options.maxPendingPerAddress)
-        let now = ContinuousClock.now
+        let now = clock.now
         close(admission.withLock { admission in
             let evicted = admission.saidHello(session, budget: budget)
             return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
@@ -171,7 +171,7 @@ extension Node {
 
     /// Closes connections past their hello deadline, and clients silent past the idle bound.
     func sweep() {
-        let now = ContinuousClock.now
+        let now = clock.now
         let (late, idle, report) = admission.withLock { admission in
             (admission.pending.values.filter { now - $0.since >= options.helloTimeout }.map(\.session),
              Array(admission.greeted.values),

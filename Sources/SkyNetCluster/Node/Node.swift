@@ -73,6 +73,8 @@ public final class Node: Sendable {
     private let stopping = Locked(false)
     private let pending = PendingReplies()
     private let sweeper = Locked<Task<Void, Never>?>(nil)
+    /// What keeps the node's time: the sweeper, hello and idle bounds, tasks' deadlines.
+    let clock: any TimerClock
     let log: @Sendable (String) -> Void
 
     /// The address the node accepts connections on (the real port when 0 was asked for).
@@ -85,26 +87,29 @@ public final class Node: Sendable {
     /// the cooperative pool: it must return at once and never block (no `write` to a pipe or
     /// terminal that may be full), or one reader that stopped reading stderr stops the node.
     /// The CLI offers lines to a bounded queue and drops (and counts) what does not fit.
-    public static func start(_ options: Options, log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Node {
+    /// Every bound of the node (hello, idle, task deadlines) is kept on `clock`.
+    public static func start(_ options: Options, clock: any TimerClock = DeadlineTimer.shared,
+                             log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Node {
         Socket.ignoreBrokenPipes()
         let listener = try await Listener.bind(host: options.host, port: options.port)
-        let node = Node(options: options, listener: listener, log: log)
+        let node = Node(options: options, listener: listener, clock: clock, log: log)
         listener.start(onAccept: { [node] socket, peer in node.accept(socket, peer: peer) },
                        onFailure: { error in log("[Node] Cannot accept connections: \(error)") })
         node.startSweeper()
         return node
     }
 
-    private init(options: Options, listener: Listener, log: @escaping @Sendable (String) -> Void) {
+    private init(options: Options, listener: Listener, clock: any TimerClock, log: @escaping @Sendable (String) -> Void) {
         var options = options
         if options.name.isEmpty { options.name = "node-\(listener.port)" }
         self.options = options
         self.listener = listener
+        self.clock = clock
         self.log = log
         token = options.token.map { HMACSHA256(key: Array($0.utf8)) }
         logins = Locked(LoginFailures(backoff: options.loginBackoff))
         system = LocalSystem(name: options.name, capacity: options.capacity,
-                             jobs: options.jobs.replacingScan(api: UnreliableAPI(failingEvery: options.failingEvery)))
+                             jobs: options.jobs.replacingScan(api: UnreliableAPI(failingEvery: options.failingEvery)), clock: clock)
     }
 
     /// How many connections are open (with and without hello).
@@ -118,7 +123,7 @@ public final class Node: Sendable {
         let context = NodeContext(system: system, options: options, log: log, stopping: stopping, pending: pending,
                                   saidHello: { [weak self] session in self?.admitHandshake(session) },
                                   admit: { [weak self] session in self?.admitGreeted(session) ?? false },
-                                  token: token, logins: logins)
+                                  token: token, logins: logins, clock: clock)
         let session = NodeSession(connection: connection, context: context) { [weak self] session in
             self?.forget(session)
         }
@@ -128,9 +133,9 @@ public final class Node: Sendable {
 
     private func startSweeper() {
         let tick = min(Duration.seconds(1), options.helloTimeout / 4, options.idleTimeout / 4)
-        let task = Task { [weak self] in
+        let task = Task { [weak self, clock] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: tick)
+                try? await clock.sleep(for: tick)
                 self?.sweep()
             }
         }

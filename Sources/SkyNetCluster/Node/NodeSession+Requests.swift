@@ -63,9 +63,10 @@ extension NodeSession {
             reply = .failure(id: id, task: task.id, code: .taskFailed, message: "\(error)")
         }
         // Forget the id before replying: the client may reuse it as soon as it has the reply.
+        let now = context.clock.now
         let client = state.withLock { state in
             state.scans.removeValue(forKey: id)
-            state.lastActivity = ContinuousClock.now
+            state.lastActivity = now
             if case .serving(let client) = state.phase { return client }
             return "client"
         }

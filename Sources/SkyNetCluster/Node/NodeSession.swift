@@ -28,6 +28,8 @@ struct NodeContext: Sendable {
     let token: HMACSHA256?
     /// Failed logins by network and node-wide: refusals to guessers are slowed, logged per burst.
     let logins: Locked<LoginFailures>
+    /// The node's clock: the hello deadline, the idle bound and the tasks' deadlines.
+    let clock: any TimerClock
 }
 
 /// One client's connection to a node: the handshake, then requests until it closes.
@@ -52,18 +54,19 @@ final class NodeSession: Sendable {
         var phase = Phase.greeting
         var scans: [Int: Task<Void, Never>] = [:]
         /// When the client was last heard from, or a scan of it last ended.
-        var lastActivity = ContinuousClock.now
+        var lastActivity: ContinuousClock.Instant
     }
 
     let connection: Connection
     let context: NodeContext
-    let state = Locked(State())
+    let state: Locked<State>
     private let onEnd: @Sendable (NodeSession) -> Void
 
     init(connection: Connection, context: NodeContext, onEnd: @escaping @Sendable (NodeSession) -> Void) {
         self.connection = connection
         self.context = context
         self.onEnd = onEnd
+        state = Locked(State(lastActivity: context.clock.now))
     }
 
     func start() {
@@ -85,8 +88,9 @@ final class NodeSession: Sendable {
     }
 
     private func handle(_ event: Connection.Event) {
+        let now = context.clock.now
         let phase = state.withLock { state in
-            state.lastActivity = ContinuousClock.now
+            state.lastActivity = now
             return state.phase
         }
         switch (phase, event) {

@@ -39,16 +39,18 @@ final class Handshake: Sendable {
     private let name: String
     private let connection: Connection
     private let token: HMACSHA256?
+    private let clock: any TimerClock
     /// The hello line as sent, without its newline: the start of the transcript.
     private let hello: [UInt8]
     /// The peer, made in the step that read its welcome (so no later line can miss it), or why not.
     let welcomed = AsyncSignal<Result<PeerConnection, any Error>>()
 
     /// The handshake with `name` over `connection`: with a token, the hello asks for a challenge.
-    init(name: String, connection: Connection, token: HMACSHA256?) {
+    init(name: String, connection: Connection, token: HMACSHA256?, clock: any TimerClock) {
         self.name = name
         self.connection = connection
         self.token = token
+        self.clock = clock
         let nonce = token == nil ? nil : Secrets.randomBytes(WireAuth.nonceCount)
         hello = Array(Request.hello(version: wireVersion, name: "coordinator", nonce: nonce).line.dropLast())
     }
@@ -116,7 +118,7 @@ final class Handshake: Sendable {
     private func finish(_ result: Result<PeerConnection.Welcome, any Error>) {
         switch result {
         case .success(let welcome):
-            let peer = PeerConnection(name: name, welcome: welcome, connection: connection)
+            let peer = PeerConnection(name: name, welcome: welcome, connection: connection, clock: clock)
             let ended: Connection.CloseReason? = route.withLock { route in
                 if case .ended(let reason) = route { return reason }
                 route = .peer(peer)

@@ -40,7 +40,7 @@ extension PeerConnection {
             guard let bound else { return }
             let id = nextID()
             do {
-                _ = try await withTimeout(bound) { try await self.request(id: id, .ping(id: id)) }
+                _ = try await withTimeout(bound, clock: clock) { try await self.request(id: id, .ping(id: id)) }
             } catch is TimeoutError {
                 failWork(with: PeerUnresponsive(peer: name, bound: bound))
                 continue
@@ -51,7 +51,7 @@ extension PeerConnection {
             } catch {
                 // Any other answer (an `error` reply) still shows a live peer.
             }
-            try? await Task.sleep(for: min(bound / 2, .seconds(1)))
+            try? await clock.sleep(for: min(bound / 2, .seconds(1)))
         }
     }
 
@@ -62,7 +62,7 @@ extension PeerConnection {
             for id in work.keys { state.pending[id] = nil }
             return work
         }
-        for entry in work.values { entry.finish(.failure(error)) }
+        for entry in work.values { finish(entry, .failure(error)) }
     }
 }
 

@@ -49,14 +49,8 @@ public final class PeerConnection: Sendable {
         let isWork: Bool
         /// Sent with a liveness bound: keeps the ping loop running while pending.
         let isWatched: Bool
-        /// The request's time limit on the process's timer, if it has one.
-        var deadline: DeadlineTimer.Ticket?
-
-        /// Resumes the request (once it is out of the table) and forgets its time limit.
-        func finish(_ result: Result<Reply, any Error>) {
-            if let deadline { DeadlineTimer.shared.cancel(deadline) }
-            continuation.resume(with: result)
-        }
+        /// The request's time limit on the link's clock, if it has one.
+        var deadline: TimerTicket?
     }
 
     struct State {
@@ -79,6 +73,8 @@ public final class PeerConnection: Sendable {
     public let welcome: Welcome
     private let connection: Connection
     let state: Locked<State>
+    /// What keeps the link's time: request time limits, keep-alive and liveness pings.
+    let clock: any TimerClock
 
     /// How often an idle link is pinged by default: well under a node's idle bound (60 s), so a
     /// healthy coordinator that has nothing to send is never dropped.
@@ -88,20 +84,22 @@ public final class PeerConnection: Sendable {
     /// or does not answer within `timeout`. With a `token`, the peer must prove it knows it
     /// (else `PeerUnauthenticated`), the token itself never goes over the wire, and every
     /// later line in both directions is authenticated. Once open, the link is pinged whenever nothing
-    /// has been sent on it for `keepAliveInterval`.
+    /// has been sent on it for `keepAliveInterval`. Every time limit and ping is kept on `clock`.
     public static func open(name: String, host: String, port: Int, token: String?, timeout: Duration,
-                            keepAliveInterval: Duration = defaultKeepAliveInterval) async throws -> PeerConnection {
+                            keepAliveInterval: Duration = defaultKeepAliveInterval,
+                            clock: any TimerClock = DeadlineTimer.shared) async throws -> PeerConnection {
         let socket = try await onOwnThread(named: "skynet-connect") {
             try Socket.connect(host: host, port: port, timeout: timeout)
         }
         let connection = Connection(socket: socket, peer: "\(host):\(port)")
-        let handshake = Handshake(name: name, connection: connection, token: token.map { HMACSHA256(key: Array($0.utf8)) })
+        let handshake = Handshake(name: name, connection: connection, token: token.map { HMACSHA256(key: Array($0.utf8)) },
+                                  clock: clock)
         connection.start(
             onEvent: { event in handshake.deliver(event) },
             onClose: { reason in handshake.fail(reason) })
         do {
             try connection.send(handshake.helloLine)
-            let peer = try await withTimeout(timeout) { try await handshake.welcomed.value.get() }
+            let peer = try await withTimeout(timeout, clock: clock) { try await handshake.welcomed.value.get() }
             // A node that names its idle bound is pinged at a third of it, if that is sooner.
             let bound = peer.welcome.idleSeconds.map { Duration.seconds($0 / 3) } ?? keepAliveInterval
             peer.startKeepAlive(every: min(keepAliveInterval, max(bound, .milliseconds(100))))
@@ -113,11 +111,12 @@ public final class PeerConnection: Sendable {
     }
 
     /// Made by the handshake on the reader thread, in the step that reads the welcome.
-    init(name: String, welcome: Welcome, connection: Connection) {
+    init(name: String, welcome: Welcome, connection: Connection, clock: any TimerClock) {
         self.name = name
         self.welcome = welcome
         self.connection = connection
         self.state = Locked(State())
+        self.clock = clock
     }
 
     /// Fulfilled when the connection has ended.
@@ -138,7 +137,7 @@ public final class PeerConnection: Sendable {
     /// request fails with `PeerUnresponsive` when a ping goes unanswered for that long.
     ///
     /// With a `timeout` the request fails with `TimeoutError` when no reply came within it (the
-    /// process's `DeadlineTimer` keeps the time: no task sleeps per request).
+    /// link's clock keeps the time: no task sleeps per request).
     public func request(id: Int, _ request: Request, timeout: Duration? = nil, liveness: Duration? = nil) async throws -> Reply {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -155,7 +154,7 @@ public final class PeerConnection: Sendable {
                     return nil
                 }
                 if let refusal { return continuation.resume(throwing: refusal) }
-                if let timeout { limit(id, to: .now + timeout) }
+                if let timeout { limit(id, to: clock.now + timeout) }
                 do {
                     try transmit(request)
                 } catch {
@@ -173,7 +172,8 @@ public final class PeerConnection: Sendable {
     }
 
     private func transmit(_ request: Request) throws(Connection.Closed) {
-        state.withLock { $0.lastSent = ContinuousClock.now }
+        let now = clock.now
+        state.withLock { $0.lastSent = now }
         try connection.send(request.line)
     }
 
@@ -181,12 +181,12 @@ public final class PeerConnection: Sendable {
     /// any reply nobody waits for): the node sees a live client, not an idle one to close.
     private func startKeepAlive(every interval: Duration) {
         guard interval > .zero else { return }
-        let task = Task { [weak self] in
+        let task = Task { [weak self, clock] in
             var wait = interval
             while !Task.isCancelled {
-                try? await Task.sleep(for: wait)
+                try? await clock.sleep(for: wait)
                 guard let self, !Task.isCancelled else { return }
-                let idle = ContinuousClock.now - state.withLock { $0.lastSent }
+                let idle = clock.now - state.withLock { $0.lastSent }
                 if idle >= interval {
                     post(.ping(id: nextID()))
                     wait = interval
@@ -223,17 +223,24 @@ public final class PeerConnection: Sendable {
         }
         for task in tasks { task?.cancel() }
         for entry in pending.values {
-            entry.finish(.failure(PeerDisconnected(peer: name, reason: reason.description)))
+            finish(entry, .failure(PeerDisconnected(peer: name, reason: reason.description)))
         }
     }
 
     private func complete(_ id: Int, with result: Result<Reply, any Error>) {
-        state.withLock { $0.pending.removeValue(forKey: id) }?.finish(result)
+        guard let entry = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
+        finish(entry, result)
+    }
+
+    /// Resumes a request (once it is out of the table) and forgets its time limit.
+    func finish(_ entry: Pending, _ result: Result<Reply, any Error>) {
+        if let deadline = entry.deadline { clock.cancel(deadline) }
+        entry.continuation.resume(with: result)
     }
 
     /// Fails request `id` with `TimeoutError` at `deadline` unless its reply came first.
     private func limit(_ id: Int, to deadline: ContinuousClock.Instant) {
-        let ticket = DeadlineTimer.shared.schedule(at: deadline) { [weak self] in
+        let ticket = clock.schedule(at: deadline) { [weak self] in
             self?.complete(id, with: .failure(TimeoutError()))
         }
         let answered = state.withLock { state -> Bool in
@@ -241,6 +248,6 @@ public final class PeerConnection: Sendable {
             state.pending[id]?.deadline = ticket
             return false
         }
-        if answered { DeadlineTimer.shared.cancel(ticket) }  // the reply (or the end) came first
+        if answered { clock.cancel(ticket) }  // the reply (or the end) came first
     }
 }

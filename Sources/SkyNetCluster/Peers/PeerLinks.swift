@@ -143,7 +143,7 @@ public final class PeerLinks: Sendable {
                     await log(.refused(node.name, code: refusal.code, message: refusal.message ?? ""))
                     reportedRefusal = true
                 }
-                try? await Task.sleep(for: settings.refusalRetryDelay)
+                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
                 continue
             } catch let impostor as PeerUnauthenticated {
                 if Task.isCancelled { return }
@@ -151,7 +151,7 @@ public final class PeerLinks: Sendable {
                     await log(.unauthorized(node.name, reason: impostor.reason))
                     reportedRefusal = true
                 }
-                try? await Task.sleep(for: settings.refusalRetryDelay)
+                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
                 continue
             } catch {
                 if Task.isCancelled { return }
@@ -159,7 +159,7 @@ public final class PeerLinks: Sendable {
                     await log(.unreachable(node.name, address: "\(node.host):\(node.port)", error: "\(error)"))
                     reportedDown = true
                 }
-                try? await Task.sleep(for: delay)
+                try? await DeadlineTimer.shared.sleep(for: delay)
                 delay = min(delay * 2, settings.retryDelays.most)
                 continue
             }
@@ -169,7 +169,7 @@ public final class PeerLinks: Sendable {
                 peer.close()
                 if !reportedRefusal { await log(event) }
                 reportedRefusal = true
-                try? await Task.sleep(for: settings.refusalRetryDelay)
+                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
                 continue
             case .differs(let event):
                 await log(event)
@@ -198,7 +198,7 @@ public final class PeerLinks: Sendable {
             if ContinuousClock.now - linked >= settings.retryDelays.most {
                 delay = settings.retryDelays.first
             } else {
-                try? await Task.sleep(for: delay)
+                try? await DeadlineTimer.shared.sleep(for: delay)
                 delay = min(delay * 2, settings.retryDelays.most)
             }
         }

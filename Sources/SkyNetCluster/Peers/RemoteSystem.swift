@@ -13,7 +13,7 @@ import SkyNetWork
 ///
 /// A small circuit breaker: after a timeout or a missed ping the peer counts as unresponsive
 /// (`onHealth(false)`: the registry holds back new work) and is pinged until it answers
-/// (`onHealth(true)`).
+/// (`onHealth(true)`). Every bound and rest is kept on the peer's clock (`PeerConnection.clock`).
 public actor RemoteSystem: ScanSystem {
     public nonisolated let name: String
     public nonisolated var isLocal: Bool { false }
@@ -102,13 +102,13 @@ public actor RemoteSystem: ScanSystem {
         while !Task.isCancelled {
             let id = peer.nextID()
             do {
-                _ = try await TimeoutTask(timeout: timeout) { try await peer.request(id: id, .ping(id: id)) }.value
+                _ = try await TimeoutTask(timeout: timeout, clock: peer.clock) { try await peer.request(id: id, .ping(id: id)) }.value
                 await onHealth(true)
                 return
             } catch is PeerDisconnected {
                 return  // the link notices and removes the peer
             } catch {
-                try? await Task.sleep(for: .milliseconds(200))
+                try? await peer.clock.sleep(for: .milliseconds(200))
             }
         }
     }

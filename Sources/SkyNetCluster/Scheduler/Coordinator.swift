@@ -98,7 +98,7 @@ public struct Coordinator: Sendable {
                     // while it is full, and the task goes to whichever slot frees first.
                     let rest = backoff.bounced(on: reservation.name)
                     group.addTask {
-                        try? await Task.sleep(for: rest)
+                        try? await DeadlineTimer.shared.sleep(for: rest)
                         return .rested(reservation)
                     }
                 case .finished(let work, let reservation, let result, let seconds):

@@ -2,42 +2,33 @@ import SkyNetRuntime
 import SkyNetWork
 
 extension LocalSystem {
-    private enum Outcome: Sendable {
-        case finished(String)
-        case deadline
-    }
-
-    /// Runs `job` for `task`, stopping it at the task's deadline (counted from now).
+    /// Runs `job` for `task`, stopping it at the task's deadline (counted from now on `clock`).
     ///
-    /// At the deadline the job's work is cancelled and this waits until it has really ended
-    /// (the task group awaits its children), so the caller's slot is never given back while
-    /// the work still runs; then it throws `deadline`. Cancelling the caller cancels the job
-    /// the same way and throws `CancellationError`.
-    static func execute(_ job: any Job, _ task: ScanTask) async throws -> String {
-        let request = task.request(startingAt: .now)
+    /// At the deadline the job's work is cancelled and this waits until it has really ended,
+    /// so the caller's slot is never given back while the work still runs; then it throws
+    /// `deadline`. Cancelling the caller cancels the job the same way and throws
+    /// `CancellationError`.
+    static func execute(_ job: any Job, _ task: ScanTask, clock: any TimerClock) async throws -> String {
+        let request = task.request(startingAt: clock.now)
         guard let timeout = task.timeout, let deadline = request.deadline else { return try await job.run(request) }
-        let outcome = try await withThrowingTaskGroup(of: Outcome.self) { group in
-            group.addTask { .finished(try await job.run(request)) }
-            group.addTask {
-                try await Task.sleep(until: deadline, clock: .continuous)
-                return .deadline
-            }
-            // The first to end decides; the other is cancelled and awaited before the group returns.
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw CancellationError() }
-            if case .deadline = first {
-                group.cancelAll()
-                // The job's own ending (a CancellationError, most likely) no longer matters.
-                while true {
-                    do { if try await group.next() == nil { break } } catch {}
-                }
-            }
-            return first
+        // The first to come decides: the job's end (true) or the deadline (false).
+        let ended = AsyncSignal<Bool>()
+        let work = Task {
+            defer { ended.fulfil(true) }
+            return try await job.run(request)
         }
-        switch outcome {
-        case .finished(let result): return result
-        case .deadline: throw ScanFailure.deadline(seconds: timeout)
+        // Decided on the pool, behind what was queued there first (as `TimeoutTask` does).
+        let limit = clock.schedule(at: deadline) {
+            Task {
+                ended.fulfil(false)
+                work.cancel()
+            }
         }
+        let result = await withTaskCancellationHandler { await work.result } onCancel: { work.cancel() }
+        clock.cancel(limit)
+        guard ended.current == true else { throw ScanFailure.deadline(seconds: timeout) }
+        try Task.checkCancellation()
+        return try result.get()
     }
 }
 

@@ -29,12 +29,15 @@ public actor LocalSystem: ScanSystem {
     /// The most tasks ever running at once: a witness for tests and status.
     public private(set) var highWater = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// What keeps the tasks' deadlines (and the built-in scan's time).
+    public nonisolated let clock: any TimerClock
 
-    /// A system running the jobs of `jobs`.
-    public init(name: String = "local", capacity: Int = 4, jobs: JobRegistry) {
+    /// A system running the jobs of `jobs`, keeping their deadlines on `clock`.
+    public init(name: String = "local", capacity: Int = 4, jobs: JobRegistry, clock: any TimerClock = DeadlineTimer.shared) {
         self.name = name
         self.capacity = max(0, capacity)
         self.jobs = jobs
+        self.clock = clock
     }
 
     /// A system running only the built-in scan, failing as `api` says.
@@ -52,7 +55,7 @@ public actor LocalSystem: ScanSystem {
             if counters.running == 0 { wakeIdleWaiters() }
         }
         do {
-            let result = try await Self.execute(job, task)
+            let result = try await Self.execute(job, task, clock: clock)
             counters.completed += 1
             return result
         } catch {

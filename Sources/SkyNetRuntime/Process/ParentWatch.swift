@@ -1,4 +1,3 @@
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -21,11 +20,9 @@ public enum ParentWatch {
                 if count <= 0 { break }
                 // A parent never writes; bytes that arrive anyway are ignored.
             }
-            // The backstop is a timer on a dispatch queue, armed before the orderly stop starts:
-            // no thread sleeps for it, and it fires even if that stop hangs.
-            let (seconds, attoseconds) = backstop.components
-            let nanoseconds = Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+            // The backstop is on the timer, armed before the orderly stop starts: no thread
+            // sleeps for it, and it fires even if that stop hangs.
+            DeadlineTimer.shared.schedule(after: backstop) {
                 ChildProcess.killEveryGroup()
                 _exit(1)
             }

@@ -75,8 +75,8 @@ public struct JobRegistry: Sendable {
 }
 
 /// The reference work: asks the unreliable API, then "scans" for `duration` seconds (suspended,
-/// holding no thread) and returns the sector number as text. The time is kept by the
-/// process's `DeadlineTimer`, to its deadline: 10 ms of work takes 10 ms, not 10.25.
+/// holding no thread) and returns the sector number as text. The time is kept by the real
+/// clock (`DeadlineTimer.shared`), to its deadline: 10 ms of work takes 10 ms, not 10.25.
 public struct ScanJob: Job {
     public let api: UnreliableAPI
     public var summary: String { "built-in simulated scan" }

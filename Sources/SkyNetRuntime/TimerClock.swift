@@ -1,0 +1,52 @@
+/// The time SkyNet's deadlines, timeouts, sleeps and ticks are measured in, and the one way
+/// they are kept: actions scheduled at instants, and sleeps built on them.
+///
+/// `DeadlineTimer.shared` is the real clock (monotonic, one thread of its own); tests give a
+/// `ManualClock` instead and move time themselves. Types that keep time take a clock in their
+/// initialiser, defaulting to the real one.
+public protocol TimerClock: AnyObject, Sendable {
+    /// The current instant on this clock.
+    var now: ContinuousClock.Instant { get }
+
+    /// Runs `action` at `deadline` (at once, if it has passed), unless cancelled first. Actions
+    /// run one at a time, outside the clock's lock: they must be short and never block (resume
+    /// a continuation, fail a pending request); they may schedule and cancel others.
+    @discardableResult
+    func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> TimerTicket
+
+    /// Forgets a pending action; false when it has already run (or is running) or was cancelled.
+    @discardableResult
+    func cancel(_ ticket: TimerTicket) -> Bool
+}
+
+/// What `schedule` returns, for `cancel`.
+public struct TimerTicket: Sendable, Hashable {
+    let id: UInt64
+}
+
+extension TimerClock {
+    /// Runs `action` once `delay` has passed on this clock.
+    @discardableResult
+    public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> TimerTicket {
+        schedule(at: now + delay, action)
+    }
+
+    /// Suspends the caller for `duration` on this clock; throws `CancellationError` (at once)
+    /// when the calling task is cancelled.
+    public func sleep(for duration: Duration) async throws {
+        try await sleep(until: now + duration)
+    }
+
+    /// Suspends the caller until `deadline` on this clock; throws `CancellationError` (at once)
+    /// when the calling task is cancelled.
+    public func sleep(until deadline: ContinuousClock.Instant) async throws {
+        // Whichever comes first, the deadline (true) or the cancellation (false), decides.
+        let woken = AsyncSignal<Bool>()
+        let ticket = schedule(at: deadline) { woken.fulfil(true) }
+        let fired = await withTaskCancellationHandler { await woken.value } onCancel: { woken.fulfil(false) }
+        guard fired else {
+            cancel(ticket)
+            throw CancellationError()
+        }
+    }
+}
