@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SkyNetRuntime
 
 /// Authenticated lines (docs/PROTOCOL.md): after a token handshake every line is

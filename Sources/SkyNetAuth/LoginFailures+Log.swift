@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SkyNetRuntime
 
 /// The log of failed logins, per burst and never per failure: a guesser's thousands of tries

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SkyNetRuntime
 
 /// Failed logins (a wrong or missing token, a wrong proof) by network prefix and over the whole

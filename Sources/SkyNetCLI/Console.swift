@@ -1,9 +1,4 @@
 import SkyNet
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Lines to stdout and stderr.
 ///

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SkyNet
 
 /// What a scan prints: the reference log lines, or (`--json`) one JSON event per line.

@@ -1,9 +1,4 @@
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SkyNet
 
 /// Catches SIGINT, SIGTERM and SIGHUP so a command can stop in order instead of dying: a

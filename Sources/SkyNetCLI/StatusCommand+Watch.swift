@@ -1,9 +1,4 @@
 import SkyNet
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `skynet status --watch`: the status again and again, like `watch skynet status`.
 ///

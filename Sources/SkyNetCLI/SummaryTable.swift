@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SkyNet
 
 /// The per-system summary of a scan: as a table for people, as a JSON event for programs.

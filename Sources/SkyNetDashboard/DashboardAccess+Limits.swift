@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SkyNetRuntime
 
 /// The bounds of the login's state: pending nonces, paused prefixes, wrong proofs a second.

@@ -1,4 +1,5 @@
-import Foundation
+import SkyNetRuntime
+
 
 /// Why a line filter refused a line it read: the connection closes with it.
 public protocol LineRefusal: Error, CustomStringConvertible, Sendable {}

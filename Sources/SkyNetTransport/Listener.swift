@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SkyNetRuntime
 
 /// A listening socket whose accept loop runs on a thread of its own.

@@ -1,12 +1,11 @@
-#if canImport(Glibc)
-import Glibc
 import SkyNetRuntime
+
+#if canImport(Glibc)
 // Close-on-exec from birth: a child spawned by another thread between socket() and a later
 // fcntl would otherwise inherit it (a job would hold the node's connections open).
 private let streamType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
 private let noSignal = Int32(MSG_NOSIGNAL)
 #elseif canImport(Darwin)
-import Darwin
 private let streamType = SOCK_STREAM
 private let noSignal: Int32 = 0  // Darwin: SO_NOSIGPIPE is set per socket instead
 #endif

@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+import SkyNetRuntime
 import SkyNetWork
 
 /// The two lines that make up nearly all traffic, `scan` requests and `result` replies,

@@ -1,8 +1,5 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+import SkyNetRuntime
+
 
 extension UUID {
     /// The lowercase text form the wire uses, built without Foundation's formatter (which

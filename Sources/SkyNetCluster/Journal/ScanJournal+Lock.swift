@@ -1,8 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SkyNetRuntime
+
 
 extension ScanJournal {
     /// Takes the journal's exclusive lock (`flock`, not waiting), held until the descriptor

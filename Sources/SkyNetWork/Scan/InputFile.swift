@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SkyNetRuntime
 
 private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { open(path, flags) }

@@ -1,9 +1,3 @@
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SkyNetRuntime
 
 /// Why an inputs file cannot be used, naming the file and, for a bad line, its number.

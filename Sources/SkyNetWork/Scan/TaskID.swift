@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+import SkyNetRuntime
 import Synchronization
 
 /// Task ids, made without a system call each.
