@@ -34,17 +34,18 @@ let package = Package(
         .target(name: "SkyNetHTTP", dependencies: ["SkyNetRuntime", "SkyNetTransport"]),
         // The dashboard: its page and the board it streams, served by SkyNetHTTP.
         .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWire", "SkyNetCluster", "SkyNetHTTP"]),
-        // The one import for users: re-exports the parts.
+        // The one import for users: re-exports the parts. What imports it here also lists the
+        // parts, so that a change to one rebuilds it: SkyNet's own module does not change then.
         .target(name: "SkyNet", dependencies: parts),
         // One option table per command: parsing, usage, help, a spawned node's arguments.
         .target(name: "SkyNetOptions"),
-        .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet", "SkyNetOptions"]),
+        .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet", "SkyNetOptions"] + parts),
         // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
-        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet", "SkyNetOptions"]),
+        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet", "SkyNetOptions"] + parts),
         // A Swift job on a coordinator and an in-process node: `swift run skynet-example-wordcount`.
-        .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet"], path: "Examples/WordCount"),
+        .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet"] + parts, path: "Examples/WordCount"),
         // What both test targets use (a seeded random source for the fuzz tests).
-        .target(name: "SkyNetTestSupport", dependencies: ["SkyNet"], path: "Tests/SkyNetTestSupport"),
+        .target(name: "SkyNetTestSupport", dependencies: ["SkyNet"] + parts, path: "Tests/SkyNetTestSupport"),
         // The tests reach into each part with `@testable import`.
         .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"] + parts),
         // Depends on the executable so that `swift test` builds `skynet` beside the test bundle.
