@@ -31,7 +31,7 @@ extension StatusCommand {
     /// One round after another, each starting `interval` after the last one started, or at
     /// once when the last one took longer; never two at a time.
     private func rounds(every interval: Duration, terminal: Bool) async {
-        let clock = ContinuousClock()
+        let clock = DeadlineTimer.shared
         var number = 0
         while !Task.isCancelled {
             let start = clock.now

@@ -112,7 +112,9 @@ struct NodeTests {
         try await withNode { node in
             let peer = try await connect(node)
             defer { peer.close() }
-            let scan = Task { try await self.scan(peer, id: 7, duration: 1) }
+            // Still running when the ping arrives however loaded the machine (1 s was not, under
+            // the thread sanitizer); the node's error ends the wait, the node's stop the scan.
+            let scan = Task { try await self.scan(peer, id: 7, duration: 600) }
             try await awaitState(upTo: .seconds(5)) { try await running(peer) == 1 }
             peer.post(.ping(id: 7))  // the node's error carries id 7 and so ends the scan's wait
             await #expect(throws: WireError.badRequest("request id 7 is already in flight", id: 7)) { try await scan.value }

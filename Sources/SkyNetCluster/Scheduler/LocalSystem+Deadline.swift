@@ -27,7 +27,8 @@ extension LocalSystem {
         let result = await withTaskCancellationHandler { await work.result } onCancel: { work.cancel() }
         clock.cancel(limit)
         guard ended.current == true else { throw ScanFailure.deadline(seconds: timeout) }
-        try Task.checkCancellation()
+        // A job that finished keeps its result even if the caller was cancelled meanwhile, as
+        // without a deadline: a completed result is never thrown away.
         return try result.get()
     }
 }
