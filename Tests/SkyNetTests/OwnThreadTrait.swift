@@ -24,9 +24,44 @@ struct OwnThreadTrait: TestTrait, SuiteTrait, TestScoping {
     }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        let executor = ThreadTaskExecutor(name: "test-own-thread")
-        defer { executor.finish() }
-        try await withTaskExecutorPreference(executor) { try await function() }
+        await OwnThreadGate.shared.enter()
+        do {
+            let executor = ThreadTaskExecutor(name: "test-own-thread")
+            defer { executor.finish() }
+            try await withTaskExecutorPreference(executor) { try await function() }
+        } catch {
+            await OwnThreadGate.shared.leave()
+            throw error
+        }
+        await OwnThreadGate.shared.leave()
+    }
+}
+
+/// At most four tests on threads of their own at once; the others wait their turn, suspended.
+///
+/// Every suite starts at once, and with a thread per test that was a burst of over a hundred
+/// threads. Under the thread sanitizer they all queued in the Swift runtime's one-time set-up
+/// of generic metadata (`once_slow` in `getCache`, seen with gdb), the pool's own threads with
+/// them: nothing else in the process ran for tens of seconds, with the CPU mostly idle, and
+/// unrelated tests of time (TimeoutTask, keep-alives, the slowloris cut) failed together.
+actor OwnThreadGate {
+    static let shared = OwnThreadGate(limit: 4)
+    private let limit: Int
+    private var running = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(limit: Int) { self.limit = limit }
+
+    func enter() async {
+        if running < limit {
+            running += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }  // `leave` hands its place over
+    }
+
+    func leave() {
+        if waiting.isEmpty { running -= 1 } else { waiting.removeFirst().resume() }
     }
 }
 
