@@ -95,7 +95,7 @@ enum PipeDrain {
                 // Once the first line came, nothing here is timed: small reads are followed by a
                 // pause, so that this thread wakes a few hundred times a second instead of once
                 // per line written, and takes (almost) no CPU from the child it measures.
-                if first != nil, count < buffer.count / 2 { usleep(2000) }
+                if first != nil, count < buffer.count / 2 { sleepOnThisThread(for: .milliseconds(2)) }
                 if count >= tailBytes {
                     tail = Array(buffer[(count - tailBytes)..<count])
                 } else {

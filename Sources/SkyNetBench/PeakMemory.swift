@@ -15,7 +15,7 @@ final class PeakMemory: Sendable {
         startThread(named: "bench-peak-rss") { [self] in
             while peak.withLock({ $0.running }) {
                 if let kib = statusKiB("VmHWM", of: pid) { peak.withLock { $0.kib = max($0.kib, kib) } }
-                usleep(10_000)
+                sleepOnThisThread(for: .milliseconds(10))
             }
         }
     }

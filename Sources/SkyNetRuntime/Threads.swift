@@ -31,7 +31,7 @@ public func onOwnThread<T: Sendable>(named name: String, _ body: @escaping @Send
 }
 
 /// Sleeps the calling thread for `duration` (a thread of our own: never one of the pool).
-func sleepOnThisThread(for duration: Duration) {
+package func sleepOnThisThread(for duration: Duration) {
     let (seconds, attoseconds) = duration.components
     var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
     var remaining = timespec()
