@@ -12,7 +12,7 @@ extension Connection {
                 state = .closing(reason, flusher: false)
             case .flushing:
                 // The peer is gone or refused: the flusher's blocked send fails after this.
-                socket.shutdown()
+                stream.shutdown()
                 state = .closing(reason, flusher: true)
             case .closing(let local, _):
                 // Closed here first: that is the reason, not the shutdown it caused.
@@ -28,8 +28,8 @@ extension Connection {
             if case .closed(let reason) = state { return reason }
             return reason
         }
-        // `closed`: nobody touches the socket any more.
-        socket.close()
+        // `closed`: nobody touches the stream any more.
+        stream.close()
         return final
     }
 
@@ -40,7 +40,7 @@ extension Connection {
         while true {
             waitForRepliesToDrain()
             let count: Int
-            do { count = try socket.receive(into: chunk) } catch { return .failed(error) }
+            do { count = try stream.receive(into: chunk) } catch { return .failed(error) }
             if count == 0 { return .peerClosed }
             var rejection: (any LineRefusal)?
             framer.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { output in
@@ -95,15 +95,15 @@ extension Connection {
     private func drainAfterRefusal() {
         let deadline = ContinuousClock.now + .seconds(1)
         state.wait(while: { if case .flushing = $0 { true } else { false } }, deadline: deadline) { _, _ in }
-        socket.shutdown(reading: false, writing: true)
+        stream.shutdown(reading: false, writing: true)
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
         defer { chunk.deallocate() }
         var drained = 0
         while drained < 16 << 20 {
             let left = deadline - ContinuousClock.now
             guard left > .milliseconds(1) else { return }
-            socket.setReceiveTimeout(left)
-            guard let count = try? socket.receive(into: chunk), count > 0 else { return }
+            stream.setReceiveTimeout(left)
+            guard let count = try? stream.receive(into: chunk), count > 0 else { return }
             drained += count
         }
     }

@@ -1,6 +1,7 @@
 import SkyNetRuntime
 
-/// A TCP connection that carries lines of bytes.
+/// A connection that carries lines of bytes over a `ByteStream`: a TCP socket, or a pair of
+/// pipes (to a child process, or this process's own stdin and stdout), the same way.
 ///
 /// A reader thread of its own does the blocking reads, frames them with a `LineFramer` and
 /// hands each line to a handler. Writes never block the caller: the caller that finds nobody
@@ -67,15 +68,15 @@ public final class Connection: Sendable {
         case open
         /// Reading; a sender sends the queue.
         case flushing(ByteQueue)
-        /// Ending: the socket is shut down, the reader will close the descriptor once the
+        /// Ending: the stream is shut down, the reader will close the descriptor once the
         /// sender (if `flusher`) has left.
         case closing(CloseReason, flusher: Bool)
         /// The descriptor is closed.
         case closed(CloseReason)
     }
 
-    public let socket: Socket
-    /// The peer's `host:port`, for logs.
+    public let stream: any ByteStream
+    /// The peer's `host:port` (or name), for logs.
     public let peer: String
     let limits: Limits
     let state = Guarded(State.notStarted)
@@ -87,10 +88,14 @@ public final class Connection: Sendable {
     /// Once given: opens every line read (on the reader thread).
     let opening = Locked<(any LineFilter)?>(nil)
 
-    public init(socket: Socket, peer: String, limits: Limits = Limits()) {
-        self.socket = socket
+    public init(stream: any ByteStream, peer: String, limits: Limits = Limits()) {
+        self.stream = stream
         self.peer = peer
         self.limits = limits
+    }
+
+    public convenience init(socket: Socket, peer: String, limits: Limits = Limits()) {
+        self.init(stream: socket, peer: peer, limits: limits)
     }
 
     /// Starts the reader thread. `onEvent` and then `onClose` run on it, one call at a time;
@@ -177,7 +182,7 @@ public final class Connection: Sendable {
         while true {
             var sent = 0
             do throws(SocketError) {
-                sent = try socket.send(pending, wait: false)
+                sent = try stream.send(pending, wait: false)
             } catch {
                 state.withLock { state in
                     closeLocked(&state, reason: .failed(error))
@@ -229,7 +234,7 @@ public final class Connection: Sendable {
         let closedNow = state.withLock { state -> Bool in
             if case .notStarted = state {
                 // No reader will ever close the descriptor: do it here.
-                socket.close()
+                stream.close()
                 state = .closed(.closedLocally)
                 return true
             }
@@ -254,7 +259,7 @@ public final class Connection: Sendable {
         case .notStarted, .closing, .closed:
             return
         }
-        socket.shutdown()
+        stream.shutdown()
     }
 
     /// Sends the queue, blocking its own thread, until it is empty or the connection ends.
@@ -276,7 +281,7 @@ public final class Connection: Sendable {
             }
             guard let pending else { return }
             do {
-                let sent = try socket.send(pending, wait: true)
+                let sent = try stream.send(pending, wait: true)
                 state.withLock { state in
                     guard case .flushing(var queue) = state else { return }
                     state = .open  // drop the state's reference so the queue shrinks in place

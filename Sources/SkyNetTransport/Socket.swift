@@ -63,9 +63,8 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
     public var description: String { "\(operation): \(reason)" }
 }
 
-/// A TCP socket. Each method wraps one system call and turns errno into a `SocketError`;
-/// the calls block (but `send(_:wait:)` with `wait: false`), so callers run them on threads of
-/// their own, never on the cooperative pool.
+/// A TCP socket. Each method wraps one system call and turns errno into a `SocketError`; as a
+/// `ByteStream`, its calls block (but `send(_:wait:)` with `wait: false`).
 public struct Socket: Sendable, Hashable {
     public let descriptor: Int32
 
@@ -177,16 +176,8 @@ public struct Socket: Sendable, Hashable {
         }
     }
 
-    /// `send(_:wait:)` for an array of bytes.
-    public func send(_ bytes: [UInt8], wait: Bool) throws(SocketError) -> Int {
-        let result = bytes.withUnsafeBytes { buffer in
-            Result { () throws(SocketError) in try send(buffer, wait: wait) }
-        }
-        return try result.get()
-    }
-
     /// Makes a blocked `receive` or `accept` return: the way to stop a reader thread.
-    public func shutdown(reading: Bool = true, writing: Bool = true) {
+    public func shutdown(reading: Bool, writing: Bool) {
         let how: Int32 = reading && writing ? Int32(SHUT_RDWR) : reading ? Int32(SHUT_RD) : Int32(SHUT_WR)
         _ = system_shutdown(descriptor, how)
     }

@@ -32,6 +32,7 @@ enum Spawner {
             switch options.stdin {
             case .null: posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
             case .file(let path): posix_spawn_file_actions_addopen(&actions, 0, path, O_RDONLY, 0)
+            case .descriptor(let fd): posix_spawn_file_actions_adddup2(&actions, fd, 0)
             case .pipe:
                 let (read, write) = try makePipe()
                 childEnds.append(read)
@@ -194,4 +195,9 @@ private extension Optional where Wrapped == [UnsafeMutablePointer<CChar>?] {
         guard let self else { return body(nil) }
         return self.withUnsafeBufferPointer { body($0.baseAddress) }
     }
+}
+
+extension ChildProcess {
+    /// A pipe whose both ends are close-on-exec from birth, for the ends a caller hands a child.
+    package static func makePipe() throws(ChildProcessError) -> (read: Int32, write: Int32) { try Spawner.makePipe() }
 }

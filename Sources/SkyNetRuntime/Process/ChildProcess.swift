@@ -20,6 +20,8 @@ public final class ChildProcess: Sendable {
         /// A pipe whose write end the parent holds (`closeStdin()`, or closed when the child
         /// is reaped). Nothing is written to it: the child sees EOF when the parent is gone.
         case pipe
+        /// A descriptor of this process (it stays the caller's).
+        case descriptor(Int32)
     }
 
     /// Where the child's stdout or stderr goes.

@@ -1,0 +1,114 @@
+import SkyNetRuntime
+
+/// A `ByteStream` over two descriptors that are not one socket: the pipes to a child's stdin
+/// and stdout, or this process's own (`skynet node --stdio`).
+///
+/// A thread blocked in `read` or `write` on a pipe cannot be woken the way `shutdown` wakes
+/// one on a socket, so no call here blocks in them: every wait is a `poll` that also watches a
+/// wake pipe of the pair's own, which `shutdown` makes readable for good. The write end is
+/// non-blocking while the pair holds it (so that `send(wait: false)` never waits), and gets
+/// its flags back on `close`. Unlike a socket's, a shut-down write end reaches the peer as
+/// the end of its input only on `close`.
+public final class DescriptorPair: ByteStream {
+    public let reading: Int32
+    public let writing: Int32
+    private let readingWake: (read: Int32, write: Int32)
+    private let writingWake: (read: Int32, write: Int32)
+    private let writingFlags: Int32
+
+    private struct State {
+        var receiveTimeout: Duration?
+        var readingShut = false
+        var writingShut = false
+    }
+    private let state = Locked(State())
+
+    /// Takes over `reading` and `writing`: `close` closes them (once, when they are one).
+    public init(reading: Int32, writing: Int32) throws(SocketError) {
+        Socket.ignoreBrokenPipes()  // a pipe has no MSG_NOSIGNAL: a closed reader must mean EPIPE
+        let first: (read: Int32, write: Int32), second: (read: Int32, write: Int32)
+        do throws(ChildProcessError) {
+            first = try ChildProcess.makePipe()
+            do throws(ChildProcessError) { second = try ChildProcess.makePipe() } catch {
+                Glibc.close(first.read)
+                Glibc.close(first.write)
+                throw error
+            }
+        } catch {
+            throw SocketError("pipe", code: error.code)
+        }
+        self.reading = reading
+        self.writing = writing
+        readingWake = first
+        writingWake = second
+        writingFlags = fcntl(writing, F_GETFL, 0)
+        _ = fcntl(writing, F_SETFL, writingFlags | O_NONBLOCK)
+    }
+
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int {
+        let timeout = state.withLock { $0.receiveTimeout }
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while true {
+            guard try waitUntilReady(reading, for: Int16(POLLIN), unless: readingWake.read, deadline: deadline) else { return 0 }
+            let count = read(reading, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            if errno == EINTR || errno == EAGAIN { continue }
+            throw SocketError("read")
+        }
+    }
+
+    public func send(_ bytes: UnsafeRawBufferPointer, wait: Bool) throws(SocketError) -> Int {
+        while true {
+            if state.withLock({ $0.writingShut }) { throw SocketError("write", code: EPIPE) }
+            let count = write(writing, bytes.baseAddress, bytes.count)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            guard errno == EAGAIN || errno == EWOULDBLOCK else { throw SocketError("write") }
+            guard wait else { return 0 }
+            guard try waitUntilReady(writing, for: Int16(POLLOUT), unless: writingWake.read, deadline: nil) else {
+                throw SocketError("write", code: EPIPE)
+            }
+        }
+    }
+
+    public func shutdown(reading: Bool, writing: Bool) {
+        let wake = state.withLock { state -> [Int32] in
+            var wake: [Int32] = []
+            if reading && !state.readingShut { state.readingShut = true; wake.append(readingWake.write) }
+            if writing && !state.writingShut { state.writingShut = true; wake.append(writingWake.write) }
+            return wake
+        }
+        var byte: UInt8 = 1
+        for fd in wake { _ = write(fd, &byte, 1) }  // an empty pipe takes a byte at once
+    }
+
+    public func setReceiveTimeout(_ timeout: Duration) {
+        state.withLock { $0.receiveTimeout = timeout }
+    }
+
+    public func close() {
+        _ = fcntl(writing, F_SETFL, writingFlags)
+        for fd in Set([reading, writing, readingWake.read, readingWake.write, writingWake.read, writingWake.write]) {
+            Glibc.close(fd)
+        }
+    }
+
+    /// Polls until `fd` is ready for `events` (true), `wake` is readable (false: shut down)
+    /// or `deadline` passes (throws, as a socket's receive timeout does).
+    private func waitUntilReady(_ fd: Int32, for events: Int16, unless wake: Int32, deadline: ContinuousClock.Instant?) throws(SocketError) -> Bool {
+        var polled = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+        while true {
+            var milliseconds: Int32 = -1
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { throw SocketError("read", code: EAGAIN) }
+                milliseconds = Int32(clamping: Int64((left.seconds * 1000).rounded(.up)))
+            }
+            let ready = poll(&polled, 2, milliseconds)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready >= 0 else { throw SocketError("poll") }
+            if polled[1].revents != 0 { return false }
+            if polled[0].revents != 0 { return true }
+        }
+    }
+}
