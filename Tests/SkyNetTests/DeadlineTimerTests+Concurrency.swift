@@ -42,7 +42,10 @@ struct DeadlineTimerConcurrencyTests {
         #expect(all.count + cancelled.value == 48 * 40)
         #expect(all.allSatisfy { $0 >= .zero }, "a sleep ended before its deadline")
         let timerLate = fired.withLock { $0 }.max() ?? .zero
-        #expect(timerLate < .seconds(2), "the timer ran an action \(timerLate) late: a lost wake-up")
+        // A lost wake-up leaves an action waiting for the next schedule, or for ever; the count
+        // above and this loose bound catch it (2.3 s was seen on time, under the thread
+        // sanitizer with other builds running).
+        #expect(timerLate < .seconds(10), "the timer ran an action \(timerLate) late: a lost wake-up")
         // Resumed tasks wait for a pool thread too: under a full parallel test run that alone
         // took 2.6 s once (the markers above showed the timer on time), so this bound is loose.
         #expect((all.max() ?? .zero) < .seconds(20), "a sleep ended \(all.max() ?? .zero) late (timer: \(timerLate))")
@@ -71,7 +74,9 @@ struct DeadlineTimerConcurrencyTests {
         let all = fired.value.filter { $0 > .seconds(-999) }
         #expect(all.allSatisfy { $0 >= .zero }, "an action ran before its deadline")
         print("action lateness max \(all.max() ?? .zero) over \(all.count)")
-        #expect((all.max() ?? .zero) < .seconds(2), "an action ran \(all.max() ?? .zero) late: a lost wake-up")
+        // The count above is what catches a lost wake-up (an action that never runs); this
+        // bound is loose: 2.3 s was seen on time under the thread sanitizer and a loaded machine.
+        #expect((all.max() ?? .zero) < .seconds(10), "an action ran \(all.max() ?? .zero) late: a lost wake-up")
     }
 
     /// On a thread of its own: scheduling, cancelling and reflecting over 20,000 entries is
