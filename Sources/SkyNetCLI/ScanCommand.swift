@@ -140,15 +140,8 @@ struct ScanCommand: Command {
     /// built-in scan when not given.
     static func parseJob(_ value: String?) throws(UsageError) -> (String, CommandTemplate?) {
         guard let value else { return (JobRegistry.scan, nil) }
-        if value.contains("=") {
-            let (name, command) = try JobDeclarations.parse(value)
-            return (name, command)
-        }
-        do {
-            try JobRegistry.validate(value)
-        } catch {
-            throw UsageError("option '--job \(value)': \(error)")
-        }
+        if value.contains("=") { return try JobDeclarations.parse(value) }
+        try JobDeclarations.checked(value) { try JobRegistry.validate(value) }
         return (value, nil)
     }
 
