@@ -165,7 +165,9 @@ final class ScanOutput: Sendable {
         peerEventsOpen.withLock { $0 = false }
         await progress?.stop()
         let completed = resumed + report.completed
-        var json = SummaryTable(report).json(resumed: resumed)
+        var json = JSONLine()
+        json.add("event", "summary")
+        report.addSummary(to: &json, resumed: resumed)
         json.add("time", secondsSinceStart)
         switch format {
         case .text:
@@ -178,7 +180,7 @@ final class ScanOutput: Sendable {
             let gaveUp = report.gaveUp > 0 ? ", \(report.gaveUp) gave up." : "."
             await line("Finished \(completed) scans in \(String(cFormat: "%.2f", report.seconds)) seconds" + gaveUp)
             // The table goes to stderr: stdout's last line stays the `Finished` line.
-            await Console.printError(SummaryTable(report).text)
+            await Console.printError(report.summaryTable)
         case .json:
             if let failure { await error(failure) }
             await emit(json)
