@@ -6,10 +6,10 @@ struct Row {
     let measure: String
     let unit: String
     let values: [Double]
-    let ideal: String
-    let target: String
+    var ideal = "-"
+    var target = "-"
     /// Whether the median meets the target; nil when there is none.
-    let met: Bool?
+    var met: Bool? = nil
     var note = ""
 
     var median: Double {
