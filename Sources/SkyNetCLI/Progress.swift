@@ -50,6 +50,8 @@ final class Progress: Sendable {
 
     /// Erases the line: sent ahead of every other line while a progress line is drawn.
     static let clear = "\r\u{1B}[2K"
+    /// `clear` when stderr is a terminal (the line may be drawn already), else nothing.
+    static var clearIfTerminal: String { isatty(2) == 1 ? clear : "" }
 
     private var isStopped: Bool { state.withLock { $0.stopped } }
 

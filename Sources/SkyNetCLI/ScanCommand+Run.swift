@@ -120,7 +120,7 @@ extension ScanCommand {
             _ = await stopSignal.value
             guard !tasksOver.withLock({ $0 }) else { return }
             scan.cancel()
-            await Console.printError((isatty(2) == 1 ? Progress.clear : "") + "Stopping: running tasks are cancelled (Ctrl-C again to quit at once)")
+            await Console.printError(Progress.clearIfTerminal + "Stopping: running tasks are cancelled (Ctrl-C again to quit at once)")
         }
         // A scan that only dispatches has nothing to run it once every peer refused it for good.
         let everyPeerRefused = links.everyPeerRefused
@@ -179,11 +179,11 @@ extension ScanCommand {
     /// that holds anything is refused. With --results, a resume prints the journaled results
     /// the earlier run had not printed.
     private func openOutput() async throws -> (inputs: InputFile?, output: ScanOutput, done: SectorSet) {
-        let inputs = try await inputsPath.asyncMap { try await InputFile.open(path: $0, limit: totalGiven ?? .max) }
+        let inputs: InputFile? = if let inputsPath { try await InputFile.open(path: inputsPath, limit: totalGiven ?? .max) } else { nil }
         let count = inputs?.count ?? total
         let progress = { Progress.start(total: count, hasLocalSystem: localCapacity > 0 && (jobCommand != nil || job == JobRegistry.scan), quiet: quiet) }
         let existed = journalPath.map { FileManager.default.fileExists(atPath: $0) } ?? false
-        let journal = try await journalPath.asyncMap { try await ScanJournal.appending(to: $0, continuing: resume) }
+        let journal: ScanJournal? = if let journalPath { try await ScanJournal.appending(to: journalPath, continuing: resume) } else { nil }
         var resumed: ScanJournal.ResumePoint?
         var journaled: [ScanJournal.ResultPlace] = []
         if let journalPath, resume {
@@ -239,21 +239,11 @@ extension ScanCommand {
             return await group.reduce(into: []) { $0.append($1) }
         }
         let nodes = started.compactMap { try? $0.get() }
-        if let failure = started.lazy.compactMap({ result -> (any Error)? in
-            if case .failure(let error) = result { error } else { nil }
-        }).first {
+        for case .failure(let error) in started {
             for node in nodes { await node.stop() }
-            throw failure
+            throw error
         }
         // node1 … node10: the shorter name first is the numeric order.
         return nodes.sorted { ($0.name.count, $0.name) < ($1.name.count, $1.name) }
-    }
-}
-
-extension Optional {
-    /// `map` for an async transform.
-    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
     }
 }
