@@ -7,8 +7,8 @@ extension Workloads {
     /// `--json` completion times after the first 4 s (by then the browser has started, which
     /// alone costs about a core for a second or two, and the page shows every frame). Three
     /// variants: no dashboard, `--dashboard 0` with nobody watching, and `--dashboard 0` open
-    /// in headless Chromium (started on the `Dashboard:` line), in turn, the order turning each run. Target: open in Chromium at
-    /// most 5 % slower than no dashboard.
+    /// in headless Chromium (started on the `Dashboard:` line), in turn, the order turning each
+    /// run. Target: open in Chromium at most 5 % slower than no dashboard.
     func dashboardCost() throws -> [Row] {
         guard let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw BenchError("W12 needs chromium (apt-get install chromium)")

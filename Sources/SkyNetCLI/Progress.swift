@@ -35,7 +35,7 @@ final class Progress: Sendable {
         guard !quiet, environment["NO_COLOR"] == nil, isatty(2) == 1 else { return nil }
         let progress = Progress(total: total, localSystems: hasLocalSystem ? 1 : 0)
         Task { [weak progress] in
-            while let current = progress, !current.isStopped {
+            while let current = progress, !current.state.withLock({ $0.stopped }) {
                 current.draw()
                 try? await DeadlineTimer.shared.sleep(for: .milliseconds(100))
             }
@@ -52,8 +52,6 @@ final class Progress: Sendable {
     static let clear = "\r\u{1B}[2K"
     /// `clear` when stderr is a terminal (the line may be drawn already), else nothing.
     static var clearIfTerminal: String { isatty(2) == 1 ? clear : "" }
-
-    private var isStopped: Bool { state.withLock { $0.stopped } }
 
     /// The width of the terminal on stderr (80 when it cannot be read).
     private static var terminalColumns: Int {

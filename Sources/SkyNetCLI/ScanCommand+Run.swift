@@ -110,8 +110,6 @@ extension ScanCommand {
         }
         // A stdout that fails stops the scan as Ctrl-C does: what it would print is lost.
         output.stdoutFailed.whenFulfilled { _ in scan.cancel() }
-
-        // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
         let stopSignal = signals.received
         // Set once the tasks are over: a signal after that (during --dashboard-linger) ends
         // the linger, and there is nothing to say about stopping tasks.
@@ -124,11 +122,7 @@ extension ScanCommand {
         }
         // A scan that only dispatches has nothing to run it once every peer refused it for good.
         let everyPeerRefused = links.everyPeerRefused
-        let refusalWatcher = Task {
-            guard localSlots == 0 else { return }
-            _ = await everyPeerRefused.value
-            scan.cancel()
-        }
+        if localSlots == 0 { everyPeerRefused.whenFulfilled { _ in scan.cancel() } }
         let report = await scan.value
         tasksOver.withLock { $0 = true }
         if let board {
@@ -136,7 +130,6 @@ extension ScanCommand {
             board.freezeSlots()
         }
         watcher.cancel()
-        refusalWatcher.cancel()
         // The links stop first, so no peer event follows the summary; a link still connecting
         // is left to the process's exit rather than awaited (its connect may take --timeout).
         await group.stopLast()
@@ -201,7 +194,7 @@ extension ScanCommand {
         let order = results ? ResultOrder(keepsOrder: keepOrder, skipped: done, journaled: journaled) : nil
         let output = ScanOutput(format: format, journal: journal, progress: progress(), results: order)
         if let resumed, let journalPath { await output.resumed(resumed.count, from: journalPath, skipped: resumed.skipped) }
-        await output.printJournaledResults()
+        await output.printResults(order?.start())  // what a resume found journaled and never printed
         return (inputs, output, done)
     }
 
@@ -222,7 +215,6 @@ extension ScanCommand {
     private func spawnNodes() async throws -> [NodeProcess] {
         guard spawn > 0 else { return [] }
         let executable = URL(fileURLWithPath: runningExecutablePath())
-        // One machine, one operator: the nodes declare the job this scan declares.
         let arguments = Self.optionTable.spawnedArguments(for: self)
         // Every start is awaited, failed or not, so that no node that came up late is left
         // running when another failed.
