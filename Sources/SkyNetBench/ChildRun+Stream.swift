@@ -1,8 +1,5 @@
 import Foundation
 import SkyNet
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension ChildRun {
     /// Runs `executable arguments…` to the end with stdout in a pipe read on a thread of its
@@ -50,7 +47,7 @@ enum PipeDrain {
         startThread(named: "skynet-bench-drain") {
             let clock = ContinuousClock()
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            var line: [UInt8] = [], tail: [UInt8] = []
+            var lines = LineFramer(maxLineBytes: 4096, overLong: .truncate), tail: [UInt8] = []
             var first: Double?, bytes = 0
             while true {
                 let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
@@ -59,16 +56,11 @@ enum PipeDrain {
                 bytes += count
                 if first == nil {
                     let arrived = clock.now
-                    for byte in buffer[0..<count] {
-                        guard byte == UInt8(ascii: "\n") else {
-                            if line.count < 4096 { line.append(byte) }
-                            continue
-                        }
-                        if firstLine(String(decoding: line, as: UTF8.self)) {
+                    buffer.withUnsafeBytes { chunk in
+                        lines.split(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { piece in
+                            guard first == nil, case .line(let bytes) = piece, firstLine(String(decoding: bytes, as: UTF8.self)) else { return }
                             first = (arrived - started).seconds
-                            break
                         }
-                        line.removeAll(keepingCapacity: true)
                     }
                 }
                 // Once the first line came, nothing here is timed: small reads are followed by a

@@ -1,8 +1,5 @@
 import Foundation
 import SkyNet
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A finished child: exit status, peak resident memory, wall time and stdout.
 struct ChildRun {

@@ -31,7 +31,6 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 
 func format(_ value: Double, _ unit: String) -> String {
     switch unit {
-    case "s": String(format: "%.3f", value)
     case "tasks/s", "KiB": String(format: "%.0f", value)
     case "µs", "ms": String(format: "%.1f", value)
     default: String(format: "%.3f", value)

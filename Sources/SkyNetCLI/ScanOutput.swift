@@ -154,9 +154,7 @@ final class ScanOutput: Sendable {
     /// Returns the summary as the JSON event `--json` prints (the dashboard's `/state` holds it).
     @discardableResult
     func finish(_ report: ScanReport, resumed: Int, failure: String? = nil) async -> JSONLine {
-        // Results held for their turn behind a sector that never had its outcome (a stopped
-        // scan) still go out, in input order, before the closing lines.
-        await printResults(results?.drain())
+        await printResults(results?.drain())  // held results go out before the closing lines
         // Every journal line and result is written (or failed) before the scan says how it
         // ended. (The log alone is not waited for here: a reader that pauses would hold up
         // stopping the nodes; a failure found later is reported by `exitStatus`.)
