@@ -7,10 +7,9 @@ extension Workloads {
     /// sitting so that drift hits both alike. Target: at most 10 % slower with the token.
     func authenticationCost() throws -> [Row] {
         let token = Secrets.hex(Secrets.randomBytes(32))
-        var tokenEnvironment = ProcessInfo.processInfo.environment
-        tokenEnvironment["SKYNET_TOKEN"] = token
         var plainEnvironment = ProcessInfo.processInfo.environment
         plainEnvironment["SKYNET_TOKEN"] = nil
+        let tokenEnvironment = plainEnvironment.merging(["SKYNET_TOKEN": token]) { $1 }
         let plain = try BenchCluster(skynet: skynet, count: 3, environment: plainEnvironment)
         defer { plain.stop() }
         let signed = try BenchCluster(skynet: skynet, count: 3, environment: tokenEnvironment)

@@ -62,30 +62,26 @@ struct Workloads {
     /// 10th call of each process. Tasks go to the first free slot in order (local, n1, n2,
     /// n3); a failed one re-runs on the local system. Simulated to the end.
     func idealW4() -> Double {
-        let slots = [4, 4, 4, 4]
         var calls = [0, 0, 0, 0]
-        var busy: [[Double]] = slots.map { _ in [] }  // finish times per system
-        var time = 0.0
-        var pending = Array(0..<20).map { ($0, false) }  // (task, is re-run)
-        var finish = 0.0
+        var busy: [[Double]] = [[], [], [], []]  // finish times per system, 4 slots each
+        var pending = Array(repeating: false, count: 20)  // whether each task is a re-run
+        var time = 0.0, finish = 0.0
         while !pending.isEmpty {
             for system in 0..<4 { busy[system].removeAll { $0 <= time + 1e-9 } }
-            var placed = false
-            for (index, (task, rerun)) in pending.enumerated() {
-                let candidates = rerun ? [0] : Array(0..<4)
-                guard let system = candidates.first(where: { busy[$0].count < slots[$0] }) else { continue }
-                pending.remove(at: index)
-                calls[system] += 1
-                if calls[system] % 10 == 0 {
-                    pending.append((task, true))  // fails at once
-                } else {
-                    busy[system].append(time + 1.0)
-                    finish = max(finish, time + 1.0)
-                }
-                placed = true
-                break
+            let free = (0..<4).filter { busy[$0].count < 4 }
+            // The first task with a free slot it may take: a re-run only the local system's.
+            guard let index = pending.firstIndex(where: { $0 ? free.contains(0) : !free.isEmpty }) else {
+                time = busy.flatMap { $0 }.filter { $0 > time }.min() ?? time
+                continue
             }
-            if !placed { time = busy.flatMap { $0 }.filter { $0 > time }.min() ?? time }
+            let system = pending.remove(at: index) ? 0 : free[0]
+            calls[system] += 1
+            if calls[system] % 10 == 0 {
+                pending.append(true)  // fails at once
+            } else {
+                busy[system].append(time + 1.0)
+                finish = max(finish, time + 1.0)
+            }
         }
         return finish
     }

@@ -106,8 +106,7 @@ struct ScanCommand: Command {
         spawn = try args.int("spawn", default: 0)
         // With --spawn and no --cluster, only the spawned nodes are peers.
         clusterPath = spawn > 0 && args.string("cluster") == nil ? nil : args.string("cluster") ?? "cluster.json"
-        cluster = spawn > 0 && args.string("cluster") == nil
-            ? ClusterConfig() : try Self.loadCluster(named: args.string("cluster"))
+        cluster = clusterPath == nil ? ClusterConfig() : try Self.loadCluster(named: args.string("cluster"))
         let givenTimeout = try args.optionalDouble("timeout")
         timeout = givenTimeout ?? cluster.timeout ?? 5
         journalPath = args.string("journal")
