@@ -4,8 +4,7 @@ import SkyNet
 /// `37 scheduled  12.30 per sec.  25/100 tasks completed  ETA 0:42  1 failed  3 systems  collaborating`.
 ///
 /// The ETA comes from the rate of the last 20 s (`ETAEstimator`), over the tasks neither
-/// completed nor given up; `ETA --:--` until there is enough data. A terminal too narrow for
-/// the line loses whole fields, least useful first, so the count and the ETA stay in view.
+/// completed nor given up; `ETA --:--` until there is enough data. A narrow terminal: `fit`.
 ///
 /// Only for a terminal: `start` returns nil when stderr is not one, or NO_COLOR or --quiet
 /// asks for plain output. Every other line goes out behind `Progress.clear` in the same
@@ -121,7 +120,7 @@ final class Progress: Sendable {
 
     /// The fields joined by two spaces, within `columns`: a line wider than the terminal
     /// would wrap, and only its last row be redrawn. Whole fields go first, least useful
-    /// first (the order below); a line still too wide is cut.
+    /// first (the order below), so the count and the ETA stay in view; a line still too wide is cut.
     private static func fit(_ fields: [String], columns: Int) -> String {
         // Indices into `fields` (scheduled, rate, completed, ETA, failed, systems, collaborating), dropped first to last.
         var kept = Array(fields.indices)
