@@ -18,21 +18,15 @@ final class BenchCluster: Sendable {
         do {
             try blocking {
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    let start: @Sendable (Int) async throws -> Void = { index in
-                        let node = try await NodeProcess.start(executable: skynet, name: "n\(index)",
-                                                               arguments: ["--failing-every", String(failingEvery)] + arguments,
-                                                               environment: environment)
-                        Children.track(node.processIdentifier)
-                        started.withLock { $0.append((index, node)) }
-                    }
-                    var next = 1
-                    while next <= min(count, max(1, startingAtOnce)) {
-                        group.addTask { [next] in try await start(next) }
-                        next += 1
-                    }
-                    while try await group.next() != nil, next <= count {
-                        group.addTask { [next] in try await start(next) }
-                        next += 1
+                    for index in stride(from: 1, through: count, by: 1) {
+                        if index > max(1, startingAtOnce) { _ = try await group.next() }
+                        group.addTask {
+                            let node = try await NodeProcess.start(executable: skynet, name: "n\(index)",
+                                                                   arguments: ["--failing-every", String(failingEvery)] + arguments,
+                                                                   environment: environment)
+                            Children.track(node.processIdentifier)
+                            started.withLock { $0.append((index, node)) }
+                        }
                     }
                     try await group.waitForAll()
                 }

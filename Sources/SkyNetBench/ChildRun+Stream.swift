@@ -1,30 +1,12 @@
 import Foundation
 import SkyNet
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// A finished child whose stdout was drained through a pipe as it came: only the time of its
-/// first line of interest and a short tail were kept, so memory does not grow with its output.
-struct StreamedRun {
-    let status: Int32
-    let peakKiB: Int
-    let seconds: Double
-    /// Seconds from just before the spawn to the read that brought the first complete stdout
-    /// line `firstLine` accepted; nil when none came.
-    let firstLineSeconds: Double?
-    /// The last bytes of stdout (at most `tailBytes`).
-    let tail: String
-    /// How many bytes stdout carried in all.
-    let bytes: Int
-}
 
 extension ChildRun {
     /// Runs `executable arguments…` to the end with stdout in a pipe read on a thread of its
     /// own (large reads, nothing kept but a tail), for outputs too large to hold: a scan's ten
     /// million lines. Past `deadline` the child is stopped and this throws.
     static func stream(_ executable: String, _ arguments: [String], firstLine: @escaping @Sendable (String) -> Bool,
-                       tailBytes: Int = 4096, deadline: Duration = .seconds(600)) throws -> StreamedRun {
+                       tailBytes: Int = 4096, deadline: Duration = .seconds(600)) throws -> ChildRun {
         var options = ChildProcess.Options(arguments: arguments)
         options.stdout = .pipe
         let started = ContinuousClock.now
@@ -43,25 +25,19 @@ extension ChildRun {
         guard let output = try blocking({ try? await withTimeout(.seconds(10)) { await drained.value } }) else {
             throw BenchError("\(executable): stdout still open 10 s after it exited")
         }
-        return StreamedRun(status: ended.status, peakKiB: peak, seconds: seconds,
-                           firstLineSeconds: output.firstLineSeconds, tail: output.tail, bytes: output.bytes)
+        return ChildRun(status: ended.status, peakKiB: peak, seconds: seconds, stdout: output.tail,
+                        firstLineSeconds: output.firstLineSeconds, bytes: output.bytes)
     }
 }
 
 /// Reads a pipe to its end on a thread of its own.
 enum PipeDrain {
-    struct Output: Sendable {
-        let firstLineSeconds: Double?
-        let tail: String
-        let bytes: Int
-    }
-
     /// Reads `fd` to EOF with large reads and closes it; notes when the first complete line
     /// `firstLine` accepts arrived (lines are looked at only until then, each cut at 4 KiB),
     /// keeps the last `tailBytes` bytes.
     static func start(fd: Int32, since started: ContinuousClock.Instant, firstLine: @escaping @Sendable (String) -> Bool,
-                      tailBytes: Int) -> AsyncSignal<Output> {
-        let done = AsyncSignal<Output>()
+                      tailBytes: Int) -> AsyncSignal<(firstLineSeconds: Double?, tail: String, bytes: Int)> {
+        let done = AsyncSignal<(firstLineSeconds: Double?, tail: String, bytes: Int)>()
         // A larger pipe (1 MiB, Linux's default ceiling for unprivileged processes) lets the
         // child write on while this thread is between reads, as a file would; if refused, the
         // default 64 KiB pipe still works, the child just waits on it more often.
@@ -71,7 +47,7 @@ enum PipeDrain {
         startThread(named: "skynet-bench-drain") {
             let clock = ContinuousClock()
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            var line: [UInt8] = [], tail: [UInt8] = []
+            var lines = LineFramer(maxLineBytes: 4096, overLong: .truncate), tail: [UInt8] = []
             var first: Double?, bytes = 0
             while true {
                 let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
@@ -80,16 +56,11 @@ enum PipeDrain {
                 bytes += count
                 if first == nil {
                     let arrived = clock.now
-                    for byte in buffer[0..<count] {
-                        guard byte == UInt8(ascii: "\n") else {
-                            if line.count < 4096 { line.append(byte) }
-                            continue
-                        }
-                        if firstLine(String(decoding: line, as: UTF8.self)) {
+                    buffer.withUnsafeBytes { chunk in
+                        lines.split(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { piece in
+                            guard first == nil, case .line(let bytes) = piece, firstLine(String(decoding: bytes, as: UTF8.self)) else { return }
                             first = (arrived - started).seconds
-                            break
                         }
-                        line.removeAll(keepingCapacity: true)
                     }
                 }
                 // Once the first line came, nothing here is timed: small reads are followed by a
@@ -104,7 +75,7 @@ enum PipeDrain {
                 }
             }
             close(fd)
-            done.fulfil(Output(firstLineSeconds: first, tail: String(decoding: tail, as: UTF8.self), bytes: bytes))
+            done.fulfil((first, String(decoding: tail, as: UTF8.self), bytes))
         }
         return done
     }

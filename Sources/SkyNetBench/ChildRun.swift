@@ -1,15 +1,17 @@
 import Foundation
 import SkyNet
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// A finished child: exit status, peak resident memory and wall time.
+/// A finished child: exit status, peak resident memory, wall time and stdout.
 struct ChildRun {
     let status: Int32
     let peakKiB: Int
     let seconds: Double
+    /// All of stdout (`run`), or its last bytes (`stream`: at most `tailBytes`).
     let stdout: String
+    /// `stream` only: seconds from just before the spawn to the read that brought the first
+    /// complete stdout line `firstLine` accepted (nil when none came), and stdout's bytes in all.
+    var firstLineSeconds: Double? = nil
+    var bytes = 0
 
     /// Runs `executable arguments…` to the end with stdout in a file, waiting on this (main)
     /// thread; the peak RSS is sampled (`PeakMemory`). A child still running after

@@ -6,10 +6,10 @@ struct Row {
     let measure: String
     let unit: String
     let values: [Double]
-    let ideal: String
-    let target: String
+    var ideal = "-"
+    var target = "-"
     /// Whether the median meets the target; nil when there is none.
-    let met: Bool?
+    var met: Bool? = nil
     var note = ""
 
     var median: Double {
@@ -31,7 +31,6 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 
 func format(_ value: Double, _ unit: String) -> String {
     switch unit {
-    case "s": String(format: "%.3f", value)
     case "tasks/s", "KiB": String(format: "%.0f", value)
     case "µs", "ms": String(format: "%.1f", value)
     default: String(format: "%.3f", value)

@@ -1,10 +1,5 @@
 import Foundation
 import SkyNet
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The floor of W8: how fast this machine can start and reap a program at all, with nothing
 /// in between (no node, no wire, no pipes): posix_spawn then waitpid, `width` at a time.

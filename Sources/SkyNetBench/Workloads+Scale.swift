@@ -29,9 +29,9 @@ extension Workloads {
         return [
             Row(workload: "W9", measure: "200 nodes, 4000 x 1 s", unit: "s", values: seconds, ideal: "5.000", target: "<= 5.150",
                 met: median(seconds) <= 5.15),
-            Row(workload: "W9", measure: "every node connected within", unit: "s", values: connected, ideal: "-", target: "<= 1.000",
+            Row(workload: "W9", measure: "every node connected within", unit: "s", values: connected, target: "<= 1.000",
                 met: median(connected) <= 1.0),
-            Row(workload: "W9", measure: "coordinator peak RSS", unit: "KiB", values: peak, ideal: "-", target: "<= 97656 (100 MB)",
+            Row(workload: "W9", measure: "coordinator peak RSS", unit: "KiB", values: peak, target: "<= 97656 (100 MB)",
                 met: median(peak) <= 97_656),
         ]
     }
@@ -54,27 +54,27 @@ extension Workloads {
             smallerPeak.append(Double(try localNoOps(smaller, cluster: empty).peakKiB))
         }
         let label = grouped(total), smallerLabel = grouped(smaller)
-        var peakRow = Row(workload: "W10", measure: "\(label) local no-op: peak RSS", unit: "KiB", values: peak, ideal: "-",
+        var peakRow = Row(workload: "W10", measure: "\(label) local no-op: peak RSS", unit: "KiB", values: peak,
                           target: "<= 153600 (150 MB)", met: median(peak) <= 150 * 1024)
         peakRow.note = String(format: "%.2fx the peak RSS at %@", median(peak) / median(smallerPeak), smallerLabel)
         return [
-            Row(workload: "W10", measure: "\(label) local no-op: time", unit: "s", values: seconds, ideal: "-", target: "<= 60",
+            Row(workload: "W10", measure: "\(label) local no-op: time", unit: "s", values: seconds, target: "<= 60",
                 met: median(seconds) <= 60),
             peakRow,
-            Row(workload: "W10", measure: "\(label): first task started", unit: "ms", values: first, ideal: "-", target: "<= 50",
+            Row(workload: "W10", measure: "\(label): first task started", unit: "ms", values: first, target: "<= 50",
                 met: median(first) <= 50),
-            Row(workload: "W10", measure: "\(smallerLabel): peak RSS", unit: "KiB", values: smallerPeak, ideal: "-", target: "-", met: nil),
+            Row(workload: "W10", measure: "\(smallerLabel): peak RSS", unit: "KiB", values: smallerPeak),
         ]
     }
 
     /// `skynet scan --total TOTAL --duration 0 --failing-every 0 --cluster EMPTY`, plain output
     /// through a pipe; throws unless it exited 0 saying `Finished TOTAL scans`.
-    private func localNoOps(_ total: Int, cluster: String) throws -> StreamedRun {
+    private func localNoOps(_ total: Int, cluster: String) throws -> ChildRun {
         let run = try ChildRun.stream(skynet.path, ["scan", "--total", String(total), "--duration", "0", "--failing-every", "0",
                                                     "--cluster", cluster],
                                       firstLine: { $0.hasPrefix("Completed: ") }, deadline: .seconds(600))
-        guard run.status == 0, run.tail.contains("Finished \(total) scans") else {
-            throw BenchError("W10: \(total) tasks: status \(run.status), output ends \(run.tail.suffix(200).debugDescription)")
+        guard run.status == 0, run.stdout.contains("Finished \(total) scans") else {
+            throw BenchError("W10: \(total) tasks: status \(run.status), output ends \(run.stdout.suffix(200).debugDescription)")
         }
         guard run.firstLineSeconds != nil else { throw BenchError("W10: no `Completed:` line in \(run.bytes) bytes") }
         return run

@@ -28,8 +28,7 @@ enum Console {
     }
 
     /// Queues a log line for stderr if there is room now, never waiting: when the queue is
-    /// full the line is dropped and counted, and once room returns `notice(count)` is written
-    /// first. A logger must not stop a server whose stderr is not being read.
+    /// full the line is dropped and counted, and once room returns `notice(count)` is written first.
     static func log(_ line: String, droppedNotice notice: @escaping @Sendable (Int) -> String) {
         writer.offer(line + "\n", to: 2, countingDropsAs: { notice($0) + "\n" })
     }

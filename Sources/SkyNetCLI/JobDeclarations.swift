@@ -16,11 +16,7 @@ enum JobDeclarations {
         var registry = registry
         for value in values {
             let (name, command) = try parse(value)
-            do {
-                try registry.register(name, CommandJob(name: name, command: command, maxOutput: maxOutput))
-            } catch {
-                throw UsageError("option '--job \(value)': \(error)")
-            }
+            try checked(value) { try registry.register(name, CommandJob(name: name, command: command, maxOutput: maxOutput)) }
         }
         return registry
     }
@@ -31,19 +27,20 @@ enum JobDeclarations {
             throw UsageError("option '--job' wants NAME=COMMAND, as in --job sum='sha256sum {}', not '\(value)'")
         }
         let name = String(value[..<equals]), text = String(value[value.index(after: equals)...])
-        do {
-            try JobRegistry.validate(name)
-        } catch {
-            throw UsageError("option '--job \(value)': \(error)")
-        }
+        try checked(value) { try JobRegistry.validate(name) }
         guard name != JobRegistry.scan else {
             throw UsageError("option '--job \(value)': 'scan' is the built-in simulated scan and cannot be redeclared; choose another name")
         }
         guard text.utf8.count <= maxCommandBytes else {
             throw UsageError("option '--job \(name)=…': the command is longer than \(maxCommandBytes) bytes")
         }
+        return (name, try checked(value) { try CommandTemplate(text) })
+    }
+
+    /// What `body` returns; an error it throws becomes the usage error of `--job value`.
+    static func checked<T>(_ value: String, _ body: () throws -> T) throws(UsageError) -> T {
         do {
-            return (name, try CommandTemplate(text))
+            return try body()
         } catch {
             throw UsageError("option '--job \(value)': \(error)")
         }

@@ -81,9 +81,8 @@ struct NodeCommand: Command {
         exitWithParent = args.flag(String(NodeProcess.exitWithParentFlag.dropFirst(2)))
     }
 
-    /// A node log line. Offered to the console's queue and never waited for: it is written
-    /// from the accept thread, reader threads and the pool, and a logger must not stop a
-    /// server, so while stderr is not read lines are dropped, counted, and the count said.
+    /// A node log line, from the accept thread, reader threads or the pool: offered, never
+    /// waited for (`Console.log`).
     static func log(_ line: String) {
         Console.log(line) { "[Node] \($0) log lines dropped: stderr is not being read" }
     }

@@ -4,8 +4,7 @@ import SkyNet
 /// `37 scheduled  12.30 per sec.  25/100 tasks completed  ETA 0:42  1 failed  3 systems  collaborating`.
 ///
 /// The ETA comes from the rate of the last 20 s (`ETAEstimator`), over the tasks neither
-/// completed nor given up; `ETA --:--` until there is enough data. A terminal too narrow for
-/// the line loses whole fields, least useful first, so the count and the ETA stay in view.
+/// completed nor given up; `ETA --:--` until there is enough data. A narrow terminal: `fit`.
 ///
 /// Only for a terminal: `start` returns nil when stderr is not one, or NO_COLOR or --quiet
 /// asks for plain output. Every other line goes out behind `Progress.clear` in the same
@@ -35,7 +34,7 @@ final class Progress: Sendable {
         guard !quiet, environment["NO_COLOR"] == nil, isatty(2) == 1 else { return nil }
         let progress = Progress(total: total, localSystems: hasLocalSystem ? 1 : 0)
         Task { [weak progress] in
-            while let current = progress, !current.isStopped {
+            while let current = progress, !current.state.withLock({ $0.stopped }) {
                 current.draw()
                 try? await DeadlineTimer.shared.sleep(for: .milliseconds(100))
             }
@@ -50,8 +49,8 @@ final class Progress: Sendable {
 
     /// Erases the line: sent ahead of every other line while a progress line is drawn.
     static let clear = "\r\u{1B}[2K"
-
-    private var isStopped: Bool { state.withLock { $0.stopped } }
+    /// `clear` when stderr is a terminal (the line may be drawn already), else nothing.
+    static var clearIfTerminal: String { isatty(2) == 1 ? clear : "" }
 
     /// The width of the terminal on stderr (80 when it cannot be read).
     private static var terminalColumns: Int {
@@ -121,7 +120,7 @@ final class Progress: Sendable {
 
     /// The fields joined by two spaces, within `columns`: a line wider than the terminal
     /// would wrap, and only its last row be redrawn. Whole fields go first, least useful
-    /// first (the order below); a line still too wide is cut.
+    /// first (the order below), so the count and the ETA stay in view; a line still too wide is cut.
     private static func fit(_ fields: [String], columns: Int) -> String {
         // Indices into `fields` (scheduled, rate, completed, ETA, failed, systems, collaborating), dropped first to last.
         var kept = Array(fields.indices)

@@ -44,9 +44,9 @@ extension ScanCommand {
             let login = token == nil
                 ? "no token is set, so anyone who can reach it sees the scan (set SKYNET_TOKEN or --token-file for a login)"
                 : "it asks for the cluster's token"
-            await Console.printError(Self.clearProgress + "warning: the dashboard listens on \(served.host):\(served.port), beyond this machine: \(login)")
+            await Console.printError(Progress.clearIfTerminal + "warning: the dashboard listens on \(served.host):\(served.port), beyond this machine: \(login)")
         }
-        await Console.printError(Self.clearProgress + "Dashboard: \(served.url)")
+        await Console.printError(Progress.clearIfTerminal + "Dashboard: \(served.url)")
         return served
     }
 
@@ -57,20 +57,11 @@ extension ScanCommand {
         dashboard.publishNow()
         if dashboardLinger > 0, signals.received.current == nil {
             await Console.printError("Dashboard: the final state stays at \(dashboard.url) for \(dashboardLinger.formatted) s (Ctrl-C to quit)")
-            let over = AsyncSignal<Void>()
-            signals.received.whenFulfilled { _ in over.fulfil(()) }
-            let timer = Task { [dashboardLinger] in
-                try? await DeadlineTimer.shared.sleep(for: .seconds(dashboardLinger))
-                over.fulfil(())
-            }
-            await over.value
-            timer.cancel()
+            let received = signals.received
+            _ = try? await withTimeout(.seconds(dashboardLinger)) { await received.value }
         }
         await dashboard.stop()
     }
-
-    /// Erases the progress line before a line on stderr (it may be drawn already).
-    private static var clearProgress: String { isatty(2) == 1 ? Progress.clear : "" }
 
     /// The systems the dashboard lists from the start: this process's own, then every peer.
     func dashboardSystems(peers: ClusterConfig) -> [ScanBoard.System] {

@@ -110,8 +110,6 @@ extension ScanCommand {
         }
         // A stdout that fails stops the scan as Ctrl-C does: what it would print is lost.
         output.stdoutFailed.whenFulfilled { _ in scan.cancel() }
-
-        // Ctrl-C or SIGTERM stops the scan; a second one exits at once.
         let stopSignal = signals.received
         // Set once the tasks are over: a signal after that (during --dashboard-linger) ends
         // the linger, and there is nothing to say about stopping tasks.
@@ -120,15 +118,11 @@ extension ScanCommand {
             _ = await stopSignal.value
             guard !tasksOver.withLock({ $0 }) else { return }
             scan.cancel()
-            await Console.printError((isatty(2) == 1 ? Progress.clear : "") + "Stopping: running tasks are cancelled (Ctrl-C again to quit at once)")
+            await Console.printError(Progress.clearIfTerminal + "Stopping: running tasks are cancelled (Ctrl-C again to quit at once)")
         }
         // A scan that only dispatches has nothing to run it once every peer refused it for good.
         let everyPeerRefused = links.everyPeerRefused
-        let refusalWatcher = Task {
-            guard localSlots == 0 else { return }
-            _ = await everyPeerRefused.value
-            scan.cancel()
-        }
+        if localSlots == 0 { everyPeerRefused.whenFulfilled { _ in scan.cancel() } }
         let report = await scan.value
         tasksOver.withLock { $0 = true }
         if let board {
@@ -136,7 +130,6 @@ extension ScanCommand {
             board.freezeSlots()
         }
         watcher.cancel()
-        refusalWatcher.cancel()
         // The links stop first, so no peer event follows the summary; a link still connecting
         // is left to the process's exit rather than awaited (its connect may take --timeout).
         await group.stopLast()
@@ -179,11 +172,11 @@ extension ScanCommand {
     /// that holds anything is refused. With --results, a resume prints the journaled results
     /// the earlier run had not printed.
     private func openOutput() async throws -> (inputs: InputFile?, output: ScanOutput, done: SectorSet) {
-        let inputs = try await inputsPath.asyncMap { try await InputFile.open(path: $0, limit: totalGiven ?? .max) }
+        let inputs: InputFile? = if let inputsPath { try await InputFile.open(path: inputsPath, limit: totalGiven ?? .max) } else { nil }
         let count = inputs?.count ?? total
         let progress = { Progress.start(total: count, hasLocalSystem: localCapacity > 0 && (jobCommand != nil || job == JobRegistry.scan), quiet: quiet) }
         let existed = journalPath.map { FileManager.default.fileExists(atPath: $0) } ?? false
-        let journal = try await journalPath.asyncMap { try await ScanJournal.appending(to: $0, continuing: resume) }
+        let journal: ScanJournal? = if let journalPath { try await ScanJournal.appending(to: journalPath, continuing: resume) } else { nil }
         var resumed: ScanJournal.ResumePoint?
         var journaled: [ScanJournal.ResultPlace] = []
         if let journalPath, resume {
@@ -201,7 +194,7 @@ extension ScanCommand {
         let order = results ? ResultOrder(keepsOrder: keepOrder, skipped: done, journaled: journaled) : nil
         let output = ScanOutput(format: format, journal: journal, progress: progress(), results: order)
         if let resumed, let journalPath { await output.resumed(resumed.count, from: journalPath, skipped: resumed.skipped) }
-        await output.printJournaledResults()
+        await output.printResults(order?.start())  // what a resume found journaled and never printed
         return (inputs, output, done)
     }
 
@@ -222,7 +215,6 @@ extension ScanCommand {
     private func spawnNodes() async throws -> [NodeProcess] {
         guard spawn > 0 else { return [] }
         let executable = URL(fileURLWithPath: runningExecutablePath())
-        // One machine, one operator: the nodes declare the job this scan declares.
         let arguments = Self.optionTable.spawnedArguments(for: self)
         // Every start is awaited, failed or not, so that no node that came up late is left
         // running when another failed.
@@ -239,21 +231,11 @@ extension ScanCommand {
             return await group.reduce(into: []) { $0.append($1) }
         }
         let nodes = started.compactMap { try? $0.get() }
-        if let failure = started.lazy.compactMap({ result -> (any Error)? in
-            if case .failure(let error) = result { error } else { nil }
-        }).first {
+        for case .failure(let error) in started {
             for node in nodes { await node.stop() }
-            throw failure
+            throw error
         }
         // node1 … node10: the shorter name first is the numeric order.
         return nodes.sorted { ($0.name.count, $0.name) < ($1.name.count, $1.name) }
-    }
-}
-
-extension Optional {
-    /// `map` for an async transform.
-    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
     }
 }

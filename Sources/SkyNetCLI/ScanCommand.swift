@@ -106,8 +106,7 @@ struct ScanCommand: Command {
         spawn = try args.int("spawn", default: 0)
         // With --spawn and no --cluster, only the spawned nodes are peers.
         clusterPath = spawn > 0 && args.string("cluster") == nil ? nil : args.string("cluster") ?? "cluster.json"
-        cluster = spawn > 0 && args.string("cluster") == nil
-            ? ClusterConfig() : try Self.loadCluster(named: args.string("cluster"))
+        cluster = clusterPath == nil ? ClusterConfig() : try Self.loadCluster(named: args.string("cluster"))
         let givenTimeout = try args.optionalDouble("timeout")
         timeout = givenTimeout ?? cluster.timeout ?? 5
         journalPath = args.string("journal")
@@ -140,15 +139,8 @@ struct ScanCommand: Command {
     /// built-in scan when not given.
     static func parseJob(_ value: String?) throws(UsageError) -> (String, CommandTemplate?) {
         guard let value else { return (JobRegistry.scan, nil) }
-        if value.contains("=") {
-            let (name, command) = try JobDeclarations.parse(value)
-            return (name, command)
-        }
-        do {
-            try JobRegistry.validate(value)
-        } catch {
-            throw UsageError("option '--job \(value)': \(error)")
-        }
+        if value.contains("=") { return try JobDeclarations.parse(value) }
+        try JobDeclarations.checked(value) { try JobRegistry.validate(value) }
         return (value, nil)
     }
 

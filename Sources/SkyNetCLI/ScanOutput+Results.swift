@@ -1,16 +1,10 @@
 import SkyNet
 
 extension ScanOutput {
-    /// Prints what a resume found journaled and never printed (see `ResultOrder.start`).
-    func printJournaledResults() async {
-        await printResults(results?.start())
-    }
-
     /// Writes results to stdout, each whole, up to 64 in one queued write; each piece is the
     /// held buffer itself, never a copy. With a journal, the write ends with the `printed`
     /// marks of these sectors, so that the writer thread records them once stdout took them
     /// (and not when writing stdout failed).
-    /// Journaled results are read back from the journal, 64 at a time.
     func printResults(_ ready: [ResultOrder.Ready]?) async {
         guard let ready else { return }
         var start = 0

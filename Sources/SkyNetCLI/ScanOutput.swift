@@ -154,9 +154,7 @@ final class ScanOutput: Sendable {
     /// Returns the summary as the JSON event `--json` prints (the dashboard's `/state` holds it).
     @discardableResult
     func finish(_ report: ScanReport, resumed: Int, failure: String? = nil) async -> JSONLine {
-        // Results held for their turn behind a sector that never had its outcome (a stopped
-        // scan) still go out, in input order, before the closing lines.
-        await printResults(results?.drain())
+        await printResults(results?.drain())  // held results go out before the closing lines
         // Every journal line and result is written (or failed) before the scan says how it
         // ended. (The log alone is not waited for here: a reader that pauses would hold up
         // stopping the nodes; a failure found later is reported by `exitStatus`.)
@@ -165,7 +163,9 @@ final class ScanOutput: Sendable {
         peerEventsOpen.withLock { $0 = false }
         await progress?.stop()
         let completed = resumed + report.completed
-        var json = SummaryTable(report).json(resumed: resumed)
+        var json = JSONLine()
+        json.add("event", "summary")
+        report.addSummary(to: &json, resumed: resumed)
         json.add("time", secondsSinceStart)
         switch format {
         case .text:
@@ -178,7 +178,7 @@ final class ScanOutput: Sendable {
             let gaveUp = report.gaveUp > 0 ? ", \(report.gaveUp) gave up." : "."
             await line("Finished \(completed) scans in \(String(cFormat: "%.2f", report.seconds)) seconds" + gaveUp)
             // The table goes to stderr: stdout's last line stays the `Finished` line.
-            await Console.printError(SummaryTable(report).text)
+            await Console.printError(report.summaryTable)
         case .json:
             if let failure { await error(failure) }
             await emit(json)

@@ -1,12 +1,8 @@
 import SkyNet
 
-/// `skynet status --watch`: the status again and again, like `watch skynet status`.
-///
-/// In a terminal each round redraws the screen in place (cursor home, each line erased to
-/// its end, the rest of the screen erased), so the table does not flicker. Piped, each round
-/// (the header line, then the table) is printed whole and followed by a blank line, as `kubectl get -w` keeps streaming into a
-/// pipe: `skynet status --watch | tee log` works. With --json every round is one object per
-/// node, tagged with the round and the time, and nothing else.
+/// `skynet status --watch`: the status again and again, like `watch skynet status`. In a
+/// terminal each round redraws the screen in place, so the table does not flicker; piped, it
+/// streams as `kubectl get -w` does (`skynet status --watch | tee log` works); see `render`.
 extension StatusCommand {
     /// Probes every `interval` seconds until SIGINT, SIGTERM or SIGHUP (then 0), or until stdout is
     /// closed (a reader such as `head` left: 0 too).
@@ -46,7 +42,8 @@ extension StatusCommand {
         }
     }
 
-    /// What one round prints.
+    /// What one round prints: with --json one object per node, tagged with the round and
+    /// the time; piped, the header line and the table, then a blank line.
     func render(_ statuses: [PeerStatus], round: Int, terminal: Bool) -> String {
         if json {
             let time = Self.timestamp("%Y-%m-%dT%H:%M:%SZ", utc: true)

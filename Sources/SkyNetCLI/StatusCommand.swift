@@ -37,12 +37,11 @@ struct StatusCommand: Command {
         let args = try Self.optionTable.parse(arguments)
         if args.string("interval") != nil, !args.flag("watch") { throw UsageError("option '--interval' needs --watch") }
         interval = args.flag("watch") ? try args.double("interval", default: 1) : nil
-        let path = args.string("cluster") ?? "cluster.json"
-        clusterPath = path
-        guard FileManager.default.fileExists(atPath: path) || args.string("cluster") != nil else {
+        clusterPath = args.string("cluster") ?? "cluster.json"
+        guard FileManager.default.fileExists(atPath: clusterPath) || args.string("cluster") != nil else {
             throw UsageError("no ./cluster.json here: name one with --cluster FILE")
         }
-        cluster = try ScanCommand.loadCluster(named: path)
+        cluster = try ScanCommand.loadCluster(named: clusterPath)
         timeout = try args.double("timeout", default: 2)
         json = args.flag("json")
         token = try ClusterToken.load(args)?.value

@@ -1,25 +1,15 @@
 import SkyNet
 
-/// The per-system summary of a scan: as a table for people, as a JSON event for programs.
-struct SummaryTable {
-    let report: ScanReport
-
-    init(_ report: ScanReport) {
-        self.report = report
-    }
-
-    private var rows: [(name: String, tally: SystemTally)] { report.systemsInOrder }
-
-    private func share(_ tally: SystemTally) -> Double { report.share(of: tally) }
-
-    /// `attempts failed` counts the attempts that failed on the system (each ran again or gave
-    /// up); the tasks that gave up in all are on the `Finished` line. A name from a shared
-    /// cluster file has its control characters escaped.
-    var text: String {
+extension ScanReport {
+    /// The per-system summary of a scan as a table for people (`--json` prints it as the
+    /// `summary` event). `attempts failed` counts the attempts that failed on the system (each
+    /// ran again or gave up); the tasks that gave up in all are on the `Finished` line. A name
+    /// from a shared cluster file has its control characters escaped.
+    var summaryTable: String {
         let header = ["system", "completed", "attempts failed", "re-runs", "busy", "mean s", "share"]
-        let body = rows.map { row in
+        let body = systemsInOrder.map { row in
             [row.name.escapingControlCharacters, String(row.tally.completed), String(row.tally.failed), String(row.tally.reruns), String(row.tally.busy),
-             String(cFormat: "%.3f", row.tally.meanSeconds), String(cFormat: "%.0f%%", share(row.tally) * 100)]
+             String(cFormat: "%.3f", row.tally.meanSeconds), String(cFormat: "%.0f%%", share(of: row.tally) * 100)]
         }
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
         func line(_ cells: [String]) -> String {
@@ -29,13 +19,6 @@ struct SummaryTable {
             }.joined(separator: "  ")
         }
         return ([line(header)] + body.map(line)).joined(separator: "\n")
-    }
-
-    func json(resumed: Int) -> JSONLine {
-        var json = JSONLine()
-        json.add("event", "summary")
-        report.addSummary(to: &json, resumed: resumed)
-        return json
     }
 }
 

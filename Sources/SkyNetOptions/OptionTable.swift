@@ -1,6 +1,5 @@
 /// What an option takes, and the values parsing accepts: help states the same range.
 package enum OptionValue: Sendable {
-    /// A bare flag.
     case flag
     case text
     case count(ClosedRange<Int>)
