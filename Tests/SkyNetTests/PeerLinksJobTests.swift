@@ -52,7 +52,9 @@ struct PeerLinksJobTests {
     }
 
     func settings(jobSummary: String?) -> PeerLinks.Settings {
-        var settings = PeerLinks.Settings(capacity: 2, timeout: .seconds(5), job: "sum", jobSummary: jobSummary)
+        // A long timeout: under the thread sanitizer beside other builds, a hello once took over
+        // 5 s and the peer was reported unreachable before its job was compared.
+        var settings = PeerLinks.Settings(capacity: 2, timeout: .seconds(30), job: "sum", jobSummary: jobSummary)
         settings.refusalRetryDelay = .milliseconds(100)
         return settings
     }
