@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The real clock: monotonic time (`ContinuousClock`), its actions run by one thread.
 ///
 /// The thread waits for the earliest deadline with a timed wait that ends 100 µs before it,

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Output to descriptors (a terminal, a pipe, a file) through one bounded queue that a thread
 /// of its own drains with blocking `write`s.
 ///

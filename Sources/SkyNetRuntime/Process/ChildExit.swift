@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// How a child process ended, and what it used.
 public struct ChildExit: Sendable, Equatable, CustomStringConvertible {
     /// Why it ended: an exit status, or the signal that killed it.

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The process groups of children that have one of their own and have not been reaped: what a
 /// process about to exit at once (a second Ctrl-C, its parent gone) must take along, since no
 /// orderly stop will run for them. A group is listed from its spawn until just before its

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A child process started with `posix_spawn`: argv without a shell, stdin/stdout/stderr
 /// from /dev/null, a file, a descriptor or a pipe, optionally a process group of its own.
 ///

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension GroupKeeper {
     /// SIGKILLs every process (and the group it leads) whose environment holds
     /// `SKYNET_OWNER_PID=owner`: the jobs of an owner that died before it could list them.

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A small helper process that kills this process's job groups when this process dies without
 /// doing so itself (SIGKILL, a crash, the OOM killer): no orderly stop runs then, and each job
 /// has a process group of its own, which nothing else would reach.

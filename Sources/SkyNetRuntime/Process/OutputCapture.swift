@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The bytes a `.bytes` or `.tail` output held when it ended.
 public struct CapturedBytes: Sendable, Equatable {
     public var bytes: [UInt8] = []

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The child's side of a life tied to its parent (`ChildProcess.Input.pipe`): a thread of
 /// its own reads the descriptor until EOF, which comes when the parent (the only holder of
 /// the write end) is gone, however it ended.
