@@ -1,6 +1,5 @@
 import SkyNetRuntime
 
-
 extension UUID {
     /// The lowercase text form the wire uses, built without Foundation's formatter (which
     /// showed up in profiles: it goes through sprintf).
@@ -35,13 +34,7 @@ extension UUID {
                 guard character == UInt8(ascii: "-") else { return nil }
                 continue
             }
-            let nibble: UInt8
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
-            default: return nil
-            }
+            guard let nibble = Secrets.hexValue(character) else { return nil }
             if let first = high {
                 bytes.append(first << 4 | nibble)
                 high = nil

@@ -68,19 +68,9 @@ enum LiveGroups {
     /// runs where spawns and reaps run (a spawning queue, reaper threads), never on the pool.
     /// A keeper that is gone is forgotten.
     private static func tellKeeper(_ line: String, _ state: inout State) {
-        guard let fd = state.keeper else { return }
-        let bytes = Array(line.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else {
-                close(fd)
-                state.keeper = nil
-                return
-            }
-            offset += written
-        }
+        guard let fd = state.keeper, !Array(line.utf8).withUnsafeBytes({ writeFully($0, to: fd) }) else { return }
+        close(fd)
+        state.keeper = nil
     }
 }
 

@@ -11,8 +11,8 @@ public final class ChildProcess: Sendable {
     public enum Input: Sendable {
         case null
         case file(String)
-        /// A pipe whose write end the parent holds (`closeStdin()`, or closed when the child
-        /// is reaped). Nothing is written to it: the child sees EOF when the parent is gone.
+        /// A pipe whose write end the parent holds until the child is reaped. Nothing is
+        /// written to it: the child sees EOF when the parent is gone.
         case pipe
     }
 
@@ -164,16 +164,6 @@ public final class ChildProcess: Sendable {
             defer { if stream == 1 { pipes.stdout = nil } else { pipes.stderr = nil } }
             return stream == 1 ? pipes.stdout : pipes.stderr
         }
-    }
-
-    /// Closes the parent's end of a `.pipe` stdin: the child reads EOF.
-    public func closeStdin() {
-        let fd = state.withLock { state -> Int32? in
-            guard case .running(let writer) = state else { return nil }
-            state = .running(stdinWriter: nil)
-            return writer
-        }
-        if let fd { close(fd) }
     }
 
     /// Sends `signal` to the child alone, unless it has been reaped already.
