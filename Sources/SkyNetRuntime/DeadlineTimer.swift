@@ -88,8 +88,6 @@ public final class DeadlineTimer: TimerClock {
                 state.asleep = true
                 return .wait(until: nil)
             }
-            // A timed wait ends up to the kernel's timer slack late, and waking takes as long
-            // again: wait until just before, and spin (yielding) the rest.
             if next - now <= Self.spinWindow { return .spin }
             state.waitingUntil = next
             state.asleep = true

@@ -20,19 +20,8 @@ public enum Secrets {
     public static func randomBytes(_ count: Int) -> [UInt8] {
         guard count > 0 else { return [] }
         var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: count)
-        bytes.withUnsafeMutableBytes { buffer in
-            var offset = 0
-            while offset < count {
-                let word = generator.next()
-                let taken = min(8, count - offset)
-                withUnsafeBytes(of: word) { source in
-                    for index in 0..<taken { buffer[offset + index] = source[index] }
-                }
-                offset += taken
-            }
-        }
-        return bytes
+        let words: [UInt64] = (0..<(count + 7) / 8).map { _ in generator.next() }
+        return words.withUnsafeBytes { Array($0.prefix(count)) }
     }
 
     /// Lowercase hex.

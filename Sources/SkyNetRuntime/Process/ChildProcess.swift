@@ -226,7 +226,7 @@ public final class ChildProcess: Sendable {
             var usage = rusage()
             var result: pid_t
             repeat { result = wait4(pid, &status, 0, &usage) } while result < 0 && errno == EINTR
-            let ended = result == pid ? ChildExit(waitStatus: status, usage: usage) : ChildExit(reason: .exited(-1))
+            let ended = result == pid ? ChildExit(waitStatus: status, usage: usage) : ChildExit(reason: .exited(-1), peakResidentKiB: 0)
             var writer: Int32?
             if case .running(let stdinWriter) = state { writer = stdinWriter }
             state = .reaped(ended)
@@ -246,17 +246,11 @@ public final class ChildProcess: Sendable {
 /// Reads `fd` to EOF on the calling thread, line by line into `log` (each cut to `maxLength`
 /// bytes), then closes both.
 func readLines(from fd: Int32, maxLength: Int, into log: LineLog) {
-    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     var lines = LineFramer(maxLineBytes: maxLength, overLong: .truncate)
     let append = { (piece: LineFramer.Piece) in
         if case .line(let bytes) = piece { log.append(String(decoding: bytes, as: UTF8.self)) }
     }
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0, errno == EINTR { continue }
-        guard count > 0 else { break }
-        buffer.withUnsafeBytes { lines.split(UnsafeRawBufferPointer(rebasing: $0[..<count]), append) }
-    }
+    readChunks(from: fd) { lines.split($0, append); return true }
     lines.finish(append)
     close(fd)
     log.close()
