@@ -1,5 +1,3 @@
-import SkyNetAuth
-
 /// The JavaScript of the dashboard page, in parts the page's one `<script>` puts together.
 /// (Declared here for the HMAC part; the other parts are extensions in files of their own.)
 enum DashboardScript {}

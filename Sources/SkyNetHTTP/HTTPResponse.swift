@@ -1,5 +1,3 @@
-import SkyNetTransport
-
 /// The statuses the dashboard's server answers with.
 public enum HTTPStatus: Int, Sendable, Equatable {
     case ok = 200

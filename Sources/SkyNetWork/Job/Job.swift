@@ -1,5 +1,3 @@
-import SkyNetRuntime
-
 /// What one task asks of a job: its sector, its input text and its limits.
 public struct JobRequest: Sendable, Equatable {
     /// The task's sector number (0-based): its line in the inputs, or the number itself.
