@@ -8,93 +8,78 @@ import SkyNetRuntime
 extension LoginFailures {
     static let logInterval: Duration = .seconds(10)
 
-    /// The node-wide burst: when it was last said and how many failures since.
-    struct NodeWideLog: Sendable {
+    /// One burst as the log tells it (a prefix's, the node-wide one, the plain-text tokens'):
+    /// when it was last said and how many since.
+    struct BurstLog: Sendable {
         var lastLog: ContinuousClock.Instant?
         var unlogged = 0
 
-        /// Counts a failure over the node-wide bound; returns the line to log, if one is due.
-        package mutating func count(now: ContinuousClock.Instant, delay: Duration, backoff: LoginBackoff) -> String? {
-            if lastLog.map({ unlogged == 0 && now - $0 >= LoginFailures.logInterval }) ?? true {
-                lastLog = now
-                return "[Node] Over \(backoff.nodeWideBurst) failed logins, faster than "
-                    + "\(String(cFormat: "%g", backoff.nodeWideFailuresPerSecond)) a second from any networks: "
-                    + "every hello is now answered after \(LoginFailures.seconds(delay)) s"
-            }
-            unlogged += 1
-            return flush(now: now)
-        }
-
-        /// The line summing the failures since the last one, once `logInterval` has passed.
-        package mutating func flush(now: ContinuousClock.Instant) -> String? {
+        /// How many were counted since the last line, and how long ago that was (as the log
+        /// says seconds), once `logInterval` has passed: the count then starts over.
+        mutating func due(now: ContinuousClock.Instant) -> (count: Int, seconds: String)? {
             guard unlogged > 0, let last = lastLog, now - last >= LoginFailures.logInterval else { return nil }
             defer { unlogged = 0; lastLog = now }
-            return "[Node] \(unlogged) more failed logins in the last \(LoginFailures.seconds(now - last)) s, from any networks"
+            return (unlogged, LoginFailures.seconds(now - last))
         }
     }
 
-    /// Right tokens sent in plain text: one warning per `logInterval`, the others counted.
-    struct PlainTextLog: Sendable {
-        var lastLog: ContinuousClock.Instant?
-        var unlogged = 0
-
-        /// Whether to warn about this one now (with how many were counted since the last
-        /// warning), or nil: counted for the next line.
-        mutating func warnNow(now: ContinuousClock.Instant) -> Int? {
-            if let last = lastLog, now - last < LoginFailures.logInterval {
-                unlogged += 1
-                return nil
-            }
-            defer { unlogged = 0; lastLog = now }
-            return unlogged
+    /// Counts a failure over the node-wide bound; returns the line to log, if one is due.
+    mutating func countNodeWide(now: ContinuousClock.Instant, delay: Duration) -> String? {
+        if nodeWide.lastLog.map({ nodeWide.unlogged == 0 && now - $0 >= Self.logInterval }) ?? true {
+            nodeWide.lastLog = now
+            return "[Node] Over \(backoff.nodeWideBurst) failed logins, faster than "
+                + "\(String(cFormat: "%g", backoff.nodeWideFailuresPerSecond)) a second from any networks: "
+                + "every hello is now answered after \(Self.seconds(delay)) s"
         }
+        nodeWide.unlogged += 1
+        return nodeWideSummary(now: now)
+    }
 
-        package mutating func flush(now: ContinuousClock.Instant) -> String? {
-            guard unlogged > 0, let last = lastLog, now - last >= LoginFailures.logInterval else { return nil }
-            defer { unlogged = 0; lastLog = now }
-            return "[Node] Warning: \(unlogged) more hellos sent the token in plain text in the last "
-                + "\(LoginFailures.seconds(now - last)) s"
-        }
+    /// The line summing the node-wide failures since the last one, once `logInterval` has passed.
+    private mutating func nodeWideSummary(now: ContinuousClock.Instant) -> String? {
+        nodeWide.due(now: now).map { "[Node] \($0.count) more failed logins in the last \($0.seconds) s, from any networks" }
     }
 
     /// The line for a failure of `prefix`, if one is due; updates the entry's log state.
     static func prefixLine(_ entry: inout Entry, prefix: String, now: ContinuousClock.Instant, delay: Duration,
                            slowed: Bool) -> String? {
         guard slowed else { return nil }  // a free failure's refusal is logged on its own
-        guard let last = entry.lastLog else {
-            entry.lastLog = now
-            entry.unlogged = 0
+        guard entry.log.lastLog != nil else {
+            entry.log = BurstLog(lastLog: now)
             return "[Node] \(entry.count) failed logins from \(prefix) within \(Int(window.seconds)) s: "
                 + "its hellos are now answered after \(seconds(delay)) s"
         }
-        entry.unlogged += 1
-        guard now - last >= logInterval else { return nil }
+        entry.log.unlogged += 1
         return summary(&entry, prefix: prefix, now: now)
     }
 
     private static func summary(_ entry: inout Entry, prefix: String, now: ContinuousClock.Instant) -> String? {
-        guard entry.unlogged > 0, let last = entry.lastLog else { return nil }
-        defer { entry.unlogged = 0; entry.lastLog = now }
-        return "[Node] \(entry.unlogged) more failed logins from \(prefix) in the last \(seconds(now - last)) s"
+        entry.log.due(now: now).map { "[Node] \($0.count) more failed logins from \(prefix) in the last \($0.seconds) s" }
     }
 
     /// Whether a right token sent in plain text is warned about now, with how many more were
     /// since the last warning; nil: it is counted for a later line.
     package mutating func warnAboutPlainText(now: ContinuousClock.Instant) -> Int? {
-        plainText.warnNow(now: now)
+        if let last = plainText.lastLog, now - last < Self.logInterval {
+            plainText.unlogged += 1
+            return nil
+        }
+        defer { plainText = BurstLog(lastLog: now) }
+        return plainText.unlogged
     }
 
     /// The summed lines whose interval has passed: the sweeper calls this about once a second.
     package mutating func flush(now: ContinuousClock.Instant) -> [String] {
         var lines: [String] = []
-        for (prefix, entry) in entries where entry.unlogged > 0 {
-            guard let last = entry.lastLog, now - last >= Self.logInterval else { continue }
+        for (prefix, entry) in entries where entry.log.unlogged > 0 {
             var entry = entry
             if let line = Self.summary(&entry, prefix: prefix, now: now) { lines.append(line) }
             entries[prefix] = entry
         }
-        if let line = nodeWide.flush(now: now) { lines.append(line) }
-        if let line = plainText.flush(now: now) { lines.append(line) }
+        if let line = nodeWideSummary(now: now) { lines.append(line) }
+        if let due = plainText.due(now: now) {
+            lines.append("[Node] Warning: \(due.count) more hellos sent the token in plain text in the last \(due.seconds) s")
+        }
         return lines
     }
 

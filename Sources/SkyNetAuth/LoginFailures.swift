@@ -20,9 +20,8 @@ package struct LoginFailures: Sendable {
     struct Entry: Sendable {
         var count: Int
         var last: ContinuousClock.Instant
-        /// Failures counted since the last line about this prefix, and when that line was.
-        var unlogged = 0
-        var lastLog: ContinuousClock.Instant?
+        /// The lines about this prefix (`LoginFailures+Log.swift`).
+        var log = BurstLog()
     }
 
     /// What became of one failure: the count of its prefix, the wait its hellos get from now on,
@@ -49,9 +48,9 @@ package struct LoginFailures: Sendable {
     /// spurts at its edge).
     private var holding = false
     /// The node-wide burst being reported (`LoginFailures+Log.swift`).
-    var nodeWide = NodeWideLog()
+    var nodeWide = BurstLog()
     /// Plain-text tokens that were right, for their warning (`LoginFailures+Log.swift`).
-    var plainText = PlainTextLog()
+    var plainText = BurstLog()
 
     package init(backoff: LoginBackoff) {
         self.backoff = backoff
@@ -80,7 +79,7 @@ package struct LoginFailures: Sendable {
         let delay = overall ? backoff.maxDelay : delay(after: entry.count)
         var lines: [String] = []
         if overall {
-            if let line = nodeWide.count(now: now, delay: delay, backoff: backoff) { lines.append(line) }
+            if let line = countNodeWide(now: now, delay: delay) { lines.append(line) }
         } else if let line = Self.prefixLine(&entry, prefix: prefix, now: now, delay: delay, slowed: entry.count > backoff.freeFailures) {
             lines.append(line)
         }

@@ -1,5 +1,3 @@
-import SkyNetRuntime
-
 /// The bounds of the login's state: pending nonces, paused prefixes, wrong proofs a second.
 extension DashboardAccess.State {
     /// Keeps `nonce` for `address`, or says no (false) when every slot is held by others.

@@ -132,8 +132,8 @@ public final class DashboardAccess: Sendable {
         guard let cookies = request.header("cookie") else { return false }
         let offered = cookies.split(separator: ";").compactMap { pair -> String? in
             let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, parts[0].trimmingSpaces == Self.cookieName else { return nil }
-            return String(parts[1].trimmingSpaces)
+            guard parts.count == 2, parts[0].trimming({ $0 == " " }) == Self.cookieName else { return nil }
+            return parts[1].trimming { $0 == " " }
         }
         guard !offered.isEmpty else { return false }
         return state.withLock { state in
@@ -153,13 +153,5 @@ public final class DashboardAccess: Sendable {
 
     static func json(_ status: HTTPStatus, _ body: String) -> HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", body: Array((body + "\n").utf8))
-    }
-}
-
-extension Substring {
-    /// Without the spaces at either end.
-    fileprivate var trimmingSpaces: Substring {
-        guard let first = firstIndex(where: { $0 != " " }), let last = lastIndex(where: { $0 != " " }) else { return "" }
-        return self[first...last]
     }
 }

@@ -1,10 +1,5 @@
-import SkyNetAuth
-
-/// The JavaScript of the dashboard page, in parts the page's one `<script>` puts together.
-/// (Declared here for the HMAC part; the other parts are extensions in files of their own.)
-enum DashboardScript {}
-
-extension DashboardScript {
+/// JavaScript the dashboard page includes beside its own script (`DashboardPage.script`).
+enum DashboardScript {
     /// SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) in plain ES2017, for the dashboard's
     /// login: the page proves it knows the token without sending it. It is served over plain
     /// http on any address, which is not a secure context, so `crypto.subtle` is missing and

@@ -158,17 +158,13 @@ public final class ScanBoard: Sendable {
                 state.report.systems[system, default: SystemTally()].busySeconds += seconds
                 state.countCompletion(atSecond: time / 1000)
             case .rerun(let task, let attempt, let system, let error):
-                state.end(task.input, .rerun, at: time)
-                state.report.systems[system, default: SystemTally()].failed += 1
                 state.report.reruns += 1
-                state.addFailure(Failure(time: time, sector: task.input, system: system, attempt: attempt,
-                                         error: Self.shortened("\(error)"), gaveUp: false))
+                state.fail(Failure(time: time, sector: task.input, system: system, attempt: attempt,
+                                   error: Self.shortened("\(error)"), gaveUp: false))
             case .gaveUp(let task, let attempts, let system, _, let error):
-                state.end(task.input, .failed, at: time)
-                state.report.systems[system, default: SystemTally()].failed += 1
                 state.report.gaveUp += 1
-                state.addFailure(Failure(time: time, sector: task.input, system: system, attempt: attempts,
-                                         error: Self.shortened("\(error)"), gaveUp: true))
+                state.fail(Failure(time: time, sector: task.input, system: system, attempt: attempts,
+                                   error: Self.shortened("\(error)"), gaveUp: true))
             }
         }
     }
@@ -319,7 +315,10 @@ extension ScanBoard.State {
         }
     }
 
-    mutating func addFailure(_ failure: ScanBoard.Failure) {
+    /// Ends a failed attempt (re-run, or given up) and lists it with the last failures.
+    mutating func fail(_ failure: ScanBoard.Failure) {
+        end(failure.sector, failure.gaveUp ? .failed : .rerun, at: failure.time)
+        report.systems[failure.system, default: SystemTally()].failed += 1
         failures.append(failure)
         if failures.count > ScanBoard.maxFailures { failures.removeFirst() }
     }

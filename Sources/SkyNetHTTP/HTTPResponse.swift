@@ -1,5 +1,3 @@
-import SkyNetTransport
-
 /// The statuses the dashboard's server answers with.
 public enum HTTPStatus: Int, Sendable, Equatable {
     case ok = 200
@@ -36,8 +34,8 @@ public enum HTTPStatus: Int, Sendable, Equatable {
 /// A complete response, encoded to bytes. Every response carries Content-Type,
 /// `Cache-Control: no-store`, `X-Content-Type-Options: nosniff`, and `X-Frame-Options: DENY`
 /// with `Content-Security-Policy: frame-ancestors 'none'` (no other site may frame the page:
-/// clickjacking); a plain one also
-/// Content-Length and `Connection: close` (one request per connection keeps the server simple).
+/// clickjacking); a plain one also Content-Length and `Connection: close` (one request per
+/// connection keeps the server simple).
 public struct HTTPResponse: Sendable {
     public var status: HTTPStatus
     public var contentType: String

@@ -125,10 +125,7 @@ extension HTTPServer {
     func send(_ bytes: [UInt8], to socket: Socket) -> Bool {
         var sent = 0
         while sent < bytes.count {
-            let result = bytes[sent...].withUnsafeBytes { buffer in
-                Result { () throws(SocketError) in try socket.send(buffer, wait: true) }
-            }
-            guard case .success(let count) = result, count > 0 else { return false }
+            guard let count = try? bytes[sent...].withUnsafeBytes({ try socket.send($0, wait: true) }), count > 0 else { return false }
             sent += count
         }
         return true

@@ -33,9 +33,7 @@ extension HTTPServer {
             return true
         }
     }
-}
 
-extension HTTPServer {
     /// Waits (on a thread of its own) until at most `count` connections are open, up to
     /// `timeout`; whether it got there. For tests: they await the state, never sleep.
     func waitUntilClients(atMost count: Int, timeout: Duration) async -> Bool {

@@ -27,34 +27,30 @@ public final class AsyncSignal<Value: Sendable>: Sendable {
     /// Runs `action` with the value when it arrives (at once, here, if it has): on the
     /// thread that fulfils the signal, so it must be quick and must not block.
     public func whenFulfilled(_ action: @escaping @Sendable (Value) -> Void) {
-        let ready: Value? = state.withLock { state in
-            switch state {
-            case .fulfilled(let value):
-                return value
-            case .waiting(let waiters, var actions):
-                actions.append(action)
-                state = .waiting(waiters, actions: actions)
-                return nil
-            }
-        }
-        if let ready { action(ready) }
+        if let ready = valueOrWait({ _, actions in actions.append(action) }) { action(ready) }
     }
 
     /// The value, once it has arrived.
     public var value: Value {
         get async {
             await withCheckedContinuation { continuation in
-                let ready: Value? = state.withLock { state in
-                    switch state {
-                    case .fulfilled(let value):
-                        return value
-                    case .waiting(var waiters, let actions):
-                        waiters.append(continuation)
-                        state = .waiting(waiters, actions: actions)
-                        return nil
-                    }
-                }
-                if let ready { continuation.resume(returning: ready) }
+                if let ready = valueOrWait({ waiters, _ in waiters.append(continuation) }) { continuation.resume(returning: ready) }
+            }
+        }
+    }
+
+    /// The value if it has arrived; else nil, and `wait` joins the waiters under the same lock.
+    private func valueOrWait(
+        _ wait: (inout [CheckedContinuation<Value, Never>], inout [@Sendable (Value) -> Void]) -> Void
+    ) -> Value? {
+        state.withLock { state in
+            switch state {
+            case .fulfilled(let value):
+                return value
+            case .waiting(var waiters, var actions):
+                wait(&waiters, &actions)
+                state = .waiting(waiters, actions: actions)
+                return nil
             }
         }
     }

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The real clock: monotonic time (`ContinuousClock`), its actions run by one thread.
 ///
 /// The thread waits for the earliest deadline with a timed wait that ends 100 µs before it,
@@ -94,8 +88,6 @@ public final class DeadlineTimer: TimerClock {
                 state.asleep = true
                 return .wait(until: nil)
             }
-            // A timed wait ends up to the kernel's timer slack late, and waking takes as long
-            // again: wait until just before, and spin (yielding) the rest.
             if next - now <= Self.spinWindow { return .spin }
             state.waitingUntil = next
             state.asleep = true

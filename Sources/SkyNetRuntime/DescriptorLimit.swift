@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The process's limit on open descriptors (RLIMIT_NOFILE).
 public enum DescriptorLimit {
     /// Raises the soft limit to the hard limit, so a node can hold as many connections as the

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// State behind a pthread mutex with a condition: the project's one lock, and its one way for
 /// a thread of our own (a reader, a flusher, the writer; never a task of the pool) to wait
 /// until the state satisfies something. `Locked` is its name where nobody waits.

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
 /// Splits a byte stream into lines: pure framing, no I/O, so tests can drive it directly. The
 /// one line splitter of SkyNet: connections, journals, inputs files, child output and HTTP heads
 /// all frame with it, each choosing what an over-long line means to it.

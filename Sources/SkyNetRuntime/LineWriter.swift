@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Output to descriptors (a terminal, a pipe, a file) through one bounded queue that a thread
 /// of its own drains with blocking `write`s.
 ///
@@ -63,7 +57,6 @@ public final class LineWriter: Sendable {
         var queue: [[Piece]] = []
         /// Bytes accepted and not yet written (the batch being written included).
         var queuedBytes = 0
-        /// Producers and drop notices waiting for room, oldest first.
         var blocked: [Waiting] = []
         /// Records accepted so far / written (or dropped) so far.
         var accepted = 0
@@ -135,11 +128,7 @@ public final class LineWriter: Sendable {
     @discardableResult
     public func offer(_ text: String, to descriptor: Int32) -> Bool {
         let piece = Piece(text, to: descriptor)
-        return state.withLock { state in
-            guard state.blocked.isEmpty, state.fits(piece.bytes.count, capacity: capacity) else { return false }
-            accept([piece], size: piece.bytes.count, into: &state)
-            return true
-        }
+        return state.withLock { acceptIfRoom([piece], size: piece.bytes.count, condition: nil, into: &$0) }
     }
 
     /// Queues `text` for `descriptor` if there is room right now; otherwise drops it and
@@ -154,13 +143,10 @@ public final class LineWriter: Sendable {
         let piece = Piece(text, to: descriptor)
         return state.withLock { state in
             queueLeadingNotices(into: &state)
-            guard state.blocked.isEmpty, state.fits(piece.bytes.count, capacity: capacity) else {
-                if state.drops[descriptor] == nil { state.blocked.append(.notice(descriptor)) }
-                state.drops[descriptor, default: Drops(notice: notice)].count += 1
-                return false
-            }
-            accept([piece], size: piece.bytes.count, into: &state)
-            return true
+            if acceptIfRoom([piece], size: piece.bytes.count, condition: nil, into: &state) { return true }
+            if state.drops[descriptor] == nil { state.blocked.append(.notice(descriptor)) }
+            state.drops[descriptor, default: Drops(notice: notice)].count += 1
+            return false
         }
     }
 
@@ -261,7 +247,6 @@ public final class LineWriter: Sendable {
         while true {
             let sinceLast = clock.now - lastBatch
             if sinceLast < pace { sleepOnThisThread(for: pace - sinceLast) }
-            // An empty queue: sleeps on the lock's condition until an accept changes that.
             let (batch, failed) = state.wait(while: { $0.queue.isEmpty }) { state, _ in
                 defer { state.queue = [] }
                 return (state.queue, state.failed)
@@ -357,4 +342,16 @@ public func writeFully(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) ->
         }
     }
     return true
+}
+
+/// Reads `descriptor` with blocking `read`s of up to `chunkSize` bytes (retrying after a
+/// signal), handing each chunk to `body` until the end, a failed read, or `body` returns
+/// false. Only for threads of our own: never call it from the cooperative pool.
+public func readChunks(from descriptor: Int32, chunkSize: Int = 64 * 1024, _ body: (UnsafeRawBufferPointer) -> Bool) {
+    var buffer = [UInt8](repeating: 0, count: chunkSize)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0, buffer.withUnsafeBytes({ body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) else { return }
+    }
 }

@@ -20,19 +20,8 @@ public enum Secrets {
     public static func randomBytes(_ count: Int) -> [UInt8] {
         guard count > 0 else { return [] }
         var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: count)
-        bytes.withUnsafeMutableBytes { buffer in
-            var offset = 0
-            while offset < count {
-                let word = generator.next()
-                let taken = min(8, count - offset)
-                withUnsafeBytes(of: word) { source in
-                    for index in 0..<taken { buffer[offset + index] = source[index] }
-                }
-                offset += taken
-            }
-        }
-        return bytes
+        let words: [UInt64] = (0..<(count + 7) / 8).map { _ in generator.next() }
+        return words.withUnsafeBytes { Array($0.prefix(count)) }
     }
 
     /// Lowercase hex.
@@ -60,7 +49,7 @@ public enum Secrets {
         bytes.reserveCapacity(utf8.count / 2)
         var high: UInt8?
         for character in utf8 {
-            guard let nibble = nibble(character) else { return nil }
+            guard let nibble = hexValue(character) else { return nil }
             if let first = high {
                 bytes.append(first << 4 | nibble)
                 high = nil
@@ -71,8 +60,8 @@ public enum Secrets {
         return bytes
     }
 
-    /// The value of one hex digit's ASCII code, or nil.
-    private static func nibble(_ character: UInt8) -> UInt8? {
+    /// The value of one hex digit's ASCII code (either case), or nil.
+    package static func hexValue(_ character: UInt8) -> UInt8? {
         switch character {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension String {
     /// `value` written by C's `printf` rules for `format`, one conversion for a `Double`
     /// ("%.2f", "%g", "%.0f%%"): the numbers of summaries and logs, byte for byte what

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Runs `body` on a new thread of its own: where blocking calls (accept, recv, a send that
 /// waits, connect, read) belong, away from the cooperative pool.
 public func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {

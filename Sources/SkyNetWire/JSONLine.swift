@@ -11,6 +11,12 @@ public struct JSONLine: Sendable {
         add("type", type)
     }
 
+    /// A message that answers or names a request: `type`, then `id`.
+    public init(type: String, id: Int) {
+        add("type", type)
+        add("id", id)
+    }
+
     /// A nested object, for `add(_:object:)`.
     public init() {}
 

@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 /// A parsed JSON value.
 package enum JSONValue: Equatable, Sendable {
     case null
@@ -201,14 +203,7 @@ package struct JSONParser {
         guard index + 4 <= bytes.count else { throw error("unterminated escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {
-            let byte = bytes[index]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw error("invalid \\u escape")
-            }
+            guard let digit = Secrets.hexValue(bytes[index]) else { throw error("invalid \\u escape") }
             value = value << 4 | UInt32(digit)
             index += 1
         }

@@ -62,21 +62,18 @@ public enum Reply: Sendable, Equatable {
             json.add("nonce", Secrets.hex(nonce))
             return json.line
         case .result(let id, let task, let result):
-            var json = JSONLine(type: "result")
-            json.add("id", id)
+            var json = JSONLine(type: "result", id: id)
             json.add("task", task.wireText)
             json.add("result", result)
             return json.line
         case .failure(let id, let task, let code, let message):
-            var json = JSONLine(type: "failure")
-            json.add("id", id)
+            var json = JSONLine(type: "failure", id: id)
             json.add("task", task.wireText)
             json.add("code", code.rawValue)
             json.add("message", message)
             return json.line
         case .pong(let id, let pong):
-            var json = JSONLine(type: "pong")
-            json.add("id", id)
+            var json = JSONLine(type: "pong", id: id)
             json.add("name", pong.name)
             json.add("running", pong.running)
             json.add("capacity", pong.capacity)

@@ -50,8 +50,7 @@ public enum Request: Sendable, Equatable {
             body.add("input", task.input)
             body.add("duration", task.duration)
             if let timeout = task.timeout { body.add("timeout", timeout) }
-            var json = JSONLine(type: "scan")
-            json.add("id", id)
+            var json = JSONLine(type: "scan", id: id)
             json.add("task", object: body)
             return json.line
         case .job(let id, let task):
@@ -60,19 +59,14 @@ public enum Request: Sendable, Equatable {
             body.add("sector", task.input)
             body.add("input", task.inputText)
             if let timeout = task.timeout { body.add("timeout", timeout) }
-            var json = JSONLine(type: "job")
-            json.add("id", id)
+            var json = JSONLine(type: "job", id: id)
             json.add("job", task.job)
             json.add("task", object: body)
             return json.line
         case .cancel(let id):
-            var json = JSONLine(type: "cancel")
-            json.add("id", id)
-            return json.line
+            return JSONLine(type: "cancel", id: id).line
         case .ping(let id):
-            var json = JSONLine(type: "ping")
-            json.add("id", id)
-            return json.line
+            return JSONLine(type: "ping", id: id).line
         }
     }
 

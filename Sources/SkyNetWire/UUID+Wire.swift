@@ -1,6 +1,5 @@
 import SkyNetRuntime
 
-
 extension UUID {
     /// The lowercase text form the wire uses, built without Foundation's formatter (which
     /// showed up in profiles: it goes through sprintf).
@@ -35,13 +34,7 @@ extension UUID {
                 guard character == UInt8(ascii: "-") else { return nil }
                 continue
             }
-            let nibble: UInt8
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
-            default: return nil
-            }
+            guard let nibble = Secrets.hexValue(character) else { return nil }
             if let first = high {
                 bytes.append(first << 4 | nibble)
                 high = nil
@@ -50,7 +43,6 @@ extension UUID {
             }
         }
         guard position == 36, bytes.count == 16 else { return nil }
-        self.init(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                         bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        self.init(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
     }
 }

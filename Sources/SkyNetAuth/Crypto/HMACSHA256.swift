@@ -23,10 +23,8 @@ public struct HMACSHA256: Sendable {
         self.inner = inner
         self.outer = outer
         // The pads hold the key; wipe them rather than leave it in freed memory.
-        for index in 0..<SHA256.blockCount {
-            innerPad[index] = 0
-            outerPad[index] = 0
-        }
+        innerPad.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        outerPad.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
     }
 
     /// The tag of `message`.

@@ -102,14 +102,10 @@ public struct SHA256: Sendable {
         }
         compressPending()
         let w = words
-        digest.storeBytes(of: w.a.bigEndian, toByteOffset: 0, as: UInt32.self)
-        digest.storeBytes(of: w.b.bigEndian, toByteOffset: 4, as: UInt32.self)
-        digest.storeBytes(of: w.c.bigEndian, toByteOffset: 8, as: UInt32.self)
-        digest.storeBytes(of: w.d.bigEndian, toByteOffset: 12, as: UInt32.self)
-        digest.storeBytes(of: w.e.bigEndian, toByteOffset: 16, as: UInt32.self)
-        digest.storeBytes(of: w.f.bigEndian, toByteOffset: 20, as: UInt32.self)
-        digest.storeBytes(of: w.g.bigEndian, toByteOffset: 24, as: UInt32.self)
-        digest.storeBytes(of: w.h.bigEndian, toByteOffset: 28, as: UInt32.self)
+        // A tuple of one type is laid out as a C array: H0…H7 in order, each big-endian.
+        let digestWords = (w.a.bigEndian, w.b.bigEndian, w.c.bigEndian, w.d.bigEndian,
+                           w.e.bigEndian, w.f.bigEndian, w.g.bigEndian, w.h.bigEndian)
+        withUnsafeBytes(of: digestWords) { digest.copyMemory(from: $0.baseAddress.unsafelyUnwrapped, byteCount: Self.digestCount) }
         self = SHA256()
     }
 

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// How a child process ended, and what it used.
 public struct ChildExit: Sendable, Equatable, CustomStringConvertible {
     /// Why it ended: an exit status, or the signal that killed it.
@@ -15,11 +9,6 @@ public struct ChildExit: Sendable, Equatable, CustomStringConvertible {
     public let reason: Reason
     /// The child's peak resident memory, from `wait4`'s rusage (KiB on Linux).
     public let peakResidentKiB: Int
-
-    public init(reason: Reason, peakResidentKiB: Int = 0) {
-        self.reason = reason
-        self.peakResidentKiB = peakResidentKiB
-    }
 
     /// The exit status, or the number of the signal that killed it (as Foundation's
     /// `terminationStatus` reports it).
@@ -45,7 +34,9 @@ public struct ChildExit: Sendable, Equatable, CustomStringConvertible {
         SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV", SIGPIPE: "SIGPIPE", SIGALRM: "SIGALRM",
         SIGTERM: "SIGTERM", SIGUSR1: "SIGUSR1", SIGUSR2: "SIGUSR2", SIGBUS: "SIGBUS",
     ]
+}
 
+extension ChildExit {
     /// Decodes a `wait` status.
     init(waitStatus status: Int32, usage: rusage) {
         // WIFEXITED / WTERMSIG are macros Swift does not import.

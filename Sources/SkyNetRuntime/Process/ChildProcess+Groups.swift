@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The process groups of children that have one of their own and have not been reaped: what a
 /// process about to exit at once (a second Ctrl-C, its parent gone) must take along, since no
 /// orderly stop will run for them. A group is listed from its spawn until just before its
@@ -74,19 +68,9 @@ enum LiveGroups {
     /// runs where spawns and reaps run (a spawning queue, reaper threads), never on the pool.
     /// A keeper that is gone is forgotten.
     private static func tellKeeper(_ line: String, _ state: inout State) {
-        guard let fd = state.keeper else { return }
-        let bytes = Array(line.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else {
-                close(fd)
-                state.keeper = nil
-                return
-            }
-            offset += written
-        }
+        guard let fd = state.keeper, !Array(line.utf8).withUnsafeBytes({ writeFully($0, to: fd) }) else { return }
+        close(fd)
+        state.keeper = nil
     }
 }
 

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The posix_spawn calls of `ChildProcess`: descriptors, attributes, argv and environment.
 /// Every descriptor the parent keeps is close-on-exec from the moment it exists, so no
 /// other child (spawned by any thread) inherits it; and the child closes every descriptor

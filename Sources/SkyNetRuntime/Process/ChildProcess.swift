@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A child process started with `posix_spawn`: argv without a shell, stdin/stdout/stderr
 /// from /dev/null, a file, a descriptor or a pipe, optionally a process group of its own.
 ///
@@ -17,8 +11,8 @@ public final class ChildProcess: Sendable {
     public enum Input: Sendable {
         case null
         case file(String)
-        /// A pipe whose write end the parent holds (`closeStdin()`, or closed when the child
-        /// is reaped). Nothing is written to it: the child sees EOF when the parent is gone.
+        /// A pipe whose write end the parent holds until the child is reaped. Nothing is
+        /// written to it: the child sees EOF when the parent is gone.
         case pipe
         /// A descriptor of this process (it stays the caller's).
         case descriptor(Int32)
@@ -174,16 +168,6 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    /// Closes the parent's end of a `.pipe` stdin: the child reads EOF.
-    public func closeStdin() {
-        let fd = state.withLock { state -> Int32? in
-            guard case .running(let writer) = state else { return nil }
-            state = .running(stdinWriter: nil)
-            return writer
-        }
-        if let fd { close(fd) }
-    }
-
     /// Sends `signal` to the child alone, unless it has been reaped already.
     public func send(_ signal: Int32) {
         state.withLock { state in
@@ -244,7 +228,7 @@ public final class ChildProcess: Sendable {
             var usage = rusage()
             var result: pid_t
             repeat { result = wait4(pid, &status, 0, &usage) } while result < 0 && errno == EINTR
-            let ended = result == pid ? ChildExit(waitStatus: status, usage: usage) : ChildExit(reason: .exited(-1))
+            let ended = result == pid ? ChildExit(waitStatus: status, usage: usage) : ChildExit(reason: .exited(-1), peakResidentKiB: 0)
             var writer: Int32?
             if case .running(let stdinWriter) = state { writer = stdinWriter }
             state = .reaped(ended)
@@ -264,17 +248,11 @@ public final class ChildProcess: Sendable {
 /// Reads `fd` to EOF on the calling thread, line by line into `log` (each cut to `maxLength`
 /// bytes), then closes both.
 func readLines(from fd: Int32, maxLength: Int, into log: LineLog) {
-    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     var lines = LineFramer(maxLineBytes: maxLength, overLong: .truncate)
     let append = { (piece: LineFramer.Piece) in
         if case .line(let bytes) = piece { log.append(String(decoding: bytes, as: UTF8.self)) }
     }
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0, errno == EINTR { continue }
-        guard count > 0 else { break }
-        buffer.withUnsafeBytes { lines.split(UnsafeRawBufferPointer(rebasing: $0[..<count]), append) }
-    }
+    readChunks(from: fd) { lines.split($0, append); return true }
     lines.finish(append)
     close(fd)
     log.close()

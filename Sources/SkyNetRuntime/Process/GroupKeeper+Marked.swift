@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension GroupKeeper {
     /// SIGKILLs every process (and the group it leads) whose environment holds
     /// `SKYNET_OWNER_PID=owner`: the jobs of an owner that died before it could list them.
@@ -41,12 +35,9 @@ extension GroupKeeper {
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while bytes.count < 1 << 18 {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes += chunk[0..<count]
+        readChunks(from: fd, chunkSize: 16_384) { chunk in
+            bytes += chunk
+            return bytes.count < 1 << 18
         }
         return bytes.split(separator: 0).contains { $0.elementsEqual(marker) }
     }

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A small helper process that kills this process's job groups when this process dies without
 /// doing so itself (SIGKILL, a crash, the OOM killer): no orderly stop runs then, and each job
 /// has a process group of its own, which nothing else would reach.
@@ -66,22 +60,15 @@ public enum GroupKeeper {
         _ = setpgid(0, 0)
         var groups = Set<pid_t>()
         var lines = LineFramer(maxLineBytes: 32, overLong: .truncate)  // our lines are short; the rest of a longer one is dropped
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { break }
-            buffer.withUnsafeBytes { raw in
-                lines.split(UnsafeRawBufferPointer(rebasing: raw[..<count])) { piece in
-                    guard case .line(let line) = piece, let sign = line.first,
-                          let pid = pid_t(String(decoding: line.dropFirst(), as: UTF8.self)), pid > 1 else { return }
-                    if sign == UInt8(ascii: "+") { groups.insert(pid) } else if sign == UInt8(ascii: "-") { groups.remove(pid) }
-                }
+        readChunks(from: descriptor, chunkSize: 4096) { chunk in
+            lines.split(chunk) { piece in
+                guard case .line(let line) = piece, let sign = line.first,
+                      let pid = pid_t(String(decoding: line.dropFirst(), as: UTF8.self)), pid > 1 else { return }
+                if sign == UInt8(ascii: "+") { groups.insert(pid) } else if sign == UInt8(ascii: "-") { groups.remove(pid) }
             }
+            return true
         }
         for group in groups { _ = kill(-group, SIGKILL) }
-        // A group spawned in the instant before our owner could tell us (it died between the
-        // spawn and the line): found by the variable every such group starts with.
         killMarked(owner: owner)
         return 0
     }

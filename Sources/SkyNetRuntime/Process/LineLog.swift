@@ -26,9 +26,6 @@ public final class LineLog: Sendable {
     /// The lines kept so far, oldest first.
     public var lines: [String] { state.withLock { $0.lines } }
 
-    /// Whether the output has closed (the child and everything that held its output are gone).
-    public var isClosed: Bool { state.withLock { $0.closed } }
-
     /// Adds a line and wakes the waiters it satisfies. Each predicate is asked once per line,
     /// so a counting predicate stays honest.
     public func append(_ line: String) {

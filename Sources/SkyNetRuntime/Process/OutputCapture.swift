@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The bytes a `.bytes` or `.tail` output held when it ended.
 public struct CapturedBytes: Sendable, Equatable {
     public var bytes: [UInt8] = []
@@ -66,8 +60,7 @@ final class OutputCapture: Sendable {
             }
         }
         var open = streams
-        var captured = [Int32: CapturedBytes]()
-        for stream in streams { captured[stream.number] = CapturedBytes() }
+        var captured = Dictionary(streams.map { ($0.number, CapturedBytes()) }) { first, _ in first }
         var abandoned = false
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while !open.isEmpty {

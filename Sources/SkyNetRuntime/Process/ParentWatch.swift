@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The child's side of a life tied to its parent (`ChildProcess.Input.pipe`): a thread of
 /// its own reads the descriptor until EOF, which comes when the parent (the only holder of
 /// the write end) is gone, however it ended.
@@ -13,13 +7,8 @@ public enum ParentWatch {
     /// so a child whose orderly stop hangs still never outlives its parent for long.
     public static func start(descriptor: Int32 = 0, backstop: Duration = .seconds(2), gone: @escaping @Sendable () -> Void) {
         startThread(named: "skynet-parent-watch") {
-            var byte: UInt8 = 0
-            while true {
-                let count = read(descriptor, &byte, 1)
-                if count < 0, errno == EINTR { continue }
-                if count <= 0 { break }
-                // A parent never writes; bytes that arrive anyway are ignored.
-            }
+            // A parent never writes; bytes that arrive anyway are ignored.
+            readChunks(from: descriptor, chunkSize: 1) { _ in true }
             // The backstop is on the timer, armed before the orderly stop starts: no thread
             // sleeps for it, and it fires even if that stop hangs.
             DeadlineTimer.shared.schedule(after: backstop) {

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The path of the running executable, to start more of ourselves (spawned nodes, the group
 /// keeper): where `/proc/self/exe` leads on Linux, `_NSGetExecutablePath` on Darwin, and the
 /// name we were called by when neither answers.

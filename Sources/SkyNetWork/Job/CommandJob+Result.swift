@@ -36,7 +36,7 @@ extension CommandJob {
     static func lastLine(of bytes: [UInt8]) -> String {
         let lines = bytes.split(separator: UInt8(ascii: "\n"))
         for line in lines.reversed() {
-            let text = String(decoding: line, as: UTF8.self).trimmingWhitespace()
+            let text = String(decoding: line, as: UTF8.self).trimming(\.isWhitespace)
             if !text.isEmpty { return text.count > 200 ? String(text.prefix(200)) + "…" : text }
         }
         return ""
@@ -52,13 +52,5 @@ extension CommandJob {
             case .emptyInput, .error: return offset
             }
         }
-    }
-}
-
-private extension String {
-    func trimmingWhitespace() -> String {
-        let isSpace: (Character) -> Bool = { $0.isWhitespace }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
-        return String(self[first...last])
     }
 }

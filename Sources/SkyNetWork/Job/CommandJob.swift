@@ -93,7 +93,6 @@ public struct CommandJob: Job {
         variables["SKYNET_SECTOR"] = String(request.sector)
         variables["SKYNET_JOB"] = name
         var options = ChildProcess.Options(arguments: Array(argv.dropFirst()), environment: variables)
-        options.stdin = .null
         // One byte more than the bound: room for the trailing newline that is not counted.
         options.stdout = .bytes(limit: maxOutput + 1)
         options.stderr = .tail(bytes: Self.stderrTail)

@@ -37,7 +37,7 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
         guard let first = words.first else {
             throw ParseError(description: "the command is empty: name a program, e.g. 'sha256sum {}'")
         }
-        guard first.allSatisfy({ if case .text = $0 { true } else { false } }) else {
+        guard first.allSatisfy(Self.isText) else {
             throw ParseError(description: "the program must be named in the command, not given by a placeholder: '\(command)'")
         }
         text = command
@@ -66,15 +66,13 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func join(_ pieces: [Piece], input: String, sector: Int) -> String {
-        var word = ""
-        for piece in pieces {
+        pieces.map { piece in
             switch piece {
-            case .text(let text): word += text
-            case .input: word += input
-            case .sector: word += String(sector)
+            case .text(let text): text
+            case .input: input
+            case .sector: String(sector)
             }
-        }
-        return word
+        }.joined()
     }
 }
 

@@ -1,5 +1,3 @@
-import SkyNetRuntime
-
 /// What one task asks of a job: its sector, its input text and its limits.
 public struct JobRequest: Sendable, Equatable {
     /// The task's sector number (0-based): its line in the inputs, or the number itself.
@@ -33,24 +31,13 @@ public protocol Job: Sendable {
     func run(_ request: JobRequest) async throws -> String
 }
 
-/// A job whose work is a Swift closure that suspends (awaits) rather than computes.
+/// A job whose work is a Swift closure; work that computes rather than awaits is handed to a
+/// thread of its own inside it (`JobRegistry.register(_:summary:blocking:)`).
 struct ClosureJob: Job {
     let summary: String
     let body: @Sendable (JobRequest) async throws -> String
 
     func run(_ request: JobRequest) async throws -> String {
         try await body(request)
-    }
-}
-
-/// A job whose work is a synchronous Swift closure: it runs on a thread of its own, so
-/// CPU-bound work never holds a thread of the cooperative pool.
-struct BlockingJob: Job {
-    let summary: String
-    let body: @Sendable (JobRequest) throws -> String
-
-    func run(_ request: JobRequest) async throws -> String {
-        try Task.checkCancellation()
-        return try await onOwnThread(named: "skynet-job") { [body] in try body(request) }
     }
 }

@@ -59,7 +59,10 @@ public struct JobRegistry: Sendable {
     public mutating func register(
         _ name: String, summary: String = "Swift closure", blocking body: @escaping @Sendable (JobRequest) throws -> String
     ) throws(Refusal) {
-        try register(name, BlockingJob(summary: summary, body: body))
+        try register(name, ClosureJob(summary: summary) { request in
+            try Task.checkCancellation()
+            return try await onOwnThread(named: "skynet-job") { try body(request) }
+        })
     }
 
     /// Checks that `name` can name a job (it travels on the wire and in logs).

@@ -23,12 +23,8 @@ public final class UnreliableAPI: Sendable {
     public func action() throws(Failure) {
         guard failingEvery > 0 else { return }
         let fails = calls.withLock { count in
-            count += 1
-            if count == failingEvery {
-                count = 0
-                return true
-            }
-            return false
+            count = (count + 1) % failingEvery
+            return count == 0
         }
         if fails { throw Failure() }
     }

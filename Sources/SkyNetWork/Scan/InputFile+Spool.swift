@@ -1,8 +1,6 @@
 import SkyNetRuntime
 
-
 private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
-private func systemWrite(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, bytes, count) }
 
 /// How far an input that can be read only once is copied aside.
 struct SpoolLimits: Sendable {
@@ -52,14 +50,8 @@ extension InputFile {
             if count < 0 && errno == EINTR { continue }
             if count < 0 { throw InputFailure("inputs \(name): \(String(cString: strerror(errno)))") }
             if count == 0 { return }
-            var offset = 0
-            while offset < count {
-                let written = chunk[offset..<count].withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
-                if written < 0 && errno == EINTR { continue }
-                if written <= 0 {
-                    throw InputFailure("inputs \(name): cannot spool to \(directory): \(String(cString: strerror(errno)))")
-                }
-                offset += written
+            guard chunk[..<count].withUnsafeBytes({ writeFully($0, to: fd) }) else {
+                throw InputFailure("inputs \(name): cannot spool to \(directory): \(String(cString: strerror(errno)))")
             }
             copied += count
             lines += unfinished.add(chunk[0..<count])

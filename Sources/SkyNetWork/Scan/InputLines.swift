@@ -81,18 +81,15 @@ struct LineCursor: Sendable {
     }
 
     private mutating func fill() throws(InputFailure) {
-        while true {
-            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw InputFailure("inputs \(name): \(String(cString: strerror(errno)))")
-            }
-            offset += off_t(count)
-            start = 0
-            end = count
-            atEOF = count == 0
-            return
-        }
+        var count: Int
+        repeat {
+            count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
+        } while count < 0 && errno == EINTR
+        guard count >= 0 else { throw InputFailure("inputs \(name): \(String(cString: strerror(errno)))") }
+        offset += off_t(count)
+        start = 0
+        end = count
+        atEOF = count == 0
     }
 
     /// The line as text, or why it cannot be an input; `place` names the file and the line's index.

@@ -22,10 +22,6 @@ enum TaskID {
         let count = counter.add(1, ordering: .relaxed).newValue
         let high = (base.0 & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000  // version 4
         let low = ((base.1 &+ count &* 0x9E37_79B9_7F4A_7C15) & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000  // variant
-        let h = high.bigEndian, l = low.bigEndian
-        return withUnsafeBytes(of: (h, l)) { bytes in
-            UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                        bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
-        }
+        return UUID(uuid: unsafeBitCast((high.bigEndian, low.bigEndian), to: uuid_t.self))  // both 16 bytes, in order
     }
 }
