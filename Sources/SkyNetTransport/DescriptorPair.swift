@@ -30,8 +30,8 @@ public final class DescriptorPair: ByteStream {
         do throws(ChildProcessError) {
             first = try ChildProcess.makePipe()
             do throws(ChildProcessError) { second = try ChildProcess.makePipe() } catch {
-                Glibc.close(first.read)
-                Glibc.close(first.write)
+                closeDescriptor(first.read)
+                closeDescriptor(first.write)
                 throw error
             }
         } catch {
@@ -89,7 +89,7 @@ public final class DescriptorPair: ByteStream {
     public func close() {
         _ = fcntl(writing, F_SETFL, writingFlags)
         for fd in Set([reading, writing, readingWake.read, readingWake.write, writingWake.read, writingWake.write]) {
-            Glibc.close(fd)
+            closeDescriptor(fd)
         }
     }
 
@@ -112,3 +112,6 @@ public final class DescriptorPair: ByteStream {
         }
     }
 }
+
+/// The C library's `close`, which `DescriptorPair.close()` hides inside the class.
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }
