@@ -109,27 +109,24 @@ extension Node {
     /// full: so silent connections can never lock a real client out, however many there are.
     func admitPending(_ session: NodeSession) {
         let address = Socket.address(of: session.connection.peer)
-        let budget = Admission.Budget(most: options.maxPendingConnections, perAddress: options.maxPendingPerAddress)
-        let now = clock.now
-        close(admission.withLock { admission in
-            let evicted = admission.add(session, address: address, now: now, budget: budget)
-            return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
-        })
+        evict(most: options.maxPendingConnections) { $0.add(session, address: address, now: $1, budget: $2) }
     }
 
     /// A connection sent a valid hello: from now on only another handshake can push it out.
     func admitHandshake(_ session: NodeSession) {
-        let budget = Admission.Budget(most: options.maxHandshakes, perAddress: options.maxPendingPerAddress)
-        let now = clock.now
-        close(admission.withLock { admission in
-            let evicted = admission.saidHello(session, budget: budget)
-            return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
-        })
+        evict(most: options.maxHandshakes) { admission, _, budget in admission.saidHello(session, budget: budget) }
     }
 
-    private func close(_ eviction: (sessions: [NodeSession], report: (count: Int, first: Bool)?)) {
-        for old in eviction.sessions { old.connection.close() }
-        if let report = eviction.report { logEvictions(report) }
+    /// Applies `change` to the budgets, closes the connections it pushed out and logs them.
+    private func evict(most: Int, _ change: (inout Admission, ContinuousClock.Instant, Admission.Budget) -> [NodeSession]) {
+        let budget = Admission.Budget(most: most, perAddress: options.maxPendingPerAddress)
+        let now = clock.now
+        let (evicted, report) = admission.withLock { admission in
+            let evicted = change(&admission, now, budget)
+            return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
+        }
+        for old in evicted { old.connection.close() }
+        if let report { logEvictions(report) }
     }
 
     /// One line for every connection pushed out since the last: the first says the budget,
@@ -175,6 +172,6 @@ extension Node {
         if let report { logEvictions(report) }
         for line in logins.withLock({ $0.flush(now: now) }) { log(line) }  // bursts of failed logins, summed
         for session in late { session.connection.close() }
-        for session in idle where session.closeIfIdle(now: now, bound: options.idleTimeout) {}
+        for session in idle { session.closeIfIdle(now: now, bound: options.idleTimeout) }
     }
 }

@@ -63,10 +63,11 @@ public final class Node: Sendable {
     private let listener: Listener
     let admission = Locked(Admission())
     /// The token as an HMAC key, its pads hashed once.
-    private let token: HMACSHA256?
+    let token: HMACSHA256?
     let logins: Locked<LoginFailures>
     private let stopping = Locked(false)
-    private let pending = PendingReplies()
+    /// Requests started and not yet answered, over all connections.
+    let pending = PendingReplies()
     private let sweeper = Locked<Task<Void, Never>?>(nil)
     /// What keeps the node's time: the sweeper, hello and idle bounds, tasks' deadlines.
     let clock: any TimerClock
@@ -115,13 +116,7 @@ public final class Node: Sendable {
 
     private func accept(_ socket: Socket, peer: String) {
         let connection = Connection(socket: socket, peer: peer, limits: options.limits)
-        let context = NodeContext(system: system, options: options, log: log, stopping: stopping, pending: pending,
-                                  saidHello: { [weak self] session in self?.admitHandshake(session) },
-                                  admit: { [weak self] session in self?.admitGreeted(session) ?? false },
-                                  token: token, logins: logins, clock: clock)
-        let session = NodeSession(connection: connection, context: context) { [weak self] session in
-            self?.forget(session)
-        }
+        let session = NodeSession(connection: connection, node: self)
         admitPending(session)
         session.start()
     }
