@@ -18,12 +18,6 @@ extension ScanJournal {
         return (sectors, sectors.count, skipped)
     }
 
-    /// `completedSectors(path:total:)` on a thread of its own: a long journal keeps the read
-    /// waiting on the disk, which must not hold a thread of the cooperative pool.
-    public static func readCompletedSectors(path: String, total: Int) async throws -> (sectors: SectorSet, count: Int, skipped: Int) {
-        try await onOwnThread(named: "journal-read") { try completedSectors(path: path, total: total) }
-    }
-
     /// The journal opened for appending and locked (`init(path:continuing:)`) on a thread of
     /// its own, for async callers.
     public static func appending(to path: String, continuing: Bool = true) async throws -> ScanJournal {

@@ -100,10 +100,8 @@ final class Handshake: Sendable {
             }
             connection.authenticate(sending: LineSeal(key: keys.sending), receiving: receiving)
             finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle)))
-        case .failure(.missing):
-            if case .error(let error)? = try? Reply.decode(line) { return finish(.failure(error)) }
-            finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))
-        case .failure:
+        case .failure(let rejection):
+            if rejection == .missing, case .error(let error)? = try? Reply.decode(line) { return finish(.failure(error)) }
             finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))
         }
     }

@@ -14,16 +14,10 @@ extension PeerConnection {
     /// Whether a liveness loop runs on this link (work sent with a bound is pending).
     var isWatchingLiveness: Bool { state.withLock { $0.liveness != nil } }
 
-    /// A new liveness loop for this link; the caller stores it in `state.liveness` under the
-    /// lock it found none under.
-    func livenessLoop() -> Task<Void, Never> {
-        Task { await self.pingWhileWatched() }
-    }
-
     /// Pings, waits up to the bound for the pong, rests a little, and again, while a watched
     /// request is pending. Ends itself when none is (checked under the lock that registers
     /// requests, so a request that comes later starts a new loop) or when the link ends.
-    private func pingWhileWatched() async {
+    func pingWhileWatched() async {
         while true {
             let bound: Duration? = state.withLock { state in
                 guard state.ended == nil, state.pending.values.contains(where: \.isWatched) else {

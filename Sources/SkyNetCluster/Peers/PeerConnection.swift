@@ -145,7 +145,7 @@ public final class PeerConnection: Sendable {
                                                 isWatched: liveness != nil)
                     guard let liveness else { return nil }
                     state.livenessBound = liveness
-                    if state.liveness == nil { state.liveness = livenessLoop() }
+                    if state.liveness == nil { state.liveness = Task { await self.pingWhileWatched() } }
                     return nil
                 }
                 if let refusal { return continuation.resume(throwing: refusal) }
@@ -203,11 +203,8 @@ public final class PeerConnection: Sendable {
 
     func deliver(_ event: Connection.Event) {
         guard case .line(let line) = event, let reply = try? Reply.decode(line), let id = reply.requestID else { return }
-        if case .error(let error) = reply {
-            complete(id, with: .failure(error))
-        } else {
-            complete(id, with: .success(reply))
-        }
+        if case .error(let error) = reply { return complete(id, with: .failure(error)) }
+        complete(id, with: .success(reply))
     }
 
     func end(_ reason: Connection.CloseReason) {

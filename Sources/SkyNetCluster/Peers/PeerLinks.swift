@@ -125,6 +125,15 @@ public final class PeerLinks: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// The event of a hello that `peer` refused for good (it will be refused again, whatever
+    /// the timing), or of a peer that could not prove the token; nil for any other failure.
+    private static func refusal(by peer: String, _ error: any Error) -> ClusterEvent? {
+        if let refusal = error as? WireError, refusal.code == .unauthorized || refusal.code == .unsupportedVersion {
+            return .refused(peer, code: refusal.code, message: refusal.message ?? "")
+        }
+        return (error as? PeerUnauthenticated).map { ClusterEvent.unauthorized(peer, reason: $0.reason) }
+    }
+
     private static func link(
         _ node: ClusterConfig.Node, capacity: Int, systems: Systems, settings: Settings, jobCheck: JobCheck,
         log: @escaping @Sendable (ClusterEvent) async -> Void
@@ -137,30 +146,18 @@ public final class PeerLinks: Sendable {
             do {
                 peer = try await PeerConnection.open(name: node.name, host: node.host, port: node.port,
                                                      token: settings.token, timeout: settings.timeout)
-            } catch let refusal as WireError where ClusterEvent.isPermanentRefusal(refusal.code) {
-                if Task.isCancelled { return }
-                if !reportedRefusal {
-                    await log(.refused(node.name, code: refusal.code, message: refusal.message ?? ""))
-                    reportedRefusal = true
-                }
-                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
-                continue
-            } catch let impostor as PeerUnauthenticated {
-                if Task.isCancelled { return }
-                if !reportedRefusal {
-                    await log(.unauthorized(node.name, reason: impostor.reason))
-                    reportedRefusal = true
-                }
-                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
-                continue
             } catch {
                 if Task.isCancelled { return }
-                if !reportedDown {
-                    await log(.unreachable(node.name, address: "\(node.host):\(node.port)", error: "\(error)"))
+                if let refusal = refusal(by: node.name, error) {
+                    if !reportedRefusal { await log(refusal) }
+                    reportedRefusal = true
+                    try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
+                } else {
+                    if !reportedDown { await log(.unreachable(node.name, address: "\(node.host):\(node.port)", error: "\(error)")) }
                     reportedDown = true
+                    try? await DeadlineTimer.shared.sleep(for: delay)
+                    delay = min(delay * 2, settings.retryDelays.most)
                 }
-                try? await DeadlineTimer.shared.sleep(for: delay)
-                delay = min(delay * 2, settings.retryDelays.most)
                 continue
             }
             reportedDown = false

@@ -75,9 +75,4 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         if case .unauthorized(_, let reason) = self { return "no peer proved it knows the token (the last: \(reason))" }
         return "every peer refused this coordinator (\(refusalHint))"
     }
-
-    /// Whether a hello refused with `code` will be refused again, whatever the timing.
-    static func isPermanentRefusal(_ code: FailureCode) -> Bool {
-        code == .unauthorized || code == .unsupportedVersion
-    }
 }

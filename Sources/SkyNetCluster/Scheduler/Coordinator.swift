@@ -47,19 +47,17 @@ public struct Coordinator: Sendable {
     /// cancelled (remote ones on their nodes too), results that still arrive are kept, and the
     /// report says `interrupted`.
     public func run<Tasks: Sequence<ScanTask>>(_ tasks: Tasks, count: Int) async -> ScanReport {
-        let queue = WorkQueue(tasks: tasks, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
-        return await run(queue, count: count)
+        await run(.iterator(AnyIterator(tasks.makeIterator())), count: count)
     }
 
     /// Runs every task of a feed, asking it for the next batch as the last one is used up
     /// (see `run(_:count:)`).
     public func run(feed: any TaskFeed, count: Int) async -> ScanReport {
-        let queue = WorkQueue(feed: feed, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
-        return await run(queue, count: count)
+        await run(.feed(feed), count: count)
     }
 
-    private func run(_ queue: WorkQueue, count: Int) async -> ScanReport {
-        var queue = queue
+    private func run(_ source: WorkQueue.Source, count: Int) async -> ScanReport {
+        var queue = WorkQueue(source: source, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
         let clock = ContinuousClock()
         let start = clock.now
         var report = ScanReport(total: count)

@@ -41,7 +41,6 @@ extension ScanFailure {
 
     /// The task was stopped at its deadline of `seconds`.
     public static func deadline(seconds: Double) -> ScanFailure {
-        let text = seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
-        return ScanFailure(code: .deadline, message: "stopped at its deadline of \(text) s")
+        ScanFailure(code: .deadline, message: "stopped at its deadline of \(seconds.secondsText) s")
     }
 }

@@ -8,7 +8,7 @@ import SkyNetWork
 /// starts at once and holds only what is in flight.
 struct WorkQueue {
     /// Where new tasks come from: a sequence drawn one at a time, or a feed of batches.
-    private enum Source {
+    enum Source {
         case iterator(AnyIterator<ScanTask>)
         case feed(any TaskFeed)
     }
@@ -30,14 +30,8 @@ struct WorkQueue {
     let rerunOnLocal: Bool
     private var parked: Set<SlotKind> = []
 
-    init<Tasks: Sequence<ScanTask>>(tasks: Tasks, rerunOnLocal: Bool, orderWindow: Int? = nil) {
-        self.source = .iterator(AnyIterator(tasks.makeIterator()))
-        self.rerunOnLocal = rerunOnLocal
-        self.window = orderWindow.map { OrderWindow(size: $0) }
-    }
-
-    init(feed: any TaskFeed, rerunOnLocal: Bool, orderWindow: Int? = nil) {
-        self.source = .feed(feed)
+    init(source: Source, rerunOnLocal: Bool, orderWindow: Int?) {
+        self.source = source
         self.rerunOnLocal = rerunOnLocal
         self.window = orderWindow.map { OrderWindow(size: $0) }
     }
