@@ -65,9 +65,8 @@ public final class Node: Sendable {
     /// The token as an HMAC key, its pads hashed once.
     let token: HMACSHA256?
     let logins: Locked<LoginFailures>
-    private let stopping = Locked(false)
-    /// Requests started and not yet answered, over all connections.
-    let pending = PendingReplies()
+    /// Requests started and not yet answered, over all connections; closed by `stop`.
+    let pending = InFlight()
     private let sweeper = Locked<Task<Void, Never>?>(nil)
     /// What keeps the node's time: the sweeper, hello and idle bounds, tasks' deadlines.
     let clock: any TimerClock
@@ -112,7 +111,7 @@ public final class Node: Sendable {
     public var connectionCount: Int { admission.withLock { $0.pending.count + $0.greeted.count } }
 
     /// Whether `stop` has begun: new scans are refused.
-    public var isStopping: Bool { stopping.withLock { $0 } }
+    public var isStopping: Bool { pending.isClosed }
 
     private func accept(_ socket: Socket, peer: String) {
         let connection = Connection(socket: socket, peer: peer, limits: options.limits)
@@ -135,7 +134,7 @@ public final class Node: Sendable {
     /// Stops accepting, lets running scans finish for up to `grace`, then closes every
     /// connection (cancelling what still runs).
     public func stop(grace: Duration = .seconds(10)) async {
-        stopping.withLock { $0 = true }
+        pending.close()
         listener.stop()
         await listener.stopped.value
         // Every started request answered, not only the system idle: a slot is free a moment

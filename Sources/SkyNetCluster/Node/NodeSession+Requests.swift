@@ -34,7 +34,7 @@ extension NodeSession {
             guard state.scans.count < node.options.maxRequestsPerConnection else {
                 return busy("too many requests in flight on this connection")
             }
-            node.pending.begin()
+            guard node.pending.begin() else { return busy("\(node.options.name) is stopping") }
             state.scans[id] = Task {
                 await self.runScan(id: id, task: task)
                 self.node.pending.end()

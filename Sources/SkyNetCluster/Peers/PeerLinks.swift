@@ -45,16 +45,10 @@ public final class PeerLinks: Sendable {
         }
     }
 
-    /// Whether the links may still report, and the reports under way: `stop()` waits for
-    /// those, since a report may suspend on a full output after it passed the check.
-    private struct Reporting {
-        var stopped = false
-        var underWay = 0
-        var stopWaiters: [CheckedContinuation<Void, Never>] = []
-    }
-
     private let tasks: [Task<Void, Never>]
-    private let reporting = Locked(Reporting())
+    /// The reports under way: `stop()` closes it and waits for those, since a report may
+    /// suspend on a full output after it passed the check.
+    private let reporting = InFlight()
     /// The peers whose last answer was a refusal for good or a welcome without the job (or
     /// with another command for it), by name.
     private let refusing = Locked<Set<String>>([])
@@ -77,7 +71,10 @@ public final class PeerLinks: Sendable {
             default:
                 break
             }
-            await Self.report(event, to: log, reporting: reporting)
+            if reporting.begin() {
+                await log(event)
+                reporting.end()
+            }
             // After the report, so whoever stops the scan on this signal sees the refusal printed;
             // decided and done in one step, so a peer that connected meanwhile counts.
             guard refused else { return }
@@ -97,32 +94,8 @@ public final class PeerLinks: Sendable {
     /// (within the timeout), unawaited.
     public func stop() async {
         for task in tasks { task.cancel() }
-        await withCheckedContinuation { continuation in
-            let now = reporting.withLock { reporting in
-                reporting.stopped = true
-                if reporting.underWay == 0 { return true }
-                reporting.stopWaiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    /// Passes `event` on unless the links were stopped, counting it as under way meanwhile.
-    private static func report(_ event: ClusterEvent, to log: @Sendable (ClusterEvent) async -> Void, reporting: Locked<Reporting>) async {
-        let allowed = reporting.withLock { reporting in
-            if !reporting.stopped { reporting.underWay += 1 }
-            return !reporting.stopped
-        }
-        guard allowed else { return }
-        await log(event)
-        let waiters = reporting.withLock { reporting in
-            reporting.underWay -= 1
-            guard reporting.stopped, reporting.underWay == 0 else { return [CheckedContinuation<Void, Never>]() }
-            defer { reporting.stopWaiters = [] }
-            return reporting.stopWaiters
-        }
-        for waiter in waiters { waiter.resume() }
+        reporting.close()
+        await reporting.waitUntilNone()
     }
 
     /// The event of a hello that `peer` refused for good (it will be refused again, whatever
