@@ -78,18 +78,8 @@ extension ScanJournal {
     public func results(at places: [ResultPlace]) throws(Failure) -> [[UInt8]] {
         var results: [[UInt8]] = []
         for place in places {
-            var line = [UInt8](repeating: 0, count: place.place.length)
-            var done = 0
-            while done < line.count {
-                let count = line.withUnsafeMutableBytes { buffer -> Int in
-                    guard let base = buffer.baseAddress else { return 0 }
-                    return pread(descriptor, base + done, buffer.count - done, off_t(place.place.offset + done))
-                }
-                if count < 0 && errno == EINTR { continue }
-                if count < 0 { throw failure() }
-                guard count > 0 else { throw Failure(description: "journal \(path): it shrank while being read") }
-                done += count
-            }
+            let line = try bytes(place.place.length, at: place.place.offset)
+            guard line.count == place.place.length else { throw Failure(description: "journal \(path): it shrank while being read") }
             guard case .entry(let entry)? = line.withUnsafeBufferPointer({ Self.readLine($0) }), entry.input == place.sector else {
                 throw Failure(description: "journal \(path): the line of sector \(place.sector) changed while being read")
             }

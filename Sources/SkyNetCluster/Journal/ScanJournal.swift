@@ -75,9 +75,8 @@ public final class ScanJournal: Sendable {
     /// Open for appending: whole lines go to it (`line(for:)`), each with one `write`.
     public let descriptor: Int32
 
-    /// Opens (creating if needed) the journal for appending, and locks it (`flock`) for as long
-    /// as this object lives: a second journal object on the same file, in this process or
-    /// another, is refused, naming the holder's PID where the system says (`lock(path:)`).
+    /// Opens (creating if needed) the journal for appending, and locks it for as long as this
+    /// object lives (`lock()`: a second writer, in this process or another, is refused).
     /// When the file ends in a torn line, a newline is added first so the next entry starts on
     /// a line of its own.
     ///
@@ -130,16 +129,26 @@ public final class ScanJournal: Sendable {
     /// opening a journal costs the same whatever its size.
     private func endsInNewline() throws(Failure) -> Bool {
         let size = try size()
-        guard size > 0 else { return true }
-        var last: UInt8 = 0
-        while true {
-            let count = pread(descriptor, &last, 1, off_t(size - 1))
-            if count == 1 { return last == 10 }
-            if count < 0 && errno == EINTR { continue }
-            // The file shrank under us: nothing to tear.
-            if count == 0 { return true }
-            throw failure()
+        // Empty, or it shrank under us: nothing to tear.
+        guard size > 0, let last = try bytes(1, at: size - 1).first else { return true }
+        return last == 10
+    }
+
+    /// The `count` bytes at `offset`, fewer where the file ends, read with `pread`.
+    func bytes(_ count: Int, at offset: Int) throws(Failure) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let got = bytes.withUnsafeMutableBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return pread(descriptor, base + done, count - done, off_t(offset + done))
+            }
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 { throw failure() }
+            if got == 0 { return Array(bytes[..<done]) }
+            done += got
         }
+        return bytes
     }
 
     /// The failure of the last call, naming the file.

@@ -34,11 +34,6 @@ extension LocalSystem {
 }
 
 extension ScanFailure {
-    /// The system has no job by that name.
-    public static func unknownJob(_ job: String, system: String) -> ScanFailure {
-        ScanFailure(code: .unknownJob, message: "\(system) has no job '\(job)'")
-    }
-
     /// The task was stopped at its deadline of `seconds`.
     public static func deadline(seconds: Double) -> ScanFailure {
         ScanFailure(code: .deadline, message: "stopped at its deadline of \(seconds.secondsText) s")

@@ -47,7 +47,9 @@ public actor LocalSystem: ScanSystem {
     }
 
     public func run(_ task: ScanTask) async throws -> String {
-        guard let job = jobs.job(named: task.job) else { throw ScanFailure.unknownJob(task.job, system: name) }
+        guard let job = jobs.job(named: task.job) else {
+            throw ScanFailure(code: .unknownJob, message: "\(name) has no job '\(task.job)'")
+        }
         guard counters.running < capacity else { throw ScanFailure.busy(name, capacity: capacity) }
         counters.running += 1
         highWater = max(highWater, counters.running)
