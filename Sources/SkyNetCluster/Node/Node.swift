@@ -6,11 +6,10 @@ import SkyNetWork
 /// A node: serves scans to peers over TCP on its own `LocalSystem`.
 ///
 /// The accept loop hands each connection to a `NodeSession`; a session's failure never takes
-/// the node down. Connections that have not said hello live on a budget of their own, and
-/// those in the token handshake on another (`Node+Admission.swift`), so silent ones can never
-/// crowd out clients that are logging in or have; a client beyond
-/// `maxConnections` is answered `busy` and closed. A sweeper closes connections that missed
-/// their hello deadline and clients that have been silent for `idleTimeout`.
+/// the node down. Connections owing their hello, and those in the token handshake, live on
+/// budgets of their own (`Node+Admission.swift`); a client beyond `maxConnections` is
+/// answered `busy` and closed. A sweeper closes connections that missed their hello deadline
+/// and clients that have been silent for `idleTimeout`.
 public final class Node: Sendable {
     public struct Options: Sendable {
         /// The name peers see; empty: `node-PORT` with the real port.

@@ -78,11 +78,10 @@ extension NodeSession {
         send(line)
         if node.options.verbose {
             let seconds = (ContinuousClock.now - started).seconds
-            let outcome: String
-            switch reply {
-            case .result: outcome = "completed"
-            case .failure(_, _, let code, let message): outcome = "\(code): \(message)"
-            default: outcome = "answered"
+            let outcome = switch reply {
+            case .result: "completed"
+            case .failure(_, _, let code, let message): "\(code): \(message)"
+            default: "answered"
             }
             node.log("[Node] Task \(task.input) (\(task.job)) from \(client): \(outcome) in \(String(cFormat: "%.3f", seconds)) s")
         }

@@ -104,9 +104,8 @@ final class NodeSession: Sendable {
         let client = hello.name.isEmpty ? "client" : hello.name
         guard node.token != nil else { return welcome(client) }
         node.admitHandshake(self)
-        // A network that keeps failing (or any, while the node-wide bound holds) waits before
-        // its hello is answered at all, right or wrong. The reader thread (ours, not the pool's) waits: what the client sends meanwhile
-        // stays in order in the kernel, and nothing of this connection runs elsewhere.
+        // The reader thread (ours, not the pool's) waits out a slowdown, right token or wrong: what
+        // the client sends meanwhile stays in order in the kernel, and nothing of it runs elsewhere.
         let wait = node.logins.withLock { $0.delay(for: Socket.address(of: connection.peer), now: .now) }
         guard wait == .zero || connection.holdReading(for: wait) else { return }
         login(client, hello: line, token: hello.token, nonce: hello.nonce)

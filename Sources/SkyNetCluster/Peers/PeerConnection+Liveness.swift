@@ -47,9 +47,8 @@ extension PeerConnection {
     /// Fails every pending scan and job (not the pings) with `error`.
     private func failWork(with error: PeerUnresponsive) {
         let work = state.withLock { state in
-            let work = state.pending.filter { $0.value.isWork }
-            for id in work.keys { state.pending[id] = nil }
-            return work
+            defer { state.pending = state.pending.filter { !$0.value.isWork } }
+            return state.pending.filter { $0.value.isWork }
         }
         for entry in work.values { finish(entry, .failure(error)) }
     }

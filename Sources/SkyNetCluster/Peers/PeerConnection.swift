@@ -16,10 +16,6 @@ public struct PeerDisconnected: Error, CustomStringConvertible {
 /// Replies are matched on the connection's reader thread, which resumes the waiting request
 /// at once; when the connection ends, every pending request fails at once. The pending table
 /// is guarded by a lock (`Locked`).
-///
-/// Liveness: while a request sent with a `liveness` bound is pending, one loop pings the link;
-/// a ping not answered within the bound fails every pending scan and job at once with
-/// `PeerUnresponsive` (a long job is not a dead peer: only silence is).
 public final class PeerConnection: Sendable {
     public struct Welcome: Sendable {
         public let name: String

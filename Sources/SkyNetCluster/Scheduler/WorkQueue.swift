@@ -3,9 +3,6 @@ import SkyNetWork
 /// The coordinator's bookkeeping of work not yet finished: new tasks drawn lazily from the
 /// scan's source, failed attempts waiting to run again, tasks a full system bounced, and how
 /// many attempts are running. Plain state, owned by the coordinator's loop.
-///
-/// New tasks are made only when a slot is there for them, so a scan of ten million tasks
-/// starts at once and holds only what is in flight.
 struct WorkQueue {
     /// Where new tasks come from: a sequence drawn one at a time, or a feed of batches.
     enum Source {
