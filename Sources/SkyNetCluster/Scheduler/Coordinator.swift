@@ -58,8 +58,7 @@ public struct Coordinator: Sendable {
 
     private func run(_ source: WorkQueue.Source, count: Int) async -> ScanReport {
         var queue = WorkQueue(source: source, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
-        let clock = ContinuousClock()
-        let start = clock.now
+        let start = ContinuousClock.now
         var report = ScanReport(total: count)
         var backoff = BusyBackoff(first: busyRest.first, most: busyRest.most)
 
@@ -128,7 +127,7 @@ public struct Coordinator: Sendable {
         // Every system that took part has its row, also one that completed nothing (a scan
         // stopped while each ran its first task).
         for name in await systems.joinedNames where report.systems[name] == nil { report.systems[name] = SystemTally() }
-        report.seconds = (clock.now - start).seconds
+        report.seconds = (ContinuousClock.now - start).seconds
         return report
     }
 
