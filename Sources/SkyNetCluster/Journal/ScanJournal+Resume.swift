@@ -28,8 +28,7 @@ extension ScanJournal {
             sectors.contains(sector) && sector < fingerprints.count ? fingerprints[sector] : nil
         }
 
-        /// The completed sectors whose result no `printed` mark follows: journaled, never
-        /// printed (held back by `--keep-order`, or caught by a crash before their turn).
+        /// The completed sectors whose result no `printed` mark follows (`ScanJournal+Printed`).
         public var unprinted: SectorSet { sectors.subtracting(printed) }
 
         mutating func add(_ entry: Entry) {

@@ -38,9 +38,8 @@ struct Admission: Sendable {
     var pending: [ObjectIdentifier: Pending] = [:]
     var greeted: [ObjectIdentifier: NodeSession] = [:]
     var accepted = 0
-    /// When pushed-out connections were last logged (at most once per `evictionLogInterval`,
-    /// not per connection), and how many were pushed out since: the next line reports them
-    /// all, from a new eviction or from the sweeper once the interval has passed.
+    /// When pushed-out connections were last logged, and how many were pushed out since: one
+    /// line per `evictionLogInterval` sums them (`evictionReport`).
     var lastEvictionLog: ContinuousClock.Instant?
     var evictedSinceLog = 0
     static let evictionLogInterval: Duration = .seconds(10)
