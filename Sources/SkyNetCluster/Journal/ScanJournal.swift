@@ -86,7 +86,7 @@ public final class ScanJournal: Sendable {
         self.path = path
         // Readable too, for the pread of the last byte; O_APPEND still puts every write at the end.
         let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Failure(description: "journal \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw Self.failure(path) }
         descriptor = fd
         try lock()
         if !continuing, try size() > 0 {
@@ -121,7 +121,7 @@ public final class ScanJournal: Sendable {
     /// The file's size in bytes.
     private func size() throws(Failure) -> Int {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw failure() }
+        guard fstat(descriptor, &info) == 0 else { throw Self.failure(path) }
         return Int(info.st_size)
     }
 
@@ -144,15 +144,15 @@ public final class ScanJournal: Sendable {
                 return pread(descriptor, base + done, count - done, off_t(offset + done))
             }
             if got < 0 && errno == EINTR { continue }
-            if got < 0 { throw failure() }
+            if got < 0 { throw Self.failure(path) }
             if got == 0 { return Array(bytes[..<done]) }
             done += got
         }
         return bytes
     }
 
-    /// The failure of the last call, naming the file.
-    func failure() -> Failure {
+    /// The failure of the last call on the journal at `path`, naming it.
+    static func failure(_ path: String) -> Failure {
         Failure(description: "journal \(path): \(String(cString: strerror(errno)))")
     }
 
@@ -162,7 +162,7 @@ public final class ScanJournal: Sendable {
             let written = bytes[offset...].withUnsafeBytes { systemWrite(descriptor, $0.baseAddress, $0.count) }
             if written < 0 {
                 if errno == EINTR { continue }
-                throw failure()
+                throw Self.failure(path)
             }
             offset += written
         }
