@@ -11,25 +11,20 @@ extension ScanJournal {
     /// The `printed` marks of `sectors` (in the order printed), one line per run of consecutive
     /// sectors; empty for none.
     public func printedLines<Sectors: Sequence<Int>>(_ sectors: Sectors) -> [UInt8] {
-        var lines: [UInt8] = []
-        var run: ClosedRange<Int>?
-        func flush() {
-            guard let run else { return }
+        var runs: [ClosedRange<Int>] = []
+        for sector in sectors {
+            if let last = runs.last, sector == last.upperBound + 1 {
+                runs[runs.count - 1] = last.lowerBound...sector
+            } else {
+                runs.append(sector...sector)
+            }
+        }
+        return runs.flatMap { run in
             var json = JSONLine()
             json.add("printed", run.lowerBound)
             if run.upperBound > run.lowerBound { json.add("through", run.upperBound) }
-            lines += json.takeLine()
+            return json.takeLine()
         }
-        for sector in sectors {
-            if let current = run, sector == current.upperBound + 1 {
-                run = current.lowerBound...sector
-            } else {
-                flush()
-                run = sector...sector
-            }
-        }
-        flush()
-        return lines
     }
 
     /// A `printed` mark in exactly the form `printedLines` writes; nil for anything else.
