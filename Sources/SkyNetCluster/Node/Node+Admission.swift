@@ -73,14 +73,13 @@ struct Admission: Sendable {
             byAddress[entry.address, default: []].append(entry)
             count += 1
         }
-        let victims: [Pending]?
-        if let own = byAddress[address], own.count >= max(1, budget.perAddress) {
-            victims = own
+        let victims: [Pending]? = if let own = byAddress[address], own.count >= max(1, budget.perAddress) {
+            own
         } else if count >= max(1, budget.most) {
             // The most crowded address; of equals, the one holding the oldest connection.
-            victims = byAddress.values.max { ($0.count, -Self.oldest($0)) < ($1.count, -Self.oldest($1)) }
+            byAddress.values.max { ($0.count, -Self.oldest($0)) < ($1.count, -Self.oldest($1)) }
         } else {
-            victims = nil
+            nil
         }
         guard let oldest = victims?.min(by: { $0.order < $1.order }) else { return [] }
         pending[ObjectIdentifier(oldest.session)] = nil
