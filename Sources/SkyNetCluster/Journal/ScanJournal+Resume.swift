@@ -70,11 +70,10 @@ extension ScanJournal {
                     if case .printed(let range) = line { point.markPrinted(range) }
                     return
                 }
-                guard entry.completed else { return }
-                if entry.jobName != job, otherJob == nil, entry.input >= 0, entry.input < total { otherJob = entry }
-                if !inputsFile, let text = entry.text, text != String(entry.input), mismatch == nil, entry.input >= 0, entry.input < total {
-                    mismatch = entry
-                }
+                // A sector outside this scan's range is of no concern to it (adding it does nothing).
+                guard entry.completed, entry.input >= 0, entry.input < total else { return }
+                if entry.jobName != job, otherJob == nil { otherJob = entry }
+                if !inputsFile, let text = entry.text, text != String(entry.input), mismatch == nil { mismatch = entry }
                 point.add(entry)
             }
             if let mismatch {

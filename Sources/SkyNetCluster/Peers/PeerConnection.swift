@@ -85,9 +85,7 @@ public final class PeerConnection: Sendable {
         let connection = Connection(socket: socket, peer: "\(host):\(port)")
         let handshake = Handshake(name: name, connection: connection, token: token.map { HMACSHA256(key: Array($0.utf8)) },
                                   clock: clock)
-        connection.start(
-            onEvent: { event in handshake.deliver(event) },
-            onClose: { reason in handshake.fail(reason) })
+        connection.start(onEvent: handshake.deliver, onClose: handshake.fail)
         do {
             try connection.send(handshake.helloLine)
             let peer = try await withTimeout(timeout, clock: clock) { try await handshake.welcomed.value.get() }
