@@ -6,7 +6,7 @@ import SkyNetWire
 public struct PeerUnresponsive: Error, CustomStringConvertible, Equatable {
     public let peer: String
     public let bound: Duration
-    public var description: String { "\(peer) did not answer a ping within \(bound.secondsText) s" }
+    public var description: String { "\(peer) did not answer a ping within \(bound.seconds.secondsText) s" }
 }
 
 /// Liveness: one ping loop per link while watched work is pending.
@@ -62,11 +62,6 @@ extension Request {
         case .hello, .auth, .cancel, .ping: false
         }
     }
-}
-
-extension Duration {
-    /// `5` for 5 s, `0.3` for 300 ms: seconds as a person writes them.
-    var secondsText: String { seconds.secondsText }
 }
 
 extension Double {

@@ -77,7 +77,7 @@ public actor RemoteSystem: ScanSystem {
     private nonisolated func deadlinePassed(_ task: ScanTask) -> ScanFailure {
         let deadline = task.timeout.map { "its deadline of \($0.secondsText) s" } ?? "the longest deadline"
         return ScanFailure(code: .deadline,
-                           message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.secondsText) s")
+                           message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.seconds.secondsText) s")
     }
 
     /// Marks the peer unresponsive (once) and pings it until it answers or disconnects.
