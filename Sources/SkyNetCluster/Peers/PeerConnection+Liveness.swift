@@ -33,9 +33,7 @@ extension PeerConnection {
             } catch is TimeoutError {
                 failWork(with: PeerUnresponsive(peer: name, bound: bound))
                 continue
-            } catch is PeerDisconnected {
-                return
-            } catch is CancellationError {
+            } catch is PeerDisconnected, is CancellationError {
                 return  // the link ended
             } catch {
                 // Any other answer (an `error` reply) still shows a live peer.
