@@ -59,12 +59,7 @@ extension ScanJournal {
             }
             // Sorted by sector, a later entry of a sector after an earlier one: keep the last.
             places.sort { ($0.sector, $0.place.offset) < ($1.sector, $1.place.offset) }
-            var last: [ResultPlace] = []
-            last.reserveCapacity(places.count)
-            for place in places {
-                if last.last?.sector == place.sector { last[last.count - 1] = place } else { last.append(place) }
-            }
-            return last
+            return places.indices.filter { $0 == places.count - 1 || places[$0 + 1].sector != places[$0].sector }.map { places[$0] }
         }
     }
 
