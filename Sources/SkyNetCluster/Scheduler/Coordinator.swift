@@ -144,10 +144,8 @@ public struct Coordinator: Sendable {
                                       in: &report, queue: &queue) {
                     await onEvent(outcome)
                 }
-            case .slot(let reservation, _)?, .rested(let reservation)?:
-                await systems.release(reservation)
-            case .finished(_, let reservation, _, _)?:
-                await systems.release(reservation)  // a cancelled attempt: the task counts as not run
+            case .slot(let reservation, _)?, .rested(let reservation)?, .finished(_, let reservation, _, _)?:
+                await systems.release(reservation)  // a cancelled attempt's task counts as not run
             case nil:
                 return
             }
