@@ -10,7 +10,7 @@ extension ScanJournal {
     func lock() throws(Failure) {
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
-            guard errno == EWOULDBLOCK else { throw failure() }
+            guard errno == EWOULDBLOCK else { throw Self.failure(path) }
             let holder = Self.lockHolder(of: descriptor).map { "the scan with PID \($0)" } ?? "another scan"
             throw Failure(description: "journal \(path) is in use by \(holder): wait for it to end, or use another journal")
         }

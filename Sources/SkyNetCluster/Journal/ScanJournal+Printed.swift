@@ -11,25 +11,20 @@ extension ScanJournal {
     /// The `printed` marks of `sectors` (in the order printed), one line per run of consecutive
     /// sectors; empty for none.
     public func printedLines<Sectors: Sequence<Int>>(_ sectors: Sectors) -> [UInt8] {
-        var lines: [UInt8] = []
-        var run: ClosedRange<Int>?
-        func flush() {
-            guard let run else { return }
+        var runs: [ClosedRange<Int>] = []
+        for sector in sectors {
+            if let last = runs.last, sector == last.upperBound + 1 {
+                runs[runs.count - 1] = last.lowerBound...sector
+            } else {
+                runs.append(sector...sector)
+            }
+        }
+        return runs.flatMap { run in
             var json = JSONLine()
             json.add("printed", run.lowerBound)
             if run.upperBound > run.lowerBound { json.add("through", run.upperBound) }
-            lines += json.takeLine()
+            return json.takeLine()
         }
-        for sector in sectors {
-            if let current = run, sector == current.upperBound + 1 {
-                run = current.lowerBound...sector
-            } else {
-                flush()
-                run = sector...sector
-            }
-        }
-        flush()
-        return lines
     }
 
     /// A `printed` mark in exactly the form `printedLines` writes; nil for anything else.
@@ -64,12 +59,7 @@ extension ScanJournal {
             }
             // Sorted by sector, a later entry of a sector after an earlier one: keep the last.
             places.sort { ($0.sector, $0.place.offset) < ($1.sector, $1.place.offset) }
-            var last: [ResultPlace] = []
-            last.reserveCapacity(places.count)
-            for place in places {
-                if last.last?.sector == place.sector { last[last.count - 1] = place } else { last.append(place) }
-            }
-            return last
+            return places.indices.filter { $0 == places.count - 1 || places[$0 + 1].sector != places[$0].sector }.map { places[$0] }
         }
     }
 
@@ -78,18 +68,8 @@ extension ScanJournal {
     public func results(at places: [ResultPlace]) throws(Failure) -> [[UInt8]] {
         var results: [[UInt8]] = []
         for place in places {
-            var line = [UInt8](repeating: 0, count: place.place.length)
-            var done = 0
-            while done < line.count {
-                let count = line.withUnsafeMutableBytes { buffer -> Int in
-                    guard let base = buffer.baseAddress else { return 0 }
-                    return pread(descriptor, base + done, buffer.count - done, off_t(place.place.offset + done))
-                }
-                if count < 0 && errno == EINTR { continue }
-                if count < 0 { throw failure() }
-                guard count > 0 else { throw Failure(description: "journal \(path): it shrank while being read") }
-                done += count
-            }
+            let line = try bytes(place.place.length, at: place.place.offset)
+            guard line.count == place.place.length else { throw Failure(description: "journal \(path): it shrank while being read") }
             guard case .entry(let entry)? = line.withUnsafeBufferPointer({ Self.readLine($0) }), entry.input == place.sector else {
                 throw Failure(description: "journal \(path): the line of sector \(place.sector) changed while being read")
             }

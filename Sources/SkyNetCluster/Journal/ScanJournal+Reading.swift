@@ -18,12 +18,6 @@ extension ScanJournal {
         return (sectors, sectors.count, skipped)
     }
 
-    /// `completedSectors(path:total:)` on a thread of its own: a long journal keeps the read
-    /// waiting on the disk, which must not hold a thread of the cooperative pool.
-    public static func readCompletedSectors(path: String, total: Int) async throws -> (sectors: SectorSet, count: Int, skipped: Int) {
-        try await onOwnThread(named: "journal-read") { try completedSectors(path: path, total: total) }
-    }
-
     /// The journal opened for appending and locked (`init(path:continuing:)`) on a thread of
     /// its own, for async callers.
     public static func appending(to path: String, continuing: Bool = true) async throws -> ScanJournal {
@@ -72,8 +66,7 @@ extension ScanJournal {
     ) throws(Failure) -> Int {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 && errno == ENOENT { return 0 }
-        func failure() -> Failure { Failure(description: "journal \(path): \(String(cString: strerror(errno)))") }
-        guard fd >= 0 else { throw failure() }
+        guard fd >= 0 else { throw failure(path) }
         defer { close(fd) }
         // A line longer than the bound is dropped as it streams past, and counted.
         var lines = LineFramer(maxLineBytes: maxLineLength, overLong: .skip)
@@ -90,7 +83,7 @@ extension ScanJournal {
             let count = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw failure()
+                throw failure(path)
             }
             if count == 0 { break }
             chunk.withUnsafeBytes { raw in

@@ -28,8 +28,7 @@ extension ScanJournal {
             sectors.contains(sector) && sector < fingerprints.count ? fingerprints[sector] : nil
         }
 
-        /// The completed sectors whose result no `printed` mark follows: journaled, never
-        /// printed (held back by `--keep-order`, or caught by a crash before their turn).
+        /// The completed sectors whose result no `printed` mark follows (`ScanJournal+Printed`).
         public var unprinted: SectorSet { sectors.subtracting(printed) }
 
         mutating func add(_ entry: Entry) {
@@ -71,11 +70,10 @@ extension ScanJournal {
                     if case .printed(let range) = line { point.markPrinted(range) }
                     return
                 }
-                guard entry.completed else { return }
-                if entry.jobName != job, otherJob == nil, entry.input >= 0, entry.input < total { otherJob = entry }
-                if !inputsFile, let text = entry.text, text != String(entry.input), mismatch == nil, entry.input >= 0, entry.input < total {
-                    mismatch = entry
-                }
+                // A sector outside this scan's range is of no concern to it (adding it does nothing).
+                guard entry.completed, entry.input >= 0, entry.input < total else { return }
+                if entry.jobName != job, otherJob == nil { otherJob = entry }
+                if !inputsFile, let text = entry.text, text != String(entry.input), mismatch == nil { mismatch = entry }
                 point.add(entry)
             }
             if let mismatch {

@@ -75,9 +75,8 @@ public final class ScanJournal: Sendable {
     /// Open for appending: whole lines go to it (`line(for:)`), each with one `write`.
     public let descriptor: Int32
 
-    /// Opens (creating if needed) the journal for appending, and locks it (`flock`) for as long
-    /// as this object lives: a second journal object on the same file, in this process or
-    /// another, is refused, naming the holder's PID where the system says (`lock(path:)`).
+    /// Opens (creating if needed) the journal for appending, and locks it for as long as this
+    /// object lives (`lock()`: a second writer, in this process or another, is refused).
     /// When the file ends in a torn line, a newline is added first so the next entry starts on
     /// a line of its own.
     ///
@@ -87,7 +86,7 @@ public final class ScanJournal: Sendable {
         self.path = path
         // Readable too, for the pread of the last byte; O_APPEND still puts every write at the end.
         let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Failure(description: "journal \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw Self.failure(path) }
         descriptor = fd
         try lock()
         if !continuing, try size() > 0 {
@@ -122,7 +121,7 @@ public final class ScanJournal: Sendable {
     /// The file's size in bytes.
     private func size() throws(Failure) -> Int {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw failure() }
+        guard fstat(descriptor, &info) == 0 else { throw Self.failure(path) }
         return Int(info.st_size)
     }
 
@@ -130,20 +129,30 @@ public final class ScanJournal: Sendable {
     /// opening a journal costs the same whatever its size.
     private func endsInNewline() throws(Failure) -> Bool {
         let size = try size()
-        guard size > 0 else { return true }
-        var last: UInt8 = 0
-        while true {
-            let count = pread(descriptor, &last, 1, off_t(size - 1))
-            if count == 1 { return last == 10 }
-            if count < 0 && errno == EINTR { continue }
-            // The file shrank under us: nothing to tear.
-            if count == 0 { return true }
-            throw failure()
-        }
+        // Empty, or it shrank under us: nothing to tear.
+        guard size > 0, let last = try bytes(1, at: size - 1).first else { return true }
+        return last == 10
     }
 
-    /// The failure of the last call, naming the file.
-    func failure() -> Failure {
+    /// The `count` bytes at `offset`, fewer where the file ends, read with `pread`.
+    func bytes(_ count: Int, at offset: Int) throws(Failure) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let got = bytes.withUnsafeMutableBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return pread(descriptor, base + done, count - done, off_t(offset + done))
+            }
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 { throw Self.failure(path) }
+            if got == 0 { return Array(bytes[..<done]) }
+            done += got
+        }
+        return bytes
+    }
+
+    /// The failure of the last call on the journal at `path`, naming it.
+    static func failure(_ path: String) -> Failure {
         Failure(description: "journal \(path): \(String(cString: strerror(errno)))")
     }
 
@@ -153,7 +162,7 @@ public final class ScanJournal: Sendable {
             let written = bytes[offset...].withUnsafeBytes { systemWrite(descriptor, $0.baseAddress, $0.count) }
             if written < 0 {
                 if errno == EINTR { continue }
-                throw failure()
+                throw Self.failure(path)
             }
             offset += written
         }

@@ -38,9 +38,8 @@ struct Admission: Sendable {
     var pending: [ObjectIdentifier: Pending] = [:]
     var greeted: [ObjectIdentifier: NodeSession] = [:]
     var accepted = 0
-    /// When pushed-out connections were last logged (at most once per `evictionLogInterval`,
-    /// not per connection), and how many were pushed out since: the next line reports them
-    /// all, from a new eviction or from the sweeper once the interval has passed.
+    /// When pushed-out connections were last logged, and how many were pushed out since: one
+    /// line per `evictionLogInterval` sums them (`evictionReport`).
     var lastEvictionLog: ContinuousClock.Instant?
     var evictedSinceLog = 0
     static let evictionLogInterval: Duration = .seconds(10)
@@ -74,14 +73,13 @@ struct Admission: Sendable {
             byAddress[entry.address, default: []].append(entry)
             count += 1
         }
-        let victims: [Pending]?
-        if let own = byAddress[address], own.count >= max(1, budget.perAddress) {
-            victims = own
+        let victims: [Pending]? = if let own = byAddress[address], own.count >= max(1, budget.perAddress) {
+            own
         } else if count >= max(1, budget.most) {
             // The most crowded address; of equals, the one holding the oldest connection.
-            victims = byAddress.values.max { ($0.count, -Self.oldest($0)) < ($1.count, -Self.oldest($1)) }
+            byAddress.values.max { ($0.count, -Self.oldest($0)) < ($1.count, -Self.oldest($1)) }
         } else {
-            victims = nil
+            nil
         }
         guard let oldest = victims?.min(by: { $0.order < $1.order }) else { return [] }
         pending[ObjectIdentifier(oldest.session)] = nil
@@ -109,27 +107,24 @@ extension Node {
     /// full: so silent connections can never lock a real client out, however many there are.
     func admitPending(_ session: NodeSession) {
         let address = Socket.address(of: session.connection.peer)
-        let budget = Admission.Budget(most: options.maxPendingConnections, perAddress: options.maxPendingPerAddress)
-        let now = clock.now
-        close(admission.withLock { admission in
-            let evicted = admission.add(session, address: address, now: now, budget: budget)
-            return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
-        })
+        evict(most: options.maxPendingConnections) { $0.add(session, address: address, now: $1, budget: $2) }
     }
 
     /// A connection sent a valid hello: from now on only another handshake can push it out.
     func admitHandshake(_ session: NodeSession) {
-        let budget = Admission.Budget(most: options.maxHandshakes, perAddress: options.maxPendingPerAddress)
-        let now = clock.now
-        close(admission.withLock { admission in
-            let evicted = admission.saidHello(session, budget: budget)
-            return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
-        })
+        evict(most: options.maxHandshakes) { admission, _, budget in admission.saidHello(session, budget: budget) }
     }
 
-    private func close(_ eviction: (sessions: [NodeSession], report: (count: Int, first: Bool)?)) {
-        for old in eviction.sessions { old.connection.close() }
-        if let report = eviction.report { logEvictions(report) }
+    /// Applies `change` to the budgets, closes the connections it pushed out and logs them.
+    private func evict(most: Int, _ change: (inout Admission, ContinuousClock.Instant, Admission.Budget) -> [NodeSession]) {
+        let budget = Admission.Budget(most: most, perAddress: options.maxPendingPerAddress)
+        let now = clock.now
+        let (evicted, report) = admission.withLock { admission in
+            let evicted = change(&admission, now, budget)
+            return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
+        }
+        for old in evicted { old.connection.close() }
+        if let report { logEvictions(report) }
     }
 
     /// One line for every connection pushed out since the last: the first says the budget,
@@ -175,6 +170,6 @@ extension Node {
         if let report { logEvictions(report) }
         for line in logins.withLock({ $0.flush(now: now) }) { log(line) }  // bursts of failed logins, summed
         for session in late { session.connection.close() }
-        for session in idle where session.closeIfIdle(now: now, bound: options.idleTimeout) {}
+        for session in idle { session.closeIfIdle(now: now, bound: options.idleTimeout) }
     }
 }

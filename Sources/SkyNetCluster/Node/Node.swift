@@ -6,11 +6,10 @@ import SkyNetWork
 /// A node: serves scans to peers over TCP on its own `LocalSystem`.
 ///
 /// The accept loop hands each connection to a `NodeSession`; a session's failure never takes
-/// the node down. Connections that have not said hello live on a budget of their own, and
-/// those in the token handshake on another (`Node+Admission.swift`), so silent ones can never
-/// crowd out clients that are logging in or have; a client beyond
-/// `maxConnections` is answered `busy` and closed. A sweeper closes connections that missed
-/// their hello deadline and clients that have been silent for `idleTimeout`.
+/// the node down. Connections owing their hello, and those in the token handshake, live on
+/// budgets of their own (`Node+Admission.swift`); a client beyond `maxConnections` is
+/// answered `busy` and closed. A sweeper closes connections that missed their hello deadline
+/// and clients that have been silent for `idleTimeout`.
 public final class Node: Sendable {
     public struct Options: Sendable {
         /// The name peers see; empty: `node-PORT` with the real port.
@@ -63,10 +62,10 @@ public final class Node: Sendable {
     private let listener: Listener
     let admission = Locked(Admission())
     /// The token as an HMAC key, its pads hashed once.
-    private let token: HMACSHA256?
+    let token: HMACSHA256?
     let logins: Locked<LoginFailures>
-    private let stopping = Locked(false)
-    private let pending = PendingReplies()
+    /// Requests started and not yet answered, over all connections; closed by `stop`.
+    let pending = InFlight()
     private let sweeper = Locked<Task<Void, Never>?>(nil)
     /// What keeps the node's time: the sweeper, hello and idle bounds, tasks' deadlines.
     let clock: any TimerClock
@@ -111,17 +110,11 @@ public final class Node: Sendable {
     public var connectionCount: Int { admission.withLock { $0.pending.count + $0.greeted.count } }
 
     /// Whether `stop` has begun: new scans are refused.
-    public var isStopping: Bool { stopping.withLock { $0 } }
+    public var isStopping: Bool { pending.isClosed }
 
     private func accept(_ socket: Socket, peer: String) {
         let connection = Connection(socket: socket, peer: peer, limits: options.limits)
-        let context = NodeContext(system: system, options: options, log: log, stopping: stopping, pending: pending,
-                                  saidHello: { [weak self] session in self?.admitHandshake(session) },
-                                  admit: { [weak self] session in self?.admitGreeted(session) ?? false },
-                                  token: token, logins: logins, clock: clock)
-        let session = NodeSession(connection: connection, context: context) { [weak self] session in
-            self?.forget(session)
-        }
+        let session = NodeSession(connection: connection, node: self)
         admitPending(session)
         session.start()
     }
@@ -140,7 +133,7 @@ public final class Node: Sendable {
     /// Stops accepting, lets running scans finish for up to `grace`, then closes every
     /// connection (cancelling what still runs).
     public func stop(grace: Duration = .seconds(10)) async {
-        stopping.withLock { $0 = true }
+        pending.close()
         listener.stop()
         await listener.stopped.value
         // Every started request answered, not only the system idle: a slot is free a moment

@@ -1,17 +1,28 @@
 import SkyNetRuntime
 
-/// The requests a node has started and not yet answered, over all its connections: a
-/// stopping node waits for these, not only for its system to be idle, since a task's slot is
-/// given back a moment before its reply is sent (and closing then would lose the reply).
-final class PendingReplies: Sendable {
+/// Work begun and not yet ended, behind a gate that `close()` shuts to new work. A stopping
+/// node waits for the requests it started, not only for its system to be idle, since a task's
+/// slot is given back a moment before its reply is sent (and closing then would lose the
+/// reply); stopped `PeerLinks` wait for their reports under way.
+final class InFlight: Sendable {
     private struct State {
+        var closed = false
         var count = 0
         var waiters: [AsyncSignal<Void>] = []
     }
 
     private let state = Locked(State())
 
-    func begin() { state.withLock { $0.count += 1 } }
+    /// Whether `close()` was called.
+    var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Counts one more unless closed; returns whether it did.
+    func begin() -> Bool {
+        state.withLock { state in
+            if !state.closed { state.count += 1 }
+            return !state.closed
+        }
+    }
 
     func end() {
         let waiters = state.withLock { state -> [AsyncSignal<Void>] in
@@ -23,7 +34,10 @@ final class PendingReplies: Sendable {
         for waiter in waiters { waiter.fulfil(()) }
     }
 
-    /// Returns once every started request has been answered (at once when none is pending).
+    /// Lets nothing more begin.
+    func close() { state.withLock { $0.closed = true } }
+
+    /// Returns once everything begun has ended (at once when nothing is in flight).
     func waitUntilNone() async {
         let signal = AsyncSignal<Void>()
         let none = state.withLock { state in

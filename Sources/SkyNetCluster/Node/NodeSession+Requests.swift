@@ -19,9 +19,9 @@ extension NodeSession {
             if state.withLock({ $0.scans[id] != nil }) {
                 return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
             }
-            let system = context.system, counters = system.currentCounters
+            let system = node.system, counters = system.currentCounters
             send(Reply.pong(id: id, Pong(
-                name: context.options.name, running: counters.running, capacity: system.capacity,
+                name: node.options.name, running: counters.running, capacity: system.capacity,
                 completed: counters.completed, failed: counters.failed)).line)
         }
     }
@@ -30,14 +30,14 @@ extension NodeSession {
         let busy = { (message: String) in Reply.failure(id: id, task: task.id, code: .busy, message: message).line }
         let refusal: [UInt8]? = state.withLock { state in
             guard state.scans[id] == nil else { return WireError.badRequest("request id \(id) is already in flight", id: id).line }
-            guard !context.stopping.withLock({ $0 }) else { return busy("\(context.options.name) is stopping") }
-            guard state.scans.count < context.options.maxRequestsPerConnection else {
+            guard !node.isStopping else { return busy("\(node.options.name) is stopping") }
+            guard state.scans.count < node.options.maxRequestsPerConnection else {
                 return busy("too many requests in flight on this connection")
             }
-            context.pending.begin()
+            guard node.pending.begin() else { return busy("\(node.options.name) is stopping") }
             state.scans[id] = Task {
                 await self.runScan(id: id, task: task)
-                self.context.pending.end()
+                self.node.pending.end()
             }
             return nil
         }
@@ -48,7 +48,7 @@ extension NodeSession {
         let started = ContinuousClock.now
         var reply: Reply
         do {
-            let result = try await context.system.run(task)
+            let result = try await node.system.run(task)
             reply = .result(id: id, task: task.id, result: result)
         } catch let failure as ScanFailure {
             reply = .failure(id: id, task: task.id, code: failure.code, message: failure.message)
@@ -58,7 +58,7 @@ extension NodeSession {
             reply = .failure(id: id, task: task.id, code: .taskFailed, message: "\(error)")
         }
         // Forget the id before replying: the client may reuse it as soon as it has the reply.
-        let now = context.clock.now
+        let now = node.clock.now
         let client = state.withLock { state in
             state.scans.removeValue(forKey: id)
             state.lastActivity = now
@@ -67,7 +67,7 @@ extension NodeSession {
         }
         var line = reply.line
         // On an authenticated connection the sequence number and MAC ride on the same line.
-        let room = context.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        let room = node.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
         if line.count > room {
             // Escaping (a result full of control characters grows up to six times) can take a
             // result past a wire line, which the client would refuse and drop the link for.
@@ -76,15 +76,14 @@ extension NodeSession {
             line = reply.line
         }
         send(line)
-        if context.options.verbose {
+        if node.options.verbose {
             let seconds = (ContinuousClock.now - started).seconds
-            let outcome: String
-            switch reply {
-            case .result: outcome = "completed"
-            case .failure(_, _, let code, let message): outcome = "\(code): \(message)"
-            default: outcome = "answered"
+            let outcome = switch reply {
+            case .result: "completed"
+            case .failure(_, _, let code, let message): "\(code): \(message)"
+            default: "answered"
             }
-            context.log("[Node] Task \(task.input) (\(task.job)) from \(client): \(outcome) in \(String(cFormat: "%.3f", seconds)) s")
+            node.log("[Node] Task \(task.input) (\(task.job)) from \(client): \(outcome) in \(String(cFormat: "%.3f", seconds)) s")
         }
     }
 }

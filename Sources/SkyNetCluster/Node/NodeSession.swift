@@ -3,30 +3,6 @@ import SkyNetRuntime
 import SkyNetTransport
 import SkyNetWire
 
-/// What every connection of a node shares: its system, its settings and its log.
-struct NodeContext: Sendable {
-    let system: LocalSystem
-    let options: Node.Options
-    /// Returns at once, never blocking: it is called on reader threads, the accept thread
-    /// and the pool (see `Node.start`).
-    let log: @Sendable (String) -> Void
-    /// Set when the node stops: new scans are refused with `busy` while running ones finish.
-    let stopping: Locked<Bool>
-    /// Requests started and not yet answered, over all connections.
-    let pending: PendingReplies
-    /// Called when a session sent a valid hello to a node with a token: it moves to the
-    /// handshake budget, out of reach of silent connections.
-    let saidHello: @Sendable (NodeSession) -> Void
-    /// Called when a session completed its hello: whether the node has room for one more client.
-    let admit: @Sendable (NodeSession) -> Bool
-    /// The token as an HMAC key (its pads hashed once per node), when the node has one.
-    let token: HMACSHA256?
-    /// Failed logins by network and node-wide: refusals to guessers are slowed, logged per burst.
-    let logins: Locked<LoginFailures>
-    /// The node's clock: the hello deadline, the idle bound and the tasks' deadlines.
-    let clock: any TimerClock
-}
-
 /// One client's connection to a node: the handshake, then requests until it closes.
 ///
 /// Lines are handled on the connection's reader thread: pings are answered there at once;
@@ -53,15 +29,14 @@ final class NodeSession: Sendable {
     }
 
     let connection: Connection
-    let context: NodeContext
+    /// The node it serves for: its system, settings, log, budgets and clock.
+    let node: Node
     let state: Locked<State>
-    private let onEnd: @Sendable (NodeSession) -> Void
 
-    init(connection: Connection, context: NodeContext, onEnd: @escaping @Sendable (NodeSession) -> Void) {
+    init(connection: Connection, node: Node) {
         self.connection = connection
-        self.context = context
-        self.onEnd = onEnd
-        state = Locked(State(lastActivity: context.clock.now))
+        self.node = node
+        state = Locked(State(lastActivity: node.clock.now))
     }
 
     func start() {
@@ -69,21 +44,18 @@ final class NodeSession: Sendable {
     }
 
     /// Closes the connection if the client has been silent for `bound` with no scan running.
-    /// Returns whether it did.
-    @discardableResult
-    func closeIfIdle(now: ContinuousClock.Instant, bound: Duration) -> Bool {
+    func closeIfIdle(now: ContinuousClock.Instant, bound: Duration) {
         let client: String? = state.withLock { state in
             guard case .serving(let client) = state.phase, state.scans.isEmpty, now - state.lastActivity >= bound else { return nil }
             return client
         }
-        guard let client else { return false }
-        context.log("[Node] Closing \(client) from \(connection.peer): nothing received for \(String(cFormat: "%g", bound.seconds)) s")
+        guard let client else { return }
+        node.log("[Node] Closing \(client) from \(connection.peer): nothing received for \(String(cFormat: "%g", bound.seconds)) s")
         connection.close()
-        return true
     }
 
     private func handle(_ event: Connection.Event) {
-        let now = context.clock.now
+        let now = node.clock.now
         let phase = state.withLock { state in
             state.lastActivity = now
             return state.phase
@@ -92,7 +64,7 @@ final class NodeSession: Sendable {
         case (.refused, _):
             return
         case (_, .lineTooLong):
-            let limit = context.options.limits.maxLineBytes
+            let limit = node.options.limits.maxLineBytes
             send(WireError(code: .frameTooLarge, message: "a line may hold at most \(limit) bytes").line)
         case (.greeting, .line(let line)):
             greet(line)
@@ -130,12 +102,11 @@ final class NodeSession: Sendable {
             return refuse(WireError(code: .unsupportedVersion, message: "this node speaks version \(wireVersion)"))
         }
         let client = hello.name.isEmpty ? "client" : hello.name
-        guard context.token != nil else { return welcome(client) }
-        context.saidHello(self)
-        // A network that keeps failing (or any, while the node-wide bound holds) waits before
-        // its hello is answered at all, right or wrong. The reader thread (ours, not the pool's) waits: what the client sends meanwhile
-        // stays in order in the kernel, and nothing of this connection runs elsewhere.
-        let wait = context.logins.withLock { $0.delay(for: Socket.address(of: connection.peer), now: .now) }
+        guard node.token != nil else { return welcome(client) }
+        node.admitHandshake(self)
+        // The reader thread (ours, not the pool's) waits out a slowdown, right token or wrong: what
+        // the client sends meanwhile stays in order in the kernel, and nothing of it runs elsewhere.
+        let wait = node.logins.withLock { $0.delay(for: Socket.address(of: connection.peer), now: .now) }
         guard wait == .zero || connection.holdReading(for: wait) else { return }
         login(client, hello: line, token: hello.token, nonce: hello.nonce)
     }
@@ -143,7 +114,7 @@ final class NodeSession: Sendable {
     /// Answers the hello of a node with a token: a challenge for a hello with a nonce, else the
     /// verdict on the plain-text token.
     private func login(_ client: String, hello line: Data, token given: String?, nonce: [UInt8]?) {
-        guard let expected = context.options.token else { return }
+        guard let expected = node.options.token else { return }
         if nonce != nil {  // the transcript holds it: it is in the hello line
             let nodeNonce = Secrets.randomBytes(WireAuth.nonceCount)
             let transcript = AuthTranscript(hello: line, nodeNonce: nodeNonce)
@@ -159,8 +130,8 @@ final class NodeSession: Sendable {
             return refuseLogin("wrong or missing token")
         }
         // The right token crossed the wire in clear: the operator hears of it, once per burst.
-        if let earlier = context.logins.withLock({ $0.warnAboutPlainText(now: .now) }) {
-            context.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
+        if let earlier = node.logins.withLock({ $0.warnAboutPlainText(now: .now) }) {
+            node.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
                         + "anyone on the path can read it; use a client that speaks the \(WireAuth.scheme) handshake"
                         + (earlier > 0 ? " (and \(earlier) more hellos did since the last warning)" : ""))
         }
@@ -172,7 +143,7 @@ final class NodeSession: Sendable {
         guard case .auth(let proof)? = try? Request.decode(line) else {
             return refuse(WireError.badRequest("expected the auth line answering the challenge"))
         }
-        guard let token = context.token, Secrets.equal(proof, transcript.coordinatorProof(token: token)) else {
+        guard let token = node.token, Secrets.equal(proof, transcript.coordinatorProof(token: token)) else {
             return refuseLogin("wrong token (the proof does not match)")
         }
         welcome(client, keys: transcript.sessionKeys(token: token, as: .node))
@@ -180,21 +151,21 @@ final class NodeSession: Sendable {
 
     /// Serves the client, if the node has room; with `keys`, on authenticated lines.
     private func welcome(_ client: String, keys: SessionKeys? = nil) {
-        guard context.admit(self) else {
-            return refuse(WireError(code: .busy, message: "too many connections (at most \(context.options.maxConnections))"))
+        guard node.admitGreeted(self) else {
+            return refuse(WireError(code: .busy, message: "too many connections (at most \(node.options.maxConnections))"))
         }
         state.withLock { $0.phase = .serving(client: client) }
         if let keys {
             connection.authenticate(sending: LineSeal(key: keys.sending), receiving: LineSeal(key: keys.receiving))
         }
-        context.log("[Node] Connected: \(client) from \(connection.peer)\(keys == nil ? "" : " (authenticated)")")
-        send(Reply.welcome(version: wireVersion, name: context.options.name, capacity: context.system.capacity,
-                           jobs: context.system.jobs.summaries, idle: context.options.idleTimeout.seconds).line)
+        node.log("[Node] Connected: \(client) from \(connection.peer)\(keys == nil ? "" : " (authenticated)")")
+        send(Reply.welcome(version: wireVersion, name: node.options.name, capacity: node.system.capacity,
+                           jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds).line)
     }
 
     private func refuse(_ error: WireError, log: Bool = true) {
         state.withLock { $0.phase = .refused }
-        if log { context.log("[Node] Refused \(connection.peer): \(error)") }
+        if log { node.log("[Node] Refused \(connection.peer): \(error)") }
         send(error.line)
         connection.close()
     }
@@ -202,8 +173,8 @@ final class NodeSession: Sendable {
     /// Refuses a wrong or missing token, counting a failed login for the address's network and
     /// the node. Once slowed, refusals are summed in the log rather than logged one by one.
     private func refuseLogin(_ message: String) {
-        let verdict = context.logins.withLock { $0.record(Socket.address(of: connection.peer), now: .now) }
-        for line in verdict.lines { context.log(line) }
+        let verdict = node.logins.withLock { $0.record(Socket.address(of: connection.peer), now: .now) }
+        for line in verdict.lines { node.log(line) }
         refuse(WireError(code: .unauthorized, message: message), log: verdict.logRefusal)
     }
 
@@ -219,8 +190,8 @@ final class NodeSession: Sendable {
         }
         for scan in scans.values { scan.cancel() }
         if case .serving(let client) = phase {
-            context.log("[Node] Disconnected: \(client) from \(connection.peer) (\(reason))")
+            node.log("[Node] Disconnected: \(client) from \(connection.peer) (\(reason))")
         }
-        onEnd(self)
+        node.forget(self)
     }
 }

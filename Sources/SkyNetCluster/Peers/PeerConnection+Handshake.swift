@@ -81,12 +81,10 @@ final class Handshake: Sendable {
         case .success(.welcome(_, let name, let capacity, let jobs, let idle)):
             guard token == nil else { return finish(.failure(PeerUnauthenticated(peer: self.name, reason: "it does not know the token"))) }
             finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle)))
-        case .success(.error(let error)):
+        case .success(.error(let error as any Error)), .failure(let error):
             finish(.failure(error))
         case .success(let other):
             finish(.failure(WireError.badRequest("expected a \(token == nil ? "welcome" : "challenge"), got \(other)")))
-        case .failure(let error):
-            finish(.failure(error))
         }
     }
 
@@ -100,10 +98,8 @@ final class Handshake: Sendable {
             }
             connection.authenticate(sending: LineSeal(key: keys.sending), receiving: receiving)
             finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle)))
-        case .failure(.missing):
-            if case .error(let error)? = try? Reply.decode(line) { return finish(.failure(error)) }
-            finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))
-        case .failure:
+        case .failure(let rejection):
+            if rejection == .missing, case .error(let error)? = try? Reply.decode(line) { return finish(.failure(error)) }
             finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))
         }
     }

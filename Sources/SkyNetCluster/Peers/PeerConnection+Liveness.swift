@@ -6,7 +6,7 @@ import SkyNetWire
 public struct PeerUnresponsive: Error, CustomStringConvertible, Equatable {
     public let peer: String
     public let bound: Duration
-    public var description: String { "\(peer) did not answer a ping within \(bound.secondsText) s" }
+    public var description: String { "\(peer) did not answer a ping within \(bound.seconds.secondsText) s" }
 }
 
 /// Liveness: one ping loop per link while watched work is pending.
@@ -14,16 +14,10 @@ extension PeerConnection {
     /// Whether a liveness loop runs on this link (work sent with a bound is pending).
     var isWatchingLiveness: Bool { state.withLock { $0.liveness != nil } }
 
-    /// A new liveness loop for this link; the caller stores it in `state.liveness` under the
-    /// lock it found none under.
-    func livenessLoop() -> Task<Void, Never> {
-        Task { await self.pingWhileWatched() }
-    }
-
     /// Pings, waits up to the bound for the pong, rests a little, and again, while a watched
     /// request is pending. Ends itself when none is (checked under the lock that registers
     /// requests, so a request that comes later starts a new loop) or when the link ends.
-    private func pingWhileWatched() async {
+    func pingWhileWatched() async {
         while true {
             let bound: Duration? = state.withLock { state in
                 guard state.ended == nil, state.pending.values.contains(where: \.isWatched) else {
@@ -39,9 +33,7 @@ extension PeerConnection {
             } catch is TimeoutError {
                 failWork(with: PeerUnresponsive(peer: name, bound: bound))
                 continue
-            } catch is PeerDisconnected {
-                return
-            } catch is CancellationError {
+            } catch is PeerDisconnected, is CancellationError {
                 return  // the link ended
             } catch {
                 // Any other answer (an `error` reply) still shows a live peer.
@@ -53,9 +45,8 @@ extension PeerConnection {
     /// Fails every pending scan and job (not the pings) with `error`.
     private func failWork(with error: PeerUnresponsive) {
         let work = state.withLock { state in
-            let work = state.pending.filter { $0.value.isWork }
-            for id in work.keys { state.pending[id] = nil }
-            return work
+            defer { state.pending = state.pending.filter { !$0.value.isWork } }
+            return state.pending.filter { $0.value.isWork }
         }
         for entry in work.values { finish(entry, .failure(error)) }
     }
@@ -69,11 +60,6 @@ extension Request {
         case .hello, .auth, .cancel, .ping: false
         }
     }
-}
-
-extension Duration {
-    /// `5` for 5 s, `0.3` for 300 ms: seconds as a person writes them.
-    var secondsText: String { seconds.secondsText }
 }
 
 extension Double {

@@ -16,10 +16,6 @@ public struct PeerDisconnected: Error, CustomStringConvertible {
 /// Replies are matched on the connection's reader thread, which resumes the waiting request
 /// at once; when the connection ends, every pending request fails at once. The pending table
 /// is guarded by a lock (`Locked`).
-///
-/// Liveness: while a request sent with a `liveness` bound is pending, one loop pings the link;
-/// a ping not answered within the bound fails every pending scan and job at once with
-/// `PeerUnresponsive` (a long job is not a dead peer: only silence is).
 public final class PeerConnection: Sendable {
     public struct Welcome: Sendable {
         public let name: String
@@ -89,9 +85,7 @@ public final class PeerConnection: Sendable {
         let connection = Connection(socket: socket, peer: "\(host):\(port)")
         let handshake = Handshake(name: name, connection: connection, token: token.map { HMACSHA256(key: Array($0.utf8)) },
                                   clock: clock)
-        connection.start(
-            onEvent: { event in handshake.deliver(event) },
-            onClose: { reason in handshake.fail(reason) })
+        connection.start(onEvent: handshake.deliver, onClose: handshake.fail)
         do {
             try connection.send(handshake.helloLine)
             let peer = try await withTimeout(timeout, clock: clock) { try await handshake.welcomed.value.get() }
@@ -145,7 +139,7 @@ public final class PeerConnection: Sendable {
                                                 isWatched: liveness != nil)
                     guard let liveness else { return nil }
                     state.livenessBound = liveness
-                    if state.liveness == nil { state.liveness = livenessLoop() }
+                    if state.liveness == nil { state.liveness = Task { await self.pingWhileWatched() } }
                     return nil
                 }
                 if let refusal { return continuation.resume(throwing: refusal) }
@@ -203,11 +197,8 @@ public final class PeerConnection: Sendable {
 
     func deliver(_ event: Connection.Event) {
         guard case .line(let line) = event, let reply = try? Reply.decode(line), let id = reply.requestID else { return }
-        if case .error(let error) = reply {
-            complete(id, with: .failure(error))
-        } else {
-            complete(id, with: .success(reply))
-        }
+        if case .error(let error) = reply { return complete(id, with: .failure(error)) }
+        complete(id, with: .success(reply))
     }
 
     func end(_ reason: Connection.CloseReason) {

@@ -45,16 +45,10 @@ public final class PeerLinks: Sendable {
         }
     }
 
-    /// Whether the links may still report, and the reports under way: `stop()` waits for
-    /// those, since a report may suspend on a full output after it passed the check.
-    private struct Reporting {
-        var stopped = false
-        var underWay = 0
-        var stopWaiters: [CheckedContinuation<Void, Never>] = []
-    }
-
     private let tasks: [Task<Void, Never>]
-    private let reporting = Locked(Reporting())
+    /// The reports under way: `stop()` closes it and waits for those, since a report may
+    /// suspend on a full output after it passed the check.
+    private let reporting = InFlight()
     /// The peers whose last answer was a refusal for good or a welcome without the job (or
     /// with another command for it), by name.
     private let refusing = Locked<Set<String>>([])
@@ -77,7 +71,10 @@ public final class PeerLinks: Sendable {
             default:
                 break
             }
-            await Self.report(event, to: log, reporting: reporting)
+            if reporting.begin() {
+                await log(event)
+                reporting.end()
+            }
             // After the report, so whoever stops the scan on this signal sees the refusal printed;
             // decided and done in one step, so a peer that connected meanwhile counts.
             guard refused else { return }
@@ -97,32 +94,17 @@ public final class PeerLinks: Sendable {
     /// (within the timeout), unawaited.
     public func stop() async {
         for task in tasks { task.cancel() }
-        await withCheckedContinuation { continuation in
-            let now = reporting.withLock { reporting in
-                reporting.stopped = true
-                if reporting.underWay == 0 { return true }
-                reporting.stopWaiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
+        reporting.close()
+        await reporting.waitUntilNone()
     }
 
-    /// Passes `event` on unless the links were stopped, counting it as under way meanwhile.
-    private static func report(_ event: ClusterEvent, to log: @Sendable (ClusterEvent) async -> Void, reporting: Locked<Reporting>) async {
-        let allowed = reporting.withLock { reporting in
-            if !reporting.stopped { reporting.underWay += 1 }
-            return !reporting.stopped
+    /// The event of a hello that `peer` refused for good (it will be refused again, whatever
+    /// the timing), or of a peer that could not prove the token; nil for any other failure.
+    private static func refusal(by peer: String, _ error: any Error) -> ClusterEvent? {
+        if let refusal = error as? WireError, refusal.code == .unauthorized || refusal.code == .unsupportedVersion {
+            return .refused(peer, code: refusal.code, message: refusal.message ?? "")
         }
-        guard allowed else { return }
-        await log(event)
-        let waiters = reporting.withLock { reporting in
-            reporting.underWay -= 1
-            guard reporting.stopped, reporting.underWay == 0 else { return [CheckedContinuation<Void, Never>]() }
-            defer { reporting.stopWaiters = [] }
-            return reporting.stopWaiters
-        }
-        for waiter in waiters { waiter.resume() }
+        return (error as? PeerUnauthenticated).map { ClusterEvent.unauthorized(peer, reason: $0.reason) }
     }
 
     private static func link(
@@ -137,30 +119,18 @@ public final class PeerLinks: Sendable {
             do {
                 peer = try await PeerConnection.open(name: node.name, host: node.host, port: node.port,
                                                      token: settings.token, timeout: settings.timeout)
-            } catch let refusal as WireError where ClusterEvent.isPermanentRefusal(refusal.code) {
-                if Task.isCancelled { return }
-                if !reportedRefusal {
-                    await log(.refused(node.name, code: refusal.code, message: refusal.message ?? ""))
-                    reportedRefusal = true
-                }
-                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
-                continue
-            } catch let impostor as PeerUnauthenticated {
-                if Task.isCancelled { return }
-                if !reportedRefusal {
-                    await log(.unauthorized(node.name, reason: impostor.reason))
-                    reportedRefusal = true
-                }
-                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
-                continue
             } catch {
                 if Task.isCancelled { return }
-                if !reportedDown {
-                    await log(.unreachable(node.name, address: "\(node.host):\(node.port)", error: "\(error)"))
+                if let refusal = refusal(by: node.name, error) {
+                    if !reportedRefusal { await log(refusal) }
+                    reportedRefusal = true
+                    try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
+                } else {
+                    if !reportedDown { await log(.unreachable(node.name, address: "\(node.host):\(node.port)", error: "\(error)")) }
                     reportedDown = true
+                    try? await DeadlineTimer.shared.sleep(for: delay)
+                    delay = min(delay * 2, settings.retryDelays.most)
                 }
-                try? await DeadlineTimer.shared.sleep(for: delay)
-                delay = min(delay * 2, settings.retryDelays.most)
                 continue
             }
             reportedDown = false

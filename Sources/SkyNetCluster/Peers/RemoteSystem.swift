@@ -51,18 +51,12 @@ public actor RemoteSystem: ScanSystem {
             } else {
                 reply = try await peer.request(id: id, .run(id: id, task: task), timeout: bound(of: task), liveness: timeout)
             }
-        } catch let error as TimeoutError {
-            peer.post(.cancel(id: id))
-            guard task.isScan else { throw deadlinePassed(task) }
+        } catch where error is TimeoutError || error is PeerUnresponsive || error is CancellationError {
+            peer.post(.cancel(id: id))  // given up: should the node still be alive, its slot is freed
+            if error is CancellationError { throw error }
+            if error is TimeoutError, !task.isScan { throw deadlinePassed(task) }
             await startProbing()
             throw error
-        } catch let error as PeerUnresponsive {
-            peer.post(.cancel(id: id))  // should it still be alive, its slot is freed
-            await startProbing()
-            throw error
-        } catch is CancellationError {
-            peer.post(.cancel(id: id))
-            throw CancellationError()
         }
         switch reply {
         case .result(_, _, let result):
@@ -83,7 +77,7 @@ public actor RemoteSystem: ScanSystem {
     private nonisolated func deadlinePassed(_ task: ScanTask) -> ScanFailure {
         let deadline = task.timeout.map { "its deadline of \($0.secondsText) s" } ?? "the longest deadline"
         return ScanFailure(code: .deadline,
-                           message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.secondsText) s")
+                           message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.seconds.secondsText) s")
     }
 
     /// Marks the peer unresponsive (once) and pings it until it answers or disconnects.

@@ -16,9 +16,8 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// closed, not used, and asked again only rarely (its operator must restart it with the job).
     case lacksJob(String, job: String, jobs: [String])
     /// It runs the scan's job as `summary`, not as `expected` (the coordinator's own, or the
-    /// first peer's), compared word by word: reported once, closed and not used, like a peer
-    /// that lacks the job; or, when the scan allows the mismatch (`used`), warned about once
-    /// and used.
+    /// first peer's), compared word by word: handled as `lacksJob`, unless the scan allows the
+    /// mismatch (`used`): then warned about once and used.
     case jobDiffers(String, job: String, summary: String, expected: String, used: Bool)
     /// A request timed out: no new work until it answers a ping.
     case unresponsive(String)
@@ -74,10 +73,5 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         }
         if case .unauthorized(_, let reason) = self { return "no peer proved it knows the token (the last: \(reason))" }
         return "every peer refused this coordinator (\(refusalHint))"
-    }
-
-    /// Whether a hello refused with `code` will be refused again, whatever the timing.
-    static func isPermanentRefusal(_ code: FailureCode) -> Bool {
-        code == .unauthorized || code == .unsupportedVersion
     }
 }

@@ -47,21 +47,18 @@ public struct Coordinator: Sendable {
     /// cancelled (remote ones on their nodes too), results that still arrive are kept, and the
     /// report says `interrupted`.
     public func run<Tasks: Sequence<ScanTask>>(_ tasks: Tasks, count: Int) async -> ScanReport {
-        let queue = WorkQueue(tasks: tasks, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
-        return await run(queue, count: count)
+        await run(.iterator(AnyIterator(tasks.makeIterator())), count: count)
     }
 
     /// Runs every task of a feed, asking it for the next batch as the last one is used up
     /// (see `run(_:count:)`).
     public func run(feed: any TaskFeed, count: Int) async -> ScanReport {
-        let queue = WorkQueue(feed: feed, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
-        return await run(queue, count: count)
+        await run(.feed(feed), count: count)
     }
 
-    private func run(_ queue: WorkQueue, count: Int) async -> ScanReport {
-        var queue = queue
-        let clock = ContinuousClock()
-        let start = clock.now
+    private func run(_ source: WorkQueue.Source, count: Int) async -> ScanReport {
+        var queue = WorkQueue(source: source, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
+        let start = ContinuousClock.now
         var report = ScanReport(total: count)
         var backoff = BusyBackoff(first: busyRest.first, most: busyRest.most)
 
@@ -130,7 +127,7 @@ public struct Coordinator: Sendable {
         // Every system that took part has its row, also one that completed nothing (a scan
         // stopped while each ran its first task).
         for name in await systems.joinedNames where report.systems[name] == nil { report.systems[name] = SystemTally() }
-        report.seconds = (clock.now - start).seconds
+        report.seconds = (ContinuousClock.now - start).seconds
         return report
     }
 
@@ -147,10 +144,8 @@ public struct Coordinator: Sendable {
                                       in: &report, queue: &queue) {
                     await onEvent(outcome)
                 }
-            case .slot(let reservation, _)?, .rested(let reservation)?:
-                await systems.release(reservation)
-            case .finished(_, let reservation, _, _)?:
-                await systems.release(reservation)  // a cancelled attempt: the task counts as not run
+            case .slot(let reservation, _)?, .rested(let reservation)?, .finished(_, let reservation, _, _)?:
+                await systems.release(reservation)  // a cancelled attempt's task counts as not run
             case nil:
                 return
             }

@@ -34,14 +34,8 @@ extension LocalSystem {
 }
 
 extension ScanFailure {
-    /// The system has no job by that name.
-    public static func unknownJob(_ job: String, system: String) -> ScanFailure {
-        ScanFailure(code: .unknownJob, message: "\(system) has no job '\(job)'")
-    }
-
     /// The task was stopped at its deadline of `seconds`.
     public static func deadline(seconds: Double) -> ScanFailure {
-        let text = seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
-        return ScanFailure(code: .deadline, message: "stopped at its deadline of \(text) s")
+        ScanFailure(code: .deadline, message: "stopped at its deadline of \(seconds.secondsText) s")
     }
 }

@@ -26,9 +26,10 @@ public actor LocalSystem: ScanSystem {
     /// A copy of `counters`, readable without a hop onto the actor (a node answers pings with
     /// it on the connection's reader thread).
     private nonisolated let live = Locked(SystemCounters())
+    /// The counters as of the last change, read without awaiting the actor.
+    public nonisolated var currentCounters: SystemCounters { live.withLock { $0 } }
     /// The most tasks ever running at once: a witness for tests and status.
     public private(set) var highWater = 0
-    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     /// What keeps the tasks' deadlines (and the built-in scan's time).
     public nonisolated let clock: any TimerClock
 
@@ -46,14 +47,13 @@ public actor LocalSystem: ScanSystem {
     }
 
     public func run(_ task: ScanTask) async throws -> String {
-        guard let job = jobs.job(named: task.job) else { throw ScanFailure.unknownJob(task.job, system: name) }
+        guard let job = jobs.job(named: task.job) else {
+            throw ScanFailure(code: .unknownJob, message: "\(name) has no job '\(task.job)'")
+        }
         guard counters.running < capacity else { throw ScanFailure.busy(name, capacity: capacity) }
         counters.running += 1
         highWater = max(highWater, counters.running)
-        defer {
-            counters.running -= 1
-            if counters.running == 0 { wakeIdleWaiters() }
-        }
+        defer { counters.running -= 1 }
         do {
             let result = try await Self.execute(job, task, clock: clock)
             counters.completed += 1
@@ -62,22 +62,5 @@ public actor LocalSystem: ScanSystem {
             counters.failed += 1
             throw error
         }
-    }
-}
-
-extension LocalSystem {
-    /// The counters as of the last change, read without awaiting the actor.
-    public nonisolated var currentCounters: SystemCounters { live.withLock { $0 } }
-
-    /// Returns once no task is running (at once when none is).
-    public func waitUntilIdle() async {
-        guard counters.running > 0 else { return }
-        await withCheckedContinuation { idleWaiters.append($0) }
-    }
-
-    private func wakeIdleWaiters() {
-        let waiters = idleWaiters
-        idleWaiters = []
-        for waiter in waiters { waiter.resume() }
     }
 }

@@ -175,14 +175,12 @@ public actor Systems {
             var index = 0
             while index < waiters.count {
                 let waiter = waiters[index]
-                guard waiter.localOnly == localPass,
-                      let reservation = tryReserve(localOnly: waiter.localOnly)
-                else {
+                if waiter.localOnly == localPass, let reservation = tryReserve(localOnly: waiter.localOnly) {
+                    waiters.remove(at: index)
+                    waiter.continuation.resume(returning: reservation)
+                } else {
                     index += 1
-                    continue
                 }
-                waiters.remove(at: index)
-                waiter.continuation.resume(returning: reservation)
             }
         }
     }

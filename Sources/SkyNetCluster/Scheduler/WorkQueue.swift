@@ -3,24 +3,21 @@ import SkyNetWork
 /// The coordinator's bookkeeping of work not yet finished: new tasks drawn lazily from the
 /// scan's source, failed attempts waiting to run again, tasks a full system bounced, and how
 /// many attempts are running. Plain state, owned by the coordinator's loop.
-///
-/// New tasks are made only when a slot is there for them, so a scan of ten million tasks
-/// starts at once and holds only what is in flight.
 struct WorkQueue {
     /// Where new tasks come from: a sequence drawn one at a time, or a feed of batches.
-    private enum Source {
+    enum Source {
         case iterator(AnyIterator<ScanTask>)
         case feed(any TaskFeed)
     }
 
     private var source: Source
-    /// New tasks drawn ahead (one from an iterator, a batch from a feed) so `hasNew` can answer.
+    /// New tasks drawn ahead (one from an iterator, a batch from a feed) so `hasBouncedOrNew` can answer.
     private var lookahead = FIFO<ScanTask>()
     private var sourceEnded = false
     /// With an order window: the sectors started and not yet settled, so no new sector starts
     /// too far past the oldest of them.
     private var window: OrderWindow?
-    /// Failed attempts: they wait for a local slot when the local system has any.
+    /// Failed attempts, waiting to run again.
     private var reruns = FIFO<Attempt>()
     /// Tasks a `busy` system sent back: not failed, so any slot takes them, before new ones.
     private var bounced = FIFO<Attempt>()
@@ -30,14 +27,8 @@ struct WorkQueue {
     let rerunOnLocal: Bool
     private var parked: Set<SlotKind> = []
 
-    init<Tasks: Sequence<ScanTask>>(tasks: Tasks, rerunOnLocal: Bool, orderWindow: Int? = nil) {
-        self.source = .iterator(AnyIterator(tasks.makeIterator()))
-        self.rerunOnLocal = rerunOnLocal
-        self.window = orderWindow.map { OrderWindow(size: $0) }
-    }
-
-    init(feed: any TaskFeed, rerunOnLocal: Bool, orderWindow: Int? = nil) {
-        self.source = .feed(feed)
+    init(source: Source, rerunOnLocal: Bool, orderWindow: Int?) {
+        self.source = source
         self.rerunOnLocal = rerunOnLocal
         self.window = orderWindow.map { OrderWindow(size: $0) }
     }
@@ -54,13 +45,6 @@ struct WorkQueue {
             sourceEnded = lookahead.isEmpty
         }
         return !lookahead.isEmpty
-    }
-
-    /// Whether a new task may start now: one waits, and the order window has room for it.
-    private mutating func hasNew() async -> Bool {
-        guard await hasMore() else { return false }
-        guard let window, let next = lookahead.first else { return true }
-        return window.admits(next.input)
     }
 
     /// Whether every task has its outcome: none waiting, none running.
@@ -132,15 +116,19 @@ struct WorkQueue {
         return nil
     }
 
+    /// Whether a bounced task waits, or a new one may start now: one waits, and the order
+    /// window has room for it.
     private mutating func hasBouncedOrNew() async -> Bool {
         if !bounced.isEmpty { return true }
-        return await hasNew()
+        guard await hasMore() else { return false }
+        guard let window, let next = lookahead.first else { return true }
+        return window.admits(next.input)
     }
 
     /// A bounced task, else a new one. Call only when one of them exists.
     private mutating func popAny() -> Attempt {
         if !bounced.isEmpty { return bounced.removeFirst() }
-        let task = lookahead.first ?? ScanTask(input: 0)  // hasNew() drew it just before
+        let task = lookahead.first ?? ScanTask(input: 0)  // hasBouncedOrNew() drew it just before
         if !lookahead.isEmpty { _ = lookahead.removeFirst() }
         window?.start(task.input)
         return Attempt(task: task, attempt: 1)
