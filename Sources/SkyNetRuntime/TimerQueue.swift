@@ -1,10 +1,10 @@
 /// The actions a clock has pending: a min-heap by deadline (ties in the order scheduled), with
 /// the position of each ticket kept so that cancelling is O(log n) too.
-struct TimerQueue {
-    struct Entry {
-        let deadline: ContinuousClock.Instant
+package struct TimerQueue {
+    package struct Entry {
+        package let deadline: ContinuousClock.Instant
         let id: UInt64
-        let action: @Sendable () -> Void
+        package let action: @Sendable () -> Void
 
         /// Earlier deadline first; of two at the same instant, the one scheduled first.
         func precedes(_ other: Entry) -> Bool {
@@ -16,11 +16,13 @@ struct TimerQueue {
     private var positions: [UInt64: Int] = [:]
     private var lastID: UInt64 = 0
 
-    var first: Entry? { entries.first }
-    /// Every pending deadline, earliest first (O(n log n): for tests).
-    var deadlines: [ContinuousClock.Instant] { entries.sorted { $0.precedes($1) }.map(\.deadline) }
+    package init() {}
 
-    mutating func insert(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> TimerTicket {
+    package var first: Entry? { entries.first }
+    /// Every pending deadline, earliest first (O(n log n): for tests).
+    package var deadlines: [ContinuousClock.Instant] { entries.sorted { $0.precedes($1) }.map(\.deadline) }
+
+    package mutating func insert(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> TimerTicket {
         lastID += 1
         entries.append(Entry(deadline: deadline, id: lastID, action: action))
         positions[lastID] = entries.count - 1
@@ -29,13 +31,13 @@ struct TimerQueue {
     }
 
     /// Removes and returns the first entry if it is due at `now`.
-    mutating func popFirst(dueAt now: ContinuousClock.Instant) -> Entry? {
+    package mutating func popFirst(dueAt now: ContinuousClock.Instant) -> Entry? {
         guard let first, first.deadline <= now else { return nil }
         return remove(at: 0)
     }
 
     /// Removes the entry of `ticket`; false when there is none (it ran or was cancelled).
-    mutating func remove(_ ticket: TimerTicket) -> Bool {
+    package mutating func remove(_ ticket: TimerTicket) -> Bool {
         guard let index = positions[ticket.id] else { return false }
         _ = remove(at: index)
         return true

@@ -4,6 +4,7 @@ import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 @testable import SkyNetWork
+import SkyNetTestSupport
 
 /// `LocalSystem` runs the jobs of its registry, and only those, each within its deadline.
 @Suite(.timeLimit(.minutes(3)))

@@ -4,6 +4,7 @@ import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 @testable import SkyNetWork
+import SkyNetTestSupport
 
 /// A request's time limit lives on its link's clock (`DeadlineTimer.shared` unless a test gives
 /// a `ManualClock`): it fails a request nobody answers with `TimeoutError` at its timeout, a late reply is dropped, a reply (or the end of

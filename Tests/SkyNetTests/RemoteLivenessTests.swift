@@ -4,6 +4,7 @@ import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 @testable import SkyNetWork
+import SkyNetTestSupport
 
 /// Liveness is not a deadline: a job runs as long as its peer answers pings; a silent peer has
 /// its tasks failed at once; the built-in scan keeps its per-request timeout. The tests of

@@ -1,6 +1,7 @@
 import Testing
 @testable import SkyNet
 @testable import SkyNetRuntime
+import SkyNetTestSupport
 
 @Suite(.timeLimit(.minutes(3)))
 struct TimeoutTaskTests {

@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 /// A clock that stands still until a test moves it: `advance(by:)` runs the actions that fall
 /// due, in deadline order, each with `now` at its own deadline. Time-keeping code given this
 /// clock (a node's sweeper, a request's time limit, a liveness ping loop, a task's deadline)
