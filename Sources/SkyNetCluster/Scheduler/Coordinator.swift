@@ -71,9 +71,7 @@ public struct Coordinator: Sendable {
                 }
                 while let kind = await queue.slotRequestToPark() {
                     group.addTask { [systems] in
-                        let reservation = kind == .local
-                            ? try await systems.localSystem() : try await systems.firstAvailableSystem()
-                        return .slot(reservation, kind)
+                        try await .slot(systems.reserve(localOnly: kind == .local), kind)
                     }
                 }
                 // Only parked slot requests throw, and only when the scan is cancelled.
