@@ -41,11 +41,6 @@ final class ScanOutput: Sendable {
         self.results = results
     }
 
-    /// Stops the progress line for good (on every path out of a scan).
-    func close() async {
-        await progress?.stop()
-    }
-
     /// An error line on stderr, with the progress line out of the way.
     func error(_ message: String) async {
         await Console.writer.write((progress == nil ? "" : Progress.clear) + "error: \(message.escapingControlCharacters)\n", to: 2)
