@@ -204,8 +204,7 @@ final class ScanOutput: Sendable {
         var pieces: [LineWriter.Piece] = progress == nil ? [] : [.init(Progress.clear, to: 2)]
         pieces.append(.init((exact ? text : text.escapingControlCharacters) + "\n", to: logDescriptor))
         let open = peerEventsOpen
-        let isOpen: @Sendable () -> Bool = { open.withLock { $0 } }
-        let condition = peerEvent ? isOpen : nil
+        let condition: (@Sendable () -> Bool)? = peerEvent ? { @Sendable in open.withLock { $0 } } : nil
         await Console.writer.write(pieces, if: condition)
     }
 
