@@ -64,7 +64,8 @@ public final class ScanJournal: Sendable {
         }
     }
 
-    /// A journal that cannot be opened, read, written or locked, naming the file.
+    /// A journal that cannot be opened, read, written or locked, or that holds sectors another
+    /// scan ran (another input or job), naming the file.
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
     }
