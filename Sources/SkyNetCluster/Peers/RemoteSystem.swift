@@ -75,9 +75,9 @@ public actor RemoteSystem: ScanSystem {
     }
 
     private nonisolated func deadlinePassed(_ task: ScanTask) -> ScanFailure {
-        let deadline = task.timeout.map { "its deadline of \($0.secondsText) s" } ?? "the longest deadline"
+        let deadline = task.timeout.map { "its deadline of \($0.asWritten) s" } ?? "the longest deadline"
         return ScanFailure(code: .deadline,
-                           message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.seconds.secondsText) s")
+                           message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.seconds.asWritten) s")
     }
 
     /// Marks the peer unresponsive (once) and pings it until it answers or disconnects.
