@@ -86,24 +86,20 @@ public actor RemoteSystem: ScanSystem {
         probing = true
         Task {
             await onHealth(false)
-            await probeUntilAnswered()
-            probing = false
-        }
-    }
-
-    private func probeUntilAnswered() async {
-        let peer = self.peer, timeout = self.timeout
-        while !Task.isCancelled {
-            let id = peer.nextID()
-            do {
-                _ = try await TimeoutTask(timeout: timeout, clock: peer.clock) { try await peer.request(id: id, .ping(id: id)) }.value
-                await onHealth(true)
-                return
-            } catch is PeerDisconnected {
-                return  // the link notices and removes the peer
-            } catch {
-                try? await peer.clock.sleep(for: .milliseconds(200))
+            let peer = self.peer, timeout = self.timeout
+            while !Task.isCancelled {
+                let id = peer.nextID()
+                do {
+                    _ = try await TimeoutTask(timeout: timeout, clock: peer.clock) { try await peer.request(id: id, .ping(id: id)) }.value
+                    await onHealth(true)
+                    break
+                } catch is PeerDisconnected {
+                    break  // the link notices and removes the peer
+                } catch {
+                    try? await peer.clock.sleep(for: .milliseconds(200))
+                }
             }
+            probing = false
         }
     }
 }
