@@ -67,15 +67,12 @@ final class Progress: Sendable {
     func record(_ event: ScanEvent) {
         state.withLock { state in
             switch event {
-            case .started:
-                state.scheduled += 1
+            case .started: state.scheduled += 1
             case .completed(_, _, _, let isLocal, _, _):
                 state.completed += 1
                 if !isLocal { state.lastRemoteCompletion = .now }
-            case .rerun:
-                break
-            case .gaveUp:
-                state.failed += 1
+            case .rerun: break
+            case .gaveUp: state.failed += 1
             }
         }
     }

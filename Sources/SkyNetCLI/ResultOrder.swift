@@ -64,8 +64,8 @@ final class ResultOrder: Sendable {
     /// Takes the outcome of `sector` (nil: it gave up) and returns what can be printed now, in
     /// order. A task that gave up prints nothing, unless order is kept: then an empty line.
     func settle(_ sector: Int, result: String?) -> [Ready] {
-        guard keepsOrder else { return result.map { [.line(sector: sector, bytes: Self.line($0))] } ?? [] }
-        let bytes = result.map(Self.line) ?? [10]
+        guard keepsOrder else { return result.map { [.line(sector: sector, bytes: ScanJournal.printedBytes($0))] } ?? [] }
+        let bytes = result.map(ScanJournal.printedBytes) ?? [10]
         return state.withLock { state in
             state.held[sector] = bytes
             return advance(&state)
@@ -104,14 +104,5 @@ final class ResultOrder: Sendable {
                 return ready
             }
         }
-    }
-
-    /// A result as the bytes it prints: the text and a newline, in one buffer of its size.
-    private static func line(_ result: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(result.utf8.count + 1)
-        bytes += result.utf8
-        bytes.append(10)
-        return bytes
     }
 }

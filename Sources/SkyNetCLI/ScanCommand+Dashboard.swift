@@ -62,10 +62,4 @@ extension ScanCommand {
         }
         await dashboard.stop()
     }
-
-    /// The systems the dashboard lists from the start: this process's own, then every peer.
-    func dashboardSystems(peers: ClusterConfig) -> [ScanBoard.System] {
-        [ScanBoard.System(name: ClusterConfig.localName, address: "this process", isLocal: true)]
-            + peers.nodes.map { ScanBoard.System(name: $0.name, address: "\($0.host):\($0.port)") }
-    }
 }

@@ -46,7 +46,7 @@ extension ScanCommand {
             try await unlessStopped(signals, failure: { error in await Console.printError("error: \(error)".escapingControlCharacters); return 2 }) {
                 [self] in try await openOutput()
             }
-        } stop: { await $0.1.close() }
+        } stop: { await $0.1.progress?.stop() }  // the progress line goes on every path out
         let count = inputs?.count ?? total
         let jobs = try await localJobs(output)
         // A job this process does not declare runs on the peers that do, never here.
@@ -73,7 +73,10 @@ extension ScanCommand {
         let peers = ClusterConfig(
             nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
             capacity: cluster.capacity)
-        let board = dashboard == nil ? nil : ScanBoard(total: count - done.count, resumed: done.count, systems: dashboardSystems(peers: peers))
+        // The dashboard lists from the start this process's own system, then every peer.
+        let board = dashboard == nil ? nil : ScanBoard(total: count - done.count, resumed: done.count, systems:
+            [ScanBoard.System(name: ClusterConfig.localName, address: "this process", isLocal: true)]
+                + peers.nodes.map { ScanBoard.System(name: $0.name, address: "\($0.host):\($0.port)") })
         let started = try await startDashboard(board: board, systems: systems, output: output)
         served.withLock { $0 = started }
         let links = await group.start {

@@ -41,11 +41,6 @@ final class ScanOutput: Sendable {
         self.results = results
     }
 
-    /// Stops the progress line for good (on every path out of a scan).
-    func close() async {
-        await progress?.stop()
-    }
-
     /// An error line on stderr, with the progress line out of the way.
     func error(_ message: String) async {
         await Console.writer.write((progress == nil ? "" : Progress.clear) + "error: \(message.escapingControlCharacters)\n", to: 2)
@@ -209,8 +204,7 @@ final class ScanOutput: Sendable {
         var pieces: [LineWriter.Piece] = progress == nil ? [] : [.init(Progress.clear, to: 2)]
         pieces.append(.init((exact ? text : text.escapingControlCharacters) + "\n", to: logDescriptor))
         let open = peerEventsOpen
-        let isOpen: @Sendable () -> Bool = { open.withLock { $0 } }
-        let condition = peerEvent ? isOpen : nil
+        let condition: (@Sendable () -> Bool)? = peerEvent ? { @Sendable in open.withLock { $0 } } : nil
         await Console.writer.write(pieces, if: condition)
     }
 

@@ -89,7 +89,8 @@ struct StatusCommand: Command {
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         return ([header] + rows).map { cells in
             cells.enumerated().map { $1.padded(to: widths[$0]) }
-                .joined(separator: "  ").trimmingSpaces
+                // Without the spaces and tabs at either end (Foundation's `.whitespaces`).
+                .joined(separator: "  ").trimming { $0 == "\t" || $0.unicodeScalars.allSatisfy { $0.properties.generalCategory == .spaceSeparator } }
         }.joined(separator: "\n")
     }
 

@@ -27,12 +27,4 @@ extension String {
     func padded(to width: Int) -> String {
         self + String(repeating: " ", count: max(0, width - count))
     }
-
-    /// Without the spaces and tabs at either end (what Foundation calls `.whitespaces`: tab
-    /// and the Unicode space separators).
-    var trimmingSpaces: String {
-        let isSpace = { (scalar: Unicode.Scalar) in scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator }
-        let scalars = unicodeScalars.drop(while: isSpace)
-        return String(String.UnicodeScalarView(scalars.reversed().drop(while: isSpace).reversed()))
-    }
 }

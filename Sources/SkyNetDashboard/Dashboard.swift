@@ -11,7 +11,6 @@ import SkyNetRuntime
 public final class Dashboard: Sendable {
     public let board: ScanBoard
     let server: HTTPServer
-    let access: DashboardAccess
     private let ticker: Task<Void, Never>
 
     public static let frameInterval: Duration = .milliseconds(100)
@@ -50,15 +49,13 @@ public final class Dashboard: Sendable {
             "/login/challenge": .respond { request in access.withLock { $0 }?.challenge(request) ?? .error(.serviceUnavailable) },
             "/login": .respond { request in access.withLock { $0 }?.login(request) ?? .error(.serviceUnavailable) },
         ])
-        let ready = DashboardAccess(token: token, host: server.host, port: server.port)
-        access.withLock { $0 = ready }
-        return Dashboard(board: board, server: server, access: ready, systems: systems)
+        access.withLock { $0 = DashboardAccess(token: token, host: server.host, port: server.port) }
+        return Dashboard(board: board, server: server, systems: systems)
     }
 
-    private init(board: ScanBoard, server: HTTPServer, access: DashboardAccess, systems: Systems) {
+    private init(board: ScanBoard, server: HTTPServer, systems: Systems) {
         self.board = board
         self.server = server
-        self.access = access
         ticker = Task { [board, server] in
             while !Task.isCancelled {
                 board.update(await systems.slotUse)

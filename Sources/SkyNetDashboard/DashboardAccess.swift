@@ -56,9 +56,6 @@ public final class DashboardAccess: Sendable {
             ? Set([host, "127.0.0.1", "localhost", "[::1]"].map { "\($0):\(port)" }) : nil
     }
 
-    /// Whether logging in is needed at all.
-    public var needsLogin: Bool { key != nil }
-
     /// The refusal of a request that may not go on, or nil (see `HTTPServer.Configuration.admit`).
     public func refusal(of request: HTTPRequest) -> HTTPResponse? {
         guard request.header("host") != nil else {

@@ -86,9 +86,9 @@ public final class ScanBoard: Sendable {
         /// Live tallies; replaced by the coordinator's own report when the scan ends.
         var report: ScanReport
         var resumed: Int
-        var rows: [Row]
+        var rows: [Row] = []
         /// Where each system's row is in `rows`.
-        var rowIndex: [String: Int]
+        var rowIndex: [String: Int] = [:]
         var running: [Int: Running] = [:]
         var spans: [Span] = []
         var spansOmitted = 0
@@ -130,14 +130,13 @@ public final class ScanBoard: Sendable {
 
     /// A board for a scan of `total` tasks (`resumed` more came from a journal).
     public init(total: Int, resumed: Int = 0, systems: [System]) {
+        var state = State(report: ScanReport(total: total), resumed: resumed)
         // A name given twice keeps its first row.
-        var rows: [Row] = []
-        var rowIndex: [String: Int] = [:]
-        for system in systems where rowIndex[system.name] == nil {
-            rowIndex[system.name] = rows.count
-            rows.append(Row(system: system, state: system.isLocal ? .local : .connecting))
+        for system in systems where state.rowIndex[system.name] == nil {
+            state.rowIndex[system.name] = state.rows.count
+            state.rows.append(Row(system: system, state: system.isLocal ? .local : .connecting))
         }
-        state = Locked(State(report: ScanReport(total: total), resumed: resumed, rows: rows, rowIndex: rowIndex))
+        self.state = Locked(state)
     }
 
     /// Milliseconds since the board was made.

@@ -20,7 +20,7 @@ struct CoordinatorBusyTests {
         await systems.add(beta, capacity: 1)
         let log = EventLog()
         var coordinator = Coordinator(systems: systems, maxAttempts: 1) { log.append($0) }
-        coordinator.busyRest = (.microseconds(100), .milliseconds(1))
+        coordinator.busyRest = BusyBackoff(first: .microseconds(100), most: .milliseconds(1))
         let report = await coordinator.run(makeTasks(1))
         #expect(report.completed == 1)
         #expect(report.gaveUp == 0)
@@ -49,7 +49,7 @@ struct CoordinatorBusyTests {
     }
 
     @Test func theRestAfterBusyGrowsFromFiftyMillisecondsToTwoSecondsAndStartsAgainAfterAnAnswer() {
-        var backoff = BusyBackoff(first: BusyBackoff.first, most: BusyBackoff.most)
+        var backoff = BusyBackoff()
         let ceilings: [Duration] = [.milliseconds(50), .milliseconds(100), .milliseconds(200), .milliseconds(400),
                                     .milliseconds(800), .milliseconds(1600), .seconds(2), .seconds(2), .seconds(2)]
         for ceiling in ceilings {
@@ -71,7 +71,7 @@ struct CoordinatorBusyTests {
         await systems.add(LocalPeer(name: "good", api: UnreliableAPI(failingEvery: 0)), capacity: 1)
         let log = EventLog()
         var coordinator = Coordinator(systems: systems) { log.append($0) }
-        coordinator.busyRest = (.seconds(300), .seconds(300))
+        coordinator.busyRest = BusyBackoff(first: .seconds(300), most: .seconds(300))
         let scan = coordinator
         let clock = ContinuousClock(), start = clock.now
         let report = try await withTimeout(.seconds(120)) { await scan.run(makeTasks(3, duration: 0.05)) }

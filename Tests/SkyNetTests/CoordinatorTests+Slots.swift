@@ -53,7 +53,7 @@ extension CoordinatorTests {
     @Test func reRunsBouncesAndADisconnectingPeerLeaveEverySlotFreeAndNoSystemOverCapacity() async throws {
         let (systems, all) = await makeSystems()
         var coordinator = Coordinator(systems: systems, maxAttempts: 3)
-        coordinator.busyRest = (.microseconds(100), .milliseconds(1))
+        coordinator.busyRest = BusyBackoff(first: .microseconds(100), most: .milliseconds(1))
         let report = await coordinator.run((0..<600).map { ScanTask(input: $0, duration: 0) })
         #expect(report.completed + report.gaveUp == 600)
         for system in all {
@@ -70,7 +70,7 @@ extension CoordinatorTests {
             let (systems, all) = await makeSystems()
             let log = EventLog()
             var coordinator = Coordinator(systems: systems, maxAttempts: 3) { log.append($0) }
-            coordinator.busyRest = (.microseconds(100), .milliseconds(1))
+            coordinator.busyRest = BusyBackoff(first: .microseconds(100), most: .milliseconds(1))
             // Drawn as slots free, not made up front: 100,000 tasks made before each of the three
             // scans were seconds of computing on the pool under the thread sanitizer.
             let scan = Task { await coordinator.run((0..<100_000).lazy.map { ScanTask(input: $0, duration: 0) }, count: 100_000) }

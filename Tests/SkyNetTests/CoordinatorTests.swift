@@ -121,13 +121,13 @@ struct CoordinatorTests {
         // Long enough that no load on the machine lets it end before the second arrives;
         // cancelled once that one has been refused.
         let first = Task { try await system.run(ScanTask(input: 1, duration: 600)) }
-        try await awaitState { await system.counters.running == 1 }
+        try await awaitState { system.counters.running == 1 }
         await #expect(throws: ScanFailure.busy("local", capacity: 1)) {
             try await system.run(ScanTask(input: 2, duration: 0))
         }
         first.cancel()
         _ = try? await first.value
-        try await awaitState { await system.counters.running == 0 }
+        try await awaitState { system.counters.running == 0 }
     }
 }
 

@@ -42,8 +42,8 @@ struct JournalTests {
 
         let (sectors, count, skipped, growth) = try await MemoryUse.measuring {
             let before = try MemoryUse.resetPeak()
-            let (sectors, count, skipped) = try ScanJournal.completedSectors(path: path, total: 1_000_000)
-            return (sectors, count, skipped, try MemoryUse.peak() - before)
+            let point = try await ScanJournal.readResumePoint(path: path, total: 1_000_000, inputsFile: false)
+            return (point.sectors, point.count, point.skipped, try MemoryUse.peak() - before)
         }
         // The file is over 80 MiB; the old reader held all of it, then an array of its entries
         // (163 MiB of growth). The peak is the whole process's: other suites run beside this
@@ -97,22 +97,22 @@ struct JournalTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == length)
     }
 
-    @Test func anEmptyOrMissingJournalHoldsNothing() throws {
+    @Test func anEmptyOrMissingJournalHoldsNothing() async throws {
         let path = temporaryPath()
         defer { try? FileManager.default.removeItem(atPath: path) }
-        #expect(try ScanJournal.completedSectors(path: path, total: 10).count == 0)
+        #expect(try await ScanJournal.readResumePoint(path: path, total: 10, inputsFile: false).count == 0)
         _ = try ScanJournal(path: path)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)).isEmpty)
     }
 
-    @Test func completedSectorsCountsEachSectorInRangeOnce() throws {
+    @Test func aResumePointCountsEachSectorInRangeOnce() async throws {
         let path = temporaryPath()
         defer { try? FileManager.default.removeItem(atPath: path) }
         try Data((line(4) + line(4) + line(-1) + line(10) + line(0)).utf8).write(to: URL(fileURLWithPath: path))
-        let (sectors, count, skipped) = try ScanJournal.completedSectors(path: path, total: 10)
-        #expect(count == 2)
-        #expect(skipped == 0)
-        #expect((0..<10).filter { sectors.contains($0) } == [0, 4])
+        let point = try await ScanJournal.readResumePoint(path: path, total: 10, inputsFile: false)
+        #expect(point.count == 2)
+        #expect(point.skipped == 0)
+        #expect((0..<10).filter { point.sectors.contains($0) } == [0, 4])
     }
 }
 
@@ -150,7 +150,7 @@ struct JournalLineTests {
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { Array($0.utf8) }
         #expect(lines.map { ScanJournal.parse($0) } == entries)
         #expect(lines.map { line in line.withUnsafeBufferPointer { ScanJournal.Entry(journalLine: $0) } }[3] == entries[3])
-        #expect(try ScanJournal.completedSectors(path: path, total: 4).count == 3)  // the failed one runs again
+        #expect(try ScanJournal.read(path: path).entries.filter(\.completed).count == 3)  // the failed one runs again
     }
 
     @Test func aVersionOneLineStillReadsAsACompletedSector() {

@@ -20,7 +20,7 @@ struct LocalSystemJobTests {
         let system = LocalSystem(capacity: 2, jobs: jobs)
         let result = try await system.run(ScanTask(input: 7, job: "echo", text: "a b.txt"))
         #expect(result == "7:a b.txt")
-        #expect(await system.counters.completed == 1)
+        #expect(system.counters.completed == 1)
     }
 
     @Test func runsABlockingJobOffTheCooperativePool() async throws {
@@ -51,7 +51,7 @@ struct LocalSystemJobTests {
             try await system.run(ScanTask(input: 0, job: "sum", text: "x"))
         }
         // Nothing ran, so nothing counts.
-        #expect(await system.counters == SystemCounters())
+        #expect(system.counters == SystemCounters())
     }
 
     @Test func stopsAJobAtItsDeadlineAndFreesTheSlotOnlyWhenTheWorkEnded() async throws {
@@ -71,14 +71,14 @@ struct LocalSystemJobTests {
         try await started.wait(upTo: .seconds(10))
         clock.advance(by: .milliseconds(299))
         #expect(clock.pendingDeadlines == [start + .milliseconds(300)], "not stopped a moment before its deadline")
-        #expect(await system.counters.running == 1)
+        #expect(system.counters.running == 1)
         clock.advance(by: .milliseconds(1))
         await #expect(throws: ScanFailure(code: "deadline", message: "stopped at its deadline of 0.3 s")) {
             try await run.value
         }
         // The work had ended before the slot was given back and the failure thrown.
         #expect(ended.isSet)
-        #expect(await system.counters == SystemCounters(running: 0, completed: 0, failed: 1))
+        #expect(system.counters == SystemCounters(running: 0, completed: 0, failed: 1))
     }
 
     @Test func waitsForAJobThatTakesItsTimeToStopAfterTheDeadline() async throws {
@@ -98,7 +98,7 @@ struct LocalSystemJobTests {
             try await system.run(ScanTask(input: 0, job: "stubborn", text: "x", timeout: 0.2))
         }
         #expect(stopped.isSet)
-        #expect(await system.counters.running == 0)
+        #expect(system.counters.running == 0)
     }
 
     @Test func appliesTheDeadlineToTheBuiltInScanToo() async throws {
@@ -131,6 +131,6 @@ struct LocalSystemJobTests {
         run.cancel()
         await #expect(throws: CancellationError.self) { try await run.value }
         #expect(ended.isSet)
-        #expect(await system.counters.running == 0)
+        #expect(system.counters.running == 0)
     }
 }

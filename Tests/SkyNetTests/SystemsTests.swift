@@ -20,7 +20,7 @@ struct SystemsTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<100 {
                 group.addTask {
-                    let reservation = try await systems.firstAvailableSystem()
+                    let reservation = try await systems.reserve()
                     let inFlight = await systems.inFlight(on: reservation.name)
                     #expect(inFlight <= 4)
                     await Task.yield()
@@ -52,7 +52,7 @@ struct SystemsTests {
         let held = try #require(await systems.tryReserve())
         let woken = Flag()
         let waiter = Task {
-            let reservation = try await systems.firstAvailableSystem()
+            let reservation = try await systems.reserve()
             woken.set()
             return reservation.name
         }
@@ -66,7 +66,7 @@ struct SystemsTests {
 
     @Test func aWaiterIsWokenWhenASystemJoins() async throws {
         let systems = await makeSystems(local: 0)
-        let waiter = Task { try await systems.firstAvailableSystem().name }
+        let waiter = Task { try await systems.reserve().name }
         try await awaitState { await systems.waiterCount == 1 }
         await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 1)
         #expect(try await withTimeout(.seconds(5)) { try await waiter.value } == "beta")
@@ -75,9 +75,9 @@ struct SystemsTests {
     @Test func localWaitersGetAFreedLocalSlotFirst() async throws {
         let systems = await makeSystems(local: 1)
         let held = try #require(await systems.tryReserve())
-        let anyWaiter = Task { try await systems.firstAvailableSystem() }
+        let anyWaiter = Task { try await systems.reserve() }
         try await awaitState { await systems.waiterCount == 1 }
-        let localWaiter = Task { try await systems.localSystem() }
+        let localWaiter = Task { try await systems.reserve(localOnly: true) }
         try await awaitState { await systems.waiterCount == 2 }
         await systems.release(held)
         let first = try await withTimeout(.seconds(5)) { try await localWaiter.value }
@@ -90,7 +90,7 @@ struct SystemsTests {
     @Test func aCancelledWaiterLeavesTheLine() async throws {
         let systems = await makeSystems(local: 1)
         let held = try #require(await systems.tryReserve())
-        let waiter = Task { try await systems.firstAvailableSystem() }
+        let waiter = Task { try await systems.reserve() }
         try await awaitState { await systems.waiterCount == 1 }
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
@@ -103,7 +103,7 @@ struct SystemsTests {
         let systems = await makeSystems(local: 1, peers: [("beta", 1), ("gamma", 1)])
         await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 3)
         #expect(await systems.names == ["local", "beta", "gamma"])
-        #expect(await systems.totalCapacity == 5)
+        #expect(await systems.slotUse.map(\.capacity).reduce(0, +) == 5)
         await systems.remove(named: "beta")
         #expect(await systems.names == ["local", "gamma"])
     }

@@ -53,7 +53,7 @@ private struct Fields {
         switch fields[key] {
         case nil, .null?: return nil
         case .int(let value)?: return value
-        case .double(let value)?: throw fail("\(name(key)) is not an integer: \(value.formattedForConfig)")
+        case .double(let value)?: throw fail("\(name(key)) is not an integer: \(value.asWritten)")
         case .outOfRange(let text)?: throw fail("\(name(key)) is not an integer: \(text) is out of range")
         default: throw fail("\(name(key)) is not an integer")
         }
@@ -68,9 +68,4 @@ private struct Fields {
         default: throw fail("\(name(key)) is not a number")
         }
     }
-}
-
-private extension Double {
-    /// 9001.5 as written; a whole number too large for an integer without the ".0".
-    var formattedForConfig: String { self == rounded() && abs(self) < 1e18 ? String(Int(self)) : String(self) }
 }

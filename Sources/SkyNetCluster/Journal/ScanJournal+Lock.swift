@@ -1,6 +1,5 @@
 import SkyNetRuntime
 
-
 extension ScanJournal {
     /// Takes the journal's exclusive lock (`flock`, not waiting), held until the descriptor
     /// closes, even by a SIGKILL. Two scans writing one journal would both run every sector.

@@ -73,12 +73,17 @@ extension ScanJournal {
             guard case .entry(let entry)? = line.withUnsafeBufferPointer({ Self.readLine($0) }), entry.input == place.sector else {
                 throw Failure(description: "journal \(path): the line of sector \(place.sector) changed while being read")
             }
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(entry.result.utf8.count + 1)
-            bytes += entry.result.utf8
-            bytes.append(10)
-            results.append(bytes)
+            results.append(Self.printedBytes(entry.result))
         }
         return results
+    }
+
+    /// A result as the bytes `--results` prints: the text and a newline, in one buffer of its size.
+    public static func printedBytes(_ result: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(result.utf8.count + 1)
+        bytes += result.utf8
+        bytes.append(10)
+        return bytes
     }
 }

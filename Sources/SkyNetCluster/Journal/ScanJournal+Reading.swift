@@ -9,15 +9,6 @@ extension ScanJournal {
     /// even fully escaped. A longer one is damage, skipped without being held.
     public static let maxLineLength = 8 * 1024 * 1024
 
-    /// The sectors in `0..<total` a journal holds, read as a stream: memory stays one bit per
-    /// sector plus a bounded buffer, however long the file. No file: none.
-    /// - Returns: the sectors, how many there are, and how many lines could not be read.
-    public static func completedSectors(path: String, total: Int) throws(Failure) -> (sectors: SectorSet, count: Int, skipped: Int) {
-        var sectors = SectorSet(total: total)
-        let skipped = try forEachEntry(path: path) { if $0.completed { sectors.insert($0.input) } }
-        return (sectors, sectors.count, skipped)
-    }
-
     /// The journal opened for appending and locked (`init(path:continuing:)`) on a thread of
     /// its own, for async callers.
     public static func appending(to path: String, continuing: Bool = true) async throws -> ScanJournal {
@@ -25,7 +16,7 @@ extension ScanJournal {
     }
 
     /// The entries of a journal file, all held; none when it does not exist. For small
-    /// journals (tests, tools); a resume uses `completedSectors(path:total:)`.
+    /// journals (tests, tools); a resume uses `readResumePoint`.
     public static func read(path: String) throws(Failure) -> (entries: [Entry], skipped: Int) {
         var entries: [Entry] = []
         let skipped = try forEachEntry(path: path) { entries.append($0) }

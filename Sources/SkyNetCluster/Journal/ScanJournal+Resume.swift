@@ -45,20 +45,15 @@ extension ScanJournal {
         }
     }
 
-    /// The journal holds a sector that ran with another input than this scan gives it.
-    public struct Mismatch: Error, CustomStringConvertible {
-        public let description: String
-    }
-
     /// Reads what a resume needs from the journal at `path`, as a stream, on a thread of its
     /// own.
     ///
     /// - Parameters:
     ///   - inputsFile: whether the scan's inputs come from a file. Then each sector's input is
     ///     fingerprinted, for `InputFile.verify`. Without one, a sector's input is its number,
-    ///     and a journaled sector that ran with another text is a `Mismatch` at once.
+    ///     and a journaled sector that ran with another text is a `Failure` at once.
     ///   - job: the job this scan runs. A completed sector that ran another job is a
-    ///     `Mismatch`: its result is not this job's. (Only the name is compared: the same name
+    ///     `Failure`: its result is not this job's. (Only the name is compared: the same name
     ///     with another command is not detected.)
     public static func readResumePoint(path: String, total: Int, inputsFile: Bool, job: String = JobRegistry.scan) async throws -> ResumePoint {
         try await onOwnThread(named: "journal-read") { () throws -> ResumePoint in
@@ -77,10 +72,10 @@ extension ScanJournal {
                 point.add(entry)
             }
             if let mismatch {
-                throw Mismatch(description: "journal \(path): sector \(mismatch.input) ran with the input \(String((mismatch.text ?? "").prefix(60)).debugDescription) from an inputs file, but this scan has none: resume with --inputs and the file it was written with, or start a new journal")
+                throw Failure(description: "journal \(path): sector \(mismatch.input) ran with the input \(String((mismatch.text ?? "").prefix(60)).debugDescription) from an inputs file, but this scan has none: resume with --inputs and the file it was written with, or start a new journal")
             }
             if let otherJob {
-                throw Mismatch(description: "journal \(path): sector \(otherJob.input) ran the job '\(otherJob.jobName)', but this scan runs the job '\(job)': resume with --job \(otherJob.jobName), or start a new journal")
+                throw Failure(description: "journal \(path): sector \(otherJob.input) ran the job '\(otherJob.jobName)', but this scan runs the job '\(job)': resume with --job \(otherJob.jobName), or start a new journal")
             }
             return point
         }

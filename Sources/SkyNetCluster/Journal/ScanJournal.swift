@@ -2,8 +2,6 @@ import SkyNetRuntime
 import SkyNetWire
 import SkyNetWork
 
-private func systemWrite(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, bytes, count) }
-
 /// An append-only record of completed sectors, one JSON line each, so that a scan that dies
 /// can be resumed without running them again.
 ///
@@ -66,7 +64,8 @@ public final class ScanJournal: Sendable {
         }
     }
 
-    /// A journal that cannot be opened, read, written or locked, naming the file.
+    /// A journal that cannot be opened, read, written or locked, or that holds sectors another
+    /// scan ran (another input or job), naming the file.
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
     }
@@ -157,14 +156,6 @@ public final class ScanJournal: Sendable {
     }
 
     private func write(_ bytes: [UInt8]) throws(Failure) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { systemWrite(descriptor, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw Self.failure(path)
-            }
-            offset += written
-        }
+        guard bytes.withUnsafeBytes({ writeFully($0, to: descriptor) }) else { throw Self.failure(path) }
     }
 }

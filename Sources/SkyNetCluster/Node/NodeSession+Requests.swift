@@ -19,7 +19,7 @@ extension NodeSession {
             if state.withLock({ $0.scans[id] != nil }) {
                 return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
             }
-            let system = node.system, counters = system.currentCounters
+            let system = node.system, counters = system.counters
             send(Reply.pong(id: id, Pong(
                 name: node.options.name, running: counters.running, capacity: system.capacity,
                 completed: counters.completed, failed: counters.failed)).line)

@@ -36,7 +36,7 @@ final class Handshake: Sendable {
     private let token: HMACSHA256?
     private let clock: any TimerClock
     /// The hello line as sent, without its newline: the start of the transcript.
-    private let hello: [UInt8]
+    let hello: [UInt8]
     /// The peer, made in the step that read its welcome (so no later line can miss it), or why not.
     let welcomed = AsyncSignal<Result<PeerConnection, any Error>>()
 
@@ -49,9 +49,6 @@ final class Handshake: Sendable {
         let nonce = token == nil ? nil : Secrets.randomBytes(WireAuth.nonceCount)
         hello = Array(Request.hello(version: wireVersion, name: "coordinator", nonce: nonce).line.dropLast())
     }
-
-    /// The line that starts the handshake.
-    var helloLine: [UInt8] { hello + [0x0A] }
 
     func deliver(_ event: Connection.Event) {
         let current = route.withLock { $0 }

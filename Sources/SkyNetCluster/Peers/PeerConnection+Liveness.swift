@@ -6,7 +6,7 @@ import SkyNetWire
 public struct PeerUnresponsive: Error, CustomStringConvertible, Equatable {
     public let peer: String
     public let bound: Duration
-    public var description: String { "\(peer) did not answer a ping within \(bound.seconds.secondsText) s" }
+    public var description: String { "\(peer) did not answer a ping within \(bound.seconds.asWritten) s" }
 }
 
 /// Liveness: one ping loop per link while watched work is pending.
@@ -63,6 +63,6 @@ extension Request {
 }
 
 extension Double {
-    /// `5` for 5.0, `0.3` for 0.3: seconds as a person writes them.
-    var secondsText: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
+    /// `5` for 5.0, `0.3` for 0.3, 9001 for 9001.0: a number (seconds, a port) as a person writes it.
+    var asWritten: String { self == rounded() && abs(self) < 1e18 ? String(Int(self)) : String(self) }
 }

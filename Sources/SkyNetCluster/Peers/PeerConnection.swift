@@ -87,7 +87,7 @@ public final class PeerConnection: Sendable {
                                   clock: clock)
         connection.start(onEvent: handshake.deliver, onClose: handshake.fail)
         do {
-            try connection.send(handshake.helloLine)
+            try connection.send(handshake.hello + [0x0A])
             let peer = try await withTimeout(timeout, clock: clock) { try await handshake.welcomed.value.get() }
             // A node that names its idle bound is pinged at a third of it, if that is sooner.
             let bound = peer.welcome.idleSeconds.map { Duration.seconds($0 / 3) } ?? keepAliveInterval

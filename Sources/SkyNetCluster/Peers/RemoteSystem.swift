@@ -75,9 +75,9 @@ public actor RemoteSystem: ScanSystem {
     }
 
     private nonisolated func deadlinePassed(_ task: ScanTask) -> ScanFailure {
-        let deadline = task.timeout.map { "its deadline of \($0.secondsText) s" } ?? "the longest deadline"
+        let deadline = task.timeout.map { "its deadline of \($0.asWritten) s" } ?? "the longest deadline"
         return ScanFailure(code: .deadline,
-                           message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.seconds.secondsText) s")
+                           message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.seconds.asWritten) s")
     }
 
     /// Marks the peer unresponsive (once) and pings it until it answers or disconnects.
@@ -86,24 +86,20 @@ public actor RemoteSystem: ScanSystem {
         probing = true
         Task {
             await onHealth(false)
-            await probeUntilAnswered()
-            probing = false
-        }
-    }
-
-    private func probeUntilAnswered() async {
-        let peer = self.peer, timeout = self.timeout
-        while !Task.isCancelled {
-            let id = peer.nextID()
-            do {
-                _ = try await TimeoutTask(timeout: timeout, clock: peer.clock) { try await peer.request(id: id, .ping(id: id)) }.value
-                await onHealth(true)
-                return
-            } catch is PeerDisconnected {
-                return  // the link notices and removes the peer
-            } catch {
-                try? await peer.clock.sleep(for: .milliseconds(200))
+            let peer = self.peer, timeout = self.timeout
+            while !Task.isCancelled {
+                let id = peer.nextID()
+                do {
+                    _ = try await TimeoutTask(timeout: timeout, clock: peer.clock) { try await peer.request(id: id, .ping(id: id)) }.value
+                    await onHealth(true)
+                    break
+                } catch is PeerDisconnected {
+                    break  // the link notices and removes the peer
+                } catch {
+                    try? await peer.clock.sleep(for: .milliseconds(200))
+                }
             }
+            probing = false
         }
     }
 }

@@ -63,17 +63,10 @@ extension Coordinator {
 /// unbroken run of `busy` answers, with jitter so coordinators sharing a node do not come back
 /// in step, and bounded. Any other answer from the system ends its run.
 struct BusyBackoff {
-    static let first: Duration = .milliseconds(50)
-    static let most: Duration = .seconds(2)
-    let first: Duration
-    let most: Duration
+    var first: Duration = .milliseconds(50)
+    var most: Duration = .seconds(2)
     /// Unbroken `busy` answers by system name (bounded by the number of systems).
-    private var streaks: [String: Int] = [:]
-
-    init(first: Duration, most: Duration) {
-        self.first = first
-        self.most = most
-    }
+    var streaks: [String: Int] = [:]
 
     /// Counts a `busy` answer from `system` and returns how long the slot rests.
     mutating func bounced(on system: String) -> Duration {

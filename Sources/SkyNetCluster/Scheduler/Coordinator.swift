@@ -16,7 +16,7 @@ public struct Coordinator: Sendable {
     public let maxAttempts: Int
     let onEvent: @Sendable (ScanEvent) async -> Void
     /// How long a slot rests after a `busy` answer: from `first`, doubling, up to `most`.
-    var busyRest = (first: BusyBackoff.first, most: BusyBackoff.most)
+    var busyRest = BusyBackoff()
     /// With a window: a new task starts only while its sector is less than this many past the
     /// oldest sector without an outcome, so output in input order (`--keep-order`) holds at
     /// most this many results. Nil: tasks start as slots free.
@@ -60,7 +60,7 @@ public struct Coordinator: Sendable {
         var queue = WorkQueue(source: source, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
         let start = ContinuousClock.now
         var report = ScanReport(total: count)
-        var backoff = BusyBackoff(first: busyRest.first, most: busyRest.most)
+        var backoff = busyRest
 
         await withThrowingTaskGroup(of: Step.self) { group in
             while !Task.isCancelled, !(await queue.isDone()) {
@@ -71,9 +71,7 @@ public struct Coordinator: Sendable {
                 }
                 while let kind = await queue.slotRequestToPark() {
                     group.addTask { [systems] in
-                        let reservation = kind == .local
-                            ? try await systems.localSystem() : try await systems.firstAvailableSystem()
-                        return .slot(reservation, kind)
+                        try await .slot(systems.reserve(localOnly: kind == .local), kind)
                     }
                 }
                 // Only parked slot requests throw, and only when the scan is cancelled.

@@ -36,6 +36,6 @@ extension LocalSystem {
 extension ScanFailure {
     /// The task was stopped at its deadline of `seconds`.
     public static func deadline(seconds: Double) -> ScanFailure {
-        ScanFailure(code: .deadline, message: "stopped at its deadline of \(seconds.secondsText) s")
+        ScanFailure(code: .deadline, message: "stopped at its deadline of \(seconds.asWritten) s")
     }
 }

@@ -20,14 +20,11 @@ public actor LocalSystem: ScanSystem {
     public nonisolated var isLocal: Bool { true }
     /// The jobs this system runs; a task naming another fails with `unknown-job`.
     public nonisolated let jobs: JobRegistry
-    public private(set) var counters = SystemCounters() {
-        didSet { live.withLock { $0 = counters } }
-    }
-    /// A copy of `counters`, readable without a hop onto the actor (a node answers pings with
-    /// it on the connection's reader thread).
+    /// Behind a lock, written only on the actor: a node answers pings with them on the
+    /// connection's reader thread, with no hop onto the actor.
     private nonisolated let live = Locked(SystemCounters())
     /// The counters as of the last change, read without awaiting the actor.
-    public nonisolated var currentCounters: SystemCounters { live.withLock { $0 } }
+    public nonisolated var counters: SystemCounters { live.withLock { $0 } }
     /// The most tasks ever running at once: a witness for tests and status.
     public private(set) var highWater = 0
     /// What keeps the tasks' deadlines (and the built-in scan's time).
@@ -51,15 +48,15 @@ public actor LocalSystem: ScanSystem {
             throw ScanFailure(code: .unknownJob, message: "\(name) has no job '\(task.job)'")
         }
         guard counters.running < capacity else { throw ScanFailure.busy(name, capacity: capacity) }
-        counters.running += 1
+        live.withLock { $0.running += 1 }
         highWater = max(highWater, counters.running)
-        defer { counters.running -= 1 }
+        defer { live.withLock { $0.running -= 1 } }
         do {
             let result = try await Self.execute(job, task, clock: clock)
-            counters.completed += 1
+            live.withLock { $0.completed += 1 }
             return result
         } catch {
-            counters.failed += 1
+            live.withLock { $0.failed += 1 }
             throw error
         }
     }

@@ -57,7 +57,7 @@ public actor Systems {
 
     public init() {}
 
-    /// The names of the systems, in the order `firstAvailableSystem()` walks them.
+    /// The names of the systems, in the order `reserve()` walks them.
     public var names: [String] { entries.map(\.system.name) }
 
     /// Slots reserved right now on the system called `name` (0 when there is none).
@@ -72,9 +72,6 @@ public actor Systems {
 
     /// How many callers wait in line for a slot: lets tests await a waiter instead of sleeping.
     var waiterCount: Int { waiters.count }
-
-    /// The slots of all systems together.
-    public var totalCapacity: Int { entries.reduce(0) { $0 + $1.capacity } }
 
     /// The slots of the local systems together.
     public var localCapacity: Int { entries.filter(\.system.isLocal).reduce(0) { $0 + $1.capacity } }
@@ -112,18 +109,6 @@ public actor Systems {
         entries.removeAll { $0.id == reservation.entryID }
     }
 
-    /// Reserves a slot on the first system, in order, that has one free; waits in line
-    /// until one frees when none has. Throws `CancellationError` when the caller is cancelled.
-    public func firstAvailableSystem() async throws -> Reservation {
-        try await reserve(localOnly: false)
-    }
-
-    /// Reserves a slot on the local system, waiting until one frees. Waiters for a local
-    /// slot are served before waiters for any slot (re-runs go first).
-    public func localSystem() async throws -> Reservation {
-        try await reserve(localOnly: true)
-    }
-
     /// Reserves a slot at once, or returns nil when no system (local: no local system) has one.
     public func tryReserve(localOnly: Bool = false) -> Reservation? {
         guard let index = entries.firstIndex(where: { $0.isFree && (!localOnly || $0.system.isLocal) })
@@ -152,7 +137,11 @@ public actor Systems {
         return again
     }
 
-    private func reserve(localOnly: Bool) async throws -> Reservation {
+    /// Reserves a slot on the first system, in order, that has one free (local: on the local
+    /// system); waits in line until one frees when none has. Waiters for a local slot are
+    /// served before waiters for any slot (re-runs go first). Throws `CancellationError` when
+    /// the caller is cancelled.
+    public func reserve(localOnly: Bool = false) async throws -> Reservation {
         if let reservation = tryReserve(localOnly: localOnly) { return reservation }
         let id = nextID()
         return try await withTaskCancellationHandler {
