@@ -7,7 +7,7 @@ extension NodeCommand {
 
     /// Every option of `skynet node`: its parsing, usage line and help.
     static let optionTable = OptionTable<NodeCommand>(options: [
-        .init("port", .count(0...65535), usage: "--port PORT", "PORT", "TCP port, <range>; 0 picks a free one (required)"),
+        .init("port", .count(0...65535), usage: "--port PORT", "PORT", "TCP port, <range>; 0 picks a free one (required without --stdio)"),
         .init("host", .text, usage: "[--host 127.0.0.1]", "HOST", "address to bind (default 127.0.0.1)"),
         .init("name", .text, usage: "[--name NAME]", "NAME", "the name peers see (default node-PORT)"),
         .init("capacity", .count(1...ClusterConfig.maxCapacity), usage: "[--capacity 4]", "N",
@@ -35,6 +35,15 @@ extension NodeCommand {
               "SKYNET_TOKEN; FILE must be readable by its owner only (chmod 600).",
               "A token is at least 16 bytes (make one: openssl rand -hex 32)"),
         .init("verbose", .flag, usage: "[--verbose]", line: 2, "", "log every task to stderr"),
+        .init("stdio", .flag, usage: "[--stdio]", line: 2, "",
+              "serve one coordinator over stdin and stdout instead of TCP (what",
+              "`scan --ssh` runs on each host): no port, no token (the login is the",
+              "authority); --capacity defaults to the host's cores; exits within 1 s",
+              "of stdin closing, its jobs stopped. Not with --port, --host,",
+              "--token-file or --max-connections"),
+        // Hidden: the node's arguments as hex of their UTF-8 joined by NUL (`scan --ssh`
+        // passes them so through any login shell untouched); `NodeCommand+Stdio.swift`.
+        .init("stdio-args", .text, usage: nil),
         // Hidden: stdin is a pipe from the parent (`NodeProcess`); at its EOF the parent is
         // gone and the node stops at once.
         .init(String(NodeProcess.exitWithParentFlag.dropFirst(2)), .flag, usage: nil),
