@@ -36,6 +36,12 @@ struct NodeCommand: Command {
         Protected mode: a node that declares a --job and binds an address other than loopback
         refuses to start without a token (anyone reaching the port could run it).
 
+        With --stdio the node opens no port: it serves the one coordinator at the other end of
+        its stdin and stdout (a scan starts it so on each ssh host, the login being the
+        authority: no token is asked for, SKYNET_TOKEN included). It prints nothing on stdout
+        but protocol lines, logs only what matters to stderr, and exits within 1 s of stdin
+        closing (the coordinator gone, however it ended), its jobs' process groups stopped.
+
         \(usage)
 
         \(optionTable.help)
@@ -46,6 +52,7 @@ struct NodeCommand: Command {
           skynet node --port 9001 --job sum='sha256sum {}'
           skynet node --port 9001 --job thumb='convert {} -resize 200x200 thumbs/{#}.png' --job wc='wc -c'
           SKYNET_TOKEN=… skynet node --host 0.0.0.0 --port 9001 --job sum='sha256sum {}'
+          ssh gpu1 skynet node --stdio                (what a scan runs on its ssh host gpu1)
         """
 
     let options: Node.Options
