@@ -42,8 +42,14 @@ struct NodeStdioTests {
         }
     }
 
+    /// Where the `hang` job is.
+    struct HangState {
+        var started = false
+        var ended = false
+    }
+
     /// Options with a token, which a node over stdio must ignore, and two jobs.
-    func options(capacity: Int, jobEnded: Watched<Bool>) throws -> Node.Options {
+    func options(capacity: Int, hang: Watched<HangState>) throws -> Node.Options {
         var options = Node.Options(name: "gpu1")
         options.capacity = capacity
         options.failingEvery = 0
@@ -51,10 +57,11 @@ struct NodeStdioTests {
         options.logsConnections = false
         try options.jobs.register("upper", summary: "uppercase the input") { request in request.input.uppercased() }
         try options.jobs.register("hang") { _ in
+            hang.update { $0.started = true }
             do {
                 try await Task.sleep(for: .seconds(60))
             } catch {
-                jobEnded.update { $0 = true }
+                hang.update { $0.ended = true }
                 throw error
             }
             return "too late"
@@ -79,8 +86,7 @@ struct NodeStdioTests {
 
     @Test func aPipedNodeWelcomesWithoutATokenAndServesPingsAndJobs() async throws {
         let cores = CoreCount.online()
-        let ended = Watched(false)
-        try await withPipedNode(try options(capacity: cores, jobEnded: ended)) { node, client, received in
+        try await withPipedNode(try options(capacity: cores, hang: Watched(HangState()))) { node, client, received in
             #expect(node.host == "stdio" && node.port == 0)
             try send(client, #"{"type":"hello","version":1,"name":"coordinator"}"#)
             let welcome = try await line(0, of: received)
@@ -107,18 +113,19 @@ struct NodeStdioTests {
     /// The end of the client's output (stdin at EOF for `--stdio`) ends the session: its running
     /// job is cancelled and the node's connection closes, which is what tells the CLI to exit.
     @Test func theEndOfItsInputCancelsTheRunningJobAndClosesTheConnection() async throws {
-        let ended = Watched(false)
-        try await withPipedNode(try options(capacity: 2, jobEnded: ended)) { node, client, received in
+        let hang = Watched(HangState())
+        try await withPipedNode(try options(capacity: 2, hang: hang)) { node, client, received in
             try send(client, #"{"type":"hello","version":1,"name":"coordinator"}"#)
             _ = try await line(0, of: received)
             try send(client, #"{"type":"job","id":1,"job":"hang","task":{"id":"\#(UUID().uuidString)","sector":0,"input":"x"}}"#)
+            try await hang.wait(upTo: .seconds(5)) { $0.started }
             try send(client, #"{"type":"ping","id":2}"#)
             let pong = try await line(1, of: received)
             #expect(pong["running"] as? Int == 1)
             #expect(node.connectionCount == 1)
 
             client.close()
-            try await ended.wait(upTo: .seconds(5)) { $0 }
+            try await hang.wait(upTo: .seconds(5)) { $0.ended }
             try await awaitState(upTo: .seconds(5)) { node.connectionCount == 0 }
         }
     }
