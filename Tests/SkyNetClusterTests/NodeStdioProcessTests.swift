@@ -77,10 +77,22 @@ struct NodeStdioProcessTests {
         #"{"type":"job","id":\#(id),"job":"\#(name)","task":{"id":"\#(UUID().uuidString)","sector":\#(id),"input":"\#(input)"}}"#
     }
 
-    /// Stdin closed while a job (and its grandchild) runs: the node exits 0 within about a
-    /// second, and every process of the job's group is gone. Its welcome said the host's cores.
-    @Test func closingStdinMidJobEndsTheNodeAndTheJobsGroupWithinASecond() async throws {
-        try await groups.withHangingJob(tasks: 1) { folder, job in
+    /// How a test ends the node.
+    enum Ending: String, CaseIterable, Sendable {
+        /// Its stdin closes (the coordinator closed the channel).
+        case stdinClosed
+        /// The same, while the job ignores SIGTERM: the node's SIGKILL must reach it in time.
+        case stdinClosedUnderAJobIgnoringSIGTERM
+        /// SIGTERM to the node.
+        case sigterm
+    }
+
+    /// Stdin closed (or SIGTERM) while a job and its grandchild run: the node exits 0 within
+    /// about a second, and every process of the job's group is gone. Its welcome said the
+    /// host's cores.
+    @Test(arguments: Ending.allCases)
+    func endingTheNodeMidJobEndsItAndTheJobsGroupWithinASecond(ending: Ending) async throws {
+        try await groups.withHangingJob(ignoringTerm: ending == .stdinClosedUnderAJobIgnoringSIGTERM, tasks: 1) { folder, job in
             try await withStdioNode(["--job", job]) { node in
                 node.send(Self.hello)
                 let welcome = try await node.line { $0.contains(#""type":"welcome""#) }
@@ -90,12 +102,14 @@ struct NodeStdioProcessTests {
                 #expect(started.count == 2)
 
                 let start = ContinuousClock.now
-                close(node.input)
+                if ending == .sigterm { node.child.send(SIGTERM) } else { close(node.input) }
                 let (took, exit) = try await node.exit(since: start)
-                #expect(exit.reason == .exited(0), "\(node.child.stderrLines?.lines ?? [])")
+                let log = node.child.stderrLines?.lines ?? []
+                #expect(exit.reason == .exited(0), "\(log)")
                 // 1 s is the promise; the margin is for a loaded two-core machine.
                 #expect(took < .milliseconds(1500), "took \(took)")
                 #expect(await groups.survivors(of: started, within: .seconds(1)) == [])
+                if ending == .sigterm { #expect(log.contains("[Node] Stopping (signal 15)"), "\(log)") }
             }
         }
     }
@@ -160,6 +174,7 @@ struct NodeStdioProcessTests {
         (["--host", "0.0.0.0"], "option '--host' cannot go with --stdio"),
         (["--token-file", "/nonexistent"], "option '--token-file' cannot go with --stdio"),
         (["--max-connections", "2"], "option '--max-connections' cannot go with --stdio"),
+        (["--exit-with-parent"], "option '--exit-with-parent' cannot go with --stdio"),
         (["--stdio-args", "zz"], "option '--stdio-args' wants at most"),
         (["--stdio-args", Secrets.hex(Array("--port\u{0}1".utf8))], "in --stdio-args: option '--port' is not allowed there"),
         (["--stdio-args", Secrets.hex(Array("--stdio".utf8))], "in --stdio-args: option '--stdio' is not allowed there"),
