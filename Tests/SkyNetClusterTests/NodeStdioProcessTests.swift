@@ -18,12 +18,12 @@ struct NodeStdioProcessTests {
         /// The write end of the node's stdin, until `closeInput`.
         let input: Int32
 
-        init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        init(_ arguments: [String], environment: [String: String] = [:], stdout: ChildProcess.Output = .lines(keep: 10_000)) throws {
             let pipe = try ChildProcess.makePipe()
             var options = ChildProcess.Options(arguments: ["node", "--stdio"] + arguments,
                                                environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
             options.stdin = .descriptor(pipe.read)
-            options.stdout = .lines(keep: 10_000)
+            options.stdout = stdout
             options.stderr = .lines(keep: 10_000)
             do {
                 child = try ChildProcess.spawn(skynetBinary.path, options)
@@ -58,8 +58,9 @@ struct NodeStdioProcessTests {
     }
 
     /// Runs `body` with a node started with `arguments`; the node is killed on every path.
-    func withStdioNode<T>(_ arguments: [String], environment: [String: String] = [:], _ body: (StdioNode) async throws -> T) async throws -> T {
-        let node = try StdioNode(arguments, environment: environment)
+    func withStdioNode<T>(_ arguments: [String], environment: [String: String] = [:], stdout: ChildProcess.Output = .lines(keep: 10_000),
+                          _ body: (StdioNode) async throws -> T) async throws -> T {
+        let node = try StdioNode(arguments, environment: environment, stdout: stdout)
         defer { close(node.input) }
         do {
             let result = try await body(node)
@@ -166,6 +167,27 @@ struct NodeStdioProcessTests {
             await node.child.stdoutLines?.closed()
             let stdout = node.child.stdoutLines?.lines ?? []
             #expect(stdout.count == 2 && stdout.allSatisfy { $0.hasPrefix(#"{"type":"#) }, "\(stdout)")
+        }
+    }
+
+    /// A reader of stdout that went away (the channel broken the other way) ends the node too:
+    /// its welcome meets EPIPE.
+    @Test func aBrokenStdoutEndsTheNode() async throws {
+        let pipe = try ChildProcess.makePipe()
+        let spawned = Result { try StdioNode([], stdout: .descriptor(pipe.write)) }
+        close(pipe.write)
+        close(pipe.read)  // nobody reads the node's stdout any more
+        let node = try spawned.get()
+        defer { close(node.input) }
+        do {
+            let start = ContinuousClock.now
+            node.send(Self.hello)
+            let (took, exit) = try await node.exit(since: start)
+            #expect(exit.reason == .exited(0), "\(node.child.stderrLines?.lines ?? [])")
+            #expect(took < .milliseconds(1500), "took \(took)")
+        } catch {
+            await node.child.stop(grace: .zero)
+            throw error
         }
     }
 
