@@ -7,11 +7,11 @@ extension NodeCommand {
 
     /// Every option of `skynet node`: its parsing, usage line and help.
     static let optionTable = OptionTable<NodeCommand>(options: [
-        .init("port", .count(0...65535), usage: "--port PORT", "PORT", "TCP port, <range>; 0 picks a free one (required)"),
+        .init("port", .count(0...65535), usage: "--port PORT", "PORT", "TCP port, <range>; 0 picks a free one (required without --stdio)"),
         .init("host", .text, usage: "[--host 127.0.0.1]", "HOST", "address to bind (default 127.0.0.1)"),
         .init("name", .text, usage: "[--name NAME]", "NAME", "the name peers see (default node-PORT)"),
         .init("capacity", .count(1...ClusterConfig.maxCapacity), usage: "[--capacity 4]", "N",
-              "tasks run at once, <range> (default 4)"),
+              "tasks run at once, <range> (default 4; with --stdio the host's cores)"),
         .init("failing-every", failingEvery, usage: "[--failing-every 10]", "N",
               "the built-in scan fails every N-th task; 0 never (default 10);",
               "declared jobs never fail on purpose"),
@@ -35,6 +35,15 @@ extension NodeCommand {
               "SKYNET_TOKEN; FILE must be readable by its owner only (chmod 600).",
               "A token is at least 16 bytes (make one: openssl rand -hex 32)"),
         .init("verbose", .flag, usage: "[--verbose]", line: 2, "", "log every task to stderr"),
+        .init("stdio", .flag, usage: "[--stdio [--stdio-args HEX]]", line: 2, "",
+              "serve one coordinator over stdin and stdout instead of TCP (what",
+              "a scan runs on each of its ssh hosts): no port, no token (the login",
+              "is the authority); --capacity defaults to the host's cores; exits",
+              "within 1 s of stdin closing, its jobs stopped. Not with --port,",
+              "--host, --token-file or --max-connections"),
+        .init("stdio-args", .text, usage: nil, line: 2, "HEX",
+              "more arguments of this node, as hex of their UTF-8 joined by NUL",
+              "(passes any login shell untouched; what a scan sends its ssh hosts)"),
         // Hidden: stdin is a pipe from the parent (`NodeProcess`); at its EOF the parent is
         // gone and the node stops at once.
         .init(String(NodeProcess.exitWithParentFlag.dropFirst(2)), .flag, usage: nil),

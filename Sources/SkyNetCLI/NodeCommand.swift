@@ -36,6 +36,12 @@ struct NodeCommand: Command {
         Protected mode: a node that declares a --job and binds an address other than loopback
         refuses to start without a token (anyone reaching the port could run it).
 
+        With --stdio the node opens no port: it serves the one coordinator at the other end of
+        its stdin and stdout (a scan starts it so on each ssh host, the login being the
+        authority: no token is asked for, SKYNET_TOKEN included). It prints nothing on stdout
+        but protocol lines, logs only what matters to stderr, and exits within 1 s of stdin
+        closing (the coordinator gone, however it ended), its jobs' process groups stopped.
+
         \(usage)
 
         \(optionTable.help)
@@ -46,30 +52,43 @@ struct NodeCommand: Command {
           skynet node --port 9001 --job sum='sha256sum {}'
           skynet node --port 9001 --job thumb='convert {} -resize 200x200 thumbs/{#}.png' --job wc='wc -c'
           SKYNET_TOKEN=… skynet node --host 0.0.0.0 --port 9001 --job sum='sha256sum {}'
+          ssh gpu1 skynet node --stdio                (what a scan runs on its ssh host gpu1)
         """
 
     let options: Node.Options
     /// Hidden `--exit-with-parent` (see `optionTable`).
     let exitWithParent: Bool
+    /// `--stdio`: one coordinator over stdin and stdout (`NodeCommand+Stdio.swift`).
+    let stdio: Bool
 
     init(arguments: [String]) throws(UsageError) {
-        let args = try Self.optionTable.parse(arguments)
-        guard args.string("port") != nil else { throw UsageError("option '--port' is required (0 picks a free port)") }
+        var args = try Self.optionTable.parse(arguments)
+        stdio = args.flag("stdio")
+        if stdio {
+            args = try Self.stdioArguments(arguments, parsed: args)
+        } else if args.string("stdio-args") != nil {
+            throw UsageError("option '--stdio-args' goes with --stdio only")
+        }
+        guard stdio || args.string("port") != nil else { throw UsageError("option '--port' is required (0 picks a free port)") }
         let port = try args.int("port", default: 0)
         if args.string("name")?.isEmpty == true { throw UsageError("option '--name' must not be empty") }
         var options = Node.Options(name: args.string("name") ?? "")
         options.port = port
         options.host = args.string("host") ?? "127.0.0.1"
-        options.capacity = try args.int("capacity", default: 4)
+        // Over stdio the welcome's capacity is what tells a coordinator the host's cores.
+        options.capacity = try args.int("capacity", default: stdio ? CoreCount.online(atMost: ClusterConfig.maxCapacity) : 4)
         options.failingEvery = try args.int("failing-every", default: 10)
         options.maxConnections = try args.int("max-connections", default: 256)
         options.idleTimeout = .seconds(try args.double("idle-timeout", default: 60))
         options.verbose = args.flag("verbose")
-        options.token = try ClusterToken.load(args)?.value
+        // Over stdio no token is asked for (SKYNET_TOKEN included): the coordinator sends none,
+        // and a node waiting for its proof would never serve.
+        options.token = stdio ? nil : try ClusterToken.load(args)?.value
+        options.logsConnections = !stdio
         let maxOutput = try args.bytes("max-output", default: CommandJob.defaultMaxOutput)
         let declared = args.strings("job")
         options.jobs = try JobDeclarations.register(declared, in: options.jobs, maxOutput: maxOutput)
-        if !declared.isEmpty, options.token == nil, !Socket.isLoopback(options.host) {
+        if !stdio, !declared.isEmpty, options.token == nil, !Socket.isLoopback(options.host) {
             throw UsageError("""
                 refusing to start: this node declares command jobs and would listen on \(options.host) without \
                 SKYNET_TOKEN or --token-file, so anyone who can reach its port could run them. Set SKYNET_TOKEN in \
@@ -88,6 +107,7 @@ struct NodeCommand: Command {
     }
 
     func run() async -> Int32 {
+        if stdio { return await serveOverStdio() }
         let status = await serve()
         await Console.flush(within: .seconds(2))
         return status

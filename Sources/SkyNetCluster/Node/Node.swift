@@ -3,7 +3,8 @@ import SkyNetRuntime
 import SkyNetTransport
 import SkyNetWork
 
-/// A node: serves scans to peers over TCP on its own `LocalSystem`.
+/// A node: serves scans to peers over TCP on its own `LocalSystem`, or to the one peer at
+/// the other end of a given connection (`serve`, for `skynet node --stdio`).
 ///
 /// The accept loop hands each connection to a `NodeSession`; a session's failure never takes
 /// the node down. Connections owing their hello, and those in the token handshake, live on
@@ -45,6 +46,9 @@ public final class Node: Sendable {
         public var maxRequestsPerConnection = 1024
         /// Log every task (never the token).
         public var verbose = false
+        /// Log each client's `Connected`/`Disconnected`. A node over stdio leaves it off: its
+        /// one client is the coordinator, to whose terminal every line of its log goes.
+        public var logsConnections = true
         public var limits: Connection.Limits = {
             var limits = Connection.Limits()
             // Back pressure: a client that does not read its replies is not read from either.
@@ -59,7 +63,8 @@ public final class Node: Sendable {
 
     public let options: Options
     public let system: LocalSystem
-    private let listener: Listener
+    /// None for a node serving one given connection (`serve`).
+    private let listener: Listener?
     let admission = Locked(Admission())
     /// The token as an HMAC key, its pads hashed once.
     let token: HMACSHA256?
@@ -71,9 +76,10 @@ public final class Node: Sendable {
     let clock: any TimerClock
     let log: @Sendable (String) -> Void
 
-    /// The address the node accepts connections on (the real port when 0 was asked for).
-    public var host: String { listener.host }
-    public var port: Int { listener.port }
+    /// The address the node accepts connections on (the real port when 0 was asked for);
+    /// `stdio` and 0 for a node without a listener.
+    public var host: String { listener?.host ?? "stdio" }
+    public var port: Int { listener?.port ?? 0 }
 
     /// Binds, starts accepting, and returns the running node.
     ///
@@ -93,9 +99,9 @@ public final class Node: Sendable {
         return node
     }
 
-    private init(options: Options, listener: Listener, clock: any TimerClock, log: @escaping @Sendable (String) -> Void) {
+    init(options: Options, listener: Listener?, clock: any TimerClock, log: @escaping @Sendable (String) -> Void) {
         var options = options
-        if options.name.isEmpty { options.name = "node-\(listener.port)" }
+        if options.name.isEmpty { options.name = listener.map { "node-\($0.port)" } ?? "node-stdio" }
         self.options = options
         self.listener = listener
         self.clock = clock
@@ -113,13 +119,17 @@ public final class Node: Sendable {
     public var isStopping: Bool { pending.isClosed }
 
     private func accept(_ socket: Socket, peer: String) {
-        let connection = Connection(socket: socket, peer: peer, limits: options.limits)
+        serve(Connection(socket: socket, peer: peer, limits: options.limits))
+    }
+
+    /// Serves one client's connection (not started yet): it owes its hello like any other.
+    func serve(_ connection: Connection) {
         let session = NodeSession(connection: connection, node: self)
         admitPending(session)
         session.start()
     }
 
-    private func startSweeper() {
+    func startSweeper() {
         let tick = min(Duration.seconds(1), options.helloTimeout / 4, options.idleTimeout / 4)
         let task = Task { [weak self, clock] in
             while !Task.isCancelled {
@@ -134,8 +144,10 @@ public final class Node: Sendable {
     /// connection (cancelling what still runs).
     public func stop(grace: Duration = .seconds(10)) async {
         pending.close()
-        listener.stop()
-        await listener.stopped.value
+        if let listener {
+            listener.stop()
+            await listener.stopped.value
+        }
         // Every started request answered, not only the system idle: a slot is free a moment
         // before its reply is sent.
         let pending = self.pending

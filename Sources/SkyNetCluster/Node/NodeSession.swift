@@ -158,7 +158,7 @@ final class NodeSession: Sendable {
         if let keys {
             connection.authenticate(sending: LineSeal(key: keys.sending), receiving: LineSeal(key: keys.receiving))
         }
-        node.log("[Node] Connected: \(client) from \(connection.peer)\(keys == nil ? "" : " (authenticated)")")
+        if node.options.logsConnections { node.log("[Node] Connected: \(client) from \(connection.peer)\(keys == nil ? "" : " (authenticated)")") }
         send(Reply.welcome(version: wireVersion, name: node.options.name, capacity: node.system.capacity,
                            jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds).line)
     }
@@ -189,7 +189,7 @@ final class NodeSession: Sendable {
             return (state.phase, state.scans)
         }
         for scan in scans.values { scan.cancel() }
-        if case .serving(let client) = phase {
+        if case .serving(let client) = phase, node.options.logsConnections {
             node.log("[Node] Disconnected: \(client) from \(connection.peer) (\(reason))")
         }
         node.forget(self)
