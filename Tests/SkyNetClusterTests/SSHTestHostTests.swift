@@ -126,5 +126,36 @@ extension ProcessTests {
                 await ssh.stop(grace: .zero)
             }
         }
+
+        /// A host on a network of its own (10.213.K.2, not loopback: the link is what is cut).
+        @Test(.enabled(if: NetworkNamespace.isAvailable, "needs root and iproute2 for a network namespace"))
+        func aHostInANamespaceIsReachedOverItsLinkUntilTheLinkIsCut() async throws {
+            let (name, link) = try await withNetworkNamespace { namespace in
+                let inside = try await withSSHTestHosts(count: 1, options: .inside(namespace)) { hosts, client in
+                    let host = hosts[0]
+                    #expect(host.login == "\(namespace.insideAddress):22")
+                    let reached = try await client.run(on: host, "echo $SKYNET_TEST_HOST")
+                    #expect(reached.stdout == host.marker + "\n", "\(reached.stderr)")
+                    let sshd = try #require(host.sshdPID)
+                    let insidePIDs = await namespace.processes()
+                    #expect(insidePIDs.contains(sshd), "sshd \(sshd) not among \(insidePIDs)")
+                    try await namespace.cut()
+                    let cutOff = try await ToolRun.run(
+                        "ssh", ["-o", "ConnectTimeout=2"] + client.arguments(to: host, remote: "true"), limit: .seconds(20))
+                    #expect(cutOff.exit.reason == .exited(255))
+                    #expect(cutOff.lastErrorLine?.contains("timed out") == true, "\(cutOff.stderr)")
+                    try await namespace.mend()
+                    let mended = try await client.run(on: host, "true", hostKeyChecking: "yes")
+                    #expect(mended.exit.succeeded, "\(mended.stderr)")
+                    return insidePIDs
+                }
+                #expect(await HostProcesses.awaitGone(inside, within: .seconds(3)).isEmpty)
+                return (namespace.name, namespace.link)
+            }
+            let namespaces = try await ToolRun.run("ip", ["netns", "list"])
+            #expect(!namespaces.stdout.contains(name))
+            let links = try await ToolRun.run("ip", ["-o", "link", "show"])
+            #expect(!links.stdout.contains(link))
+        }
     }
 }
