@@ -144,7 +144,8 @@ public final class SSHTestHost: Sendable {
     /// their channel end. Waits (at most 5 s) until the listener has been reaped and the
     /// others are dead.
     public func killSSHD() async {
-        guard let listener = sshd.withLock({ $0 }) else { return }
+        // A reaped listener's pid may be someone else's now: walk only a live one's tree.
+        guard let listener = sshd.withLock({ $0 }), listener.exit.current == nil else { return }
         listener.send(SIGSTOP)  // no new connection is forked while the tree is listed
         let killed = HostProcesses.freezeAndKill {
             HostProcesses.descendants(of: listener.pid).filter { $0.name == "sshd" }.map(\.pid)
@@ -158,7 +159,8 @@ public final class SSHTestHost: Sendable {
     /// none is left, and removes the folder. Safe to call twice.
     public func stop() async {
         guard stopped.withLock({ state in defer { state = true }; return !state }) else { return }
-        let listener = sshd.withLock { $0 }
+        // After `killSSHD()` the listener is reaped and its pid may be someone else's.
+        let listener = sshd.withLock { $0 }.flatMap { $0.exit.current == nil ? $0 : nil }
         listener?.send(SIGSTOP)
         let marker = markerEntry
         HostProcesses.freezeAndKill {
