@@ -10,10 +10,29 @@ extension ClusterConfig {
         var nodes: [Node] = []
         for (index, entry) in entries.enumerated() {
             let node = try Fields(entry, path: "nodes[\(index)]", file: file, shape: "nodes[\(index)] is not an object")
-            nodes.append(Node(name: try node.string("name"), host: try node.string("host"),
-                              port: try node.int("port"), capacity: try node.optionalInt("capacity")))
+            nodes.append(try decodeNode(node, label: "nodes[\(index)]"))
         }
         return ClusterConfig(nodes: nodes, capacity: try root.optionalInt("capacity"), timeout: try root.optionalNumber("timeout"))
+    }
+
+    /// One entry of `nodes`: `"ssh"` (a login) or `"host"` and `"port"`, never both.
+    private static func decodeNode(_ node: Fields, label: String) throws(ConfigError) -> Node {
+        let name = try node.string("name")
+        let capacity = try node.optionalInt("capacity")
+        guard node.fields["ssh"] != nil else {
+            return Node(name: name, host: try node.string("host"), port: try node.int("port"), capacity: capacity)
+        }
+        if node.fields["host"] != nil || node.fields["port"] != nil {
+            throw node.fail("\(label) (\(name)) has both \"ssh\" and \"host\"/\"port\": give one of them")
+        }
+        let text = try node.string("ssh")
+        let login: SSHLogin
+        do {
+            login = try SSHLogin(parsing: text)
+        } catch {
+            throw node.fail("\(label) (\(name)): \(error.description)")
+        }
+        return Node(name: name, ssh: login, capacity: capacity ?? login.slots)
     }
 }
 

@@ -5,16 +5,36 @@ import SkyNetWire
 public struct ClusterConfig: Sendable, Equatable {
     public struct Node: Sendable, Equatable {
         public var name: String
+        /// Where the node listens; for an ssh node, the login's host (for display only).
         public var host: String
+        /// Its TCP port; for an ssh node, the login's port or 22 (for display only).
         public var port: Int
-        /// At most this many tasks in flight on the node; nil: the cluster's capacity.
+        /// At most this many tasks in flight on the node; nil: the cluster's capacity (for an
+        /// ssh node: the host's cores, as its welcome says).
         public var capacity: Int?
+        /// The login of a node reached over ssh (`skynet node --stdio` on the host); nil: TCP.
+        public var ssh: SSHLogin?
 
         public init(name: String, host: String = "127.0.0.1", port: Int, capacity: Int? = nil) {
             self.name = name
             self.host = host
             self.port = port
             self.capacity = capacity
+        }
+
+        /// A node reached by logging in with `ssh`.
+        public init(name: String, ssh: SSHLogin, capacity: Int? = nil) {
+            self.name = name
+            self.host = ssh.host
+            self.port = ssh.port ?? 22
+            self.capacity = capacity
+            self.ssh = ssh
+        }
+
+        /// How the node is reached, for people: `127.0.0.1:9001`, `ssh alice@gpu1:2222`.
+        public var address: String {
+            if let ssh { return "ssh \(ssh)" }
+            return "\(host):\(port)"
         }
     }
 
@@ -74,7 +94,10 @@ public struct ClusterConfig: Sendable, Equatable {
             if node.name == Self.localName { throw fail("\(label): the name \"\(Self.localName)\" is the coordinator's own system") }
             if !seen.insert(node.name).inserted { throw fail("node name \"\(node.name)\" appears twice") }
             if node.host.isEmpty { throw fail("\(label) (\(node.name)) has an empty host") }
-            if !(1...65535).contains(node.port) {
+            if let slots = node.ssh?.slots, let capacity = node.capacity, capacity != slots {
+                throw fail("\(label) (\(node.name)) has capacity \(capacity) but its ssh login says \(slots)/: give one of them")
+            }
+            if node.ssh == nil, !(1...65535).contains(node.port) {
                 throw fail("\(label) (\(node.name)) has port \(node.port), outside 1...65535")
             }
             if let capacity = node.capacity, !(0...Self.maxCapacity).contains(capacity) {

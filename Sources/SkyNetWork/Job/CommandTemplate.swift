@@ -12,6 +12,10 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
     /// A command that cannot be split, saying what is wrong and what to write instead.
     public struct ParseError: Error, CustomStringConvertible, Equatable, Sendable {
         public let description: String
+
+        public init(description: String) {
+            self.description = description
+        }
     }
 
     enum Piece: Sendable, Equatable {
@@ -43,6 +47,15 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
         text = command
         self.words = words
         hasPlaceholder = words.joined().contains { !Self.isText($0) }
+    }
+
+    /// Plain words split as a command's are (quotes, backslashes; shell syntax refused), with
+    /// `{}` as literal text and a leading unquoted `~/` (or a lone `~`) read as `home`: the
+    /// words of `--ssh-command 'ssh -i ~/.ssh/ci'`, never run by a shell.
+    public static func words(_ text: String, home: String) throws(ParseError) -> [String] {
+        var splitter = WordSplitter(home: home)
+        for character in text { try splitter.take(character) }
+        return try splitter.finish().map { word in join(word, input: "", sector: 0) }
     }
 
     /// Whether `other` makes the same argument vector for every input, however either is
@@ -89,8 +102,29 @@ private struct WordSplitter {
     private var escaped = false
     /// Characters of a possible placeholder seen so far: `{` or `{#`.
     private var brace = ""
+    /// Plain words (`CommandTemplate.words`): no placeholders, and a leading `~` is `home`.
+    private let home: String?
+    /// An unquoted `~` began the word: `home` if a `/` or the word's end follows.
+    private var tilde = false
+
+    /// A splitter of a command template; with `home`, of plain words.
+    init(home: String? = nil) {
+        self.home = home
+    }
 
     mutating func take(_ character: Character) throws(CommandTemplate.ParseError) {
+        if tilde {
+            tilde = false
+            guard character == "/" || character == " " || character == "\t" || character == "\n", let home else {
+                throw Self.shellOnly("~")  // ~user: another user's home, known only to a shell
+            }
+            text += home
+        }
+        if home != nil, quote == .none, character == "~", !inWord {
+            inWord = true
+            tilde = true
+            return
+        }
         if !brace.isEmpty {
             if try continuePlaceholder(with: character) { return }
         }
@@ -123,6 +157,10 @@ private struct WordSplitter {
     }
 
     mutating func finish() throws(CommandTemplate.ParseError) -> [[CommandTemplate.Piece]] {
+        if tilde, let home {
+            text += home
+            tilde = false
+        }
         if !brace.isEmpty {
             text += brace
             brace = ""
@@ -145,6 +183,7 @@ private struct WordSplitter {
     }
 
     private mutating func beginPlaceholder() {
+        if home != nil { return appendLiteral("{") }  // plain words have no placeholders
         inWord = true
         brace = "{"
     }

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+@testable import SkyNetCluster
+
+struct SSHLoginTests {
+    func login(_ text: String) throws -> SSHLogin { try SSHLogin(parsing: text) }
+
+    func problem(_ text: String) -> String? {
+        do {
+            _ = try SSHLogin(parsing: text)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test(arguments: [
+        ("gpu1", SSHLogin(host: "gpu1")),
+        ("4/alice@gpu1.lab:2222", SSHLogin(slots: 4, user: "alice", host: "gpu1.lab", port: 2222)),
+        ("root@127.0.0.1:22", SSHLogin(user: "root", host: "127.0.0.1", port: 22)),
+        ("1024/h", SSHLogin(slots: 1024, host: "h")),
+        ("2001:db8::1", SSHLogin(host: "2001:db8::1")),
+        // As in GNU parallel: a bare IPv6 address has no port.
+        ("2001:db8::1:80", SSHLogin(host: "2001:db8::1:80")),
+        ("::ffff:10.0.0.1", SSHLogin(host: "::ffff:10.0.0.1")),
+        ("[::1]:2222", SSHLogin(host: "::1", port: 2222)),
+        ("2/bob@[fe80::1]", SSHLogin(slots: 2, user: "bob", host: "fe80::1")),
+    ])
+    func parallelsLoginsAreRead(text: String, expected: SSHLogin) throws {
+        #expect(try login(text) == expected)
+    }
+
+    @Test(arguments: [
+        ("4/alice@gpu1.lab:2222", "alice@gpu1.lab:2222"),
+        ("gpu1", "gpu1"),
+        ("[::1]:2222", "[::1]:2222"),
+        ("::1", "::1"),
+    ])
+    func theDescriptionIsTheLoginWithoutSlots(text: String, description: String) throws {
+        #expect(try login(text).description == description)
+        #expect(try login(description) == SSHLogin(user: login(text).user, host: login(text).host, port: login(text).port))
+    }
+
+    @Test(arguments: [
+        ("alice:secret@gpu1", "a password in a login (user:password@) is refused: use a key (BatchMode forbids prompts)"),
+        ("@gpus/gpu1", "host groups (@group/) are not supported: list the hosts"),
+        (":", "':' (this machine, to GNU parallel) is not a login: give --local-capacity to run tasks here"),
+        ("..", "'..' (read logins from a file, to GNU parallel) is not a login: give --ssh-file FILE"),
+        ("-", "'-' (read logins from a file, to GNU parallel) is not a login: give --ssh-file FILE"),
+        ("ssh -p 2222 gpu1", "a login holds no spaces: give ssh's program and options with --ssh-command"),
+        ("2001:db8::1.80", "'2001:db8::1.80' is not an IPv6 address; for a port on one write [ADDRESS]:PORT (not .PORT, pPORT or #PORT)"),
+        ("2001:db8::1p80", "'2001:db8::1p80' is not an IPv6 address; for a port on one write [ADDRESS]:PORT (not .PORT, pPORT or #PORT)"),
+        ("2001:db8::1#80", "'2001:db8::1#80' is not an IPv6 address; for a port on one write [ADDRESS]:PORT (not .PORT, pPORT or #PORT)"),
+        ("0/gpu1", "0 slots is outside 1...1024"),
+        ("1025/gpu1", "1025 slots is outside 1...1024"),
+        ("gpu1:0", "the port '0' is not a number in 1...65535"),
+        ("gpu1:65536", "the port '65536' is not a number in 1...65535"),
+        ("gpu1:", "the port '' is not a number in 1...65535"),
+        ("-oProxyCommand=x", "a host may not begin with '-' (ssh would read it as an option)"),
+        ("-l@gpu1", "the user '-l' may hold only letters, digits, '.', '_' and '-', not first"),
+        ("a/gpu1", "'/' belongs only after a number of slots, as in 4/host"),
+        ("gpu$1", "the host 'gpu$1' may hold only letters, digits, '.', '_' and '-'"),
+        ("[::1", "'[' is never closed: write [ADDRESS]:PORT"),
+        ("[::1]x", "only ':PORT' may follow ']'"),
+        ("alice@", "the host is missing"),
+        ("a@b@c", "more than one '@': write user@host"),
+    ])
+    func whatCannotBeHonouredIsRefusedWithWhatToWrite(text: String, message: String) {
+        #expect(problem(text) == "ssh login '\(text)': \(message)")
+    }
+
+    @Test func aListSkipsEmptyItems() throws {
+        #expect(try SSHLogin.list("a,,4/b:2 ,") == [SSHLogin(host: "a"), SSHLogin(slots: 4, host: "b", port: 2)])
+        #expect(try SSHLogin.list("") == [])
+    }
+
+    @Test func aFileSkipsCommentsAndBlankLinesAndNamesTheLineOfAFault() throws {
+        let text = "# hosts\n\n  gpu1  \r\n   # indented comment\n4/b,c\nbad login\n"
+        #expect(throws: SSHLogin.ParseError(description: "hosts.txt:6: ssh login 'bad login': a login holds no spaces: give ssh's program and options with --ssh-command")) {
+            try SSHLogin.lines(of: text, file: "hosts.txt")
+        }
+        #expect(try SSHLogin.lines(of: text.replacingOccurrences(of: "bad login\n", with: ""), file: "h") ==
+                [SSHLogin(host: "gpu1"), SSHLogin(slots: 4, host: "b"), SSHLogin(host: "c")])
+    }
+
+    @Test func aFileIsReadFromDiskAndAMissingOneIsNamed() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-logins-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(throws: SSHLogin.ParseError(description: "ssh login file \(path) does not exist")) { try SSHLogin.file(path) }
+        try "a\nb:2\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try SSHLogin.file(path) == [SSHLogin(host: "a"), SSHLogin(host: "b", port: 2)])
+    }
+}
