@@ -66,37 +66,54 @@ public final class PeerConnection: Sendable {
     let state: Locked<State>
     /// What keeps the link's time: request time limits, keep-alive and liveness pings.
     let clock: any TimerClock
+    /// The dialer's `explain`, set once the link is open.
+    private let explainer = Locked<(@Sendable (any Error) async -> any Error)?>(nil)
 
     /// How often an idle link is pinged by default: well under a node's idle bound (60 s), so a
     /// healthy coordinator that has nothing to send is never dropped.
     public static let defaultKeepAliveInterval: Duration = .seconds(15)
 
-    /// Connects to `host:port` and says hello; throws when the peer is down, refuses the hello
-    /// or does not answer within `timeout`. With a `token`, the peer must prove it knows it
-    /// (else `PeerUnauthenticated`), the token itself never goes over the wire, and every
-    /// later line in both directions is authenticated. Once open, the link is pinged whenever nothing
-    /// has been sent on it for `keepAliveInterval`. Every time limit and ping is kept on `clock`.
+    /// Connects to `host:port` and says hello: `open(name:dialer:…)` over TCP.
     public static func open(name: String, host: String, port: Int, token: String?, timeout: Duration,
                             keepAliveInterval: Duration = defaultKeepAliveInterval,
                             clock: any TimerClock = DeadlineTimer.shared) async throws -> PeerConnection {
-        let socket = try await onOwnThread(named: "skynet-connect") {
-            try Socket.connect(host: host, port: port, timeout: timeout)
-        }
-        let connection = Connection(socket: socket, peer: "\(host):\(port)")
+        try await open(name: name, dialer: TCPDialer(host: host, port: port), token: token, timeout: timeout,
+                       keepAliveInterval: keepAliveInterval, clock: clock)
+    }
+
+    /// Dials the node and says hello; throws when the peer is down, refuses the hello
+    /// or does not answer within the dialer's bound. With a `token`, the peer must prove it knows it
+    /// (else `PeerUnauthenticated`), the token itself never goes over the wire, and every
+    /// later line in both directions is authenticated. Once open, the link is pinged whenever nothing
+    /// has been sent on it for `keepAliveInterval`. Every time limit and ping is kept on `clock`.
+    /// An error is the one the dialer explains it as (over ssh: what ssh said).
+    public static func open(name: String, dialer: any PeerDialer, token: String?, timeout: Duration,
+                            keepAliveInterval: Duration = defaultKeepAliveInterval,
+                            clock: any TimerClock = DeadlineTimer.shared) async throws -> PeerConnection {
+        let link = try await dialer.dial(timeout: timeout)
+        let connection = link.connection
         let handshake = Handshake(name: name, connection: connection, token: token.map { HMACSHA256(key: Array($0.utf8)) },
                                   clock: clock)
         connection.start(onEvent: handshake.deliver, onClose: handshake.fail)
         do {
             try connection.send(handshake.hello + [0x0A])
-            let peer = try await withTimeout(timeout, clock: clock) { try await handshake.welcomed.value.get() }
+            let peer = try await withTimeout(link.welcomeBound, clock: clock) { try await handshake.welcomed.value.get() }
+            peer.explainer.withLock { $0 = link.explain }
             // A node that names its idle bound is pinged at a third of it, if that is sooner.
             let bound = peer.welcome.idleSeconds.map { Duration.seconds($0 / 3) } ?? keepAliveInterval
             peer.startKeepAlive(every: min(keepAliveInterval, max(bound, .milliseconds(100))))
             return peer
         } catch {
             connection.close()
-            throw error
+            throw await link.explain(error)
         }
+    }
+
+    /// Why the link ended, as its dialer explains `error` (over ssh: ssh's last words, such as
+    /// `ssh: Connection to gpu1 closed by remote host`).
+    public func explain(_ error: any Error) async -> any Error {
+        guard let explain = explainer.withLock({ $0 }) else { return error }
+        return await explain(error)
     }
 
     /// Made by the handshake on the reader thread, in the step that reads the welcome.

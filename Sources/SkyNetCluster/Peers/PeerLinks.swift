@@ -33,6 +33,8 @@ public final class PeerLinks: Sendable {
         /// Use a peer that runs the job as another command, after a warning, instead of
         /// leaving it out (`--allow-job-mismatch`).
         public var allowJobMismatch: Bool
+        /// How ssh nodes of the cluster are reached (their own backoff, no token).
+        public var ssh = SSHSettings()
 
         public init(capacity: Int = 4, timeout: Duration = .seconds(5), token: String? = nil,
                     job: String = JobRegistry.scan, jobSummary: String? = nil, allowJobMismatch: Bool = false) {
@@ -55,10 +57,14 @@ public final class PeerLinks: Sendable {
     /// Fulfilled (with the reasons, one line) once every peer of the cluster has refused the
     /// hello for good or lacks the job: a scan with no local slots then has nothing that can run it.
     public let everyPeerRefused = AsyncSignal<String>()
+    /// Fulfilled once every ssh node of the cluster failed its first dial and none ever
+    /// connected; the value lists them: `gpu1 (ssh: Permission denied (publickey)), gpu2 (…)`.
+    public let everySSHHostFailed = AsyncSignal<String>()
 
     /// Starts linking to every node of `cluster`.
     public init(cluster: ClusterConfig, systems: Systems, settings: Settings, log: @escaping @Sendable (ClusterEvent) async -> Void) {
         let reporting = self.reporting, refusing = self.refusing, everyPeerRefused = self.everyPeerRefused
+        let sshHosts = SSHHostFailures(hosts: cluster.nodes.filter { $0.ssh != nil }.map(\.name), signal: everySSHHostFailed)
         let count = cluster.nodes.count
         let log: @Sendable (ClusterEvent) async -> Void = { event in
             var refused = false
@@ -75,6 +81,7 @@ public final class PeerLinks: Sendable {
                 await log(event)
                 reporting.end()
             }
+            sshHosts.record(event)
             // After the report, so whoever stops the scan on this signal sees the refusal printed;
             // decided and done in one step, so a peer that connected meanwhile counts.
             guard refused else { return }
@@ -84,8 +91,10 @@ public final class PeerLinks: Sendable {
         }
         let jobCheck = JobCheck(job: settings.job, expected: settings.jobSummary, allowsMismatch: settings.allowJobMismatch)
         tasks = cluster.nodes.map { node in
-            Task { await Self.link(node, capacity: node.capacity ?? cluster.capacity ?? settings.capacity,
-                                   systems: systems, settings: settings, jobCheck: jobCheck, log: log) }
+            // An ssh node's own slots are its login's N/ or its cores, as its welcome says.
+            let capacity = node.ssh == nil ? node.capacity ?? cluster.capacity ?? settings.capacity
+                                           : node.capacity ?? ClusterConfig.maxCapacity
+            return Task { await Self.link(node, capacity: capacity, systems: systems, settings: settings, jobCheck: jobCheck, log: log) }
         }
     }
 
@@ -111,25 +120,38 @@ public final class PeerLinks: Sendable {
         _ node: ClusterConfig.Node, capacity: Int, systems: Systems, settings: Settings, jobCheck: JobCheck,
         log: @escaping @Sendable (ClusterEvent) async -> Void
     ) async {
-        var delay = settings.retryDelays.first
+        let dialer = dialer(for: node, settings: settings)
+        let retryDelays = node.ssh == nil ? settings.retryDelays : settings.ssh.retryDelays
+        var delay = retryDelays.first
         var reportedDown = false
         var reportedRefusal = false
         while !Task.isCancelled {
             let peer: PeerConnection
             do {
-                peer = try await PeerConnection.open(name: node.name, host: node.host, port: node.port,
-                                                     token: settings.token, timeout: settings.timeout)
+                peer = try await PeerConnection.open(name: node.name, dialer: dialer, token: dialer.sendsToken ? settings.token : nil,
+                                                     timeout: settings.timeout)
             } catch {
                 if Task.isCancelled { return }
-                if let refusal = refusal(by: node.name, error) {
+                if let failure = error as? SSHFailure, let login = node.ssh {
+                    if !reportedDown {
+                        await log(.sshUnreachable(node.name, login: "\(login)", reason: failure.reason, fix: failure.fix))
+                    }
+                    reportedDown = true
+                    if failure.isPermanent {
+                        try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
+                    } else {
+                        try? await DeadlineTimer.shared.sleep(for: delay)
+                        delay = min(delay * 2, retryDelays.most)
+                    }
+                } else if let refusal = refusal(by: node.name, error) {
                     if !reportedRefusal { await log(refusal) }
                     reportedRefusal = true
                     try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
                 } else {
-                    if !reportedDown { await log(.unreachable(node.name, address: "\(node.host):\(node.port)", error: "\(error)")) }
+                    if !reportedDown { await log(.unreachable(node.name, address: dialer.address, error: "\(error)")) }
                     reportedDown = true
                     try? await DeadlineTimer.shared.sleep(for: delay)
-                    delay = min(delay * 2, settings.retryDelays.most)
+                    delay = min(delay * 2, retryDelays.most)
                 }
                 continue
             }
@@ -162,14 +184,14 @@ public final class PeerLinks: Sendable {
             }
             await systems.remove(named: node.name)
             if Task.isCancelled { return }
-            await log(.disconnected(node.name, reason: reason.description))
+            await log(.disconnected(node.name, reason: await lastWords(of: peer, reason)))
             // A peer that welcomes and then drops the link at once (crashing, or full) would
             // otherwise be redialled in a hot loop: only a link that lasted resets the backoff.
-            if ContinuousClock.now - linked >= settings.retryDelays.most {
-                delay = settings.retryDelays.first
+            if ContinuousClock.now - linked >= retryDelays.most {
+                delay = retryDelays.first
             } else {
                 try? await DeadlineTimer.shared.sleep(for: delay)
-                delay = min(delay * 2, settings.retryDelays.most)
+                delay = min(delay * 2, retryDelays.most)
             }
         }
     }

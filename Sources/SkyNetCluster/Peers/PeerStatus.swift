@@ -15,11 +15,16 @@ public struct PeerStatus: Sendable {
 
     public var isUp: Bool { if case .up = state { true } else { false } }
 
-    /// Connects, says hello and pings `node`, each step bounded by `timeout`.
-    public static func probe(_ node: ClusterConfig.Node, token: String?, timeout: Duration) async -> PeerStatus {
+    /// Connects (over TCP, or logs in with `ssh` for an ssh node), says hello and pings
+    /// `node`, each step bounded by `timeout`. An ssh node never gets the token.
+    public static func probe(_ node: ClusterConfig.Node, token: String?, timeout: Duration,
+                             ssh: SSHSettings = SSHSettings()) async -> PeerStatus {
+        var settings = PeerLinks.Settings(timeout: timeout, token: token)
+        settings.ssh = ssh
+        let dialer = PeerLinks.dialer(for: node, settings: settings)
         do {
-            let peer = try await PeerConnection.open(name: node.name, host: node.host, port: node.port,
-                                                     token: token, timeout: timeout)
+            let peer = try await PeerConnection.open(name: node.name, dialer: dialer,
+                                                     token: dialer.sendsToken ? token : nil, timeout: timeout)
             defer { peer.close() }
             let id = peer.nextID()
             let clock = ContinuousClock(), start = clock.now
@@ -34,6 +39,7 @@ public struct PeerStatus: Sendable {
 
     private static func reason(_ error: any Error) -> String {
         switch error {
+        case let error as SSHFailure: error.reason
         case let error as SocketError where error.code == ECONNREFUSED: "refused"
         case let error as SocketError where error.code == ETIMEDOUT: "timed out"
         case let error as SocketError where error.operation.hasPrefix("resolve"): "unknown host"

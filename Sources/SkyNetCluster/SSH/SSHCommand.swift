@@ -1,4 +1,4 @@
-import Foundation
+import SkyNetRuntime
 import SkyNetWork
 
 /// The ssh program and its options (`--ssh-command 'ssh -i ~/.ssh/ci -o …'`): split into words
@@ -17,7 +17,7 @@ public struct SSHCommand: Sendable, Equatable {
 
     /// Splits `text` into words; `home` (default: `$HOME`) stands for a leading `~`.
     public init(_ text: String, home: String? = nil) throws(ParseError) {
-        let home = home ?? ProcessInfo.processInfo.environment["HOME"] ?? "/"
+        let home = home ?? getenv("HOME").map { String(cString: $0) } ?? "/"
         let words = try CommandTemplate.words(text, home: home)
         guard let program = words.first, !program.isEmpty else {
             throw ParseError(description: "the ssh command is empty: name the ssh program, e.g. 'ssh -i ~/.ssh/ci'")
@@ -53,6 +53,6 @@ public struct SSHCommand: Sendable, Equatable {
     /// A word as a shell reads it back: as is when plain, else in single quotes.
     static func quotedForDisplay(_ word: String) -> String {
         let plain = !word.isEmpty && word.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_./=:@,+%".contains($0)) }
-        return plain ? word : "'" + word.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        return plain ? word : "'" + word.split(separator: "'", omittingEmptySubsequences: false).joined(separator: #"'\''"#) + "'"
     }
 }

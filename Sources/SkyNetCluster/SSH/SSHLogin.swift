@@ -1,4 +1,4 @@
-import Foundation
+import SkyNetRuntime
 
 /// One host to log in to, written as GNU parallel's sshlogin: `[N/][user@]host[:port]`
 /// (`4/alice@gpu1.lab:2222`, `[2001:db8::1]:2222`, `2001:db8::1`).
@@ -142,7 +142,7 @@ extension SSHLogin {
     public static func list(_ value: String) throws(ParseError) -> [SSHLogin] {
         var logins: [SSHLogin] = []
         for item in value.split(separator: ",") {
-            let login = item.trimmingCharacters(in: .whitespaces)
+            let login = item.trimming(\.isWhitespace)
             if !login.isEmpty { logins.append(try SSHLogin(parsing: login)) }
         }
         return logins
@@ -154,14 +154,22 @@ extension SSHLogin {
     /// The logins of `--ssh-file`: one a line (commas allowed too); blank lines and lines whose
     /// first non-blank is `#` are skipped, blanks around a login dropped. Errors name `FILE:LINE`.
     public static func file(_ path: String) throws(ParseError) -> [SSHLogin] {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let reason = errno == ENOENT ? "does not exist" : "cannot be read: \(String(cString: strerror(errno)))"
             throw ParseError(description: "ssh login file \(path) \(reason)")
         }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: maxFileSize + 1)) ?? Data()
-        if data.count > maxFileSize { throw ParseError(description: "ssh login file \(path) is larger than 1 MiB") }
-        guard let text = String(data: data, encoding: .utf8) else {
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: maxFileSize + 1), count = 0
+        while count < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + count, $0.count - count) }
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else { throw ParseError(description: "ssh login file \(path) cannot be read: \(String(cString: strerror(errno)))") }
+            if got == 0 { break }
+            count += got
+        }
+        if count > maxFileSize { throw ParseError(description: "ssh login file \(path) is larger than 1 MiB") }
+        guard let text = String(validating: bytes[..<count], as: UTF8.self) else {
             throw ParseError(description: "ssh login file \(path) is not UTF-8 text")
         }
         return try lines(of: text, file: path)
@@ -172,7 +180,7 @@ extension SSHLogin {
         var logins: [SSHLogin] = []
         for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             // "\r\n" is one Character, so a CRLF file splits as a plain one.
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimming(\.isWhitespace)
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             do {
                 logins += try list(trimmed)

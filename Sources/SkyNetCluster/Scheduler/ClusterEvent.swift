@@ -6,6 +6,9 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     case disconnected(String, reason: String)
     /// Not reachable; reported once until it connects, retried with backoff.
     case unreachable(String, address: String, error: String)
+    /// An ssh host could not be used (`login`: `alice@gpu1:2222`): reported once with ssh's own
+    /// words (`reason`) and what to do (`fix`), retried with backoff (or rarely, for good refusals).
+    case sshUnreachable(String, login: String, reason: String, fix: String)
     /// Refused the hello for good (`unauthorized`, `unsupported-version`): reported once, with
     /// the fix (`refusalHint`), and asked again only rarely.
     case refused(String, code: FailureCode, message: String)
@@ -26,7 +29,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// The peer's name.
     public var peer: String {
         switch self {
-        case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _),
+        case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _), .sshUnreachable(let name, _, _, _),
              .refused(let name, _, _), .unauthorized(let name, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _, _),
              .unresponsive(let name), .responsive(let name): name
         }
@@ -38,6 +41,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         case .connected(let name): "[Cluster] Connected: \(name)"
         case .disconnected(let name, let reason): "[Cluster] Disconnected: \(name) (\(reason))"
         case .unreachable(let name, let address, let error): "[Cluster] Unreachable: \(name) at \(address) (\(error)); retrying"
+        case .sshUnreachable(let name, _, let reason, let fix): "[Cluster] Unreachable: \(name) (\(reason))" + (fix.isEmpty ? "" : " — \(fix)")
         case .refused(let name, let code, _): "[Cluster] Refused by \(name): \(code) (\(refusalHint))"
         case .unauthorized(let name, let reason): "[Cluster] Unauthorized: \(name) (\(reason))"
         case .lacksJob(let name, let job, let jobs):

@@ -1,0 +1,54 @@
+import SkyNetRuntime
+import SkyNetTransport
+
+/// How a coordinator reaches a node: a TCP connection to its port, or an `ssh` session that
+/// runs `skynet node --stdio` on the host. Everything after the dial (hello, welcome,
+/// keep-alive, liveness) needs only the `Connection`.
+public protocol PeerDialer: Sendable {
+    /// How the node is reached, for people: `127.0.0.1:9001`, `ssh alice@gpu1:2222`.
+    var address: String { get }
+    /// Whether the cluster token goes to the node: over TCP yes; over ssh no (the login is the
+    /// authority, and a host never gets the coordinator's secret).
+    var sendsToken: Bool { get }
+    /// Opens the channel to the node, not yet started; bounded by `timeout`.
+    func dial(timeout: Duration) async throws -> DialedLink
+}
+
+/// A channel to a node, ready for the hello.
+public struct DialedLink: Sendable {
+    /// The channel, not started.
+    public let connection: Connection
+    /// How long the welcome may take: over ssh the login and the node's start come first.
+    public let welcomeBound: Duration
+    /// Turns an error of the handshake or of the link's end into the one to report: over ssh,
+    /// what ssh said (`SSHFailure`) rather than "connection closed".
+    public let explain: @Sendable (any Error) async -> any Error
+
+    public init(connection: Connection, welcomeBound: Duration,
+                explain: @escaping @Sendable (any Error) async -> any Error = { $0 }) {
+        self.connection = connection
+        self.welcomeBound = welcomeBound
+        self.explain = explain
+    }
+}
+
+/// A node's TCP port.
+public struct TCPDialer: PeerDialer {
+    public let host: String
+    public let port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    public var address: String { "\(host):\(port)" }
+    public var sendsToken: Bool { true }
+
+    public func dial(timeout: Duration) async throws -> DialedLink {
+        let socket = try await onOwnThread(named: "skynet-connect") { [host, port] in
+            try Socket.connect(host: host, port: port, timeout: timeout)
+        }
+        return DialedLink(connection: Connection(socket: socket, peer: address), welcomeBound: timeout)
+    }
+}

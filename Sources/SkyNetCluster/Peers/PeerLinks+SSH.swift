@@ -1,0 +1,56 @@
+import SkyNetRuntime
+import SkyNetTransport
+
+extension PeerLinks {
+    /// How `node` is reached: ssh for a node with a login, else its TCP port.
+    public static func dialer(for node: ClusterConfig.Node, settings: Settings) -> any PeerDialer {
+        node.ssh.map { SSHDialer(name: node.name, login: $0, settings: settings.ssh) } ?? TCPDialer(host: node.host, port: node.port)
+    }
+
+    /// Why a link ended, for `Disconnected`: over ssh, ssh's own last words when it said any
+    /// (`ssh: Connection to gpu1 closed by remote host`).
+    static func lastWords(of peer: PeerConnection, _ reason: Connection.CloseReason) async -> String {
+        let explained = await peer.explain(PeerDisconnected(peer: peer.name, reason: reason.description))
+        guard let failure = explained as? SSHFailure, failure.kind != .exited || !failure.reason.hasPrefix("ssh exited with status 0") else {
+            return reason.description
+        }
+        return failure.reason
+    }
+}
+
+/// Which ssh nodes failed their first dial, to say when every one did and none ever connected
+/// (`PeerLinks.everySSHHostFailed`): a scan over ssh hosts alone then has nothing to run on.
+final class SSHHostFailures: Sendable {
+    private struct State {
+        /// Each ssh node's first failure, once it had one.
+        var failures: [String: String] = [:]
+        var anyConnected = false
+    }
+
+    private let hosts: [String]
+    private let state = Locked(State())
+    private let signal: AsyncSignal<String>
+
+    init(hosts: [String], signal: AsyncSignal<String>) {
+        self.hosts = hosts
+        self.signal = signal
+    }
+
+    /// Notes what `event` says of an ssh node; fulfils the signal in the same step that finds
+    /// every node failed, so a node that connected meanwhile counts.
+    func record(_ event: ClusterEvent) {
+        guard hosts.contains(event.peer) else { return }
+        state.withLock { state in
+            switch event {
+            case .connected:
+                state.anyConnected = true
+            case .sshUnreachable(let name, _, let reason, _), .unreachable(let name, _, let reason):
+                if state.failures[name] == nil { state.failures[name] = reason }
+                guard !state.anyConnected, state.failures.count == hosts.count else { return }
+                signal.fulfil(hosts.map { "\($0) (\(state.failures[$0] ?? ""))" }.joined(separator: ", "))
+            default:
+                break
+            }
+        }
+    }
+}

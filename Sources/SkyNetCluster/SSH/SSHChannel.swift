@@ -1,0 +1,134 @@
+import SkyNetRuntime
+import SkyNetTransport
+
+/// One `ssh` child and the `Connection` over its stdin and stdout: the channel to the
+/// `skynet node --stdio` it runs on a host. ssh's stderr (its own messages and the node's log)
+/// is read on a thread of its own (`SSHChannel+Stderr`).
+///
+/// Every path reaps ssh: when the connection ends (closed here, or ssh's stdout ended), the
+/// channel closes its end of the pipes (ssh then sends EOF and the node exits), waits a moment
+/// for ssh to exit, and stops it otherwise.
+public final class SSHChannel: Sendable {
+    public let connection: Connection
+    let child: ChildProcess
+    /// The login (`alice@gpu1:2222`) and the node's name, for messages.
+    let login: SSHLogin
+    let name: String
+    let checkHint: String
+    /// The last lines of ssh's stderr, and whether it has ended (`SSHChannel+Stderr`).
+    let stderr: StderrTail
+    private let closing = Locked<Task<Void, Never>?>(nil)
+
+    /// The environment ssh gets: ours without any `SKYNET_TOKEN*` (ssh could pass it on with
+    /// `SendEnv`, and the host must never get the coordinator's secret).
+    static func environment() -> [String: String] {
+        var environment: [String: String] = [:]
+        var entry = environ
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if let equals = text.firstIndex(of: "="), !text.hasPrefix("SKYNET_TOKEN") {
+                environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            entry += 1
+        }
+        return environment
+    }
+
+    /// Starts `command` to `login` running `remote`; `hostLog` gets stderr's lines, prefixed
+    /// `[name] ` and rate-limited.
+    public static func open(name: String, login: SSHLogin, command: SSHCommand, remote: String, timeout: Duration,
+                            hostLog: @escaping @Sendable (String) -> Void) async throws -> SSHChannel {
+        let arguments = command.arguments(to: login, remote: remote, connectTimeout: timeout)
+        let (child, reading, writing, errors) = try await onOwnThread(named: "skynet-ssh-spawn") {
+            let toChild = try ChildProcess.makePipe()
+            let fromChild: (read: Int32, write: Int32)
+            do { fromChild = try ChildProcess.makePipe() } catch {
+                closeFile(toChild.read)
+                closeFile(toChild.write)
+                throw error
+            }
+            var options = ChildProcess.Options(arguments: Array(arguments.dropFirst()), environment: environment())
+            options.stdin = .descriptor(toChild.read)
+            options.stdout = .descriptor(fromChild.write)
+            options.stderr = .pipe
+            options.searchPath = true
+            // A Ctrl-C at the terminal reaches us, not ssh: the orderly stop still cancels the
+            // host's tasks before the channel closes.
+            options.ownProcessGroup = true
+            defer {
+                closeFile(toChild.read)
+                closeFile(fromChild.write)
+            }
+            do {
+                let child = try ChildProcess.spawn(arguments[0], options)
+                return (child, fromChild.read, toChild.write, child.takeOutputPipe(2))
+            } catch {
+                closeFile(toChild.write)
+                closeFile(fromChild.read)
+                throw error
+            }
+        }
+        let stream: DescriptorPair
+        do {
+            stream = try DescriptorPair(reading: reading, writing: writing)
+        } catch {
+            closeFile(reading)
+            closeFile(writing)
+            if let errors { closeFile(errors) }
+            await child.stop(grace: .zero)
+            throw error
+        }
+        let channel = SSHChannel(connection: Connection(stream: stream, peer: "ssh \(login)"), child: child,
+                                 login: login, name: name, checkHint: command.checkHint(for: login))
+        channel.readStderr(errors, hostLog: hostLog)
+        channel.connection.closed.whenFulfilled { _ in channel.startClosing() }
+        return channel
+    }
+
+    private init(connection: Connection, child: ChildProcess, login: SSHLogin, name: String, checkHint: String) {
+        self.connection = connection
+        self.child = child
+        self.login = login
+        self.name = name
+        self.checkHint = checkHint
+        self.stderr = StderrTail()
+    }
+
+    /// Closes the channel and reaps ssh: EOF first (the node exits, ssh follows within 2 s),
+    /// then SIGTERM, and SIGKILL after 0.5 s.
+    public func close() async {
+        connection.close()
+        await startClosing().value
+    }
+
+    @discardableResult
+    private func startClosing() -> Task<Void, Never> {
+        closing.withLock { closing in
+            if let closing { return closing }
+            let child = self.child
+            let task = Task {
+                if (try? await withTimeout(.seconds(2)) { await child.exit.value }) == nil {
+                    await child.stop(grace: .milliseconds(500))
+                }
+            }
+            closing = task
+            return task
+        }
+    }
+
+    /// Why the session failed, as ssh says it: waits (≤ 1 s) for ssh's exit and the end of its
+    /// stderr, then classifies. ssh still running (no welcome in time, or a node that ended
+    /// the session otherwise) is closed first. `error`: what the link saw (a timeout, a close).
+    public func failure(after error: any Error) async -> any Error {
+        if error is CancellationError { await close(); return error }
+        let exit = child.exit, ended = stderr.ended
+        let exited = try? await withTimeout(.seconds(1)) { await exit.value }
+        guard let exited else {
+            await close()
+            if error is TimeoutError { return SSHFailure(kind: .noAnswer, reason: "no answer from skynet node", fix: "") }
+            return error
+        }
+        _ = try? await withTimeout(.seconds(1)) { await ended.value }
+        return SSHFailure.classify(exit: exited, lastLine: stderr.lastLine, host: login.host, checkHint: checkHint)
+    }
+}

@@ -1,0 +1,98 @@
+import SkyNetRuntime
+
+/// Why an ssh session to a host ended, in ssh's own words and with the fix: made from ssh's
+/// exit status and the last line it (or the remote shell) wrote to stderr.
+public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// The login was refused (no key the host takes).
+        case login
+        /// The host's key is unknown or has changed.
+        case hostKey
+        /// Not reached: refused, unresolved, timed out. Tried again with backoff.
+        case unreachable
+        /// The host has no `skynet` on its PATH (or one that cannot start).
+        case noSkynet
+        /// `--ship`: the host is another OS or architecture than this build.
+        case otherPlatform
+        /// `--ship`: the host lacks this build; the upload follows (never printed).
+        case needsShipment
+        /// `--ship`: the uploaded copy did not have the right hash. Tried again with backoff.
+        case shipFailed
+        /// ssh (or the node) ended otherwise.
+        case exited
+        /// ssh ran, but no welcome came in time.
+        case noAnswer
+    }
+
+    public let kind: Kind
+    /// What went wrong, one line: `ssh: Permission denied (publickey)`.
+    public let reason: String
+    /// What to do about it: `check the login with: ssh gpu1 true`.
+    public let fix: String
+
+    public init(kind: Kind, reason: String, fix: String) {
+        self.kind = kind
+        self.reason = reason
+        self.fix = fix
+    }
+
+    public var description: String { fix.isEmpty ? reason : "\(reason) — \(fix)" }
+
+    /// Whether asking again soon cannot help (it waits as long as a refused hello).
+    public var isPermanent: Bool {
+        switch kind {
+        case .login, .hostKey, .noSkynet, .otherPlatform: true
+        case .unreachable, .needsShipment, .shipFailed, .exited, .noAnswer: false
+        }
+    }
+
+    /// Exit statuses of the remote commands of `--ship` (RemoteCommand).
+    static let otherPlatformStatus: Int32 = 120
+    static let needsShipmentStatus: Int32 = 121
+    static let shipFailedStatus: Int32 = 122
+
+    /// Classifies how ssh ended. `lastLine`: the last non-empty line of its stderr; `host`: the
+    /// login's host (cut off the front of a line); `checkHint`: the command to check the login.
+    public static func classify(exit: ChildExit, lastLine: String?, host: String, checkHint: String) -> SSHFailure {
+        let line = lastLine ?? ""
+        let check = "check the login with: \(checkHint)"
+        switch exit.reason {
+        case .exited(255):
+            let reason = line.isEmpty ? "ssh exited with status 255" : normalised(line, host: host)
+            if line.contains("Permission denied") { return SSHFailure(kind: .login, reason: reason, fix: check) }
+            if line.contains("Host key verification failed") || line.contains("IDENTIFICATION HAS CHANGED") {
+                return SSHFailure(kind: .hostKey, reason: reason, fix: check)
+            }
+            return SSHFailure(kind: .unreachable, reason: reason, fix: check)
+        case .exited(126), .exited(127):
+            return SSHFailure(kind: .noSkynet, reason: line.isEmpty ? "skynet: not found (\(exit))" : line,
+                              fix: "install skynet on its PATH (swift build -c release --static-swift-stdlib), or give --ship")
+        case .exited(otherPlatformStatus) where line.hasPrefix("skynet --ship:"):
+            return SSHFailure(kind: .otherPlatform, reason: line,
+                              fix: "--ship copies this \(LocalPlatform.name) build only: build skynet on that host")
+        case .exited(needsShipmentStatus):
+            return SSHFailure(kind: .needsShipment, reason: "no copy of this build", fix: "")
+        case .exited(shipFailedStatus) where line.hasPrefix("skynet --ship:"):
+            return SSHFailure(kind: .shipFailed, reason: line, fix: "retrying")
+        case .exited(let status):
+            return SSHFailure(kind: .exited, reason: "ssh exited with status \(status)" + (line.isEmpty ? "" : ": \(line)"), fix: "")
+        case .signalled:
+            return SSHFailure(kind: .exited, reason: "ssh \(exit)", fix: "")
+        }
+    }
+
+    /// ssh's line as a reason: `ssh: …` kept; else a leading `user@host: ` or `host: ` cut, one
+    /// trailing `.` dropped and `ssh: ` put in front (`root@127.0.0.1: Permission denied
+    /// (publickey).` → `ssh: Permission denied (publickey)`).
+    static func normalised(_ line: String, host: String) -> String {
+        if line.hasPrefix("ssh: ") { return line }
+        var text = Substring(line)
+        if let colon = text.firstRange(of: ": ") {
+            let head = text[..<colon.lowerBound]
+            let who = head.split(separator: "@", maxSplits: 1).last.map(String.init) ?? ""
+            if who == host || who == "[\(host)]" || head == host { text = text[colon.upperBound...] }
+        }
+        if text.hasSuffix(".") { text = text.dropLast() }
+        return "ssh: " + text
+    }
+}
