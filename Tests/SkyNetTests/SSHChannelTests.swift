@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+
+/// `SSHChannel` over a fake `ssh`: a script that drops the options up to `--` and the host, then
+/// runs the remote command with `/bin/sh -c` (a test may run a shell; the product never does).
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct SSHChannelTests {
+    static func withFakeSSH<T>(_ body: (SSHCommand) async throws -> T) async throws -> T {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-fake-ssh-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let script = folder + "/ssh"
+        try """
+            #!/bin/sh
+            while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do shift; done
+            shift 2
+            exec /bin/sh -c "$1"
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        return try await body(SSHCommand(words: [script]))
+    }
+
+    final class Lines: Sendable {
+        let lines = Locked<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    @Test func theChannelCarriesLinesAndStderrComesBackPrefixedWithoutCR() async throws {
+        try await Self.withFakeSSH { command in
+            let log = Lines()
+            let channel = try await SSHChannel.open(name: "h1", login: SSHLogin(host: "h"), command: command,
+                                                    remote: #"printf 'ssh says\r\nnode\tlog\n' >&2; exec cat"#,
+                                                    timeout: .seconds(5), hostLog: log.append)
+            let received = Lines()
+            let echoed = AsyncSignal<Void>()
+            channel.connection.start(onEvent: { event in
+                if case .line(let line) = event { received.append(String(decoding: line, as: UTF8.self)); echoed.fulfil(()) }
+            })
+            try channel.connection.send(Array("hello\n".utf8))
+            try await withTimeout(.seconds(10)) { await echoed.value }
+            #expect(received.all == ["hello"])
+            await channel.close()
+            #expect(channel.child.exit.current?.reason == .exited(0))  // EOF reached cat: no signal needed
+            try await withTimeout(.seconds(5)) { await channel.stderr.ended.value }
+            #expect(log.all == ["[h1] ssh says", #"[h1] node\x09log"#])
+        }
+    }
+
+    @Test func aRefusedLoginIsClassifiedFromTheLastLineAndAFloodIsCut() async throws {
+        try await Self.withFakeSSH { command in
+            let log = Lines()
+            let remote = #"i=0; while [ $i -lt 400 ]; do echo "line $i" >&2; i=$((i+1)); done; "#
+                + #"printf 'root@h: Permission denied (publickey).\r\n' >&2; exit 255"#
+            let channel = try await SSHChannel.open(name: "h1", login: SSHLogin(host: "h"), command: command, remote: remote,
+                                                    timeout: .seconds(5), hostLog: log.append)
+            channel.connection.start(onEvent: { _ in })
+            let failure = await channel.failure(after: PeerDisconnected(peer: "h1", reason: "closed"))
+            #expect(failure as? SSHFailure == SSHFailure(kind: .login, reason: "ssh: Permission denied (publickey)",
+                                                          fix: "check the login with: \(command.words[0]) h true"))
+            try await withTimeout(.seconds(5)) { await channel.stderr.ended.value }
+            let lines = log.all
+            #expect(lines.prefix(200) == ArraySlice((0..<200).map { "[h1] line \($0)" }))
+            #expect(lines.count < 230, "\(lines.count) lines let through")
+            #expect(lines.last?.hasPrefix("[h1] ") == true && lines.last?.hasSuffix("dropped (at most 20 a second per host)") == true, "\(lines.suffix(3))")
+            await channel.close()
+        }
+    }
+
+    @Test func noTokenReachesSSHsEnvironment() async throws {
+        setenv("SKYNET_TOKEN", "secret-of-the-coordinator", 1)
+        defer { unsetenv("SKYNET_TOKEN") }
+        #expect(SSHChannel.environment()["SKYNET_TOKEN"] == nil)
+        #expect(SSHChannel.environment()["PATH"] != nil)
+    }
+}

@@ -1,0 +1,60 @@
+import Testing
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+
+struct SSHFailureTests {
+    func classify(_ reason: ChildExit.Reason, _ line: String?) -> SSHFailure {
+        SSHFailure.classify(exit: ChildExit(reason: reason, peakResidentKiB: 0), lastLine: line, host: "127.0.0.1",
+                            checkHint: "ssh gpu1 true")
+    }
+
+    @Test func aRefusedLoginReadsAsTheIssueSays() {
+        let failure = classify(.exited(255), "root@127.0.0.1: Permission denied (publickey).")
+        #expect(failure == SSHFailure(kind: .login, reason: "ssh: Permission denied (publickey)", fix: "check the login with: ssh gpu1 true"))
+        #expect(failure.isPermanent)
+        #expect(ClusterEvent.sshUnreachable("gpu1", login: "gpu1", reason: failure.reason, fix: failure.fix).description ==
+                "[Cluster] Unreachable: gpu1 (ssh: Permission denied (publickey)) — check the login with: ssh gpu1 true")
+    }
+
+    @Test(arguments: [
+        ("Host key verification failed.", SSHFailure.Kind.hostKey, "ssh: Host key verification failed"),
+        ("@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @", .hostKey, "ssh: @    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @"),
+        ("ssh: connect to host 127.0.0.1 port 1: Connection refused", .unreachable, "ssh: connect to host 127.0.0.1 port 1: Connection refused"),
+        ("Connection to 127.0.0.1 closed by remote host.", .unreachable, "ssh: Connection to 127.0.0.1 closed by remote host"),
+        ("other@host: Permission denied (publickey).", .login, "ssh: other@host: Permission denied (publickey)"),
+    ])
+    func sshsOwnLinesAreKeptInItsWords(line: String, kind: SSHFailure.Kind, reason: String) {
+        let failure = classify(.exited(255), line)
+        #expect(failure.kind == kind)
+        #expect(failure.reason == reason)
+        #expect(failure.isPermanent == (kind != .unreachable))
+    }
+
+    @Test func theRemoteShellsLinesAreShownAsTheyAre() {
+        let missing = classify(.exited(127), "sh: 1: exec: skynet: not found")
+        #expect(missing.kind == .noSkynet)
+        #expect(missing.reason == "sh: 1: exec: skynet: not found")
+        #expect(missing.fix == "install skynet on its PATH (swift build -c release --static-swift-stdlib), or give --ship")
+        let other = classify(.exited(120), "skynet --ship: this host is Darwin arm64, not Linux x86_64")
+        #expect(other.kind == .otherPlatform && other.isPermanent)
+        #expect(classify(.exited(121), nil).kind == .needsShipment)
+        #expect(classify(.exited(122), "skynet --ship: the copy has SHA-256 ab, not cd").kind == .shipFailed)
+    }
+
+    @Test func anyOtherEndSaysHowSSHEnded() {
+        #expect(classify(.exited(3), nil).reason == "ssh exited with status 3")
+        #expect(classify(.signalled(9), "x").reason == "ssh killed by signal 9 (SIGKILL)")
+        #expect(classify(.exited(255), nil).reason == "ssh exited with status 255")
+    }
+
+    @Test func aLineBucketLetsABurstThroughThenTwentyASecond() {
+        let start = ContinuousClock.now
+        var bucket = LineBucket(burst: 200, rate: 20, now: start)
+        #expect((0..<200).allSatisfy { _ in bucket.take(now: start).allowed })
+        #expect((0..<50).allSatisfy { _ in !bucket.take(now: start).allowed })
+        #expect(bucket.dropped == 50)
+        let later = bucket.take(now: start + .milliseconds(50))
+        #expect(later.allowed && later.droppedBefore == 50)
+        #expect(!bucket.take(now: start + .milliseconds(50)).allowed)
+    }
+}
