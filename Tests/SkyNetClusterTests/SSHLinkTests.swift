@@ -50,7 +50,7 @@ extension ProcessTests {
 
         /// Links to `hosts` (logins as given, each named h1, h2, …) with `client`'s key, a token
         /// the hosts must never be sent, and quick redials; stops them on every path.
-        func withLinks<T>(_ logins: [String], client: SSHTestClient, key: String? = nil,
+        func withLinks<T>(_ logins: [String], client: SSHTestClient, key: String? = nil, ship: Bool = false,
                           _ body: (PeerLinks, Systems, Recorded) async throws -> T) async throws -> T {
             let nodes = try logins.enumerated().map { index, login in
                 let parsed = try SSHLogin(parsing: login)
@@ -64,6 +64,8 @@ extension ProcessTests {
                 recorded.hostLines.withLock { $0.append(line) }
             }
             settings.ssh.retryDelays = (.milliseconds(100), .milliseconds(500))
+            settings.ssh.ship = ship
+            settings.ssh.shipExecutable = skynetBinary.path
             let systems = Systems()
             let links = PeerLinks(cluster: ClusterConfig(nodes: nodes), systems: systems, settings: settings) { recorded.append($0) }
             do {
@@ -143,6 +145,27 @@ extension ProcessTests {
                     let disconnected = recorded.lines.first { $0.hasPrefix("[Cluster] Disconnected: h1") } ?? ""
                     #expect(disconnected.hasPrefix("[Cluster] Disconnected: h1 (ssh: "), "\(recorded.lines)")
                 }
+            }
+        }
+
+        @Test func aHostWithoutSkynetGetsThisBuildWithShipAndKeepsItForTheNextScan() async throws {
+            let options = SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)
+            try await withSSHTestHosts(count: 1, options: options) { hosts, client in
+                let host = hosts[0]
+                let shipment = try await SSHShipment.of(executable: skynetBinary.path)
+                let copy = "\(host.home)/.cache/skynet/skynet-\(shipment.sha256)"
+                try await withLinks([host.login], client: client, ship: true) { _, systems, recorded in
+                    try await recorded.wait(Self.isConnected("h1"))
+                    #expect(await systems.names == ["h1"])
+                    #expect(recorded.lines == ["[Cluster] Connected: h1"])
+                }
+                #expect(try SSHShipment.of(copy).sha256 == shipment.sha256)
+                let inode = try FileManager.default.attributesOfItem(atPath: copy)[.systemFileNumber] as? Int
+                // A second coordinator finds the copy: no upload (the file is the same one).
+                try await withLinks([host.login], client: client, ship: true) { _, _, recorded in
+                    try await recorded.wait(Self.isConnected("h1"))
+                }
+                #expect(try FileManager.default.attributesOfItem(atPath: copy)[.systemFileNumber] as? Int == inode)
             }
         }
     }

@@ -125,6 +125,7 @@ public final class PeerLinks: Sendable {
         var delay = retryDelays.first
         var reportedDown = false
         var reportedRefusal = false
+        var justShipped = false
         while !Task.isCancelled {
             let peer: PeerConnection
             do {
@@ -132,6 +133,22 @@ public final class PeerLinks: Sendable {
                                                      timeout: settings.timeout)
             } catch {
                 if Task.isCancelled { return }
+                var error = error
+                if let failure = error as? SSHFailure, failure.kind == .needsShipment, let ssh = dialer as? SSHDialer {
+                    // The host lacks this build: upload it, then dial again at once (the copy
+                    // runs then). A copy that still does not run is a failure like any other.
+                    do {
+                        guard !justShipped else {
+                            throw SSHFailure(kind: .shipFailed, reason: "the shipped copy does not run there", fix: "retrying")
+                        }
+                        try await ssh.ship(timeout: settings.timeout)
+                        justShipped = true
+                        continue
+                    } catch let failure {
+                        error = failure
+                    }
+                }
+                justShipped = false
                 if let failure = error as? SSHFailure, let login = node.ssh {
                     if !reportedDown {
                         await log(.sshUnreachable(node.name, login: "\(login)", reason: failure.reason, fix: failure.fix))
@@ -156,6 +173,7 @@ public final class PeerLinks: Sendable {
                 continue
             }
             reportedDown = false
+            justShipped = false
             switch jobCheck.check(peer.welcome, of: node.name) {
             case .unusable(let event):
                 peer.close()

@@ -22,6 +22,29 @@ public enum RemoteCommand {
         try checked("exec skynet node --stdio" + stdioArguments(arguments))
     }
 
+    /// `--ship`: checks the host's `uname -sm` (else exit 120 with the reason), then execs the
+    /// copy of this build in `~/.cache/skynet` if present, else exits 121 (the upload follows).
+    /// PATH is never used, so no other build can run. The script holds no `'`, `\` or newline,
+    /// so `exec /bin/sh -c '…'` reads the same in every login shell.
+    public static func shipped(_ shipment: SSHShipment, arguments: [String]) throws(TooLong) -> String {
+        let script = #"p=$(uname -sm); [ "$p" = "\#(shipment.platform)" ] || { echo "skynet --ship: this host is $p, not \#(shipment.platform)" >&2; exit \#(SSHFailure.otherPlatformStatus); }; "#
+            + #"f="$HOME/.cache/skynet/skynet-\#(shipment.sha256)"; [ -x "$f" ] && exec "$f" node --stdio\#(stdioArguments(arguments)); exit \#(SSHFailure.needsShipmentStatus)"#
+        return try checked("exec /bin/sh -c '\(script)'")
+    }
+
+    /// `--ship`'s upload: stdin (this executable) goes to a temporary file in the cache folder,
+    /// whose SHA-256 must be the build's (else exit 122 with what it was); then it is renamed
+    /// onto its final name, atomically, so no partial or unverified file ever bears it.
+    /// (A `$HOME` holding spaces is not supported: `trap` rereads the path.)
+    public static func upload(_ shipment: SSHShipment) -> String {
+        let hex = shipment.sha256
+        let script = #"set -e; d="$HOME/.cache/skynet"; mkdir -p "$d"; chmod 700 "$d"; t=$(mktemp "$d/.skynet-\#(hex).XXXXXX"); "#
+            + #"trap "rm -f $t" EXIT; cat > "$t"; s=$(sha256sum "$t" 2>/dev/null || shasum -a 256 "$t"); "#
+            + #"[ "${s%% *}" = \#(hex) ] || { echo "skynet --ship: the copy has SHA-256 ${s%% *}, not \#(hex)" >&2; exit \#(SSHFailure.shipFailedStatus); }; "#
+            + #"chmod 700 "$t"; mv -f "$t" "$d/skynet-\#(hex)"; trap - EXIT"#
+        return "exec /bin/sh -c '\(script)'"
+    }
+
     /// ` --stdio-args HEX`, or nothing for no arguments.
     static func stdioArguments(_ arguments: [String]) -> String {
         arguments.isEmpty ? "" : " --stdio-args " + Secrets.hex(Array(arguments.joined(separator: "\0").utf8))

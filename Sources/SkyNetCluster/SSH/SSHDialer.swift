@@ -9,6 +9,8 @@ public struct SSHSettings: Sendable {
     public var nodeArguments: [String]
     /// Copy this build to hosts that lack it (`--ship`).
     public var ship: Bool
+    /// The executable `--ship` copies; nil: this one (tests ship the built `skynet`).
+    public var shipExecutable: String?
     /// Backoff between attempts to reach a host: each costs a login, which sshd logs (and
     /// fail2ban counts), so slower than over TCP.
     public var retryDelays: (first: Duration, most: Duration) = (.milliseconds(500), .seconds(10))
@@ -46,11 +48,47 @@ public struct SSHDialer: PeerDialer {
     }
 
     public func dial(timeout: Duration) async throws -> DialedLink {
-        let remote = try RemoteCommand.plain(arguments: nodeArguments)
+        let remote = settings.ship ? try RemoteCommand.shipped(try await shipment(), arguments: nodeArguments)
+                                   : try RemoteCommand.plain(arguments: nodeArguments)
         let channel = try await SSHChannel.open(name: name, login: login, command: settings.command, remote: remote,
                                                 timeout: timeout, hostLog: settings.hostLog)
         // The login and the node's start come before the welcome.
         return DialedLink(connection: channel.connection, welcomeBound: max(timeout * 2, .seconds(5)),
                           explain: { await channel.failure(after: $0) })
+    }
+
+    private func shipment() async throws -> SSHShipment {
+        if let path = settings.shipExecutable { return try await SSHShipment.of(executable: path) }
+        return try await SSHShipment.local()
+    }
+
+    /// `--ship`: copies this executable to the host's `~/.cache/skynet/skynet-<sha256>` over one
+    /// more login (ssh reads the file itself: nothing passes through this process), where its
+    /// hash is checked before it takes its name. Throws an `SSHFailure` in ssh's words.
+    public func ship(timeout: Duration) async throws {
+        let shipment = try await shipment()
+        var options = ChildProcess.Options(
+            arguments: Array(settings.command.arguments(to: login, remote: RemoteCommand.upload(shipment), connectTimeout: timeout).dropFirst()),
+            environment: SSHChannel.environment())
+        options.stdin = .file(shipment.path)
+        options.stderr = .lines(maxLength: SSHChannel.maxStderrLine, keep: StderrTail.keep)
+        options.searchPath = true
+        options.ownProcessGroup = true
+        let program = settings.command.words[0]
+        let child = try await onOwnThread(named: "skynet-ssh-spawn") { [options] in try ChildProcess.spawn(program, options) }
+        let exit = child.exit
+        guard let ended = try? await withTimeout(shipment.uploadBound, { await exit.value }) else {
+            await child.stop(grace: .milliseconds(500))
+            throw SSHFailure(kind: .shipFailed, reason: "the upload took longer than \(Int(shipment.uploadBound.seconds)) s", fix: "retrying")
+        }
+        if ended.succeeded { return }
+        await child.stderrLines?.closed()
+        let last = child.stderrLines?.lines.map { $0.hasSuffix("\r") ? String($0.dropLast()) : $0 }.last { !$0.isEmpty }
+        let failure = SSHFailure.classify(exit: ended, lastLine: last, host: login.host, checkHint: settings.command.checkHint(for: login))
+        // A remote shell that failed otherwise (no mkdir, a full disk) is a failed shipment, not a missing skynet.
+        if failure.kind == .exited || failure.kind == .noSkynet {
+            throw SSHFailure(kind: .shipFailed, reason: "upload: \(failure.reason)", fix: "retrying")
+        }
+        throw failure
     }
 }
