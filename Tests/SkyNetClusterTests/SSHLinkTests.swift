@@ -168,5 +168,22 @@ extension ProcessTests {
                 #expect(try FileManager.default.attributesOfItem(atPath: copy)[.systemFileNumber] as? Int == inode)
             }
         }
+
+        @Test func statusLogsInAndReportsTheSlotsOrSSHsReason() async throws {
+            try await withSSHTestHosts(count: 1, options: .init(skynet: skynetBinary.path)) { hosts, client in
+                let login = try SSHLogin(parsing: "2/" + hosts[0].login)
+                let node = ClusterConfig.Node(name: "h1", ssh: login, capacity: login.slots)
+                let up = await PeerStatus.probe(node, token: "not-for-ssh-hosts", timeout: .seconds(10),
+                                                ssh: SSHSettings(command: SSHCommand(words: client.commandWords())))
+                guard case .up(let pong, _) = up.state else { Issue.record("\(up.state)"); return }
+                #expect(pong.capacity == 2)
+                let stranger = try await client.makeKey(named: "stranger_key")
+                let down = await PeerStatus.probe(node, token: nil, timeout: .seconds(10),
+                                                  ssh: SSHSettings(command: SSHCommand(words: client.commandWords(key: stranger))))
+                guard case .down(let reason) = down.state else { Issue.record("\(down.state)"); return }
+                #expect(reason == "ssh: Permission denied (publickey)")
+                #expect(await hosts[0].processesLeft(within: .seconds(3)) == [])
+            }
+        }
     }
 }

@@ -58,7 +58,7 @@ struct SSHChannelTests {
             let channel = try await SSHChannel.open(name: "h1", login: SSHLogin(host: "h"), command: command, remote: remote,
                                                     timeout: .seconds(5), hostLog: log.append)
             channel.connection.start(onEvent: { _ in })
-            let failure = await channel.failure(after: PeerDisconnected(peer: "h1", reason: "closed"))
+            let failure = await channel.failure(after: PeerDisconnected(peer: "h1", reason: "closed"), answerBound: .seconds(5))
             #expect(failure as? SSHFailure == SSHFailure(kind: .login, reason: "ssh: Permission denied (publickey)",
                                                           fix: "check the login with: \(command.words[0]) h true"))
             try await withTimeout(.seconds(5)) { await channel.stderr.ended.value }
@@ -67,6 +67,17 @@ struct SSHChannelTests {
             #expect(lines.count < 230, "\(lines.count) lines let through")
             #expect(lines.last?.hasPrefix("[h1] ") == true && lines.last?.hasSuffix("dropped (at most 20 a second per host)") == true, "\(lines.suffix(3))")
             await channel.close()
+        }
+    }
+
+    @Test func aNodeThatNeverAnswersIsClosedAndSaidSo() async throws {
+        try await Self.withFakeSSH { command in
+            let channel = try await SSHChannel.open(name: "h1", login: SSHLogin(host: "h"), command: command,
+                                                    remote: "exec sleep 30", timeout: .seconds(5), hostLog: { _ in })
+            channel.connection.start(onEvent: { _ in })
+            let failure = await channel.failure(after: TimeoutError(), answerBound: .seconds(10))
+            #expect(failure as? SSHFailure == SSHFailure(kind: .noAnswer, reason: "no answer from skynet node within 10 s", fix: ""))
+            #expect(channel.child.exit.current != nil)  // closed and reaped
         }
     }
 

@@ -119,13 +119,15 @@ public final class SSHChannel: Sendable {
     /// Why the session failed, as ssh says it: waits (≤ 1 s) for ssh's exit and the end of its
     /// stderr, then classifies. ssh still running (no welcome in time, or a node that ended
     /// the session otherwise) is closed first. `error`: what the link saw (a timeout, a close).
-    public func failure(after error: any Error) async -> any Error {
+    public func failure(after error: any Error, answerBound: Duration) async -> any Error {
         if error is CancellationError { await close(); return error }
         let exit = child.exit, ended = stderr.ended
         let exited = try? await withTimeout(.seconds(1)) { await exit.value }
         guard let exited else {
             await close()
-            if error is TimeoutError { return SSHFailure(kind: .noAnswer, reason: "no answer from skynet node", fix: "") }
+            if error is TimeoutError {
+                return SSHFailure(kind: .noAnswer, reason: "no answer from skynet node within \(Int(answerBound.seconds.rounded(.up))) s", fix: "")
+            }
             return error
         }
         _ = try? await withTimeout(.seconds(1)) { await ended.value }

@@ -53,8 +53,9 @@ public struct SSHDialer: PeerDialer {
         let channel = try await SSHChannel.open(name: name, login: login, command: settings.command, remote: remote,
                                                 timeout: timeout, hostLog: settings.hostLog)
         // The login and the node's start come before the welcome.
-        return DialedLink(connection: channel.connection, welcomeBound: max(timeout * 2, .seconds(5)),
-                          explain: { await channel.failure(after: $0) })
+        let bound = max(timeout * 2, .seconds(5))
+        return DialedLink(connection: channel.connection, welcomeBound: bound,
+                          explain: { await channel.failure(after: $0, answerBound: bound) })
     }
 
     private func shipment() async throws -> SSHShipment {
