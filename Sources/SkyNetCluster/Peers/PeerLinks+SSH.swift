@@ -7,6 +7,20 @@ extension PeerLinks {
         node.ssh.map { SSHDialer(name: node.name, login: $0, settings: settings.ssh) } ?? TCPDialer(host: node.host, port: node.port)
     }
 
+    /// `--ship`: after a dial that found the host without this build, uploads it and returns
+    /// nil (dial again at once); else the error to handle: `error` itself, or why the upload
+    /// failed. `again`: the dial came right after an upload, so the copy does not run there.
+    static func shipIfNeeded(after error: any Error, by dialer: any PeerDialer, again: Bool, timeout: Duration) async -> (any Error)? {
+        guard let failure = error as? SSHFailure, failure.kind == .needsShipment, let ssh = dialer as? SSHDialer else { return error }
+        if again { return SSHFailure(kind: .shipFailed, reason: "the shipped copy does not run there", fix: "retrying") }
+        do {
+            try await ssh.ship(timeout: timeout)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
     /// Why a link ended, for `Disconnected`: over ssh, ssh's own last words when it said any
     /// (`ssh: Connection to gpu1 closed by remote host`).
     static func lastWords(of peer: PeerConnection, _ reason: Connection.CloseReason) async -> String {

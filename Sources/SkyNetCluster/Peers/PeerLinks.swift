@@ -14,6 +14,11 @@ import SkyNetWork
 /// would only fill the node's log. A peer whose welcome lacks the scan's job, or runs it as a
 /// different command (other words, not just other quoting), is treated the same way, unless
 /// the settings allow a mismatch: then it is warned about once and used.
+///
+/// A node with an ssh login is dialled by logging in and running `skynet node --stdio` there
+/// (`SSHDialer`): it is never sent the token, it is redialled with a slower backoff (each try
+/// is a login), a failure is reported once in ssh's own words with the fix, and a host that
+/// cannot change its answer soon (a refused login, no skynet) is asked again only rarely.
 public final class PeerLinks: Sendable {
     public struct Settings: Sendable {
         /// Slots per peer unless the cluster file says otherwise.
@@ -133,20 +138,9 @@ public final class PeerLinks: Sendable {
                                                      timeout: settings.timeout)
             } catch {
                 if Task.isCancelled { return }
-                var error = error
-                if let failure = error as? SSHFailure, failure.kind == .needsShipment, let ssh = dialer as? SSHDialer {
-                    // The host lacks this build: upload it, then dial again at once (the copy
-                    // runs then). A copy that still does not run is a failure like any other.
-                    do {
-                        guard !justShipped else {
-                            throw SSHFailure(kind: .shipFailed, reason: "the shipped copy does not run there", fix: "retrying")
-                        }
-                        try await ssh.ship(timeout: settings.timeout)
-                        justShipped = true
-                        continue
-                    } catch let failure {
-                        error = failure
-                    }
+                guard let error = await shipIfNeeded(after: error, by: dialer, again: justShipped, timeout: settings.timeout) else {
+                    justShipped = true
+                    continue  // the copy is there now: dial again at once
                 }
                 justShipped = false
                 if let failure = error as? SSHFailure, let login = node.ssh {
