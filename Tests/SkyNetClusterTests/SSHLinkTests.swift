@@ -4,6 +4,7 @@ import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 extension ProcessTests {
     /// A coordinator's links to ssh hosts, through real sshd and real `ssh`, each host running
@@ -182,6 +183,47 @@ extension ProcessTests {
                 guard case .down(let reason) = down.state else { Issue.record("\(down.state)"); return }
                 #expect(reason == "ssh: Permission denied (publickey)")
                 #expect(await hosts[0].processesLeft(within: .seconds(3)) == [])
+            }
+        }
+
+        /// A loopback login nobody listens on: a port that was free a moment ago.
+        static func closedLogin() throws -> String {
+            let socket = try Socket.listen(host: "127.0.0.1", port: 0)
+            defer { socket.close() }
+            return "127.0.0.1:\(try socket.localAddress().port)"
+        }
+
+        @Test func anUnknownHostKeyIsRefusedWithSSHsLine() async throws {
+            try await withSSHTestHosts(count: 1, options: .init(skynet: skynetBinary.path)) { hosts, client in
+                let recorded = Recorded()
+                var settings = PeerLinks.Settings(timeout: .seconds(10))
+                settings.ssh = SSHSettings(command: SSHCommand(words: client.commandWords(hostKeyChecking: "yes")))
+                let node = ClusterConfig.Node(name: "h1", ssh: try SSHLogin(parsing: hosts[0].login))
+                let links = PeerLinks(cluster: ClusterConfig(nodes: [node]), systems: Systems(), settings: settings) { recorded.append($0) }
+                let failed = try? await withTimeout(.seconds(30)) { await links.everySSHHostFailed.value }
+                await links.stop()
+                #expect(failed == "h1 (ssh: Host key verification failed)")
+                #expect(recorded.lines.first?.hasPrefix("[Cluster] Unreachable: h1 (ssh: Host key verification failed) — check the login with: ") == true,
+                        "\(recorded.lines)")
+            }
+        }
+
+        @Test func everyHostFailingIsSignalledWithEachOnesReasonButOneUpHostIsEnough() async throws {
+            let options = SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)
+            try await withSSHTestHosts(count: 1, options: options) { hosts, client in
+                let closed = try Self.closedLogin()
+                try await withLinks([hosts[0].login, closed], client: client) { links, _, _ in
+                    let failed = try await withTimeout(.seconds(30)) { await links.everySSHHostFailed.value }
+                    #expect(failed.hasPrefix("h1 (") && failed.contains("skynet: not found), h2 (ssh: connect to host 127.0.0.1 port "), "\(failed)")
+                    #expect(failed.hasSuffix(": Connection refused)"), "\(failed)")
+                }
+            }
+            try await withSSHTestHosts(count: 1, options: .init(skynet: skynetBinary.path)) { hosts, client in
+                try await withLinks([try Self.closedLogin(), hosts[0].login], client: client) { links, _, recorded in
+                    try await recorded.wait(Self.isConnected("h2"))
+                    try await recorded.wait { if case .sshUnreachable("h1", _, _, _) = $0 { true } else { false } }
+                    #expect(links.everySSHHostFailed.current == nil)
+                }
             }
         }
     }
