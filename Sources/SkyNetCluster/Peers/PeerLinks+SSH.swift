@@ -4,7 +4,7 @@ import SkyNetTransport
 extension PeerLinks {
     /// How `node` is reached: ssh for a node with a login, else its TCP port.
     public static func dialer(for node: ClusterConfig.Node, settings: Settings) -> any PeerDialer {
-        node.ssh.map { SSHDialer(name: node.name, login: $0, settings: settings.ssh) } ?? TCPDialer(host: node.host, port: node.port)
+        node.ssh.map { SSHDialer(name: node.name, login: $0, capacity: node.capacity, settings: settings.ssh) } ?? TCPDialer(host: node.host, port: node.port)
     }
 
     /// `--ship`: after a dial that found the host without this build, uploads it and returns

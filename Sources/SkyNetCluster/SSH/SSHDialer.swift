@@ -30,11 +30,14 @@ public struct SSHSettings: Sendable {
 public struct SSHDialer: PeerDialer {
     public let name: String
     public let login: SSHLogin
+    /// The node's slots (`N/`, or cluster.json's `capacity`); nil: the host's cores.
+    public let capacity: Int?
     public let settings: SSHSettings
 
-    public init(name: String, login: SSHLogin, settings: SSHSettings) {
+    public init(name: String, login: SSHLogin, capacity: Int? = nil, settings: SSHSettings) {
         self.name = name
         self.login = login
+        self.capacity = capacity ?? login.slots
         self.settings = settings
     }
 
@@ -42,9 +45,10 @@ public struct SSHDialer: PeerDialer {
     /// The login is the authority: the cluster token never goes to an ssh host.
     public var sendsToken: Bool { false }
 
-    /// The node's arguments: the scan's, and `--capacity N` for a login's `N/`.
+    /// The node's arguments: the scan's, and `--capacity N` for a login's `N/` (or the
+    /// node's capacity in cluster.json), which may be more than the host's cores.
     var nodeArguments: [String] {
-        settings.nodeArguments + (login.slots.map { ["--capacity", String($0)] } ?? [])
+        settings.nodeArguments + (capacity.flatMap { $0 > 0 ? ["--capacity", String($0)] : nil } ?? [])
     }
 
     public func dial(timeout: Duration) async throws -> DialedLink {
