@@ -45,6 +45,8 @@ struct SSHFailureTests {
         #expect(classify(.exited(3), nil).reason == "ssh exited with status 3")
         #expect(classify(.signalled(9), "x").reason == "ssh killed by signal 9 (SIGKILL)")
         #expect(classify(.exited(255), nil).reason == "ssh exited with status 255")
+        #expect(classify(.exited(0), "[Node] bye") == SSHFailure(kind: .ended, reason: "skynet node ended the session: [Node] bye", fix: ""))
+        #expect(classify(.exited(2), "error: option '--x' is unknown").reason == "ssh exited with status 2: error: option '--x' is unknown")
     }
 
     @Test func aLineBucketLetsABurstThroughThenTwentyASecond() {

@@ -25,9 +25,7 @@ extension PeerLinks {
     /// (`ssh: Connection to gpu1 closed by remote host`).
     static func lastWords(of peer: PeerConnection, _ reason: Connection.CloseReason) async -> String {
         let explained = await peer.explain(PeerDisconnected(peer: peer.name, reason: reason.description))
-        guard let failure = explained as? SSHFailure, failure.kind != .exited || !failure.reason.hasPrefix("ssh exited with status 0") else {
-            return reason.description
-        }
+        guard let failure = explained as? SSHFailure, failure.kind != .ended else { return reason.description }
         return failure.reason
     }
 }

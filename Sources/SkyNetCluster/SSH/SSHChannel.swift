@@ -1,5 +1,6 @@
 import SkyNetRuntime
 import SkyNetTransport
+import SkyNetWire
 
 /// One `ssh` child and the `Connection` over its stdin and stdout: the channel to the
 /// `skynet node --stdio` it runs on a host. ssh's stderr (its own messages and the node's log)
@@ -120,7 +121,11 @@ public final class SSHChannel: Sendable {
     /// stderr, then classifies. ssh still running (no welcome in time, or a node that ended
     /// the session otherwise) is closed first. `error`: what the link saw (a timeout, a close).
     public func failure(after error: any Error, answerBound: Duration) async -> any Error {
-        if error is CancellationError { await close(); return error }
+        // The node's own answer (a refused hello) says more than how ssh ended after it.
+        if error is CancellationError || error is WireError || error is PeerUnauthenticated {
+            await close()
+            return error
+        }
         let exit = child.exit, ended = stderr.ended
         let exited = try? await withTimeout(.seconds(1)) { await exit.value }
         guard let exited else {

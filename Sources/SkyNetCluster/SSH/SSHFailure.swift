@@ -18,6 +18,8 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
         case needsShipment
         /// `--ship`: the uploaded copy did not have the right hash. Tried again with backoff.
         case shipFailed
+        /// ssh exited with status 0: the node ended the session (its own words, if any, follow).
+        case ended
         /// ssh (or the node) ended otherwise.
         case exited
         /// ssh ran, but no welcome came in time.
@@ -42,7 +44,7 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
     public var isPermanent: Bool {
         switch kind {
         case .login, .hostKey, .noSkynet, .otherPlatform: true
-        case .unreachable, .needsShipment, .shipFailed, .exited, .noAnswer: false
+        case .unreachable, .needsShipment, .shipFailed, .ended, .exited, .noAnswer: false
         }
     }
 
@@ -74,6 +76,8 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
             return SSHFailure(kind: .needsShipment, reason: "no copy of this build", fix: "")
         case .exited(shipFailedStatus) where line.hasPrefix("skynet --ship:"):
             return SSHFailure(kind: .shipFailed, reason: line, fix: "retrying")
+        case .exited(0):
+            return SSHFailure(kind: .ended, reason: "skynet node ended the session" + (line.isEmpty ? "" : ": \(line)"), fix: "")
         case .exited(let status):
             return SSHFailure(kind: .exited, reason: "ssh exited with status \(status)" + (line.isEmpty ? "" : ": \(line)"), fix: "")
         case .signalled:
