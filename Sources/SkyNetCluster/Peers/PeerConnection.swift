@@ -66,8 +66,8 @@ public final class PeerConnection: Sendable {
     let state: Locked<State>
     /// What keeps the link's time: request time limits, keep-alive and liveness pings.
     let clock: any TimerClock
-    /// The dialer's `explain`, set once the link is open.
-    private let explainer = Locked<(@Sendable (any Error) async -> any Error)?>(nil)
+    /// The dialed link's `explain` and `finish`, set once the link is open.
+    private let dialed = Locked<DialedLink?>(nil)
 
     /// How often an idle link is pinged by default: well under a node's idle bound (60 s), so a
     /// healthy coordinator that has nothing to send is never dropped.
@@ -98,7 +98,7 @@ public final class PeerConnection: Sendable {
         do {
             try connection.send(handshake.hello + [0x0A])
             let peer = try await withTimeout(link.welcomeBound, clock: clock) { try await handshake.welcomed.value.get() }
-            peer.explainer.withLock { $0 = link.explain }
+            peer.dialed.withLock { $0 = link }
             // A node that names its idle bound is pinged at a third of it, if that is sooner.
             let bound = peer.welcome.idleSeconds.map { Duration.seconds($0 / 3) } ?? keepAliveInterval
             peer.startKeepAlive(every: min(keepAliveInterval, max(bound, .milliseconds(100))))
@@ -112,8 +112,14 @@ public final class PeerConnection: Sendable {
     /// Why the link ended, as its dialer explains `error` (over ssh: ssh's last words, such as
     /// `ssh: Connection to gpu1 closed by remote host`).
     public func explain(_ error: any Error) async -> any Error {
-        guard let explain = explainer.withLock({ $0 }) else { return error }
-        return await explain(error)
+        guard let link = dialed.withLock({ $0 }) else { return error }
+        return await link.explain(error)
+    }
+
+    /// Closes the link and returns once what carried it is gone (over ssh: the `ssh` process).
+    public func finish() async {
+        guard let link = dialed.withLock({ $0 }) else { return close() }
+        await link.finish()
     }
 
     /// Made by the handshake on the reader thread, in the step that reads the welcome.

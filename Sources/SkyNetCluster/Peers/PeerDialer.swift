@@ -23,12 +23,17 @@ public struct DialedLink: Sendable {
     /// Turns an error of the handshake or of the link's end into the one to report: over ssh,
     /// what ssh said (`SSHFailure`) rather than "connection closed".
     public let explain: @Sendable (any Error) async -> any Error
+    /// Closes the channel and returns once what carried it is gone (over ssh: the `ssh`
+    /// process, reaped; bounded). Over TCP closing is all there is.
+    public let finish: @Sendable () async -> Void
 
     public init(connection: Connection, welcomeBound: Duration,
-                explain: @escaping @Sendable (any Error) async -> any Error = { $0 }) {
+                explain: @escaping @Sendable (any Error) async -> any Error = { $0 },
+                finish: (@Sendable () async -> Void)? = nil) {
         self.connection = connection
         self.welcomeBound = welcomeBound
         self.explain = explain
+        self.finish = finish ?? { connection.close() }
     }
 }
 

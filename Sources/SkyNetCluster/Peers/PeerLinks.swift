@@ -53,6 +53,8 @@ public final class PeerLinks: Sendable {
     }
 
     private let tasks: [Task<Void, Never>]
+    /// The links to ssh nodes: `stop()` waits (a little) for their `ssh` processes to end.
+    private let sshTasks: [Task<Void, Never>]
     /// The reports under way: `stop()` closes it and waits for those, since a report may
     /// suspend on a full output after it passed the check.
     private let reporting = InFlight()
@@ -101,15 +103,20 @@ public final class PeerLinks: Sendable {
                                            : node.capacity ?? ClusterConfig.maxCapacity
             return Task { await Self.link(node, capacity: capacity, systems: systems, settings: settings, jobCheck: jobCheck, log: log) }
         }
+        sshTasks = zip(cluster.nodes, tasks).filter { $0.0.ssh != nil }.map(\.1)
     }
 
     /// Stops every link: open connections close, and no link reports anything after this
     /// returns (a report already under way is awaited). A connect in progress ends on its own
-    /// (within the timeout), unawaited.
-    public func stop() async {
+    /// (within the timeout), unawaited. The `ssh` processes of ssh links are awaited for up to
+    /// `sshGrace` (each closes its channel, so the host's node exits, then ssh does).
+    public func stop(sshGrace: Duration = .seconds(3)) async {
         for task in tasks { task.cancel() }
         reporting.close()
         await reporting.waitUntilNone()
+        let sshTasks = sshTasks
+        guard !sshTasks.isEmpty else { return }
+        _ = try? await withTimeout(sshGrace) { for task in sshTasks { await task.value } }
     }
 
     /// The event of a hello that `peer` refused for good (it will be refused again, whatever
@@ -195,7 +202,7 @@ public final class PeerLinks: Sendable {
                 peer.close()
             }
             await systems.remove(named: node.name)
-            if Task.isCancelled { return }
+            if Task.isCancelled { return await peer.finish() }
             await log(.disconnected(node.name, reason: await lastWords(of: peer, reason)))
             // A peer that welcomes and then drops the link at once (crashing, or full) would
             // otherwise be redialled in a hot loop: only a link that lasted resets the backoff.
