@@ -22,17 +22,8 @@ public final class SSHChannel: Sendable {
 
     /// The environment ssh gets: ours without any `SKYNET_TOKEN*` (ssh could pass it on with
     /// `SendEnv`, and the host must never get the coordinator's secret).
-    static func environment() -> [String: String] {
-        var environment: [String: String] = [:]
-        var entry = environ
-        while let pointer = entry.pointee {
-            let text = String(cString: pointer)
-            if let equals = text.firstIndex(of: "="), !text.hasPrefix("SKYNET_TOKEN") {
-                environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
-            }
-            entry += 1
-        }
-        return environment
+    static func environment(from environment: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
+        environment.filter { !$0.key.hasPrefix("SKYNET_TOKEN") }
     }
 
     /// Starts `command` to `login` running `remote`; `hostLog` gets stderr's lines, prefixed

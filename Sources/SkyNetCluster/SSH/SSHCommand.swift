@@ -17,7 +17,7 @@ public struct SSHCommand: Sendable, Equatable {
 
     /// Splits `text` into words; `home` (default: `$HOME`) stands for a leading `~`.
     public init(_ text: String, home: String? = nil) throws(ParseError) {
-        let home = home ?? getenv("HOME").map { String(cString: $0) } ?? "/"
+        let home = home ?? ProcessInfo.processInfo.environment["HOME"] ?? "/"
         let words = try CommandTemplate.words(text, home: home)
         guard let program = words.first, !program.isEmpty else {
             throw ParseError(description: "the ssh command is empty: name the ssh program, e.g. 'ssh -i ~/.ssh/ci'")
