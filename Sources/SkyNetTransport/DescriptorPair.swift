@@ -5,16 +5,29 @@ import SkyNetRuntime
 ///
 /// A thread blocked in `read` or `write` on a pipe cannot be woken the way `shutdown` wakes
 /// one on a socket, so no call here blocks in them: every wait is a `poll` that also watches a
-/// wake pipe of the pair's own, which `shutdown` makes readable for good. The write end is
-/// non-blocking while the pair holds it (so that `send(wait: false)` never waits), and gets
-/// its flags back on `close`. Unlike a socket's, a shut-down write end reaches the peer as
-/// the end of its input only on `close`.
+/// wake pipe of the pair's own, which `shutdown` makes readable for good. Writes never wait
+/// (so that `send(wait: false)` never blocks) without touching a description others share: a
+/// socket is sent to with `MSG_DONTWAIT`; a pipe or terminal is opened again, non-blocking, as
+/// a description of the pair's own (setting `O_NONBLOCK` on a terminal that is also stderr
+/// made the log's writes fail, and a killed process left the flag behind). Unlike a socket's,
+/// a shut-down write end reaches the peer as the end of its input only on `close`.
 public final class DescriptorPair: ByteStream {
     public let reading: Int32
     public let writing: Int32
     private let readingWake: (read: Int32, write: Int32)
     private let writingWake: (read: Int32, write: Int32)
-    private let writingFlags: Int32
+    /// How `writing` is written to without waiting.
+    private let writeMode: WriteMode
+    private enum WriteMode {
+        /// `send` with `MSG_DONTWAIT`.
+        case socket
+        /// A description of our own with `O_NONBLOCK` (a pipe, a terminal), or a regular file,
+        /// whose writes do not wait for a reader.
+        case plain
+        /// Only when a pipe could not be opened again: `O_NONBLOCK` on the shared description,
+        /// and these flags back on `close`.
+        case flagged(restoring: Int32)
+    }
 
     private struct State {
         var receiveTimeout: Duration?
@@ -38,11 +51,25 @@ public final class DescriptorPair: ByteStream {
             throw SocketError("pipe", code: error.code)
         }
         self.reading = reading
-        self.writing = writing
         readingWake = first
         writingWake = second
-        writingFlags = fcntl(writing, F_GETFL, 0)
-        _ = fcntl(writing, F_SETFL, writingFlags | O_NONBLOCK)
+        var info = stat()
+        let kind = fstat(writing, &info) == 0 ? info.st_mode & S_IFMT : 0
+        if kind == S_IFSOCK {
+            (self.writing, writeMode) = (writing, .socket)
+        } else if kind == S_IFIFO || kind == S_IFCHR {
+            let own = open("/proc/self/fd/\(writing)", O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            if own >= 0 {
+                closeDescriptor(writing)
+                (self.writing, writeMode) = (own, .plain)
+            } else {
+                let flags = fcntl(writing, F_GETFL, 0)
+                _ = fcntl(writing, F_SETFL, flags | O_NONBLOCK)
+                (self.writing, writeMode) = (writing, .flagged(restoring: flags))
+            }
+        } else {
+            (self.writing, writeMode) = (writing, .plain)
+        }
     }
 
     public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int {
@@ -60,7 +87,11 @@ public final class DescriptorPair: ByteStream {
     public func send(_ bytes: UnsafeRawBufferPointer, wait: Bool) throws(SocketError) -> Int {
         while true {
             if state.withLock({ $0.writingShut }) { throw SocketError("write", code: EPIPE) }
-            let count = write(writing, bytes.baseAddress, bytes.count)
+            let count = if case .socket = writeMode {
+                sendWithoutWaiting(writing, bytes)
+            } else {
+                write(writing, bytes.baseAddress, bytes.count)
+            }
             if count >= 0 { return count }
             if errno == EINTR { continue }
             guard errno == EAGAIN || errno == EWOULDBLOCK else { throw SocketError("write") }
@@ -87,7 +118,7 @@ public final class DescriptorPair: ByteStream {
     }
 
     public func close() {
-        _ = fcntl(writing, F_SETFL, writingFlags)
+        if case .flagged(let flags) = writeMode { _ = fcntl(writing, F_SETFL, flags) }
         for fd in Set([reading, writing, readingWake.read, readingWake.write, writingWake.read, writingWake.write]) {
             closeDescriptor(fd)
         }
@@ -111,6 +142,15 @@ public final class DescriptorPair: ByteStream {
             if polled[0].revents != 0 { return true }
         }
     }
+}
+
+/// The C library's `send` (which the class's own hides), never waiting and never raising SIGPIPE.
+private func sendWithoutWaiting(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
+    #if canImport(Glibc)
+    send(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+    #else
+    send(fd, bytes.baseAddress, bytes.count, MSG_DONTWAIT)
+    #endif
 }
 
 /// The C library's `close`, which `DescriptorPair.close()` hides inside the class.

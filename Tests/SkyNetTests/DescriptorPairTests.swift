@@ -71,16 +71,33 @@ struct DescriptorPairTests {
         #expect(received.value.lines.isEmpty)
     }
 
-    /// The pair gives the write end its own flags back: a descriptor it was lent (here, one that
-    /// shares its open file with ours) is not left non-blocking.
-    @Test func theWriteEndGetsItsFlagsBackOnClose() throws {
+    /// The pair never makes a description it shares non-blocking: a pipe's write end (here one
+    /// whose open file another descriptor shares, as a terminal that is also stderr would) is
+    /// opened again as the pair's own, and the shared one keeps blocking writes, during and after.
+    @Test func theWriteEndsSharedDescriptionNeverTurnsNonBlocking() async throws {
         let pipe = try ChildProcess.makePipe()
         let ours = dup(pipe.write)
         defer { close(ours); close(pipe.read) }
         let pair = try DescriptorPair(reading: open("/dev/null", O_RDONLY), writing: pipe.write)
-        #expect(fcntl(ours, F_GETFL) & O_NONBLOCK != 0)
+        #expect(fcntl(ours, F_GETFL) & O_NONBLOCK == 0)
+        #expect(fcntl(pair.writing, F_GETFL) & O_NONBLOCK != 0)  // its own description does not wait
+        // Still the same pipe: what the pair sends arrives at the read end.
+        let sent = try pair.send(Array("through\n".utf8), wait: false)
+        #expect(sent == 8)
+        var buffer = [UInt8](repeating: 0, count: 16)
+        #expect(read(pipe.read, &buffer, 16) == 8)
         pair.close()
         #expect(fcntl(ours, F_GETFL) & O_NONBLOCK == 0)
+    }
+
+    /// A socket as the write end is sent to without waiting, by the call's flag, not the socket's.
+    @Test func aSocketWriteEndKeepsItsFlags() async throws {
+        let (server, client) = try await loopbackPair()
+        defer { client.close() }
+        let pair = try DescriptorPair(reading: open("/dev/null", O_RDONLY), writing: server.descriptor)
+        #expect(fcntl(server.descriptor, F_GETFL) & O_NONBLOCK == 0)
+        #expect(try pair.send(Array("x\n".utf8), wait: false) == 2)
+        pair.close()
     }
 
     @Test func aReceiveTimeoutEndsAWaitForBytesThatNeverCome() async throws {
