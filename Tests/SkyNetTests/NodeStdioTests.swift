@@ -135,4 +135,37 @@ struct NodeStdioTests {
         #expect(CoreCount.online() == max(1, min(1024, online)))
         #expect(CoreCount.online(atMost: 1) == 1)
     }
+    /// Over stdio the node's log goes to the coordinator's terminal: with `--verbose`, what a
+    /// job said (its error, its stderr) is logged with control characters escaped, so a job
+    /// cannot write escape sequences to that terminal.
+    @Test func aVerboseLogEscapesWhatAJobSaid() async throws {
+        struct Loud: Error, CustomStringConvertible { var description: String { "\u{1b}[31mRED\u{1b}]0;title\u{7}" } }
+        var options = Node.Options(name: "gpu1")
+        options.failingEvery = 0
+        options.verbose = true
+        options.logsConnections = false
+        try options.jobs.register("loud") { _ in throw Loud() }
+        let logged = Watched<[String]>([])
+        let toNode = try ChildProcess.makePipe(), fromNode = try ChildProcess.makePipe()
+        let nodeSide = Connection(stream: try DescriptorPair(reading: toNode.read, writing: fromNode.write), peer: "stdio")
+        let client = Connection(stream: try DescriptorPair(reading: fromNode.read, writing: toNode.write), peer: "node")
+        client.start(onEvent: { _ in })
+        let node = Node.serve(nodeSide, options: options) { line in logged.update { $0.append(line) } }
+        defer { client.close() }
+        try send(client, #"{"type":"hello","version":1,"name":"coordinator"}"#)
+        try send(client, #"{"type":"job","id":1,"job":"loud","task":{"id":"\#(UUID().uuidString)","sector":0,"input":"x"}}"#)
+        var taskLine: String?
+        do {
+            try await logged.wait { $0.contains { $0.hasPrefix("[Node] Task") } }
+            taskLine = logged.value.first { $0.hasPrefix("[Node] Task") }
+        } catch {
+            await node.stop(grace: .seconds(1))
+            throw error
+        }
+        client.close()
+        await node.stop(grace: .seconds(1))
+        let line = try #require(taskLine)
+        #expect(line.contains("RED"), "\(line)")
+        #expect(!line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f }, "\(line.debugDescription)")
+    }
 }

@@ -83,7 +83,9 @@ extension NodeSession {
             case .failure(_, _, let code, let message): "\(code): \(message)"
             default: "answered"
             }
-            node.log("[Node] Task \(task.input) (\(task.job)) from \(client): \(outcome) in \(String(cFormat: "%.3f", seconds)) s")
+            // Escaped: a job's error and stderr are its own text, and this log may be a terminal
+            // (over `--stdio`, the coordinator's).
+            node.log("[Node] Task \(task.input) (\(task.job)) from \(client): \(outcome) in \(String(cFormat: "%.3f", seconds)) s".escapingControlCharacters)
         }
     }
 }
