@@ -11,29 +11,28 @@ extension NodeCommand {
     /// The longest `--stdio-args` accepted, in hex digits (a remote command is at most 100 KiB).
     static let maxStdioArgumentsHex = 256 * 1024
 
-    /// The arguments of a `--stdio` command line, with those `--stdio-args HEX` carries in
-    /// place of it: HEX is the UTF-8 of the arguments joined by NUL (which no argument can
-    /// hold). Hex passes through every login shell (sh, bash, fish, csh) as it is, where
-    /// quoting rules differ; GNU parallel encodes its remote commands for the same reason.
+    /// The arguments of a `--stdio` command line. With `--stdio-args HEX`, HEX (the UTF-8 of the
+    /// arguments joined by NUL, which no argument can hold) carries all of them, and the command
+    /// line holds nothing else: taking it out of a longer line could shift another option's
+    /// value into an option. Hex passes through every login shell (sh, bash, fish, csh) as it
+    /// is, where quoting rules differ; GNU parallel encodes its remote commands for the same
+    /// reason.
     static func stdioArguments(_ arguments: [String], parsed args: Arguments) throws(UsageError) -> Arguments {
         for name in refusedWithStdio where args.flag(name) || args.string(name) != nil {
             throw UsageError("option '--\(name)' cannot go with --stdio (it serves stdin and stdout: no port, no token)")
         }
         guard let hex = args.string("stdio-args") else { return args }
+        let alone = Set(["--stdio", "--stdio-args", hex, "--stdio-args=\(hex)"])
+        guard arguments.allSatisfy(alone.contains) else {
+            throw UsageError("option '--stdio-args' carries every other argument: give only --stdio beside it")
+        }
         let inner = try decodeStdioArguments(hex)
         let carried: Arguments
         do throws(UsageError) { carried = try optionTable.parse(inner) } catch { throw UsageError("in --stdio-args: \(error)") }
         for name in refusedWithStdio + ["stdio", "stdio-args"] where carried.flag(name) || carried.string(name) != nil {
             throw UsageError("in --stdio-args: option '--\(name)' is not allowed there")
         }
-        var rest: [String] = [], skipNext = false
-        for argument in arguments {
-            if skipNext { skipNext = false; continue }
-            if argument == "--stdio-args" { skipNext = true; continue }
-            if argument.hasPrefix("--stdio-args=") { continue }
-            rest.append(argument)
-        }
-        return try optionTable.parse(rest + inner)
+        return try optionTable.parse(inner + ["--stdio"])
     }
 
     /// The arguments HEX stands for; a usage error for anything but hex of UTF-8.

@@ -201,6 +201,11 @@ struct NodeStdioProcessTests {
         (["--stdio-args", Secrets.hex(Array("--port\u{0}1".utf8))], "in --stdio-args: option '--port' is not allowed there"),
         (["--stdio-args", Secrets.hex(Array("--stdio".utf8))], "in --stdio-args: option '--stdio' is not allowed there"),
         (["--stdio-args", Secrets.hex(Array("--bogus".utf8))], "in --stdio-args: unknown option '--bogus'"),
+        // Another option's value that looks like --stdio-args must not shift a refused option in.
+        (["--name", "--stdio-args=x", "--job", "--port=5", "--stdio-args", ""],
+         "option '--stdio-args' carries every other argument: give only --stdio beside it"),
+        (["--capacity", "2", "--stdio-args", Secrets.hex(Array("--capacity\u{0}3".utf8))],
+         "option '--stdio-args' carries every other argument: give only --stdio beside it"),
     ])
     func stdioRefusesOptionsOfANodeOnTheNetwork(arguments: [String], message: String) async throws {
         let run = try await runSkynet(["node", "--stdio"] + arguments, limit: .seconds(30))
