@@ -71,7 +71,9 @@ public final class ChildProcess: Sendable {
     }
 
     private enum State {
-        case running(stdinWriter: Int32?)
+        /// Not reaped yet (a zombie at most): its pid, and its group's id, are still its own.
+        /// `endGroup`: `stop` asked for the group to be killed when the child exits.
+        case running(stdinWriter: Int32?, endGroup: Bool = false)
         case reaped(ChildExit)
     }
 
@@ -179,7 +181,11 @@ public final class ChildProcess: Sendable {
     /// the child alone). Descendants are reached even after the child itself has exited.
     public func signalGroup(_ signal: Int32) {
         guard ownProcessGroup else { return send(signal) }
-        _ = kill(-pid, signal)
+        // Only before the reap: once reaped, a group that emptied may have given its id to
+        // another process's new group (pids wrap: 32768 here), which the signal would hit.
+        state.withLock { state in
+            if case .running = state { _ = kill(-pid, signal) }
+        }
     }
 
     /// Asks the child to stop (SIGTERM, to its group if it has one), waits up to `grace` for
@@ -187,6 +193,12 @@ public final class ChildProcess: Sendable {
     /// no descendant outlives it. Returns how it ended.
     @discardableResult
     public func stop(grace: Duration = .seconds(5)) async -> ChildExit {
+        if ownProcessGroup {
+            // Its group is killed whole when it exits, at the reap, while the id is still its own.
+            state.withLock { state in
+                if case .running(let writer, _) = state { state = .running(stdinWriter: writer, endGroup: true) }
+            }
+        }
         if exit.current == nil {
             signalGroup(SIGCONT)  // a stopped process cannot act on SIGTERM
             signalGroup(SIGTERM)
@@ -195,7 +207,6 @@ public final class ChildProcess: Sendable {
                 signalGroup(SIGKILL)
             }
         }
-        if ownProcessGroup { _ = kill(-pid, SIGKILL) }
         return await exit.value
     }
 
@@ -221,7 +232,7 @@ public final class ChildProcess: Sendable {
             guard errno == EINTR else { break }
         }
         let (ended, writer) = state.withLock { state -> (ChildExit, Int32?) in
-            if endGroupOnExit { _ = kill(-pid, SIGKILL) }
+            if case .running(_, let endGroup) = state, endGroup || endGroupOnExit { _ = kill(-pid, SIGKILL) }
             // Unlisted before the reap: while listed, the group's id is still this child's.
             if ownProcessGroup { LiveGroups.remove(pid) }
             var status: Int32 = 0
@@ -230,7 +241,7 @@ public final class ChildProcess: Sendable {
             repeat { result = wait4(pid, &status, 0, &usage) } while result < 0 && errno == EINTR
             let ended = result == pid ? ChildExit(waitStatus: status, usage: usage) : ChildExit(reason: .exited(-1), peakResidentKiB: 0)
             var writer: Int32?
-            if case .running(let stdinWriter) = state { writer = stdinWriter }
+            if case .running(let stdinWriter, _) = state { writer = stdinWriter }
             state = .reaped(ended)
             return (ended, writer)
         }
