@@ -8,8 +8,9 @@ import SkyNetOptions
 extension NodeCommand {
     /// Options that make no sense without a listener, or would ask for a token nobody sends.
     static let refusedWithStdio = ["port", "host", "token-file", "max-connections", String(NodeProcess.exitWithParentFlag.dropFirst(2))]
-    /// The longest `--stdio-args` accepted, in hex digits (a remote command is at most 100 KiB).
-    static let maxStdioArgumentsHex = 256 * 1024
+    /// The longest `--stdio-args` accepted, in hex digits: a remote command is at most 100 KiB
+    /// (`RemoteCommand.maxBytes`), below Linux's 128 KiB for one argument.
+    static let maxStdioArgumentsHex = 100 * 1024
 
     /// The arguments of a `--stdio` command line. With `--stdio-args HEX`, HEX (the UTF-8 of the
     /// arguments joined by NUL, which no argument can hold) carries all of them, and the command
@@ -37,9 +38,11 @@ extension NodeCommand {
 
     /// The arguments HEX stands for; a usage error for anything but hex of UTF-8.
     static func decodeStdioArguments(_ hex: String) throws(UsageError) -> [String] {
-        guard hex.utf8.count <= maxStdioArgumentsHex, let bytes = Secrets.bytes(fromHex: hex),
-              let text = String(validating: bytes, as: UTF8.self) else {
-            throw UsageError("option '--stdio-args' wants at most \(maxStdioArgumentsHex) hex digits of UTF-8 arguments joined by NUL")
+        guard hex.utf8.count <= maxStdioArgumentsHex else {
+            throw UsageError("option '--stdio-args' is longer than \(maxStdioArgumentsHex) hex digits")
+        }
+        guard let bytes = Secrets.bytes(fromHex: hex), let text = String(validating: bytes, as: UTF8.self) else {
+            throw UsageError("option '--stdio-args' wants hex (0-9, a-f) of UTF-8 arguments joined by NUL")
         }
         return bytes.isEmpty ? [] : text.split(separator: "\0", omittingEmptySubsequences: false).map(String.init)
     }
