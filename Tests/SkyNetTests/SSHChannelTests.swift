@@ -12,14 +12,20 @@ struct SSHChannelTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-fake-ssh-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let script = folder + "/ssh"
+        let source = folder + "/ssh.txt", script = folder + "/ssh"
         try """
             #!/bin/sh
             while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do shift; done
             shift 2
             exec /bin/sh -c "$1"
-            """.write(toFile: script, atomically: true, encoding: .utf8)
-        chmod(script, 0o755)
+            """.write(toFile: source, atomically: true, encoding: .utf8)
+        // Copied by `cp`, not written here: a file this process has open for writing is also
+        // open in any child another test spawns meanwhile, until that child execs, and exec of
+        // the file then fails (ETXTBSY).
+        var options = ChildProcess.Options(arguments: [source, script])
+        options.searchPath = true
+        let copy = try await ChildProcess.spawn("cp", options).exit.value
+        guard copy.reason == .exited(0), chmod(script, 0o755) == 0 else { throw ChildProcessError("cp \(source)", code: EIO) }
         return try await body(SSHCommand(words: [script]))
     }
 
