@@ -37,7 +37,9 @@ extension ScanCommand {
 
     /// Starts the services, runs the scan and prints its summary; returns how to read the exit status.
     private func scan(in group: ServiceGroup, signals: TerminationSignals) async throws(ScanExit) -> () async -> Int32 {
-        for node in cluster.nodes where !(await Socket.resolves(host: node.host)) {
+        // An ssh host's name is ssh's to resolve (~/.ssh/config may alias it).
+        for node in cluster.nodes where node.ssh == nil {
+            guard !(await Socket.resolves(host: node.host)) else { continue }
             await Console.printError("error: cluster file \(clusterPath ?? "cluster.json"): node \(node.name) has an unknown host \"\(node.host)\"".escapingControlCharacters)
             throw .failed(2)
         }
@@ -76,25 +78,30 @@ extension ScanCommand {
         // The dashboard lists from the start this process's own system, then every peer.
         let board = dashboard == nil ? nil : ScanBoard(total: count - done.count, resumed: done.count, systems:
             [ScanBoard.System(name: ClusterConfig.localName, address: "this process", isLocal: true)]
-                + peers.nodes.map { ScanBoard.System(name: $0.name, address: "\($0.host):\($0.port)") })
+                + peers.nodes.map { ScanBoard.System(name: $0.name, address: $0.address) })
         let started = try await startDashboard(board: board, systems: systems, output: output)
         served.withLock { $0 = started }
+        var settings = PeerLinks.Settings(capacity: capacity, timeout: .seconds(timeout), token: token?.value,
+                                          job: job, jobSummary: jobs.job(named: job)?.summary, allowJobMismatch: allowJobMismatch)
+        settings.ssh = sshSettings(output: output)
         let links = await group.start {
-            PeerLinks(cluster: peers, systems: systems, settings: .init(
-                capacity: capacity, timeout: .seconds(timeout), token: token?.value,
-                job: job, jobSummary: jobs.job(named: job)?.summary, allowJobMismatch: allowJobMismatch)) { event in
+            PeerLinks(cluster: peers, systems: systems, settings: settings) { event in
                 board?.record(event)
                 await output.cluster(event)
             }
         } stop: { await $0.stop() }
+        // Hosts given to log in to are what the scan was asked to run on: when none of them
+        // can be used and no other peer was given, the scan stops rather than run here alone.
+        let sshOnly = peers.nodes.contains { $0.ssh != nil } && peers.nodes.allSatisfy { $0.ssh != nil }
         return await coordinate(inputs: inputs, done: done, localSlots: localSlots, systems: systems, output: output, board: board,
-                                links: links, group: group, signals: signals)
+                                links: links, sshOnly: sshOnly, group: group, signals: signals)
     }
 
     /// Runs the tasks (the group's body), stops the links, prints the summary; returns how to
     /// read the exit status once the other services have stopped too.
     private func coordinate(inputs: InputFile?, done: SectorSet, localSlots: Int, systems: Systems, output: ScanOutput,
-                            board: ScanBoard?, links: PeerLinks, group: ServiceGroup, signals: TerminationSignals) async -> () async -> Int32 {
+                            board: ScanBoard?, links: PeerLinks, sshOnly: Bool, group: ServiceGroup,
+                            signals: TerminationSignals) async -> () async -> Int32 {
         let count = inputs?.count ?? total
         var coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { event in
             board?.record(event)
@@ -126,6 +133,8 @@ extension ScanCommand {
         // A scan that only dispatches has nothing to run it once every peer refused it for good.
         let everyPeerRefused = links.everyPeerRefused
         if localSlots == 0 { everyPeerRefused.whenFulfilled { _ in scan.cancel() } }
+        let everySSHHostFailed = links.everySSHHostFailed
+        if sshOnly { everySSHHostFailed.whenFulfilled { _ in scan.cancel() } }
         let report = await scan.value
         tasksOver.withLock { $0 = true }
         if let board {
@@ -137,7 +146,9 @@ extension ScanCommand {
         // is left to the process's exit rather than awaited (its connect may take --timeout).
         await group.stopLast()
         // Why a scan that was not stopped by a signal still did not complete, said before `Finished`.
-        let refusal = report.interrupted && localSlots == 0 && stopSignal.current == nil ? everyPeerRefused.current : nil
+        let unstopped = report.interrupted && stopSignal.current == nil
+        let sshFailure = unstopped && sshOnly ? everySSHHostFailed.current.map { "no ssh host could be used: \($0)" } : nil
+        let refusal = sshFailure ?? (unstopped && localSlots == 0 ? everyPeerRefused.current : nil)
         let failure = feed?.failure.map { "\($0)" } ?? refusal
         let summary = await output.finish(report, resumed: done.count, failure: failure)
         board?.finish(report, summary: summary)

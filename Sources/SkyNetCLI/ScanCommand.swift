@@ -73,6 +73,8 @@ struct ScanCommand: Command {
     let dashboardLinger: Double
     /// Use peers whose command for the job differs from this scan's, after a warning.
     let allowJobMismatch: Bool
+    /// The hosts of --ssh and --ssh-file (also in `cluster`), and how they are reached.
+    let ssh: SSHOptions
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Self.optionTable.parse(arguments)
@@ -104,9 +106,16 @@ struct ScanCommand: Command {
         failingEvery = try args.int("failing-every", default: 10)
         maxAttempts = try args.int("max-attempts", default: 5)
         spawn = try args.int("spawn", default: 0)
-        // With --spawn and no --cluster, only the spawned nodes are peers.
-        clusterPath = spawn > 0 && args.string("cluster") == nil ? nil : args.string("cluster") ?? "cluster.json"
-        cluster = clusterPath == nil ? ClusterConfig() : try Self.loadCluster(named: args.string("cluster"))
+        ssh = try Self.parseSSH(args)
+        // With --spawn or ssh hosts and no --cluster, only those are peers.
+        let ownPeers = spawn > 0 || !ssh.nodes.isEmpty
+        clusterPath = ownPeers && args.string("cluster") == nil ? nil : args.string("cluster") ?? "cluster.json"
+        let file = clusterPath == nil ? ClusterConfig() : try Self.loadCluster(named: args.string("cluster"))
+        let fileNames = Set(file.nodes.map(\.name))
+        if let clash = ssh.nodes.first(where: { fileNames.contains($0.name) }) {
+            throw UsageError("the ssh host \(clash.name) has the name of a node of the cluster file; give it once")
+        }
+        cluster = ClusterConfig(nodes: file.nodes + ssh.nodes, capacity: file.capacity, timeout: file.timeout)
         let givenTimeout = try args.optionalDouble("timeout")
         timeout = givenTimeout ?? cluster.timeout ?? 5
         journalPath = args.string("journal")
@@ -114,7 +123,8 @@ struct ScanCommand: Command {
         format = args.flag("json") ? .json : .text
         quiet = args.flag("quiet")
         if resume && journalPath == nil { throw UsageError("--resume needs --journal FILE") }
-        let peerSlots = cluster.nodes.reduce(spawn * capacity) { $0 + ($1.capacity ?? cluster.capacity ?? capacity) }
+        // An ssh host without N/ has as many slots as cores: at least one.
+        let peerSlots = cluster.nodes.reduce(spawn * capacity) { $0 + ($1.capacity ?? ($1.ssh != nil ? 1 : cluster.capacity ?? capacity)) }
         if localCapacity + peerSlots == 0 {
             throw UsageError("no system has a slot to run tasks: give --capacity, --local-capacity or the cluster's peers at least 1")
         }
@@ -133,6 +143,7 @@ struct ScanCommand: Command {
         if let clash = cluster.nodes.first(where: { spawnedNames.contains($0.name) }) {
             throw UsageError("the cluster file's node \"\(clash.name)\" has the name of a spawned node; rename it")
         }
+        try checkSSH(args)
     }
 
     /// `NAME` or `NAME=COMMAND` of --job (checked as `skynet node --job` checks it); the

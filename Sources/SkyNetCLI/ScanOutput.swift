@@ -46,6 +46,13 @@ final class ScanOutput: Sendable {
         await Console.writer.write((progress == nil ? "" : Progress.clear) + "error: \(message.escapingControlCharacters)\n", to: 2)
     }
 
+    /// A line of an ssh host's stderr (`[gpu1] …`, escaped and rate-limited by its link), on
+    /// stderr with the progress line out of the way; called from the link's reader thread, so
+    /// it is dropped and counted, never waited for, when the console's queue is full.
+    func hostLine(_ line: String) {
+        Console.log((progress == nil ? "" : Progress.clear) + line) { "(\($0) lines from ssh hosts dropped: the terminal is behind)" }
+    }
+
     /// Whether a journal write failed (the scan then exits 1: its journal is incomplete).
     var journalIncomplete: Bool { journal.map { Console.writer.failure(of: $0.descriptor) != nil } ?? false }
 

@@ -10,7 +10,10 @@ struct StatusCommand: Command {
         Ping every node of the cluster file at once and print a table: name, address, up or
         down (and why: refused, timed out, unauthorized, unknown host), running/capacity,
         completed tasks and the ping's round trip. With a token (SKYNET_TOKEN or --token-file),
-        each node must prove it knows it, and the token is never sent.
+        each node must prove it knows it, and the token is never sent. A node with "ssh" in the
+        cluster file is checked by logging in and starting `skynet node --stdio` there (from
+        the host's PATH), as a scan would: down says why, in ssh's words; with --watch, every
+        round logs in again.
 
         \(usage)
 
@@ -32,6 +35,8 @@ struct StatusCommand: Command {
     let clusterPath: String
     /// Seconds between rounds with --watch; nil: probe once.
     let interval: Double?
+    /// How ssh nodes are logged in to (`--ssh-command`).
+    let sshCommand: SSHCommand
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Self.optionTable.parse(arguments)
@@ -45,6 +50,14 @@ struct StatusCommand: Command {
         timeout = try args.double("timeout", default: 2)
         json = args.flag("json")
         token = try ClusterToken.load(args)?.value
+        if let text = args.string("ssh-command") {
+            guard cluster.nodes.contains(where: { $0.ssh != nil }) else {
+                throw UsageError("--ssh-command is for ssh nodes: the cluster file \(clusterPath) has none")
+            }
+            do { sshCommand = try SSHCommand(text) } catch { throw UsageError("--ssh-command: \(error)") }
+        } else {
+            sshCommand = .standard
+        }
     }
 
     func run() async -> Int32 {
@@ -64,9 +77,10 @@ struct StatusCommand: Command {
     func probeAll() async -> [PeerStatus] {
         let token = self.token
         let limit = Duration.seconds(timeout)
+        let ssh = SSHSettings(command: sshCommand)
         return await withTaskGroup(of: (Int, PeerStatus).self) { group in
             for (index, node) in cluster.nodes.enumerated() {
-                group.addTask { (index, await PeerStatus.probe(node, token: token, timeout: limit)) }
+                group.addTask { (index, await PeerStatus.probe(node, token: token, timeout: limit, ssh: ssh)) }
             }
             return await group.reduce(into: [(Int, PeerStatus)]()) { $0.append($1) }.sorted { $0.0 < $1.0 }.map(\.1)
         }
@@ -75,7 +89,7 @@ struct StatusCommand: Command {
     static func table(_ statuses: [PeerStatus]) -> String {
         let header = ["name", "address", "state", "running", "completed", "round trip"]
         let rows = statuses.map { status -> [String] in
-            let address = "\(status.node.host):\(status.node.port)"
+            let address = status.node.address
             switch status.state {
             case .up(let pong, let milliseconds):
                 return [status.node.name, address, "up", "\(pong.running)/\(pong.capacity)", String(pong.completed),
@@ -102,7 +116,7 @@ struct StatusCommand: Command {
             json.add("time", round.time)
         }
         json.add("name", status.node.name)
-        json.add("address", "\(status.node.host):\(status.node.port)")
+        json.add("address", status.node.address)
         switch status.state {
         case .up(let pong, let milliseconds):
             json.add("up", true)

@@ -95,9 +95,10 @@ package struct OptionTable<Command>: Sendable {
         }.joined(separator: "\n\n")
     }
 
-    /// The arguments that give a spawned `skynet node` what `command` was given.
-    package func spawnedArguments(for command: Command) -> [String] {
-        options.flatMap { $0.spawned?(command) ?? [] }
+    /// The arguments that give a spawned `skynet node` what `command` was given (but the
+    /// `excluded` options').
+    package func spawnedArguments(for command: Command, excluding excluded: Set<String> = []) -> [String] {
+        options.filter { !excluded.contains($0.name) }.flatMap { $0.spawned?(command) ?? [] }
     }
 
     /// Parses `arguments` against these options.

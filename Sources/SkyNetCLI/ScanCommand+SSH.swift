@@ -1,0 +1,69 @@
+import SkyNet
+import SkyNetOptions
+
+/// `--ssh`, `--ssh-file`, `--ssh-command` and `--ship`: the hosts a scan reaches by logging in
+/// with ssh, each running `skynet node --stdio` for the scan's length.
+extension ScanCommand {
+    /// The ssh side of a scan's command line.
+    struct SSHOptions: Sendable {
+        /// The hosts of `--ssh` and `--ssh-file`, as peers named by their login (`alice@gpu1`).
+        var nodes: [ClusterConfig.Node] = []
+        var command = SSHCommand.standard
+        var ship = false
+    }
+
+    /// Reads the ssh options; every login is checked, and a host given twice is refused.
+    static func parseSSH(_ args: Arguments) throws(UsageError) -> SSHOptions {
+        var options = SSHOptions()
+        var logins: [SSHLogin] = []
+        do {
+            for value in args.strings("ssh") {
+                let listed = try SSHLogin.list(value)
+                if listed.isEmpty { throw UsageError("option '--ssh' wants [N/][USER@]HOST[:PORT], or several joined by commas") }
+                logins += listed
+            }
+            if let path = args.string("ssh-file") {
+                let listed = try SSHLogin.file(path)
+                if listed.isEmpty { throw UsageError("ssh login file \(path) names no host: one [N/][USER@]HOST[:PORT] a line") }
+                logins += listed
+            }
+        } catch let error as UsageError {
+            throw error
+        } catch {
+            throw UsageError("\(error)")
+        }
+        var names = Set<String>()
+        for login in logins {
+            guard names.insert(login.description).inserted else {
+                throw UsageError("the ssh host \(login.description) is given twice: give each host once (N/ sets its slots)")
+            }
+            options.nodes.append(ClusterConfig.Node(name: login.description, ssh: login))
+        }
+        if let text = args.string("ssh-command") {
+            do { options.command = try SSHCommand(text) } catch { throw UsageError("--ssh-command: \(error)") }
+        }
+        options.ship = args.flag("ship")
+        return options
+    }
+
+    /// Checks what only makes sense with ssh hosts, once the cluster file is read too
+    /// (its `"ssh"` entries count).
+    func checkSSH(_ args: Arguments) throws(UsageError) {
+        let hasSSHHosts = cluster.nodes.contains { $0.ssh != nil }
+        for option in ["ssh-command", "ship"] where args.string(option) != nil || args.flag(option) {
+            guard hasSSHHosts else { throw UsageError("--\(option) is for ssh hosts: give --ssh, --ssh-file or a cluster file with \"ssh\" nodes") }
+        }
+        if hasSSHHosts, jobCommand == nil, job != JobRegistry.scan {
+            throw UsageError("the ssh hosts run the jobs this scan declares: give --job \(job)=COMMAND")
+        }
+    }
+
+    /// How the links reach ssh hosts: the node's arguments are the scan's (its jobs, output
+    /// limit, failure rate), never its token, and its slots are the login's `N/` or the host's
+    /// cores; the hosts' stderr lines go to ours.
+    func sshSettings(output: ScanOutput) -> SSHSettings {
+        SSHSettings(command: ssh.command,
+                    nodeArguments: Self.optionTable.spawnedArguments(for: self, excluding: ["capacity", "token-file"]),
+                    ship: ssh.ship, hostLog: { output.hostLine($0) })
+    }
+}
