@@ -35,7 +35,9 @@ struct SSHChannelTests {
         var all: [String] { lines.withLock { $0 } }
     }
 
-    @Test func theChannelCarriesLinesAndStderrComesBackPrefixedWithoutCR() async throws {
+    /// Before the welcome the host's stderr is only kept (what ssh says of a failed login is
+    /// reported once, with the failure); once welcomed, the kept lines go to the log first.
+    @Test func theChannelCarriesLinesAndStderrComesBackPrefixedWithoutCROnceWelcomed() async throws {
         try await Self.withFakeSSH { command in
             let log = Lines()
             let channel = try await SSHChannel.open(name: "h1", login: SSHLogin(host: "h"), command: command,
@@ -52,21 +54,38 @@ struct SSHChannelTests {
             await channel.close()
             #expect(channel.child.exit.current?.reason == .exited(0))  // EOF reached cat: no signal needed
             try await withTimeout(.seconds(5)) { await channel.stderr.ended.value }
+            #expect(log.all == [])
+            channel.startForwarding()
             #expect(log.all == ["[h1] ssh says", #"[h1] node\x09log"#])
         }
     }
 
-    @Test func aRefusedLoginIsClassifiedFromTheLastLineAndAFloodIsCut() async throws {
+    @Test func aRefusedLoginIsClassifiedFromTheLastLineAndNotAlsoLogged() async throws {
         try await Self.withFakeSSH { command in
             let log = Lines()
-            let remote = #"i=0; while [ $i -lt 400 ]; do echo "line $i" >&2; i=$((i+1)); done; "#
-                + #"printf 'root@h: Permission denied (publickey).\r\n' >&2; exit 255"#
+            let remote = #"echo "debug1: trying" >&2; printf 'root@h: Permission denied (publickey).\r\n' >&2; exit 255"#
             let channel = try await SSHChannel.open(name: "h1", login: SSHLogin(host: "h"), command: command, remote: remote,
                                                     timeout: .seconds(5), hostLog: log.append)
             channel.connection.start(onEvent: { _ in })
             let failure = await channel.failure(after: PeerDisconnected(peer: "h1", reason: "closed"), answerBound: .seconds(5))
             #expect(failure as? SSHFailure == SSHFailure(kind: .login, reason: "ssh: Permission denied (publickey)",
                                                           fix: "check the login with: \(command.words[0]) h true"))
+            try await withTimeout(.seconds(5)) { await channel.stderr.ended.value }
+            #expect(log.all == [])
+            await channel.close()
+        }
+    }
+
+    /// A chatty host once welcomed: 200 lines at once, then 20 a second, and a count of the rest.
+    @Test func aFloodFromAWelcomedHostIsCut() async throws {
+        try await Self.withFakeSSH { command in
+            let log = Lines()
+            let remote = #"read go; i=0; while [ $i -lt 400 ]; do echo "line $i" >&2; i=$((i+1)); done; exit 0"#
+            let channel = try await SSHChannel.open(name: "h1", login: SSHLogin(host: "h"), command: command, remote: remote,
+                                                    timeout: .seconds(5), hostLog: log.append)
+            channel.connection.start(onEvent: { _ in })
+            channel.startForwarding()
+            try channel.connection.send(Array("go\n".utf8))
             try await withTimeout(.seconds(5)) { await channel.stderr.ended.value }
             let lines = log.all
             #expect(lines.prefix(200) == ArraySlice((0..<200).map { "[h1] line \($0)" }))

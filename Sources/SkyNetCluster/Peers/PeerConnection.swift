@@ -99,6 +99,7 @@ public final class PeerConnection: Sendable {
             try connection.send(handshake.hello + [0x0A])
             let peer = try await withTimeout(link.welcomeBound, clock: clock) { try await handshake.welcomed.value.get() }
             peer.dialed.withLock { $0 = link }
+            link.welcomed()
             // A node that names its idle bound is pinged at a third of it, if that is sooner.
             let bound = peer.welcome.idleSeconds.map { Duration.seconds($0 / 3) } ?? keepAliveInterval
             peer.startKeepAlive(every: min(keepAliveInterval, max(bound, .milliseconds(100))))

@@ -26,14 +26,17 @@ public struct DialedLink: Sendable {
     /// Closes the channel and returns once what carried it is gone (over ssh: the `ssh`
     /// process, reaped; bounded). Over TCP closing is all there is.
     public let finish: @Sendable () async -> Void
+    /// Told once the node's welcome arrived (over ssh: the host's log is forwarded from then on).
+    public let welcomed: @Sendable () -> Void
 
     public init(connection: Connection, welcomeBound: Duration,
                 explain: @escaping @Sendable (any Error) async -> any Error = { $0 },
-                finish: (@Sendable () async -> Void)? = nil) {
+                finish: (@Sendable () async -> Void)? = nil, welcomed: @escaping @Sendable () -> Void = {}) {
         self.connection = connection
         self.welcomeBound = welcomeBound
         self.explain = explain
         self.finish = finish ?? { connection.close() }
+        self.welcomed = welcomed
     }
 }
 

@@ -1,22 +1,39 @@
 import SkyNetRuntime
 
-/// The last lines of an ssh session's stderr: the line a failure is reported with.
+/// The last lines of an ssh session's stderr: the line a failure is reported with. Until the
+/// node's welcome they are only kept: what ssh says before it (a refused login, a missing
+/// skynet) is reported once, in the `Unreachable` line, not also as the host's log.
 final class StderrTail: Sendable {
     static let keep = 4
-    private let lines = Locked<[String]>([])
+    private struct State {
+        var lines: [String] = []
+        var forwarding = false
+    }
+    private let state = Locked(State())
     /// Fulfilled at the end of stderr (ssh and every process that held it are gone).
     let ended = AsyncSignal<Void>()
 
-    func append(_ line: String) {
-        lines.withLock { lines in
-            lines.append(line)
-            if lines.count > Self.keep { lines.removeFirst(lines.count - Self.keep) }
+    /// Keeps `line`; whether it goes on to the host's log too.
+    func append(_ line: String) -> Bool {
+        state.withLock { state in
+            state.lines.append(line)
+            if state.lines.count > Self.keep { state.lines.removeFirst(state.lines.count - Self.keep) }
+            return state.forwarding
+        }
+    }
+
+    /// From now on lines go to the host's log; returns the last ones kept before (the node's
+    /// first log lines, ssh's warnings), to forward first.
+    func startForwarding() -> [String] {
+        state.withLock { state in
+            defer { state.forwarding = true }
+            return state.forwarding ? [] : state.lines
         }
     }
 
     /// The last non-empty line.
-    var lastLine: String? { lines.withLock { $0.last } }
-    var all: [String] { lines.withLock { $0 } }
+    var lastLine: String? { state.withLock { $0.lines.last } }
+    var all: [String] { state.withLock { $0.lines } }
 }
 
 /// At most `burst` lines at once and `rate` a second after that, per host: a chatty host's log
@@ -56,9 +73,9 @@ extension SSHChannel {
 
     /// Reads ssh's stderr on a thread of its own until its end: keeps the last lines and
     /// forwards each, escaped and prefixed `[name] `, to `hostLog`, rate-limited.
-    func readStderr(_ descriptor: Int32?, hostLog: @escaping @Sendable (String) -> Void) {
+    func readStderr(_ descriptor: Int32?) {
         guard let descriptor else { return stderr.ended.fulfil(()) }
-        let tail = stderr, prefix = "[\(name)] "
+        let tail = stderr, prefix = "[\(name)] ", hostLog = self.hostLog
         startThread(named: "skynet-ssh-stderr") {
             var framer = LineFramer(maxLineBytes: Self.maxStderrLine, overLong: .truncate)
             var bucket = LineBucket()
@@ -66,7 +83,7 @@ extension SSHChannel {
                 var text = String(decoding: bytes, as: UTF8.self)
                 if text.hasSuffix("\r") { text.removeLast() }  // ssh ends its own lines with CR LF
                 guard !text.isEmpty else { return }
-                tail.append(text)
+                guard tail.append(text) else { return }
                 let (allowed, dropped) = bucket.take()
                 guard allowed else { return }
                 if dropped > 0 { hostLog(prefix + Self.droppedNote(dropped)) }
@@ -90,6 +107,12 @@ extension SSHChannel {
             closeFile(descriptor)
             tail.ended.fulfil(())
         }
+    }
+
+    /// The node welcomed us: the host's stderr goes to `hostLog` from now on, starting with
+    /// the last lines kept before.
+    func startForwarding() {
+        for line in stderr.startForwarding() { hostLog("[\(name)] " + line.escapingControlCharacters) }
     }
 
     static func droppedNote(_ count: Int) -> String {

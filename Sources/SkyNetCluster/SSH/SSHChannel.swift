@@ -18,6 +18,8 @@ public final class SSHChannel: Sendable {
     let checkHint: String
     /// The last lines of ssh's stderr, and whether it has ended (`SSHChannel+Stderr`).
     let stderr: StderrTail
+    /// Where the host's stderr lines go once the node welcomed us.
+    let hostLog: @Sendable (String) -> Void
     private let closing = Locked<Task<Void, Never>?>(nil)
 
     /// The environment ssh gets: ours without any `SKYNET_TOKEN*` (ssh could pass it on with
@@ -71,13 +73,15 @@ public final class SSHChannel: Sendable {
             throw error
         }
         let channel = SSHChannel(connection: Connection(stream: stream, peer: "ssh \(login)"), child: child,
-                                 login: login, name: name, checkHint: command.checkHint(for: login))
-        channel.readStderr(errors, hostLog: hostLog)
+                                 login: login, name: name, checkHint: command.checkHint(for: login), hostLog: hostLog)
+        channel.readStderr(errors)
         channel.connection.closed.whenFulfilled { _ in channel.startClosing() }
         return channel
     }
 
-    private init(connection: Connection, child: ChildProcess, login: SSHLogin, name: String, checkHint: String) {
+    private init(connection: Connection, child: ChildProcess, login: SSHLogin, name: String, checkHint: String,
+                 hostLog: @escaping @Sendable (String) -> Void) {
+        self.hostLog = hostLog
         self.connection = connection
         self.child = child
         self.login = login

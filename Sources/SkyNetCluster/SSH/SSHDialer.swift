@@ -59,7 +59,8 @@ public struct SSHDialer: PeerDialer {
         // The login and the node's start come before the welcome.
         let bound = max(timeout * 2, .seconds(5))
         return DialedLink(connection: channel.connection, welcomeBound: bound,
-                          explain: { await channel.failure(after: $0, answerBound: bound) }, finish: { await channel.close() })
+                          explain: { await channel.failure(after: $0, answerBound: bound) }, finish: { await channel.close() },
+                          welcomed: { channel.startForwarding() })
     }
 
     private func shipment() async throws -> SSHShipment {
