@@ -53,17 +53,18 @@ extension ScanCommand {
         for option in ["ssh-command", "ship"] where args.string(option) != nil || args.flag(option) {
             guard hasSSHHosts else { throw UsageError("--\(option) is for ssh hosts: give --ssh, --ssh-file or a cluster file with \"ssh\" nodes") }
         }
-        if hasSSHHosts, jobCommand == nil, job != JobRegistry.scan {
+        guard hasSSHHosts else { return }
+        if jobCommand == nil, job != JobRegistry.scan {
             throw UsageError("the ssh hosts run the jobs this scan declares: give --job \(job)=COMMAND")
         }
     }
 
-    /// How the links reach ssh hosts: the node's arguments are the scan's (its jobs, output
-    /// limit, failure rate), never its token, and its slots are the login's `N/` or the host's
-    /// cores; the hosts' stderr lines go to ours.
+    /// The arguments of each host's node: the scan's (its jobs, output limit, failure rate),
+    /// never its token; its slots are added per host (the login's `N/`, else its cores).
+    var sshNodeArguments: [String] { Self.optionTable.spawnedArguments(for: self, excluding: ["capacity", "token-file"]) }
+
+    /// How the links reach ssh hosts; the hosts' stderr lines go to ours.
     func sshSettings(output: ScanOutput) -> SSHSettings {
-        SSHSettings(command: ssh.command,
-                    nodeArguments: Self.optionTable.spawnedArguments(for: self, excluding: ["capacity", "token-file"]),
-                    ship: ssh.ship, hostLog: { output.hostLine($0) })
+        SSHSettings(command: ssh.command, nodeArguments: sshNodeArguments, ship: ssh.ship, hostLog: { output.hostLine($0) })
     }
 }
