@@ -41,7 +41,8 @@ let package = Package(
         .target(name: "SkyNetOptions"),
         .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet", "SkyNetOptions"] + parts),
         // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
-        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet", "SkyNetOptions"] + parts),
+        // W13 runs the tests' real sshd hosts (SkyNetTestSupport imports no test framework).
+        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet", "SkyNetOptions", "SkyNetTestSupport"] + parts),
         // A Swift job on a coordinator and an in-process node: `swift run skynet-example-wordcount`.
         .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet"] + parts, path: "Examples/WordCount"),
         // What both test targets use (a seeded random source for the fuzz tests).
