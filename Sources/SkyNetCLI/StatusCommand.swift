@@ -11,8 +11,8 @@ struct StatusCommand: Command {
         down (and why: refused, timed out, unauthorized, unknown host), running/capacity,
         completed tasks and the ping's round trip. With a token (SKYNET_TOKEN or --token-file),
         each node must prove it knows it, and the token is never sent. A node with "ssh" in the
-        cluster file is checked by logging in and starting `skynet node --stdio` there (from
-        the host's PATH), as a scan would: down says why, in ssh's words; with --watch, every
+        cluster file is checked by logging in and starting a node over the session (`skynet`
+        from the host's PATH), as a scan would: down says why, in ssh's words; with --watch, every
         round logs in again.
 
         \(usage)
