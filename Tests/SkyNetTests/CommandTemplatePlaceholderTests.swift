@@ -94,10 +94,16 @@ import Testing
 /// Our placeholders beside the real GNU parallel's, input by input.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct GNUParallelPlaceholderTests {
-    /// Whether GNU parallel is installed (.ci/run installs it; Debian: parallel).
-    static let hasParallel = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains { folder in
-        FileManager.default.isExecutableFile(atPath: "\(folder)/parallel")
-    }
+    /// Whether the `parallel` first in PATH is GNU parallel (.ci/run installs it; Debian:
+    /// parallel), not moreutils' program of the same name: the Perl script names its author.
+    static let hasParallel: Bool = {
+        let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+        guard let path = folders.map({ "\($0)/parallel" }).first(where: FileManager.default.isExecutableFile(atPath:)),
+              let file = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? file.close() }
+        let start = (try? file.read(upToCount: 4096)) ?? Data()
+        return String(decoding: start, as: UTF8.self).contains("Ole Tange")
+    }()
 
     /// Inputs with no dot, leading and trailing dots, trailing and doubled slashes, the root,
     /// nothing at all, newlines (which make Perl's `.` stop), spaces, shell syntax and UTF-8
