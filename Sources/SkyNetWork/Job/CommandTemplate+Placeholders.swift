@@ -12,7 +12,7 @@ extension CommandTemplate {
         case input = "{}"
         /// The input without its extension: from its last `.` on, unless a `/` follows it.
         case withoutExtension = "{.}"
-        /// The input from its last `/` on (the whole input when it has none).
+        /// What follows the input's last `/` (the whole input when it has none; see `baseName`).
         case baseName = "{/}"
         /// The input's directory as Perl's `dirname` gives it (`.` when it has no `/`).
         case directory = "{//}"
