@@ -27,14 +27,16 @@ struct NodeCommand: Command {
         and each --job NAME=COMMAND. A coordinator chooses a job by name and sends each task's
         input text, never a command. COMMAND is split into words as a POSIX shell would (quotes,
         backslashes) but never run by one: pipes, redirections, `;`, `$`, globs and a leading
-        `~` are refused (quote them to mean the text). In a
-        word, {} stands for the task's input and {#} for its sector number (0-based); with no
-        placeholder the input is the last argument. The task's result is the command's stdout
-        (one trailing newline removed); stdin is /dev/null; the environment adds SKYNET_INPUT,
-        SKYNET_SECTOR and SKYNET_JOB, and never holds SKYNET_TOKEN. Each task runs in a process
-        group of its own, killed whole at the task's deadline or when the task is cancelled.
-        Protected mode: a node that declares a --job and binds an address other than loopback
-        refuses to start without a token (anyone reaching the port could run it).
+        `~` are refused (quote them to mean the text). In a word, GNU parallel's replacement
+        strings stand for parts of the task: {} its input, {.} the input without extension, {/}
+        its base name, {//} its directory, {/.} the base name without extension, {#} the sector
+        number (0-based), {%} the job slot (1...capacity, distinct among the tasks running at
+        once); with none, the input is the last argument. The task's result is the command's
+        stdout (one trailing newline removed); stdin is /dev/null; the environment adds
+        SKYNET_INPUT, SKYNET_SECTOR and SKYNET_JOB, and never holds SKYNET_TOKEN. Each task runs
+        in a process group of its own, killed whole at the task's deadline or when the task is
+        cancelled. Protected mode: a node that declares a --job and binds an address other than
+        loopback refuses to start without a token (anyone reaching the port could run it).
 
         With --stdio the node opens no port: it serves the one coordinator at the other end of
         its stdin and stdout (a scan starts it so on each ssh host, the login being the

@@ -14,6 +14,8 @@ public struct SystemCounters: Sendable, Equatable {
 /// The capacity is checked and taken in one synchronous step, so concurrent callers (all the
 /// connections of a node) can never push it past `capacity`: the extra ones fail with `busy`.
 /// A slot is given back only when the task's work has really ended, also after its deadline.
+/// Each running task holds a job slot of its own, 1...capacity (`JobSlots`), which a command
+/// job sees as `{%}`.
 public actor LocalSystem: ScanSystem {
     public nonisolated let name: String
     public nonisolated let capacity: Int
@@ -27,6 +29,8 @@ public actor LocalSystem: ScanSystem {
     public nonisolated var counters: SystemCounters { live.withLock { $0 } }
     /// The most tasks ever running at once: a witness for tests and status.
     public private(set) var highWater = 0
+    /// The job slots (`{%}`) of the running tasks; taken and given back with `running`.
+    private var slots: JobSlots
     /// What keeps the tasks' deadlines (and the built-in scan's time).
     public nonisolated let clock: any TimerClock
 
@@ -34,6 +38,7 @@ public actor LocalSystem: ScanSystem {
     public init(name: String = "local", capacity: Int = 4, jobs: JobRegistry, clock: any TimerClock = DeadlineTimer.shared) {
         self.name = name
         self.capacity = max(0, capacity)
+        slots = JobSlots(capacity: capacity)
         self.jobs = jobs
         self.clock = clock
     }
@@ -47,12 +52,15 @@ public actor LocalSystem: ScanSystem {
         guard let job = jobs.job(named: task.job) else {
             throw ScanFailure(code: .unknownJob, message: "\(name) has no job '\(task.job)'")
         }
-        guard counters.running < capacity else { throw ScanFailure.busy(name, capacity: capacity) }
+        guard counters.running < capacity, let slot = slots.take() else { throw ScanFailure.busy(name, capacity: capacity) }
         live.withLock { $0.running += 1 }
         highWater = max(highWater, counters.running)
-        defer { live.withLock { $0.running -= 1 } }
+        defer {
+            live.withLock { $0.running -= 1 }
+            slots.giveBack(slot)
+        }
         do {
-            let result = try await Self.execute(job, task, clock: clock)
+            let result = try await Self.execute(job, task, slot: slot, clock: clock)
             live.withLock { $0.completed += 1 }
             return result
         } catch {

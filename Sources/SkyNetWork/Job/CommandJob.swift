@@ -3,7 +3,7 @@ import SkyNetRuntime
 
 /// A job that runs a command the operator declared, once per task, never through a shell.
 ///
-/// Each task runs `command.arguments(input:sector:)` as argv (the program looked up in PATH
+/// Each task runs `command.arguments(input:sector:slot:)` as argv (the program looked up in PATH
 /// when it holds no slash) in a process group of its own, with stdin from /dev/null and this
 /// process's environment minus every `SKYNET_TOKEN*` variable, plus `SKYNET_INPUT`,
 /// `SKYNET_SECTOR` and `SKYNET_JOB`. Its stdout, one trailing newline removed, is the result;
@@ -86,7 +86,7 @@ public struct CommandJob: Job {
         guard !request.input.utf8.contains(0) else {
             throw ScanFailure(code: .taskFailed, message: "the input holds a NUL byte, which no argument can carry")
         }
-        let argv = command.arguments(input: request.input, sector: request.sector)
+        let argv = command.arguments(input: request.input, sector: request.sector, slot: request.slot)
         let program = argv.first ?? command.program
         var variables = environment
         variables["SKYNET_INPUT"] = request.input

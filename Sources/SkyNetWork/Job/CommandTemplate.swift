@@ -6,8 +6,16 @@
 /// only a shell could do (pipes, redirections, `;`, `&`, `$VAR`, `$(…)`, backquotes, globs such
 /// as `*.jpg`, a leading `~`) is refused
 /// rather than passed on as a literal word, so a command never means something else than it
-/// seems to. `{}` stands for the task's input and `{#}` for its sector number, anywhere in a
-/// word; `\{}` is a literal `{}`. Without a placeholder the input is appended as the last word.
+/// seems to.
+///
+/// GNU parallel's replacement strings stand for parts of the task, anywhere in a word
+/// (`convert {} {.}.png`), with GNU parallel's meaning to the byte (`Placeholder`): `{}` the
+/// input, `{.}` the input without its extension, `{/}` its base name, `{//}` its directory,
+/// `{/.}` its base name without extension, `{#}` the sector number and `{%}` the job slot on
+/// the system running the task (1...capacity, distinct among the tasks running there at once).
+/// A placeholder is never split by quotes or a backslash: `\{.}` is a literal `{.}`, and any
+/// other `{…}` (`{x}`, `{1}`) is plain text. Without a placeholder the input is appended as
+/// the last word.
 public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
     /// A command that cannot be split, saying what is wrong and what to write instead.
     public struct ParseError: Error, CustomStringConvertible, Equatable, Sendable {
@@ -20,8 +28,7 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
 
     enum Piece: Sendable, Equatable {
         case text(String)
-        case input
-        case sector
+        case placeholder(Placeholder)
     }
 
     /// The command as the operator wrote it.
@@ -32,7 +39,7 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
     public var description: String { text }
 
     /// The program to run: the first word (a name looked up in PATH, or a path).
-    public var program: String { words.first.map { Self.join($0, input: "", sector: 0) } ?? "" }
+    public var program: String { words.first.map { Self.join($0, input: "", sector: 0, slot: 1) } ?? "" }
 
     public init(_ command: String) throws(ParseError) {
         var splitter = WordSplitter()
@@ -55,7 +62,7 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
     public static func words(_ text: String, home: String) throws(ParseError) -> [String] {
         var splitter = WordSplitter(home: home)
         for character in text { try splitter.take(character) }
-        return try splitter.finish().map { word in join(word, input: "", sector: 0) }
+        return try splitter.finish().map { word in join(word, input: "", sector: 0, slot: 1) }
     }
 
     /// Whether `other` makes the same argument vector for every input, however either is
@@ -65,11 +72,11 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The words, with the input as the last one when no placeholder places it.
-    private var wordsWithInput: [[Piece]] { hasPlaceholder ? words : words + [[.input]] }
+    private var wordsWithInput: [[Piece]] { hasPlaceholder ? words : words + [[.placeholder(.input)]] }
 
-    /// The argument vector for one task (program first).
-    public func arguments(input: String, sector: Int) -> [String] {
-        var arguments = words.map { Self.join($0, input: input, sector: sector) }
+    /// The argument vector for one task (program first), running in job slot `slot`.
+    public func arguments(input: String, sector: Int, slot: Int = 1) -> [String] {
+        var arguments = words.map { Self.join($0, input: input, sector: sector, slot: slot) }
         if !hasPlaceholder { arguments.append(input) }
         return arguments
     }
@@ -78,12 +85,11 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
         if case .text = piece { true } else { false }
     }
 
-    private static func join(_ pieces: [Piece], input: String, sector: Int) -> String {
+    private static func join(_ pieces: [Piece], input: String, sector: Int, slot: Int) -> String {
         pieces.map { piece in
             switch piece {
             case .text(let text): text
-            case .input: input
-            case .sector: String(sector)
+            case .placeholder(let placeholder): placeholder.value(input: input, sector: sector, slot: slot)
             }
         }.joined()
     }
@@ -100,7 +106,7 @@ private struct WordSplitter {
     private var inWord = false
     private var quote = Quote.none
     private var escaped = false
-    /// Characters of a possible placeholder seen so far: `{` or `{#`.
+    /// Characters of a possible placeholder seen so far: `{`, `{/`, `{//` and the like.
     private var brace = ""
     /// Plain words (`CommandTemplate.words`): no placeholders, and a leading `~` is `home`.
     private let home: String?
@@ -188,24 +194,25 @@ private struct WordSplitter {
         brace = "{"
     }
 
-    /// Whether `character` was used up by a placeholder in progress (`{`, `{#`); when it
-    /// turns out to be plain text, that text is kept and `character` is handled as usual.
+    /// Whether `character` was used up by a placeholder in progress (`{`, `{/`); when it
+    /// turns out to be plain text, that text is kept and `character` is handled as usual
+    /// (what was kept holds no `{` after the first, so no placeholder can start inside it).
     private mutating func continuePlaceholder(with character: Character) throws(CommandTemplate.ParseError) -> Bool {
-        switch (brace, character) {
-        case ("{", "}"), ("{#", "}"):
+        let candidate = brace + String(character)
+        if let placeholder = CommandTemplate.Placeholder(rawValue: candidate) {
             if !text.isEmpty { pieces.append(.text(text)) }
             text = ""
-            pieces.append(brace == "{" ? .input : .sector)
+            pieces.append(.placeholder(placeholder))
             brace = ""
             return true
-        case ("{", "#"):
-            brace = "{#"
-            return true
-        default:
-            text += brace
-            brace = ""
-            return false
         }
+        if CommandTemplate.Placeholder.isBeginning(candidate) {
+            brace = candidate
+            return true
+        }
+        text += brace
+        brace = ""
+        return false
     }
 
     private mutating func endWord() {

@@ -8,12 +8,21 @@ public struct JobRequest: Sendable, Equatable {
     public let duration: Double
     /// The task's deadline, if it has one: at that moment its work is stopped.
     public let deadline: ContinuousClock.Instant?
+    /// The job slot the task holds on its system (1...capacity, `{%}`): no other task running
+    /// there at the same time holds it.
+    public let slot: Int
 
-    public init(sector: Int, input: String, duration: Double = 1.0, deadline: ContinuousClock.Instant? = nil) {
+    public init(sector: Int, input: String, duration: Double = 1.0, deadline: ContinuousClock.Instant? = nil, slot: Int = 1) {
         self.sector = sector
         self.input = input
         self.duration = duration
         self.deadline = deadline
+        self.slot = slot
+    }
+
+    /// The same request, in job slot `slot`.
+    public func inSlot(_ slot: Int) -> JobRequest {
+        JobRequest(sector: sector, input: input, duration: duration, deadline: deadline, slot: slot)
     }
 }
 
