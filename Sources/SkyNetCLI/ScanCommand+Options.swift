@@ -53,12 +53,12 @@ extension ScanCommand {
               // One machine, one operator: the nodes declare the job this scan declares.
               spawned: { scan in scan.jobCommand.map { ["--job", "\(scan.job)=\($0.text)"] } ?? [] })
             .and("NAME=COMMAND",
-                 "also declare it for this process's own system and the --spawn nodes:",
-                 "COMMAND is split into words like sh would, never run by a shell;",
-                 "in it, as GNU parallel's: {} the input, {.} without extension, {/}",
-                 "base name, {//} directory, {/.} base name without extension, {#}",
-                 "the sector, {%} the job slot (1...capacity); with none of them the",
-                 "input is the last word"),
+                 "also declare it for this process's own system, the --spawn nodes",
+                 "and the ssh hosts: COMMAND is split into words like sh would, never",
+                 "run by a shell; in it, as GNU parallel's: {} the input, {.} without",
+                 "extension, {/} base name, {//} directory, {/.} base name without",
+                 "extension, {#} the sector, {%} the job slot (1...capacity); with",
+                 "none of them the input is the last word"),
         .init("inputs", .text, usage: "[--inputs FILE|-]", line: 3, section: 1, "FILE",
               "one input per line, sector i is line i (0-based); - reads stdin;",
               "a trailing \\r is dropped; each line valid UTF-8, at most 131008 bytes",

@@ -38,6 +38,7 @@ struct ScanCommand: Command {
           skynet scan --total 100 --duration 0.1 --failing-every 0
           skynet scan --total 2000 --duration 0.05 --spawn 3 --dashboard 8080
           ls *.jpg > files.txt; skynet scan --spawn 2 --job sum='sha256sum {}' --inputs files.txt --results
+          skynet scan --ssh 8/alice@gpu1,gpu2 --job sum='sha256sum {}' --inputs files.txt --results
         """
 
     /// With --keep-order: how far past the oldest unfinished sector a task may start, so at
