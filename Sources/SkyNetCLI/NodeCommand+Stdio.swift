@@ -51,6 +51,14 @@ extension NodeCommand {
     /// comes), then stops the jobs' process groups and exits within 1 s: a host keeps nothing
     /// of a scan whose coordinator is gone, however it ended. Logs go to stderr only.
     func serveOverStdio() async -> Int32 {
+        // A closed stdin or stdout is no channel (`main` put /dev/null there, so that no
+        // descriptor of ours took the number): say so, instead of serving nobody.
+        let closed = [(0, "stdin"), (1, "stdout")].filter { StandardDescriptors.closedAtStart.contains($0.0) }.map(\.1)
+        guard closed.isEmpty else {
+            Console.err("error: --stdio needs stdin and stdout open (the coordinator's channel), but \(closed.joined(separator: " and ")) "
+                        + "\(closed.count > 1 ? "were" : "was") closed when skynet started")
+            return 2
+        }
         // First of all, before anything can be spawned: no child may inherit the channel.
         let stream: DescriptorPair
         do {

@@ -1,3 +1,4 @@
+import Dispatch
 import SkyNet
 import SkyNetOptions
 
@@ -35,9 +36,15 @@ enum SkyNetCLI {
           skynet scan --total 100 --json | jq .   events as JSON Lines
         """
 
-    static func main() async {
+    /// Synchronous, so that its first line runs before the concurrency runtime starts (an
+    /// async `main` runs after Dispatch made its eventfd and epoll descriptors), then serves
+    /// the command on a task while the main queue runs, as an async `main` would.
+    static func main() {
+        StandardDescriptors.openClosedOnes()
         DescriptorLimit.raiseToMaximum()
-        exit(await run(Array(CommandLine.arguments.dropFirst())))
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        Task { exit(await run(arguments)) }
+        dispatchMain()
     }
 
     static func run(_ arguments: [String]) async -> Int32 {
