@@ -12,6 +12,18 @@ extension NodeCommand {
     /// (`RemoteCommand.maxBytes`), below Linux's 128 KiB for one argument.
     static let maxStdioArgumentsHex = 100 * 1024
 
+    /// The usage line of `skynet node --stdio`: the options that go with it, `--stdio-args` too.
+    static let stdioUsage = OptionTable<NodeCommand>(
+        options: optionTable.options.filter { !(refusedWithStdio + ["stdio"]).contains($0.name) }
+            + [Option("stdio-args", .text, usage: "[--stdio-args HEX]", line: 2)],
+        usagePrefix: "usage: skynet node --stdio").usage
+
+    /// A usage error of a `--stdio` command line shows the `--stdio` usage: the TCP form's
+    /// `--port PORT` would name what it just refused.
+    static func usage(for arguments: [String]) -> String {
+        arguments.contains("--stdio") ? stdioUsage : usage
+    }
+
     /// The arguments of a `--stdio` command line. With `--stdio-args HEX`, HEX (the UTF-8 of the
     /// arguments joined by NUL, which no argument can hold) carries all of them, and the command
     /// line holds nothing else: taking it out of a longer line could shift another option's

@@ -8,10 +8,17 @@ protocol Command {
     static var summary: String { get }
     static var usage: String { get }
     static var help: String { get }
+    /// The usage line a usage error of `arguments` shows: `usage`, or a form of the command
+    /// that those arguments chose (`skynet node --stdio`).
+    static func usage(for arguments: [String]) -> String
     /// Parses and validates; a `UsageError` names the option that is wrong.
     init(arguments: [String]) throws(UsageError)
     /// Runs and returns the exit status.
     func run() async -> Int32
+}
+
+extension Command {
+    static func usage(for arguments: [String]) -> String { usage }
 }
 
 @main
@@ -81,7 +88,7 @@ enum SkyNetCLI {
             do {
                 return try await command.init(arguments: rest).run()
             } catch {
-                Console.err("error: \("\(error)".escapingControlCharacters)\n\(command.usage)\nRun 'skynet help \(command.name)' for more.")
+                Console.err("error: \("\(error)".escapingControlCharacters)\n\(command.usage(for: rest))\nRun 'skynet help \(command.name)' for more.")
                 return 2
             }
         }
