@@ -1,5 +1,5 @@
 /// How many processors this process may run on: the default capacity of `skynet node --stdio`,
-/// whose welcome then tells the coordinator the host's cores (no wire field is added for it).
+/// whose welcome then tells the coordinator how many it may use (no wire field is added for it).
 public enum CoreCount {
     /// The processors of this thread's CPU affinity mask (what `nproc` and `taskset` go by: a
     /// node started under `taskset -c 0` runs one task at a time), or, where the mask cannot be
