@@ -24,11 +24,13 @@ extension NodeStdioProcessTests {
                 #expect(written > 200_000 && written < 8 << 20, "wrote \(written) bytes of pings")
 
                 let start = ContinuousClock.now
-                close(node.input)
+                node.closeInput()
                 let (took, exit) = try await node.exit(since: start)
                 let log = node.child.stderrLines?.lines ?? []
                 #expect(exit.reason == .exited(0), "\(log)")
-                #expect(took < .milliseconds(1500), "took \(took)")
+                // 1 s is the promise (0.2 s more for the pause's look at its input); the margin
+                // is for a loaded two-core machine, as in the tests beside it.
+                #expect(took < .seconds(3), "took \(took)")
                 #expect(await groups.survivors(of: started, within: .seconds(1)) == [])
             }
         }

@@ -79,7 +79,11 @@ extension DescriptorPairTests {
     func aReaderHeldBackEndsWhenItsPeerCloses(kind: PeerKind) async throws {
         let peer = try await link(kind)
         defer { peer.release() }
-        let link = try await heldBack(peer.stream, peer: peer.write)
+        let link: (connection: Connection, received: Watched<Received>)
+        do { link = try await heldBack(peer.stream, peer: peer.write) } catch {
+            peer.closePeer()
+            throw error
+        }
         defer { link.connection.close() }
         #expect(write(peer.write, "late\n", 5) == 5)
         peer.closePeer()
