@@ -12,6 +12,18 @@ extension NodeCommand {
     /// (`RemoteCommand.maxBytes`), below Linux's 128 KiB for one argument.
     static let maxStdioArgumentsHex = 100 * 1024
 
+    /// The usage line of `skynet node --stdio`: the options that go with it, `--stdio-args` too.
+    static let stdioUsage = OptionTable<NodeCommand>(
+        options: optionTable.options.filter { !(refusedWithStdio + ["stdio"]).contains($0.name) }
+            + [Option("stdio-args", .text, usage: "[--stdio-args HEX]", line: 2)],
+        usagePrefix: "usage: skynet node --stdio").usage
+
+    /// A usage error of a `--stdio` command line shows the `--stdio` usage: the TCP form's
+    /// `--port PORT` would name what it just refused.
+    static func usage(for arguments: [String]) -> String {
+        arguments.contains("--stdio") ? stdioUsage : usage
+    }
+
     /// The arguments of a `--stdio` command line. With `--stdio-args HEX`, HEX (the UTF-8 of the
     /// arguments joined by NUL, which no argument can hold) carries all of them, and the command
     /// line holds nothing else: taking it out of a longer line could shift another option's
@@ -51,6 +63,14 @@ extension NodeCommand {
     /// comes), then stops the jobs' process groups and exits within 1 s: a host keeps nothing
     /// of a scan whose coordinator is gone, however it ended. Logs go to stderr only.
     func serveOverStdio() async -> Int32 {
+        // A closed stdin or stdout is no channel (`main` put /dev/null there, so that no
+        // descriptor of ours took the number): say so, instead of serving nobody.
+        let closed = [(0, "stdin"), (1, "stdout")].filter { StandardDescriptors.closedAtStart.contains($0.0) }.map(\.1)
+        guard closed.isEmpty else {
+            Console.err("error: --stdio needs stdin and stdout open (the coordinator's channel), but \(closed.joined(separator: " and ")) "
+                        + "\(closed.count > 1 ? "were" : "was") closed when skynet started")
+            return 2
+        }
         // First of all, before anything can be spawned: no child may inherit the channel.
         let stream: DescriptorPair
         do {

@@ -1,3 +1,4 @@
+import Dispatch
 import SkyNet
 import SkyNetOptions
 
@@ -7,10 +8,17 @@ protocol Command {
     static var summary: String { get }
     static var usage: String { get }
     static var help: String { get }
+    /// The usage line a usage error of `arguments` shows: `usage`, or a form of the command
+    /// that those arguments chose (`skynet node --stdio`).
+    static func usage(for arguments: [String]) -> String
     /// Parses and validates; a `UsageError` names the option that is wrong.
     init(arguments: [String]) throws(UsageError)
     /// Runs and returns the exit status.
     func run() async -> Int32
+}
+
+extension Command {
+    static func usage(for arguments: [String]) -> String { usage }
 }
 
 @main
@@ -35,9 +43,15 @@ enum SkyNetCLI {
           skynet scan --total 100 --json | jq .   events as JSON Lines
         """
 
-    static func main() async {
+    /// Synchronous, so that its first line runs before the concurrency runtime starts (an
+    /// async `main` runs after Dispatch made its eventfd and epoll descriptors), then serves
+    /// the command on a task while the main queue runs, as an async `main` would.
+    static func main() {
+        StandardDescriptors.openClosedOnes()
         DescriptorLimit.raiseToMaximum()
-        exit(await run(Array(CommandLine.arguments.dropFirst())))
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        Task { exit(await run(arguments)) }
+        dispatchMain()
     }
 
     static func run(_ arguments: [String]) async -> Int32 {
@@ -74,7 +88,7 @@ enum SkyNetCLI {
             do {
                 return try await command.init(arguments: rest).run()
             } catch {
-                Console.err("error: \("\(error)".escapingControlCharacters)\n\(command.usage)\nRun 'skynet help \(command.name)' for more.")
+                Console.err("error: \("\(error)".escapingControlCharacters)\n\(command.usage(for: rest))\nRun 'skynet help \(command.name)' for more.")
                 return 2
             }
         }

@@ -38,7 +38,7 @@ extension Connection {
         defer { chunk.deallocate() }
         var framer = LineFramer(maxLineBytes: limits.maxLineBytes)
         while true {
-            waitForRepliesToDrain()
+            guard waitForRepliesToDrain() else { return .peerClosed }
             let count: Int
             do { count = try stream.receive(into: chunk) } catch { return .failed(error) }
             if count == 0 { return .peerClosed }
@@ -80,13 +80,29 @@ extension Connection {
 
     /// Back pressure: while more than `pauseReadingAbove` bytes wait for a peer that does not
     /// read them, read nothing more from it (its requests would only queue more replies);
-    /// read again once the queue is down to a quarter, or the connection ends.
-    private func waitForRepliesToDrain() {
-        guard let high = limits.pauseReadingAbove else { return }
+    /// read again once the queue is down to a quarter, or the connection ends. Returns false
+    /// when the stream's input hung up meanwhile (`InputHangUpReporting`): a peer that closed
+    /// its end will read no reply either, and what it sent before is never read now, so the
+    /// end of its input would otherwise never be seen (a pipe's last writer closing is not a
+    /// wake-up this wait can get, so it looks every `hangUpCheck`).
+    private func waitForRepliesToDrain() -> Bool {
+        guard let high = limits.pauseReadingAbove else { return true }
         let queued = { (state: State) -> Int in if case .flushing(let queue) = state { queue.count } else { 0 } }
-        guard queued(state.withLock { $0 }) > high else { return }
-        state.wait(while: { queued($0) > high / 4 }) { _, _ in }
+        guard queued(state.withLock { $0 }) > high else { return true }
+        guard let input = stream as? any InputHangUpReporting else {
+            state.wait(while: { queued($0) > high / 4 }) { _, _ in }
+            return true
+        }
+        while true {
+            let paused = state.wait(while: { queued($0) > high / 4 }, deadline: ContinuousClock.now + Self.hangUpCheck) { _, timedOut in timedOut }
+            if !paused { return true }
+            if input.inputHasHungUp() { return false }
+        }
     }
+
+    /// How often a paused reader looks whether its input hung up: well within the second in
+    /// which `skynet node --stdio` promises to be gone after its stdin closed.
+    static let hangUpCheck = Duration.milliseconds(200)
 
     /// After refusing an over-long line: let the refusal go out (up to a second), stop
     /// sending, and read (and drop) what the peer is still sending for a moment, so that
