@@ -130,11 +130,6 @@ struct NodeStdioTests {
         }
     }
 
-    @Test func theCoreCountIsTheHostsOnlineProcessors() {
-        let online = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        #expect(CoreCount.online() == max(1, min(1024, online)))
-        #expect(CoreCount.online(atMost: 1) == 1)
-    }
     /// Over stdio the node's log goes to the coordinator's terminal: with `--verbose`, what a
     /// job said (its error, its stderr) is logged with control characters escaped, so a job
     /// cannot write escape sequences to that terminal.
