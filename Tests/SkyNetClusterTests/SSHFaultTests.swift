@@ -1,0 +1,186 @@
+import Foundation
+import SkyNetTestSupport
+import Testing
+@testable import SkyNet
+@testable import SkyNetRuntime
+
+extension ProcessTests {
+    /// The faults of issue 20 through the real `skynet scan` and real sshd hosts: a host's
+    /// sshd killed, its node stopped (SIGSTOP), its network cut, the coordinator killed or
+    /// interrupted. Every task still completes once, elsewhere; nothing stays on a host.
+    @Suite(.serialized, .timeLimit(.minutes(3)),
+           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (Debian: openssh-server)"))
+    struct SSHFaultTests {
+        static let hostWithSkynet = SSHTestHost.Options(skynet: skynetBinary.path)
+
+        /// `scan --ssh 2/h1,2/h2 --local-capacity 0 --json …`: only the hosts run tasks.
+        static func scan(over hosts: [SSHTestHost], client: SSHTestClient, _ arguments: [String]) -> [String] {
+            ["scan", "--ssh", hosts.map { "2/" + $0.login }.joined(separator: ","), "--ssh-command", client.commandLine(),
+             "--local-capacity", "0", "--failing-every", "0", "--quiet"] + arguments
+        }
+
+        /// Checks a finished `--json` scan of `count` tasks: exit 0, each input completed
+        /// exactly once, the summary says so; returns the events.
+        static func expectEveryTaskCompletedOnce(_ run: Finished, count: Int) throws -> [SSHScanHarness.Event] {
+            #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+            let events = try SSHScanHarness.events(run.stdout)
+            let inputs = SSHScanHarness.events("completed", in: events).compactMap { $0["input"]?.int }
+            #expect(inputs.sorted() == Array(0..<count), "\(run.stdout)")
+            let summary = SSHScanHarness.events("summary", in: events).first
+            #expect(summary?["completed"]?.int == count && summary?["gave_up"]?.int == 0, "\(summary?.description ?? run.stdout)")
+            return events
+        }
+
+        /// The inputs whose attempt on `system` failed, and that every one of them then
+        /// completed on `elsewhere` (the lost tasks ran again there).
+        static func expectLostTasksRanOn(_ elsewhere: String, lostOn system: String, in events: [SSHScanHarness.Event]) -> [Int] {
+            let lost = SSHScanHarness.events("retry", of: system, in: events).compactMap { $0["input"]?.int }
+            var completed: [Int: String] = [:]
+            for event in SSHScanHarness.events("completed", in: events) {
+                guard let input = event["input"]?.int, completed[input] == nil else { continue }
+                completed[input] = event["system"]?.string ?? "?"
+            }
+            for input in lost { #expect(completed[input] == elsewhere, "task \(input) was lost on \(system), completed by \(completed[input] ?? "none")") }
+            return lost
+        }
+
+        @Test func aHostWhoseSSHDIsKilledMidScanHasItsTasksRunOnTheOtherAndIsDialledAgain() async throws {
+            try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
+                let (victim, other) = (hosts[0], hosts[1])
+                let arguments = Self.scan(over: hosts, client: client, ["--total", "60", "--duration", "0.2", "--json"])
+                let run = try await withCoordinator(arguments) { scan in
+                    try await scan.process.waitForLines(2, where: SSHScanHarness.isEvent("completed", of: victim.login))
+                    await victim.killSSHD()
+                    try await scan.process.waitForLine(where: SSHScanHarness.isEvent("disconnected", of: victim.login))
+                    // The node saw its stdin end with the session: nothing of it stays.
+                    let left = await victim.processesLeft(within: .seconds(3))
+                    #expect(left.isEmpty, "\(left.described)")
+                    // Back up: the link is dialled again (backoff from 0.5 s) while the scan runs.
+                    try await victim.restartSSHD()
+                    try await scan.process.waitForLines(2, timeout: .seconds(20), where: SSHScanHarness.isEvent("connected", of: victim.login))
+                    return try await scan.process.finish(timeout: .seconds(60))
+                }
+                let events = try Self.expectEveryTaskCompletedOnce(run, count: 60)
+                let lost = Self.expectLostTasksRanOn(other.login, lostOn: victim.login, in: events)
+                #expect(!lost.isEmpty, "the victim had tasks running when its sshd was killed: \(run.stdout)")
+                let reason = SSHScanHarness.events("disconnected", of: victim.login, in: events).first?["reason"]?.string ?? ""
+                #expect(reason.hasPrefix("ssh: "), "\(reason)")
+            }
+        }
+
+        /// Starts a scan of `sleep 30` tasks (2 a host), awaits all 4 running on the hosts, and
+        /// hands the scan to `body`; the scan is stopped on every path.
+        static func withLongJobsRunning<T>(on hosts: [SSHTestHost], client: SSHTestClient,
+                                           _ body: (MarkedCoordinator) async throws -> T) async throws -> T {
+            try await SSHScanHarness.withFolder { folder in
+                let list = try SSHScanHarness.lines(Array(repeating: "30", count: 8), in: folder)
+                let arguments = Self.scan(over: hosts, client: client, ["--job", "nap=sleep {}", "--inputs", list])
+                return try await withCoordinator(arguments) { scan in
+                    for host in hosts {
+                        let running = await host.waitUntil(within: .seconds(30)) { $0.processes(named: "sleep").count == 2 }
+                        try #require(running, "2 jobs on \(host.login): \(host.processes().described); \(scan.process.errorLines)")
+                    }
+                    return try await body(scan)
+                }
+            }
+        }
+
+        @Test func aCoordinatorKilledMidScanLeavesNoProcessOnItsHostsWithinThreeSeconds() async throws {
+            try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
+                try await Self.withLongJobsRunning(on: hosts, client: client) { scan in
+                    #expect(hosts.allSatisfy { $0.nodeProcess() != nil })
+                    scan.process.send(SIGKILL)
+                    let left = await processesLeft(on: hosts, within: .seconds(3))
+                    #expect(left.isEmpty, "left on the hosts: \(left.mapValues(\.described))")
+                    // Nor on this side: its ssh clients ended with their sessions.
+                    let here = await scan.processesLeft(within: .seconds(1))
+                    #expect(here.isEmpty, "left by the coordinator here: \(here.described)")
+                }
+            }
+        }
+
+        @Test func ctrlCMidScanExits130AndLeavesNoProcessOnItsHosts() async throws {
+            try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
+                try await Self.withLongJobsRunning(on: hosts, client: client) { scan in
+                    scan.process.send(SIGINT)
+                    let signalled = ContinuousClock.now
+                    let run = try await scan.process.finish(timeout: .seconds(20))
+                    #expect(run.status == 130, "\(run.stdout)\n\(run.stderr)")
+                    #expect(run.lines.contains { $0.hasPrefix("Stopped: 0 completed") }, "\(run.stdout)")
+                    let left = await processesLeft(on: hosts, within: max(.zero, .seconds(3) - (ContinuousClock.now - signalled)))
+                    #expect(left.isEmpty, "left on the hosts 3 s after Ctrl-C: \(left.mapValues(\.described))")
+                    #expect(scan.processes().isEmpty, "left by the coordinator here: \(scan.processes().described)")
+                }
+            }
+        }
+
+        @Test func aStoppedNodeIsNoticedByPingsAndItsTasksRunOnTheOtherHost() async throws {
+            try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
+                let (victim, other) = (hosts[0], hosts[1])
+                try await SSHScanHarness.withFolder { folder in
+                    let list = try SSHScanHarness.lines(Array(repeating: "0.3", count: 30), in: folder)
+                    let arguments = Self.scan(over: hosts, client: client, ["--timeout", "1", "--job", "nap=sleep {}", "--inputs", list, "--json"])
+                    let stopped = Locked<Int32?>(nil)
+                    let coordinatorLeft = Locked<[Int32]>([])
+                    do {
+                        let run: Finished = try await withCoordinator(arguments) { scan in
+                            try await scan.process.waitForLine(where: SSHScanHarness.isEvent("completed", of: victim.login))
+                            let node = try #require(victim.nodeProcess(), "\(victim.processes().described)")
+                            stopped.withLock { $0 = node.pid }
+                            kill(node.pid, SIGSTOP)
+                            let run = try await scan.process.finish(timeout: .seconds(60))
+                            let here = scan.processes()
+                            coordinatorLeft.withLock { $0 = here }
+                            return run
+                        }
+                        let events = try Self.expectEveryTaskCompletedOnce(run, count: 30)
+                        #expect(!SSHScanHarness.events("unresponsive", of: victim.login, in: events).isEmpty, "\(run.stdout)")
+                        let lost = Self.expectLostTasksRanOn(other.login, lostOn: victim.login, in: events)
+                        #expect(!lost.isEmpty, "\(run.stdout)")
+                        let errors = SSHScanHarness.events("retry", of: victim.login, in: events).compactMap { $0["error"]?.string }
+                        #expect(errors.allSatisfy { $0 == "\(victim.login) did not answer a ping within 1 s" }, "\(errors)")
+                        // The scan is over while the node is still stopped: no ssh client of it may stay here.
+                        let here = coordinatorLeft.withLock { $0 }
+                        #expect(here.isEmpty, "left by the coordinator here: \(here.described)")
+                    } catch {
+                        if let pid = stopped.withLock({ $0 }) { kill(pid, SIGCONT) }
+                        throw error
+                    }
+                    // Woken, the node finds its stdin ended and leaves with its jobs.
+                    if let pid = stopped.withLock({ $0 }) { kill(pid, SIGCONT) }
+                    let left = await victim.processesLeft(within: .seconds(3))
+                    #expect(left.isEmpty, "left on the stopped host once woken: \(left.described)")
+                }
+            }
+        }
+
+        @Test(.enabled(if: NetworkNamespace.isAvailable, "needs root and iproute2 for network namespaces"))
+        func aNetworkCutToAHostMidScanHasItsTasksRunOnTheOtherHost() async throws {
+            try await withNetworkNamespace { cutOff in
+                try await withNetworkNamespace { kept in
+                    let options = [SSHTestHost.Options.inside(cutOff, skynet: skynetBinary.path), .inside(kept, skynet: skynetBinary.path)]
+                    try await withSSHTestHosts(each: options) { hosts, client in
+                        let (victim, other) = (hosts[0], hosts[1])
+                        try await SSHScanHarness.withFolder { folder in
+                            let list = try SSHScanHarness.lines(Array(repeating: "0.3", count: 30), in: folder)
+                            let arguments = Self.scan(over: hosts, client: client, ["--timeout", "1", "--job", "nap=sleep {}", "--inputs", list, "--json"])
+                            let run = try await withCoordinator(arguments) { scan in
+                                try await scan.process.waitForLine(where: SSHScanHarness.isEvent("completed", of: victim.login))
+                                try await cutOff.cut()
+                                return try await scan.process.finish(timeout: .seconds(60))
+                            }
+                            let events = try Self.expectEveryTaskCompletedOnce(run, count: 30)
+                            #expect(!SSHScanHarness.events("unresponsive", of: victim.login, in: events).isEmpty, "\(run.stdout)")
+                            let lost = Self.expectLostTasksRanOn(other.login, lostOn: victim.login, in: events)
+                            #expect(!lost.isEmpty, "\(run.stdout)")
+                            // Mended, what the session left learns the channel is gone and leaves.
+                            try await cutOff.mend()
+                            let left = await victim.processesLeft(within: .seconds(5))
+                            #expect(left.isEmpty, "left on the cut host 5 s after the link was mended: \(left.described)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
