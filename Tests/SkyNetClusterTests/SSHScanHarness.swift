@@ -23,13 +23,17 @@ enum SSHScanHarness {
         return try await body(folder)
     }
 
-    /// Writes `count` files of random bytes (sizes 1 to ~64 KiB, names with a space: no shell
-    /// may split them) into `folder`, and their list as `inputs.txt`; returns the list's path
-    /// and the files in list order.
+    /// Names a shell would read otherwise than as text (quotes, `$(…)`, a backslash, a glob,
+    /// UTF-8): each must reach the job as one argument, unchanged.
+    static let awkwardNames = [#"it's $(echo no) "quoted".jpg"#, #"back\slash *.jpg"#, "café ☕ ;&|.jpg"]
+
+    /// Writes `count` files of random bytes (sizes 1 to ~64 KiB; names with a space, the first
+    /// few `awkwardNames`: no shell may split them) into `folder`, and their list as
+    /// `inputs.txt`; returns the list's path and the files in list order.
     static func randomFiles(_ count: Int, in folder: String) throws -> (list: String, files: [String]) {
         var generator = SystemRandomNumberGenerator()
         let files = try (1...count).map { index in
-            let path = "\(folder)/photo \(index).jpg"
+            let path = "\(folder)/" + (index <= awkwardNames.count ? awkwardNames[index - 1] : "photo \(index).jpg")
             let bytes = (0..<Int.random(in: 1...65_536, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             return path

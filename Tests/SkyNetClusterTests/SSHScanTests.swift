@@ -112,6 +112,90 @@ extension ProcessTests {
             }
         }
 
+        @Test func anUnknownHostKeyIsRefusedInSSHsWordsWhenTheCommandAsksForStrictChecking() async throws {
+            try await withSSHTestHosts(count: 1, options: Self.hostWithSkynet) { hosts, client in
+                let host = hosts[0]
+                let command = client.commandLine(hostKeyChecking: "yes")
+                let run = try await runSkynet(["scan", "--ssh", host.login, "--ssh-command", command, "--local-capacity", "0",
+                                               "--total", "4", "--duration", "0.1", "--quiet"], limit: .seconds(60))
+                #expect(run.status == 2, "\(run.stdout)\n\(run.stderr)")
+                #expect(run.lines.filter { $0.hasPrefix("[Cluster] Unreachable: ") } == [
+                    "[Cluster] Unreachable: \(host.login) (ssh: Host key verification failed) — check the login with: \(command) -p \(host.port) 127.0.0.1 true",
+                ], "\(run.lines)")
+                #expect(run.stderr.contains("error: no ssh host could be used: \(host.login) (ssh: Host key verification failed)"), "\(run.stderr)")
+                // Nothing learnt behind the user's back: the known hosts file stays without the key.
+                #expect(((try? String(contentsOfFile: client.knownHosts, encoding: .utf8)) ?? "").isEmpty)
+            }
+        }
+
+        @Test func shipToAHostOfAnotherPlatformIsRefusedWithItsUnameAndCopiesNothing() async throws {
+            // bin/ on the PATH without skynet: a `uname` there speaks for the host.
+            var options = SSHTestHost.Options(skynet: nil)
+            options.skynetOnPath = true
+            try await withSSHTestHosts(each: [options]) { hosts, client in
+                let host = hosts[0]
+                let here = try await ToolRun.run("uname", ["-sm"])
+                let platform = here.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                let other = platform.hasSuffix("aarch64") ? "Linux x86_64" : "Linux aarch64"
+                _ = try await SSHOptionTests.installScript("#!/bin/sh\necho '\(other)'\n", at: host.folder + "/bin/uname")
+                let run = try await runSkynet(["scan", "--ssh", host.login, "--ship", "--ssh-command", client.commandLine(),
+                                               "--local-capacity", "0", "--total", "4", "--duration", "0.1", "--quiet"], limit: .seconds(60))
+                #expect(run.status == 2, "\(run.stdout)\n\(run.stderr)")
+                let reason = "skynet --ship: this host is \(other), not \(platform)"
+                #expect(run.lines.filter { $0.hasPrefix("[Cluster] Unreachable: ") } == [
+                    "[Cluster] Unreachable: \(host.login) (\(reason)) — --ship copies this \(platform) build only: build skynet on that host",
+                ], "\(run.lines)")
+                #expect(run.stderr.contains("error: no ssh host could be used: \(host.login) (\(reason))"), "\(run.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: host.home + "/.cache/skynet"))
+            }
+        }
+
+        /// cluster.json mixing kinds: an ssh host beside a TCP node, each used under the name
+        /// the file gives it, with the slots the file gives it.
+        @Test func aClusterFileMixesAnSSHHostWithATCPNodeUnderTheirOwnNames() async throws {
+            try await withSSHTestHosts(count: 1, options: Self.hostWithSkynet) { hosts, client in
+                let nodeArguments = ["--job", "nap=sleep {}", "--capacity", "2", "--failing-every", "0"]
+                try await withCluster(nodes: 1, nodeArguments: nodeArguments) { cluster in
+                    let beta = try #require(cluster.node("beta"))
+                    let file = cluster.folder.appendingPathComponent("mixed.json").path
+                    try """
+                        {"nodes": [{"name": "gpu1", "ssh": "2/\(hosts[0].login)"}, {"name": "beta", "host": "127.0.0.1", "port": \(beta.port)}]}
+                        """.write(toFile: file, atomically: true, encoding: .utf8)
+                    let list = try SSHScanHarness.lines(Array(repeating: "0.2", count: 16), in: cluster.folder.path)
+                    let run = try await runSkynet(["scan", "--cluster", file, "--ssh-command", client.commandLine(), "--local-capacity", "0",
+                                                   "--job", "nap=sleep {}", "--inputs", list, "--quiet"], limit: .seconds(60))
+                    #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+                    #expect(run.lines.contains("[Cluster] Connected: gpu1"), "\(run.lines)")
+                    let completed = SSHScanHarness.completedBySystem(run.stderr)
+                    #expect(Set(completed.keys) == ["gpu1", "beta"], "\(run.stderr)")
+                    #expect(completed.values.reduce(0, +) == 16 && completed.values.allSatisfy { $0 > 0 }, "\(run.stderr)")
+                    let left = await hosts[0].processesLeft(within: .seconds(3))
+                    #expect(left.isEmpty, "\(left.described)")
+                }
+            }
+        }
+
+        /// A login that prints to stdout (a `.bashrc` that greets, as many do) puts text before
+        /// the node's first line on the channel.
+        @Test(.disabled("defect: the greeting is read as protocol; the host is reported as `Unreachable: H at ssh H (bad-request: not valid JSON: unexpected character at byte 0); retrying` (TCP form, no fix) and status says `down (bad-request)`"))
+        func aLoginThatGreetsOnStdoutIsReportedInTheSSHFormWithWhatItPrinted() async throws {
+            try await withSSHTestHosts(count: 1, options: Self.hostWithSkynet) { hosts, client in
+                let host = hosts[0]
+                try "echo 'Welcome to the lab'\n".write(toFile: host.home + "/.bashrc", atomically: true, encoding: .utf8)
+                try "echo 'Welcome to the lab'\n".write(toFile: host.home + "/.profile", atomically: true, encoding: .utf8)
+                let greeting = try await client.run(on: host, "true")
+                try #require(greeting.stdout == "Welcome to the lab\n", "the login shell read neither file: \(greeting.stdout)")
+                let run = try await runSkynet(["scan", "--ssh", host.login, "--ssh-command", client.commandLine(), "--local-capacity", "0",
+                                               "--total", "4", "--duration", "0.1", "--quiet"], limit: .seconds(60))
+                let unreachable = run.lines.filter { $0.hasPrefix("[Cluster] Unreachable: ") }
+                #expect(unreachable.count == 1, "\(run.lines)")
+                let line = unreachable.first ?? ""
+                #expect(line.hasPrefix("[Cluster] Unreachable: \(host.login) ("), "\(line)")
+                #expect(!line.contains(" at ssh ") && !line.contains("bad-request"), "\(line)")
+                #expect(line.contains("Welcome to the lab"), "\(line)")
+            }
+        }
+
         @Test func statusOverSSHSaysUpWithTheLoginsSlotsAndDownInSSHsWordsAndExitsOne() async throws {
             try await withSSHTestHosts(count: 1, options: Self.hostWithSkynet) { hosts, client in
                 let host = hosts[0]
