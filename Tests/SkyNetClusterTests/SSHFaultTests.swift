@@ -99,17 +99,49 @@ extension ProcessTests {
             }
         }
 
-        @Test func ctrlCMidScanExits130AndLeavesNoProcessOnItsHosts() async throws {
+        /// Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a lost session) on the coordinator.
+        @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143)), (SIGHUP, Int32(129))])
+        func aStopSignalMidScanExitsWith128PlusItAndLeavesNoProcessOnItsHosts(signal: Int32, status: Int32) async throws {
             try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
                 try await Self.withLongJobsRunning(on: hosts, client: client) { scan in
-                    scan.process.send(SIGINT)
+                    scan.process.send(signal)
                     let signalled = ContinuousClock.now
                     let run = try await scan.process.finish(timeout: .seconds(20))
-                    #expect(run.status == 130, "\(run.stdout)\n\(run.stderr)")
+                    #expect(run.status == status, "\(run.stdout)\n\(run.stderr)")
                     #expect(run.lines.contains { $0.hasPrefix("Stopped: 0 completed") }, "\(run.stdout)")
                     let left = await processesLeft(on: hosts, within: max(.zero, .seconds(3) - (ContinuousClock.now - signalled)))
-                    #expect(left.isEmpty, "left on the hosts 3 s after Ctrl-C: \(left.mapValues(\.described))")
+                    #expect(left.isEmpty, "left on the hosts 3 s after signal \(signal): \(left.mapValues(\.described))")
                     #expect(scan.processes().isEmpty, "left by the coordinator here: \(scan.processes().described)")
+                }
+            }
+        }
+
+        @Test func aHostsNodeKilledMidScanTakesItsJobsAlongAndItsTasksRunAgainAndItIsDialledAgain() async throws {
+            try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
+                let victim = hosts[0]
+                try await SSHScanHarness.withFolder { folder in
+                    let list = try SSHScanHarness.lines(Array(repeating: "0.5", count: 24), in: folder)
+                    let arguments = Self.scan(over: hosts, client: client, ["--job", "nap=sleep {}", "--inputs", list, "--json"])
+                    let run = try await withCoordinator(arguments) { scan in
+                        let running = await victim.waitUntil(within: .seconds(30)) { $0.processes(named: "sleep").count == 2 }
+                        try #require(running, "\(victim.processes().described); \(scan.process.errorLines)")
+                        let jobs = victim.processes(named: "sleep").map(\.pid)
+                        let node = try #require(victim.nodeProcess(), "\(victim.processes().described)")
+                        kill(node.pid, SIGKILL)
+                        // Its jobs do not outlive it (their group is killed by its keeper).
+                        let orphans = await HostProcesses.awaitGone(jobs, within: .seconds(3))
+                        #expect(orphans.isEmpty, "jobs left by the killed node: \(orphans.described)")
+                        try await scan.process.waitForLine(where: SSHScanHarness.isEvent("disconnected", of: victim.login))
+                        try await scan.process.waitForLines(2, timeout: .seconds(20), where: SSHScanHarness.isEvent("connected", of: victim.login))
+                        return try await scan.process.finish(timeout: .seconds(60))
+                    }
+                    let events = try Self.expectEveryTaskCompletedOnce(run, count: 24)
+                    let lost = SSHScanHarness.events("retry", of: victim.login, in: events).compactMap { $0["input"]?.int }
+                    #expect(lost.count == 2, "the 2 tasks running on the killed node: \(run.stdout)")
+                    let again = SSHScanHarness.events("completed", in: events).filter { lost.contains($0["input"]?.int ?? -1) }
+                    #expect(again.allSatisfy { ($0["attempt"]?.int ?? 0) >= 2 }, "\(again)")
+                    let left = await processesLeft(on: hosts, within: .seconds(3))
+                    #expect(left.isEmpty, "\(left.mapValues(\.described))")
                 }
             }
         }
