@@ -186,6 +186,34 @@ extension ProcessTests {
             }
         }
 
+        @Test func aStoppedNodeThatWakesIsSaidResponsiveAndRunsTasksAgain() async throws {
+            try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
+                let victim = hosts[0]
+                try await SSHScanHarness.withFolder { folder in
+                    let list = try SSHScanHarness.lines(Array(repeating: "0.3", count: 60), in: folder)
+                    let arguments = Self.scan(over: hosts, client: client, ["--timeout", "1", "--job", "nap=sleep {}", "--inputs", list, "--json"])
+                    let stopped = Locked<Int32?>(nil)
+                    defer { if let pid = stopped.withLock({ $0 }) { kill(pid, SIGCONT) } }
+                    let run = try await withCoordinator(arguments) { scan in
+                        try await scan.process.waitForLine(where: SSHScanHarness.isEvent("completed", of: victim.login))
+                        let node = try #require(victim.nodeProcess(), "\(victim.processes().described)")
+                        stopped.withLock { $0 = node.pid }
+                        kill(node.pid, SIGSTOP)
+                        try await scan.process.waitForLine(where: SSHScanHarness.isEvent("unresponsive", of: victim.login))
+                        kill(node.pid, SIGCONT)
+                        try await scan.process.waitForLine(where: SSHScanHarness.isEvent("responsive", of: victim.login))
+                        return try await scan.process.finish(timeout: .seconds(60))
+                    }
+                    let events = try Self.expectEveryTaskCompletedOnce(run, count: 60)
+                    let time = { (event: SSHScanHarness.Event) in event["time"]?.number ?? -1 }
+                    let awake = SSHScanHarness.events("responsive", of: victim.login, in: events).first.map(time) ?? .infinity
+                    let afterwards = SSHScanHarness.events("completed", of: victim.login, in: events).filter { time($0) > awake }
+                    #expect(!afterwards.isEmpty, "the woken host got no task: \(run.stdout)")
+                    #expect(SSHScanHarness.events("disconnected", of: victim.login, in: events).isEmpty, "\(run.stdout)")
+                }
+            }
+        }
+
         @Test(.enabled(if: NetworkNamespace.isAvailable, "needs root and iproute2 for network namespaces"))
         func aNetworkCutToAHostMidScanHasItsTasksRunOnTheOtherHost() async throws {
             try await withNetworkNamespace { cutOff in

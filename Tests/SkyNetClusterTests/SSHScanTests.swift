@@ -24,19 +24,28 @@ extension ProcessTests {
         @Test func aRealJobOverTwoHostsPrintsWhatSha256sumPrintsHereAndLeavesNothingOnThem() async throws {
             try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
                 try await SSHScanHarness.withFolder { folder in
-                    let (list, files) = try SSHScanHarness.randomFiles(48, in: folder)
-                    let expected = try await SSHScanHarness.localSums(files)
-                    let run = try await runSkynet(Self.sumScan(hosts.map { "2/" + $0.login }, client: client, list: list), limit: .seconds(90))
+                    let (_, files) = try SSHScanHarness.randomFiles(44, in: folder)
+                    let gate = try FIFOGate.make(4, in: folder)
+                    let list = try SSHScanHarness.lines(gate.paths + files, in: folder)
+                    let expected = try await gate.expectedSums(scratch: folder) + SSHScanHarness.localSums(files)
+                    let scan = Self.sumScan(hosts.map { "2/" + $0.login }, client: client, list: list)
+                    let run = try await withCoordinator(scan) { scan in
+                        // 2 slots a host, 4 held inputs first: each host holds 2 of them, whichever logged in first.
+                        for host in hosts {
+                            let holds = await host.waitUntil(within: .seconds(30)) { gate.held(on: $0, by: "sha256sum").count == 2 }
+                            #expect(holds, "\(host.login) holds \(gate.held(on: host, by: "sha256sum")): \(scan.process.errorLines)")
+                        }
+                        try await gate.release()
+                        return try await scan.process.finish(timeout: .seconds(60))
+                    }
                     #expect(run.status == 0, "\(run.stderr)")
-                    // Byte for byte, in input order: every file hashed once, on a host, whole.
-                    #expect(run.stdout == expected)
+                    // Byte for byte, in input order: every file hashed once, on a host, whole
+                    // (the lines came back without their last newline).
+                    #expect(run.stdout + "\n" == expected)
                     let completed = SSHScanHarness.completedBySystem(run.stderr)
                     #expect(Set(completed.keys) == Set(hosts.map(\.login)), "\(run.stderr)")
-                    #expect(completed.values.reduce(0, +) == files.count, "\(run.stderr)")
-                    #expect(completed.values.allSatisfy { $0 > 0 }, "both hosts should have run tasks: \(run.stderr)")
-                    for host in hosts {
-                        #expect(run.stderr.contains("[Cluster] Connected: \(host.login)\n"), "\(run.stderr)")
-                    }
+                    #expect(completed.values.reduce(0, +) == files.count + gate.paths.count, "\(run.stderr)")
+                    #expect(completed.values.allSatisfy { $0 >= 2 }, "\(run.stderr)")
                     // The scan is over: each node saw its stdin end, stopped and left nothing.
                     let left = await processesLeft(on: hosts, within: .seconds(3))
                     #expect(left.isEmpty, "\(left.mapValues(\.described))")
@@ -47,13 +56,21 @@ extension ProcessTests {
         @Test func aHostWithoutSkynetIsReportedOnceWithTheFixAndTheOtherHostRunsEveryTask() async throws {
             try await withSSHTestHosts(each: [Self.hostWithSkynet, Self.hostWithoutSkynet]) { hosts, client in
                 try await SSHScanHarness.withFolder { folder in
-                    let (list, files) = try SSHScanHarness.randomFiles(12, in: folder)
-                    let expected = try await SSHScanHarness.localSums(files)
-                    let run = try await runSkynet(Self.sumScan(hosts.map(\.login), client: client, list: list), limit: .seconds(90))
+                    let (_, files) = try SSHScanHarness.randomFiles(10, in: folder)
+                    // Held until the failed login is reported: a scan this short could end before it.
+                    let gate = try FIFOGate.make(2, in: folder)
+                    let list = try SSHScanHarness.lines(gate.paths + files, in: folder)
+                    let expected = try await gate.expectedSums(scratch: folder) + SSHScanHarness.localSums(files)
+                    let missing = "[Cluster] Unreachable: \(hosts[1].login) ("
+                    let run = try await withCoordinator(Self.sumScan(["2/" + hosts[0].login, hosts[1].login], client: client, list: list)) { scan in
+                        try await scan.process.waitForErrorLine { $0.hasPrefix(missing) }
+                        try await gate.release()
+                        return try await scan.process.finish(timeout: .seconds(60))
+                    }
                     #expect(run.status == 0, "\(run.stderr)")
-                    #expect(run.stdout == expected)
-                    #expect(SSHScanHarness.completedBySystem(run.stderr) == [hosts[0].login: files.count], "\(run.stderr)")
-                    let unreachable = run.stderr.split(separator: "\n").filter { $0.hasPrefix("[Cluster] Unreachable: \(hosts[1].login) (") }
+                    #expect(run.stdout + "\n" == expected)
+                    #expect(SSHScanHarness.completedBySystem(run.stderr) == [hosts[0].login: files.count + 2], "\(run.stderr)")
+                    let unreachable = run.stderr.split(separator: "\n").filter { $0.hasPrefix(missing) }
                     #expect(unreachable.count == 1, "\(run.stderr)")
                     // The login shell's own words (`bash: line 1: exec: skynet: not found`), then the fix.
                     #expect(unreachable.first?.hasSuffix(
@@ -151,26 +168,62 @@ extension ProcessTests {
         }
 
         /// cluster.json mixing kinds: an ssh host beside a TCP node, each used under the name
-        /// the file gives it, with the slots the file gives it.
+        /// the file gives it.
         @Test func aClusterFileMixesAnSSHHostWithATCPNodeUnderTheirOwnNames() async throws {
             try await withSSHTestHosts(count: 1, options: Self.hostWithSkynet) { hosts, client in
-                let nodeArguments = ["--job", "nap=sleep {}", "--capacity", "2", "--failing-every", "0"]
+                let nodeArguments = ["--job", "sum=sha256sum {}", "--capacity", "2", "--failing-every", "0"]
                 try await withCluster(nodes: 1, nodeArguments: nodeArguments) { cluster in
                     let beta = try #require(cluster.node("beta"))
-                    let file = cluster.folder.appendingPathComponent("mixed.json").path
+                    let folder = cluster.folder.path
+                    let file = folder + "/mixed.json"
                     try """
                         {"nodes": [{"name": "gpu1", "ssh": "2/\(hosts[0].login)"}, {"name": "beta", "host": "127.0.0.1", "port": \(beta.port)}]}
                         """.write(toFile: file, atomically: true, encoding: .utf8)
-                    let list = try SSHScanHarness.lines(Array(repeating: "0.2", count: 16), in: cluster.folder.path)
-                    let run = try await runSkynet(["scan", "--cluster", file, "--ssh-command", client.commandLine(), "--local-capacity", "0",
-                                                   "--job", "nap=sleep {}", "--inputs", list, "--quiet"], limit: .seconds(60))
-                    #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
-                    #expect(run.lines.contains("[Cluster] Connected: gpu1"), "\(run.lines)")
+                    let (_, files) = try SSHScanHarness.randomFiles(12, in: folder)
+                    // beta (TCP) is there first and holds 2; gpu1 must take the other 2 held ones.
+                    let gate = try FIFOGate.make(4, in: folder)
+                    let list = try SSHScanHarness.lines(gate.paths + files, in: folder)
+                    let expected = try await gate.expectedSums(scratch: folder) + SSHScanHarness.localSums(files)
+                    let arguments = ["scan", "--cluster", file, "--ssh-command", client.commandLine(), "--local-capacity", "0",
+                                     "--job", "sum=sha256sum {}", "--inputs", list, "--results", "--keep-order", "--quiet"]
+                    let run = try await withCoordinator(arguments) { scan in
+                        let holds = await hosts[0].waitUntil(within: .seconds(30)) { gate.held(on: $0, by: "sha256sum").count == 2 }
+                        #expect(holds, "gpu1 holds \(gate.held(on: hosts[0], by: "sha256sum")): \(scan.process.errorLines)")
+                        try await gate.release()
+                        return try await scan.process.finish(timeout: .seconds(60))
+                    }
+                    #expect(run.status == 0, "\(run.stderr)")
+                    #expect(run.stdout + "\n" == expected)
+                    #expect(run.stderr.contains("[Cluster] Connected: gpu1\n"), "\(run.stderr)")
                     let completed = SSHScanHarness.completedBySystem(run.stderr)
                     #expect(Set(completed.keys) == ["gpu1", "beta"], "\(run.stderr)")
-                    #expect(completed.values.reduce(0, +) == 16 && completed.values.allSatisfy { $0 > 0 }, "\(run.stderr)")
+                    #expect(completed.values.reduce(0, +) == 16 && completed.values.allSatisfy { $0 >= 2 }, "\(run.stderr)")
                     let left = await hosts[0].processesLeft(within: .seconds(3))
                     #expect(left.isEmpty, "\(left.described)")
+                }
+            }
+        }
+
+        /// What a host writes to stderr (here its login shell, before the node starts) comes
+        /// back once, each line prefixed with the host's name; stdout keeps only the results.
+        @Test func aHostsStderrComesBackOncePrefixedWithItsName() async throws {
+            try await withSSHTestHosts(count: 1, options: Self.hostWithSkynet) { hosts, client in
+                let host = hosts[0]
+                let notice = "echo 'maintenance at 5' >&2; echo 'disk 91% full' >&2\n"
+                try notice.write(toFile: host.home + "/.bashrc", atomically: true, encoding: .utf8)
+                try notice.write(toFile: host.home + "/.profile", atomically: true, encoding: .utf8)
+                let login = try await client.run(on: host, "true")
+                try #require(login.stderr.contains("maintenance at 5"), "the login shell read neither file: \(login.stderr)")
+                try await SSHScanHarness.withFolder { folder in
+                    let (list, files) = try SSHScanHarness.randomFiles(6, in: folder)
+                    let expected = try await SSHScanHarness.localSums(files)
+                    let run = try await runSkynet(Self.sumScan([host.login], client: client, list: list), limit: .seconds(60))
+                    #expect(run.status == 0, "\(run.stderr)")
+                    #expect(run.stdout == expected)
+                    let lines = run.stderr.split(separator: "\n").map(String.init)
+                    #expect(lines.filter { $0 == "[\(host.login)] maintenance at 5" }.count == 1, "\(run.stderr)")
+                    #expect(lines.filter { $0 == "[\(host.login)] disk 91% full" }.count == 1, "\(run.stderr)")
+                    #expect(!run.stderr.contains("Unreachable"), "\(run.stderr)")
                 }
             }
         }
