@@ -47,7 +47,7 @@ extension ProcessTests {
         @Test func aHostWhoseSSHDIsKilledMidScanHasItsTasksRunOnTheOtherAndIsDialledAgain() async throws {
             try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
                 let (victim, other) = (hosts[0], hosts[1])
-                let arguments = Self.scan(over: hosts, client: client, ["--total", "60", "--duration", "0.2", "--json"])
+                let arguments = Self.scan(over: hosts, client: client, ["--total", "100", "--duration", "0.2", "--json"])
                 let run = try await withCoordinator(arguments) { scan in
                     try await scan.process.waitForLines(2, where: SSHScanHarness.isEvent("completed", of: victim.login))
                     await victim.killSSHD()
@@ -60,7 +60,7 @@ extension ProcessTests {
                     try await scan.process.waitForLines(2, timeout: .seconds(20), where: SSHScanHarness.isEvent("connected", of: victim.login))
                     return try await scan.process.finish(timeout: .seconds(60))
                 }
-                let events = try Self.expectEveryTaskCompletedOnce(run, count: 60)
+                let events = try Self.expectEveryTaskCompletedOnce(run, count: 100)
                 let lost = Self.expectLostTasksRanOn(other.login, lostOn: victim.login, in: events)
                 #expect(!lost.isEmpty, "the victim had tasks running when its sshd was killed: \(run.stdout)")
                 let reason = SSHScanHarness.events("disconnected", of: victim.login, in: events).first?["reason"]?.string ?? ""
@@ -120,7 +120,7 @@ extension ProcessTests {
             try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
                 let victim = hosts[0]
                 try await SSHScanHarness.withFolder { folder in
-                    let list = try SSHScanHarness.lines(Array(repeating: "0.5", count: 24), in: folder)
+                    let list = try SSHScanHarness.lines(Array(repeating: "0.5", count: 40), in: folder)
                     let arguments = Self.scan(over: hosts, client: client, ["--job", "nap=sleep {}", "--inputs", list, "--json"])
                     let run = try await withCoordinator(arguments) { scan in
                         let running = await victim.waitUntil(within: .seconds(30)) { $0.processes(named: "sleep").count == 2 }
@@ -135,7 +135,7 @@ extension ProcessTests {
                         try await scan.process.waitForLines(2, timeout: .seconds(20), where: SSHScanHarness.isEvent("connected", of: victim.login))
                         return try await scan.process.finish(timeout: .seconds(60))
                     }
-                    let events = try Self.expectEveryTaskCompletedOnce(run, count: 24)
+                    let events = try Self.expectEveryTaskCompletedOnce(run, count: 40)
                     let lost = SSHScanHarness.events("retry", of: victim.login, in: events).compactMap { $0["input"]?.int }
                     #expect(lost.count == 2, "the 2 tasks running on the killed node: \(run.stdout)")
                     let again = SSHScanHarness.events("completed", in: events).filter { lost.contains($0["input"]?.int ?? -1) }
@@ -190,7 +190,7 @@ extension ProcessTests {
             try await withSSHTestHosts(count: 2, options: Self.hostWithSkynet) { hosts, client in
                 let victim = hosts[0]
                 try await SSHScanHarness.withFolder { folder in
-                    let list = try SSHScanHarness.lines(Array(repeating: "0.3", count: 60), in: folder)
+                    let list = try SSHScanHarness.lines(Array(repeating: "0.3", count: 80), in: folder)
                     let arguments = Self.scan(over: hosts, client: client, ["--timeout", "1", "--job", "nap=sleep {}", "--inputs", list, "--json"])
                     let stopped = Locked<Int32?>(nil)
                     defer { if let pid = stopped.withLock({ $0 }) { kill(pid, SIGCONT) } }
@@ -204,7 +204,7 @@ extension ProcessTests {
                         try await scan.process.waitForLine(where: SSHScanHarness.isEvent("responsive", of: victim.login))
                         return try await scan.process.finish(timeout: .seconds(60))
                     }
-                    let events = try Self.expectEveryTaskCompletedOnce(run, count: 60)
+                    let events = try Self.expectEveryTaskCompletedOnce(run, count: 80)
                     let time = { (event: SSHScanHarness.Event) in event["time"]?.number ?? -1 }
                     let awake = SSHScanHarness.events("responsive", of: victim.login, in: events).first.map(time) ?? .infinity
                     let afterwards = SSHScanHarness.events("completed", of: victim.login, in: events).filter { time($0) > awake }
