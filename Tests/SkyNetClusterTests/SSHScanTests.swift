@@ -228,6 +228,38 @@ extension ProcessTests {
             }
         }
 
+        /// A host whose stderr floods (a background job of its login shell, 3000 lines at once)
+        /// is held to its burst and 20 lines a second; the rest is counted, not printed.
+        @Test func aChattyHostIsHeldToABurstAndTwentyLinesASecondWithTheDropCounted() async throws {
+            try await withSSHTestHosts(count: 1, options: Self.hostWithSkynet) { hosts, client in
+                let host = hosts[0]
+                let chatter = "( sleep 0.5; i=0; while [ $i -lt 3000 ]; do echo \"chatter $i\" >&2; i=$((i+1)); done ) &\n"
+                try chatter.write(toFile: host.home + "/.bashrc", atomically: true, encoding: .utf8)
+                try chatter.write(toFile: host.home + "/.profile", atomically: true, encoding: .utf8)
+                let login = try await client.run(on: host, "true")
+                try #require(login.stderr.contains("chatter 2999"), "the login shell read neither file: \(login.stderr.prefix(200))")
+                try await SSHScanHarness.withFolder { folder in
+                    let list = try SSHScanHarness.lines(Array(repeating: "0.2", count: 30), in: folder)
+                    let started = ContinuousClock.now
+                    let run = try await runSkynet(["scan", "--ssh", "2/" + host.login, "--ssh-command", client.commandLine(), "--local-capacity", "0",
+                                                   "--job", "nap=sleep {}", "--inputs", list, "--quiet"], limit: .seconds(60))
+                    let seconds = (ContinuousClock.now - started).seconds
+                    #expect(run.status == 0, "\(run.stderr.suffix(2000))")
+                    let lines = run.stderr.split(separator: "\n").map(String.init)
+                    let printed = lines.filter { $0.hasPrefix("[\(host.login)] chatter ") }.count
+                    #expect(printed >= 20 && Double(printed) <= 200 + 20 * (seconds + 1), "\(printed) lines in \(seconds) s")
+                    let suffix = " log lines dropped (at most 20 a second per host)"
+                    let dropped = lines.compactMap { line -> Int? in
+                        guard line.hasPrefix("[\(host.login)] "), line.hasSuffix(suffix) else { return nil }
+                        return Int(line.dropFirst(host.login.count + 3).dropLast(suffix.count))
+                    }.reduce(0, +)
+                    #expect(printed + dropped == 3000, "printed \(printed), dropped \(dropped)")
+                    let left = await host.processesLeft(within: .seconds(3))
+                    #expect(left.isEmpty, "\(left.described)")
+                }
+            }
+        }
+
         /// A login that prints to stdout (a `.bashrc` that greets, as many do) puts text before
         /// the node's first line on the channel.
         @Test(.disabled("defect: the greeting is read as protocol; the host is reported as `Unreachable: H at ssh H (bad-request: not valid JSON: unexpected character at byte 0); retrying` (TCP form, no fix) and status says `down (bad-request)`"))
