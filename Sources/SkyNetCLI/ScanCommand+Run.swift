@@ -53,8 +53,11 @@ extension ScanCommand {
         let jobs = try await localJobs(output)
         // A job this process does not declare runs on the peers that do, never here.
         let localSlots = jobs.job(named: job) == nil ? 0 : localCapacity
-        // This process's command jobs die with it even when it is killed (SIGKILL).
-        if localSlots > 0, jobCommand != nil { await GroupKeeper.startFromThisExecutable() }
+        // This process's command jobs, and its ssh clients (their uploads read a file, not a
+        // pipe that our death would close), die with it even when it is killed (SIGKILL).
+        if localSlots > 0 && jobCommand != nil || cluster.nodes.contains(where: { $0.ssh != nil }) {
+            await GroupKeeper.startFromThisExecutable()
+        }
         let local = LocalSystem(name: ClusterConfig.localName, capacity: localSlots, jobs: jobs)
         let systems = Systems()
         await systems.add(local, capacity: localSlots)

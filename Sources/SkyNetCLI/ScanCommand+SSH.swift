@@ -32,13 +32,7 @@ extension ScanCommand {
         } catch {
             throw UsageError("\(error)")
         }
-        var names = Set<String>()
-        for login in logins {
-            guard names.insert(login.description).inserted else {
-                throw UsageError("the ssh host \(login.description) is given twice: give each host once (N/ sets its slots)")
-            }
-            options.nodes.append(ClusterConfig.Node(name: login.description, ssh: login))
-        }
+        options.nodes = logins.map { ClusterConfig.Node(name: $0.description, ssh: $0) }
         if let text = args.string("ssh-command") {
             do { options.command = try SSHCommand(text) } catch { throw UsageError("--ssh-command: \(error)") }
         }
@@ -47,9 +41,20 @@ extension ScanCommand {
     }
 
     /// Checks what only makes sense with ssh hosts, once the cluster file is read too
-    /// (its `"ssh"` entries count).
+    /// (its `"ssh"` entries count): each host once, however it is spelled (`H`, `h`, `h:22`),
+    /// since two nodes on one host would double its slots.
     func checkSSH(_ args: Arguments) throws(UsageError) {
-        let hasSSHHosts = cluster.nodes.contains { $0.ssh != nil }
+        var seen: [String: String] = [:]
+        for node in cluster.nodes {
+            guard let login = node.ssh else { continue }
+            let host = "\(login.user ?? "")@\(login.host.lowercased()):\(login.port ?? 22)"
+            if let first = seen[host] {
+                let spelled = first == node.name ? "" : " (as \(first) and \(node.name))"
+                throw UsageError("the ssh host \(login) is given twice\(spelled): give each host once (N/ sets its slots)")
+            }
+            seen[host] = node.name
+        }
+        let hasSSHHosts = !seen.isEmpty
         for option in ["ssh-command", "ship"] where args.string(option) != nil || args.flag(option) {
             guard hasSSHHosts else { throw UsageError("--\(option) is for ssh hosts: give --ssh, --ssh-file or a cluster file with \"ssh\" nodes") }
         }

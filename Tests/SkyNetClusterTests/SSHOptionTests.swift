@@ -13,6 +13,7 @@ extension ProcessTests {
             (["--ssh", "0/h1"], "ssh login '0/h1': 0 slots is outside 1...1024"),
             (["--ssh", "h1,h1"], "the ssh host h1 is given twice"),
             (["--ssh", "h1", "--ssh", "2/h1"], "the ssh host h1 is given twice"),
+            (["--ssh", "H1,h1:22"], "the ssh host h1:22 is given twice (as H1 and h1:22)"),
             (["--ship"], "--ship is for ssh hosts: give --ssh, --ssh-file or a cluster file with \"ssh\" nodes"),
             (["--ssh-command", "ssh -i k"], "--ssh-command is for ssh hosts"),
             (["--ssh", "h1", "--ssh-command", "''"], "--ssh-command: the ssh command is empty"),

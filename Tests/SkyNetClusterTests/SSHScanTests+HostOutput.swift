@@ -65,8 +65,9 @@ extension ProcessTests.SSHScanTests {
 
     /// A login that prints to stdout (a `.bashrc` that greets, as many do) puts text before
     /// the node's first line on the channel.
-    @Test(.disabled("defect: the greeting is read as protocol; the host is reported as `Unreachable: H at ssh H (bad-request: not valid JSON: unexpected character at byte 0); retrying` (TCP form, no fix) and status says `down (bad-request)`"))
-    func aLoginThatGreetsOnStdoutIsReportedInTheSSHFormWithWhatItPrinted() async throws {
+    /// (It was read as protocol: `Unreachable: H at ssh H (bad-request: not valid JSON: …)`,
+    /// the TCP form without a fix, and status said `down (bad-request)`.)
+    @Test func aLoginThatGreetsOnStdoutIsReportedInTheSSHFormWithWhatItPrinted() async throws {
         try await withSSHTestHosts(count: 1, options: Self.hostWithSkynet) { hosts, client in
             let host = hosts[0]
             try "echo 'Welcome to the lab'\n".write(toFile: host.home + "/.bashrc", atomically: true, encoding: .utf8)
@@ -81,6 +82,17 @@ extension ProcessTests.SSHScanTests {
             #expect(line.hasPrefix("[Cluster] Unreachable: \(host.login) ("), "\(line)")
             #expect(!line.contains(" at ssh ") && !line.contains("bad-request"), "\(line)")
             #expect(line.contains("Welcome to the lab"), "\(line)")
+            #expect(line.contains("— make the shell's start-up files"), "\(line)")
+            #expect(line.hasSuffix("check the login with: \(client.commandLine()) -p \(host.port) \(host.address) true"), "\(line)")
+            try await SSHScanHarness.withFolder { folder in
+                let cluster = folder + "/cluster.json"
+                try #"{"nodes": [{"name": "h1", "ssh": "\#(host.login)"}]}"#.write(toFile: cluster, atomically: true, encoding: .utf8)
+                let status = try await runSkynet(["status", "--cluster", cluster, "--ssh-command", client.commandLine(), "--timeout", "10"],
+                                                 limit: .seconds(60))
+                #expect(status.status == 1)
+                #expect(status.stdout.contains(#"down (the login printed "Welcome to the lab" on stdout before skynet started)"#),
+                        "\(status.stdout)")
+            }
         }
     }
 }

@@ -78,8 +78,10 @@ final class Handshake: Sendable {
         case .success(.welcome(_, let name, let capacity, let jobs, let idle)):
             guard token == nil else { return finish(.failure(PeerUnauthenticated(peer: self.name, reason: "it does not know the token"))) }
             finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle)))
-        case .success(.error(let error as any Error)), .failure(let error):
+        case .success(.error(let error as any Error)):
             finish(.failure(error))
+        case .failure(let error):
+            finish(.failure(NotTheProtocol(firstLine: String(decoding: line.prefix(120), as: UTF8.self), error: error)))
         case .success(let other):
             finish(.failure(WireError.badRequest("expected a \(token == nil ? "welcome" : "challenge"), got \(other)")))
         }

@@ -11,6 +11,15 @@ public struct PeerDisconnected: Error, CustomStringConvertible {
     public var description: String { "\(peer) disconnected (\(reason))" }
 }
 
+/// A first answer that is not a line of the protocol at all (not JSON): over ssh, what a
+/// login's start-up files printed on stdout before the node started. Reads as the decoding
+/// error it wraps; `firstLine` is the start of what came, for a message that shows it.
+public struct NotTheProtocol: Error, CustomStringConvertible {
+    public let firstLine: String
+    public let error: any Error
+    public var description: String { "\(error)" }
+}
+
 /// A client's connection to a node: handshake, then requests matched to replies by id.
 ///
 /// Replies are matched on the connection's reader thread, which resumes the waiting request

@@ -166,7 +166,12 @@ public final class PeerLinks: Sendable {
                     reportedRefusal = true
                     try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
                 } else {
-                    if !reportedDown { await log(.unreachable(node.name, address: dialer.address, error: "\(error)")) }
+                    // An ssh node is reported in the ssh form whatever failed (ssh not found, …).
+                    let event: ClusterEvent = node.ssh.map {
+                        .sshUnreachable(node.name, login: "\($0)", reason: "\(error)",
+                                        fix: "check the login with: \(settings.ssh.command.checkHint(for: $0))")
+                    } ?? .unreachable(node.name, address: dialer.address, error: "\(error)")
+                    if !reportedDown { await log(event) }
                     reportedDown = true
                     try? await DeadlineTimer.shared.sleep(for: delay)
                     delay = min(delay * 2, retryDelays.most)

@@ -31,6 +31,9 @@ final class StderrTail: Sendable {
         }
     }
 
+    /// Whether the node's welcome came (lines go to the host's log).
+    var isForwarding: Bool { state.withLock { $0.forwarding } }
+
     /// The last non-empty line.
     var lastLine: String? { state.withLock { $0.lines.last } }
     var all: [String] { state.withLock { $0.lines } }

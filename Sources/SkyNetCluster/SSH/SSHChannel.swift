@@ -102,8 +102,11 @@ public final class SSHChannel: Sendable {
         closing.withLock { closing in
             if let closing { return closing }
             let child = self.child
+            // Before the welcome ssh may still be logging in, and would not see the end of
+            // its input: it is stopped at once rather than awaited.
+            let wait: Duration = stderr.isForwarding ? .seconds(2) : .zero
             let task = Task {
-                if (try? await withTimeout(.seconds(2)) { await child.exit.value }) == nil {
+                if (try? await withTimeout(wait) { await child.exit.value }) == nil {
                     await child.stop(grace: .milliseconds(500))
                 }
             }
@@ -116,6 +119,12 @@ public final class SSHChannel: Sendable {
     /// stderr, then classifies. ssh still running (no welcome in time, or a node that ended
     /// the session otherwise) is closed first. `error`: what the link saw (a timeout, a close).
     public func failure(after error: any Error, answerBound: Duration) async -> any Error {
+        if let garbage = error as? NotTheProtocol {
+            await close()
+            let text = garbage.firstLine.trimming(\.isWhitespace)
+            return SSHFailure(kind: .login, reason: "the login printed \"\(text)\" on stdout before skynet started",
+                              fix: "make the shell's start-up files (~/.bashrc, ~/.profile, …) print nothing when not interactive; check the login with: \(checkHint)")
+        }
         // The node's own answer (a refused hello) says more than how ssh ended after it.
         if error is CancellationError || error is WireError || error is PeerUnauthenticated {
             await close()
