@@ -75,7 +75,10 @@ public final class SSHChannel: Sendable {
         let channel = SSHChannel(connection: Connection(stream: stream, peer: "ssh \(login)"), child: child,
                                  login: login, name: name, checkHint: command.checkHint(for: login), hostLog: hostLog)
         channel.readStderr(errors)
-        channel.connection.closed.whenFulfilled { _ in channel.startClosing() }
+        // ssh's stdout ended: ssh is on its way out, with the status that says why.
+        channel.connection.closed.whenFulfilled { reason in
+            if case .peerClosed = reason { channel.startClosing(stopAtOnce: false) } else { channel.startClosing() }
+        }
         return channel
     }
 
@@ -97,14 +100,15 @@ public final class SSHChannel: Sendable {
         await startClosing().value
     }
 
+    /// Reaps ssh once: after the end of its input it has 2 s to leave. `stopAtOnce` (by
+    /// default when we close before the node's welcome): ssh may still be logging in, and would
+    /// not see the end of its input, so it is stopped without waiting.
     @discardableResult
-    private func startClosing() -> Task<Void, Never> {
+    private func startClosing(stopAtOnce: Bool? = nil) -> Task<Void, Never> {
         closing.withLock { closing in
             if let closing { return closing }
             let child = self.child
-            // Before the welcome ssh may still be logging in, and would not see the end of
-            // its input: it is stopped at once rather than awaited.
-            let wait: Duration = stderr.isForwarding ? .seconds(2) : .zero
+            let wait = Self.closingWait(stopAtOnce: stopAtOnce, welcomed: stderr.isForwarding)
             let task = Task {
                 if (try? await withTimeout(wait) { await child.exit.value }) == nil {
                     await child.stop(grace: .milliseconds(500))
@@ -113,6 +117,11 @@ public final class SSHChannel: Sendable {
             closing = task
             return task
         }
+    }
+
+    /// How long ssh may take to leave on its own once its input ended.
+    static func closingWait(stopAtOnce: Bool?, welcomed: Bool) -> Duration {
+        stopAtOnce ?? !welcomed ? .zero : .seconds(2)
     }
 
     /// Why the session failed, as ssh says it: waits (≤ 1 s) for ssh's exit and the end of its
