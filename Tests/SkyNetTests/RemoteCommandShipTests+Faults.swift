@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetTestSupport
 import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
@@ -107,6 +108,11 @@ extension RemoteCommandShipTests {
             let started = ContinuousClock.now
             while partial().isEmpty, ContinuousClock.now - started < .seconds(10) { try await Task.sleep(for: .milliseconds(5)) }
             try #require(!partial().isEmpty, "the upload made no temporary file")
+            // Signalled once `cat` copies: a signal that came before cat existed would be
+            // handled only after cat's end, and this stdin never ends.
+            func copying() -> Bool { HostProcesses.all().contains { $0.group == child.pid && $0.name == "cat" } }
+            while !copying(), ContinuousClock.now - started < .seconds(10) { try await Task.sleep(for: .milliseconds(5)) }
+            try #require(copying(), "no cat in the upload's group")
             child.signalGroup(signal)
             let exit = try await withTimeout(.seconds(10)) { await child.exit.value }
             #expect(!exit.succeeded)
