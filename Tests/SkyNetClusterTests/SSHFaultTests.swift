@@ -148,8 +148,7 @@ extension ProcessTests {
 
         /// Ctrl-C while `--ship` uploads the build: the upload's temporary file must not stay in
         /// the host's cache (its name never becomes the build's, but its bytes would pile up).
-        @Test(.disabled("defect: the partial upload `~/.cache/skynet/.skynet-<sha256>.XXXXXX` stays on the host: the upload script's `trap 'rm -f' EXIT` does not run when its sh dies of a signal (SIGPIPE/SIGHUP once the session is gone)"))
-        func ctrlCDuringAShipUploadLeavesNoPartialCopyOnTheHost() async throws {
+        @Test func ctrlCDuringAShipUploadLeavesNoPartialCopyOnTheHost() async throws {
             try await withSSHTestHosts(each: [SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)]) { hosts, client in
                 let host = hosts[0]
                 // An ssh whose upload stalls after its first MiB: the Ctrl-C lands mid-copy.

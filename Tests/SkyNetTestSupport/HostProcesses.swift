@@ -8,6 +8,10 @@ public struct HostProcess: Sendable, Equatable {
     public let name: String
     /// `R`, `S`, `T` (stopped), `Z` (zombie), …
     public let state: Character
+    /// Its process group and session: a session's processes keep its id (sshd calls setsid
+    /// for each), even once reparented to init, and even while an exec hides their environment.
+    public var group: Int32 = 0
+    public var session: Int32 = 0
 }
 
 /// The processes of this machine, read from /proc: what the SSH test hosts use to find what
@@ -28,8 +32,9 @@ public enum HostProcesses {
         // and the last `)`; after it come the state and the parent.
         let name = String(stat[stat.index(after: open)..<close])
         let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 1, let state = fields[0].first, let parent = Int32(fields[1]) else { return nil }
-        return HostProcess(pid: pid, parent: parent, name: name, state: state)
+        guard fields.count > 3, let state = fields[0].first, let parent = Int32(fields[1]),
+              let group = Int32(fields[2]), let session = Int32(fields[3]) else { return nil }
+        return HostProcess(pid: pid, parent: parent, name: name, state: state, group: group, session: session)
     }
 
     /// The live descendants of `root` (not `root` itself), found by walking parents. A process
@@ -49,10 +54,11 @@ public enum HostProcesses {
     }
 
     /// The live processes whose environment holds exactly `entry` (`NAME=VALUE`). Only
-    /// processes this one may read (its own user's, or all as root) are seen.
-    public static func carrying(_ entry: String) -> [Int32] {
+    /// processes this one may read (its own user's, or all as root) are seen. A process in the
+    /// middle of an exec (or of its death) shows an empty environment: one reading may miss it.
+    public static func carrying(_ entry: String, in processes: [HostProcess] = all()) -> [Int32] {
         let wanted = Array(entry.utf8)
-        return all().map(\.pid).filter { pid in
+        return processes.map(\.pid).filter { pid in
             guard let environment = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")) else { return false }
             return environment.split(separator: 0, omittingEmptySubsequences: true).contains { Array($0) == wanted }
         }
@@ -72,6 +78,41 @@ public enum HostProcesses {
         }
         for pid in frozen { _ = kill(pid, SIGKILL) }
         return frozen
+    }
+
+    /// Kills everything `list()` names, and every process of their sessions and process
+    /// groups (found again when an exec hides a marker, or a parent's death hid the lineage),
+    /// sweep after sweep (SIGSTOP first, as `freezeAndKill`), until two sweeps in a row a few
+    /// ms apart find nothing new alive; then waits until every one killed is gone. `spare`:
+    /// sessions and groups never to touch (this process's own). Bounded by `timeout`; returns
+    /// the pids still alive then.
+    @discardableResult
+    public static func sweep(_ list: ([HostProcess]) -> [Int32], sparing spare: Set<Int32>, within timeout: Duration) async -> [Int32] {
+        let deadline = ContinuousClock.now + timeout
+        var killed: Set<Int32> = [], sessions: Set<Int32> = [], groups: Set<Int32> = []
+        var quiet = 0
+        while quiet < 2, ContinuousClock.now < deadline {
+            let processes = all()
+            let named = Set(list(processes))
+            for process in processes where named.contains(process.pid) {
+                if process.session > 1, !spare.contains(process.session) { sessions.insert(process.session) }
+                if process.group > 1, !spare.contains(process.group) { groups.insert(process.group) }
+            }
+            let fresh = processes.filter { process in
+                !killed.contains(process.pid) && process.pid != getpid()
+                    && (named.contains(process.pid) || sessions.contains(process.session) || groups.contains(process.group))
+            }.map(\.pid)
+            if fresh.isEmpty {
+                quiet += 1
+            } else {
+                quiet = 0
+                for pid in fresh { _ = kill(pid, SIGSTOP) }
+                for pid in fresh { _ = kill(pid, SIGKILL) }
+                killed.formUnion(fresh)
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return await awaitGone(Array(killed), within: max(.zero, deadline - ContinuousClock.now))
     }
 
     /// Waits until none of `pids` is alive (gone, or a zombie), at most `timeout`; returns

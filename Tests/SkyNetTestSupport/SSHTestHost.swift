@@ -157,22 +157,25 @@ public final class SSHTestHost: Sendable {
 
     /// Kills sshd, everything it started and every marked process, waits (at most 5 s) until
     /// none is left, and removes the folder. Safe to call twice.
+    ///
+    /// One reading of /proc can miss a process (its environment reads empty mid-exec, a job
+    /// just forked): the sweep also kills by the sessions and groups of what it found (each
+    /// connection's sshd and each session's shell call setsid, and their jobs keep the ids
+    /// once reparented) and ends only after two sweeps in a row find nothing new.
     public func stop() async {
         guard stopped.withLock({ state in defer { state = true }; return !state }) else { return }
         // After `killSSHD()` the listener is reaped and its pid may be someone else's.
         let listener = sshd.withLock { $0 }.flatMap { $0.exit.current == nil ? $0 : nil }
         listener?.send(SIGSTOP)
         let marker = markerEntry
-        HostProcesses.freezeAndKill {
-            (listener.map { HostProcesses.descendants(of: $0.pid).map(\.pid) } ?? []) + HostProcesses.carrying(marker)
-        }
+        // The listener shares this process's session and group: those are never swept.
+        var spare: Set<Int32> = [getsid(0), getpgrp()]
+        if let listener, let own = HostProcesses.read(listener.pid) { spare.formUnion([own.session, own.group]) }
+        await HostProcesses.sweep({ processes in
+            (listener.map { HostProcesses.descendants(of: $0.pid, in: processes).map(\.pid) } ?? [])
+                + HostProcesses.carrying(marker, in: processes)
+        }, sparing: spare, within: .seconds(5))
         if let listener { await listener.stop(grace: .zero) }
-        // A marked process forked by one that was just being frozen: one more round.
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !processes().isEmpty, ContinuousClock.now < deadline {
-            HostProcesses.freezeAndKill { HostProcesses.carrying(marker) }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
         try? FileManager.default.removeItem(atPath: folder)
     }
 }

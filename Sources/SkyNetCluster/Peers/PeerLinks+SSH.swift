@@ -9,10 +9,15 @@ extension PeerLinks {
 
     /// `--ship`: after a dial that found the host without this build, uploads it and returns
     /// nil (dial again at once); else the error to handle: `error` itself, or why the upload
-    /// failed. `again`: the dial came right after an upload, so the copy does not run there.
+    /// failed. `again`: the dial came right after a verified upload, yet found no intact copy:
+    /// the host does not keep it, and shipping it again at once cannot help (it is for good: tried
+    /// again at the pace of a refusal, not uploaded over and over).
     static func shipIfNeeded(after error: any Error, by dialer: any PeerDialer, again: Bool, timeout: Duration) async -> (any Error)? {
         guard let failure = error as? SSHFailure, failure.kind == .needsShipment, let ssh = dialer as? SSHDialer else { return error }
-        if again { return SSHFailure(kind: .shipFailed, reason: "the shipped copy does not run there", fix: "retrying") }
+        if again {
+            return SSHFailure(kind: .cannotShip, reason: "skynet --ship: the copy just shipped and checked was gone (or damaged) at the next login",
+                              fix: "check that ~/.cache/skynet on that host keeps its files (and is the same for every login)")
+        }
         do {
             try await ssh.ship(timeout: timeout)
             return nil

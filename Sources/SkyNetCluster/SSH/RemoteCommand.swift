@@ -23,24 +23,37 @@ public enum RemoteCommand {
     }
 
     /// `--ship`: checks the host's `uname -sm` (else exit 120 with the reason), then execs the
-    /// copy of this build in `~/.cache/skynet` if present, else exits 121 (the upload follows).
+    /// copy of this build in `~/.cache/skynet` once it starts (`--version`, its cheapest run);
+    /// no copy: exit 121 (the upload follows). A copy that does not start is hashed: a damaged
+    /// one is removed (121: shipped again); an intact one cannot run on this host (a noexec
+    /// home, missing libraries): exit 123 with the reason, as shipping it again cannot help.
     /// PATH is never used, so no other build can run. The script holds no `'`, `\` or newline,
     /// so `exec /bin/sh -c '…'` reads the same in every login shell.
     public static func shipped(_ shipment: SSHShipment, arguments: [String]) throws(TooLong) -> String {
         let script = #"p=$(uname -sm); [ "$p" = "\#(shipment.platform)" ] || { echo "skynet --ship: this host is $p, not \#(shipment.platform)" >&2; exit \#(SSHFailure.otherPlatformStatus); }; "#
-            + #"f="$HOME/.cache/skynet/skynet-\#(shipment.sha256)"; [ -x "$f" ] && exec "$f" node --stdio\#(stdioArguments(arguments)); exit \#(SSHFailure.needsShipmentStatus)"#
+            + #"f="$HOME/.cache/skynet/skynet-\#(shipment.sha256)"; [ -f "$f" ] || exit \#(SSHFailure.needsShipmentStatus); "#
+            + #"if [ -x "$f" ]; then e=$("$f" --version 2>&1 </dev/null >/dev/null) && exec "$f" node --stdio\#(stdioArguments(arguments)); "#
+            + #"r=$?; e=$(printf %s "$e" | tail -n 1); [ -n "$e" ] || e="$f --version exits with status $r"; "#
+            + #"else e="the copy $f is there but cannot be executed"; fi; "#
+            + #"s=$(sha256sum "$f" 2>/dev/null || shasum -a 256 "$f"); [ "${s%% *}" = \#(shipment.sha256) ] || { rm -f "$f"; exit \#(SSHFailure.needsShipmentStatus); }; "#
+            + #"echo "skynet --ship: this build does not run on this host: $e" >&2; exit \#(SSHFailure.doesNotRunStatus)"#
         return try checked("exec /bin/sh -c '\(script)'")
     }
 
     /// `--ship`'s upload: stdin (this executable) goes to a temporary file in the cache folder,
     /// whose SHA-256 must be the build's (else exit 122 with what it was); then it is renamed
-    /// onto its final name, atomically, so no partial or unverified file ever bears it.
+    /// onto its final name, atomically, so no partial or unverified file ever bears it. The
+    /// temporary file goes on every end, a signal's too (a session gone mid-copy: SIGHUP, or
+    /// SIGPIPE on the error line; sh runs no EXIT trap when a signal kills it). A cache folder
+    /// that cannot be made: exit 124 with mkdir's line.
     /// (A `$HOME` holding spaces is not supported: `trap` rereads the path.)
     public static func upload(_ shipment: SSHShipment) -> String {
         let hex = shipment.sha256
-        let script = #"set -e; d="$HOME/.cache/skynet"; mkdir -p "$d"; chmod 700 "$d"; t=$(mktemp "$d/.skynet-\#(hex).XXXXXX"); "#
-            + #"trap "rm -f $t" EXIT; cat > "$t"; s=$(sha256sum "$t" 2>/dev/null || shasum -a 256 "$t"); "#
-            + #"[ "${s%% *}" = \#(hex) ] || { echo "skynet --ship: the copy has SHA-256 ${s%% *}, not \#(hex)" >&2; exit \#(SSHFailure.shipFailedStatus); }; "#
+        let script = #"set -e; d="$HOME/.cache/skynet"; mkdir -p "$d" || exit \#(SSHFailure.cannotStoreStatus); chmod 700 "$d"; "#
+            + #"t=$(mktemp "$d/.skynet-\#(hex).XXXXXX"); "#
+            + #"trap "rm -f $t" EXIT; trap "exit 129" HUP; trap "exit 130" INT; trap "exit 141" PIPE; trap "exit 143" TERM; "#
+            + #"cat > "$t"; s=$(sha256sum "$t" 2>/dev/null || shasum -a 256 "$t"); "#
+            + #"[ "${s%% *}" = \#(hex) ] || { rm -f "$t"; echo "skynet --ship: the copy has SHA-256 ${s%% *}, not \#(hex)" >&2; exit \#(SSHFailure.shipFailedStatus); }; "#
             + #"chmod 700 "$t"; mv -f "$t" "$d/skynet-\#(hex)"; trap - EXIT"#
         return "exec /bin/sh -c '\(script)'"
     }

@@ -70,7 +70,8 @@ public struct SSHDialer: PeerDialer {
 
     /// `--ship`: copies this executable to the host's `~/.cache/skynet/skynet-<sha256>` over one
     /// more login (ssh reads the file itself: nothing passes through this process), where its
-    /// hash is checked before it takes its name. Throws an `SSHFailure` in ssh's words.
+    /// hash is checked before it takes its name. Throws an `SSHFailure` in ssh's words: a cache
+    /// folder that cannot be made is for good (`.cannotShip`), other failures are retried.
     public func ship(timeout: Duration) async throws {
         let shipment = try await shipment()
         var options = ChildProcess.Options(
@@ -89,8 +90,9 @@ public struct SSHDialer: PeerDialer {
         }
         if ended.succeeded { return }
         await child.stderrLines?.closed()
-        let last = child.stderrLines?.lines.map { $0.hasSuffix("\r") ? String($0.dropLast()) : $0 }.last { !$0.isEmpty }
-        let failure = SSHFailure.classify(exit: ended, lastLine: last, host: login.host, checkHint: settings.command.checkHint(for: login))
+        let lines = (child.stderrLines?.lines ?? []).map { $0.hasSuffix("\r") ? String($0.dropLast()) : $0 }.filter { !$0.isEmpty }
+        let failure = SSHFailure.classify(exit: ended, lastLine: lines.last, host: login.host,
+                                          checkHint: settings.command.checkHint(for: login), lines: lines)
         // A remote shell that failed otherwise (no mkdir, a full disk) is a failed shipment, not a missing skynet.
         if failure.kind == .exited || failure.kind == .noSkynet {
             throw SSHFailure(kind: .shipFailed, reason: "upload: \(failure.reason)", fix: "retrying")

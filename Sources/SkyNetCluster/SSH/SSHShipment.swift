@@ -17,14 +17,16 @@ public struct SSHShipment: Sendable, Equatable {
 
     private static let computed = Locked<[String: Task<SSHShipment, any Error>]>([:])
 
-    /// This executable's shipment.
+    /// This executable's shipment: the bytes that run, read through `/proc/PID/exe`.
     public static func local() async throws -> SSHShipment {
         try await of(executable: runningExecutablePath())
     }
 
     /// The shipment of the executable at `path`, computed once per process (on a thread of its
-    /// own: it reads the whole file).
-    public static func of(executable path: String) async throws -> SSHShipment {
+    /// own: it reads the whole file). This process's own executable is read as `readable(_:)`
+    /// says.
+    public static func of(executable given: String) async throws -> SSHShipment {
+        let path = readable(given)
         let task = computed.withLock { computed in
             if let task = computed[path] { return task }
             let task = Task { try await onOwnThread(named: "skynet-ship-hash") { try of(path) } }
@@ -32,6 +34,26 @@ public struct SSHShipment: Sendable, Equatable {
             return task
         }
         return try await task.value
+    }
+
+    /// The path to read `path` through: when it is this process's own executable (as
+    /// `running`, /proc/self/exe's target, names it), `/proc/PID/exe`, which stays the file
+    /// that runs even once a rebuild replaced or deleted it at its path (the target then ends
+    /// ` (deleted)`): hashed and uploaded, it is what runs here, and reading it never fails.
+    /// Any other path as it is; on systems without /proc, too.
+    static func readable(_ path: String, running: String = runningExecutablePath(), pid: Int32 = getpid()) -> String {
+        let deleted = " (deleted)"
+        let current = running.hasSuffix(deleted) ? String(running.dropLast(deleted.count)) : running
+        guard path == running || path == current || canonical(path) == current else { return path }
+        let own = "/proc/\(pid)/exe"
+        return access(own, R_OK) == 0 ? own : path
+    }
+
+    /// `path` with its symbolic links resolved, or nil when it cannot be (gone, unreadable).
+    static func canonical(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// The shipment of the executable at `path`, streamed through SHA-256 in 1 MiB reads.

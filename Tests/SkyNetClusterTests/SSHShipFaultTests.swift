@@ -1,0 +1,107 @@
+import Foundation
+import SkyNetTestSupport
+import Testing
+@testable import SkyNet
+@testable import SkyNetRuntime
+
+extension ProcessTests {
+    /// `--ship` against what can go wrong around the copy: the executable rebuilt under the
+    /// running scan, a host that cannot keep the copy or cannot run it.
+    @Suite(.serialized, .timeLimit(.minutes(2)),
+           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (Debian: openssh-server)"))
+    struct SSHShipFaultTests {
+        static let hostWithoutSkynet = SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)
+
+        /// `scan --ssh H,2/OK --ship` for 4 s: `OK` runs the tasks, so the scan goes on while `H`
+        /// fails, long enough that a host failing with backoff (0.5 s, 1 s, 2 s, …) would be
+        /// dialled (and shipped to) again and again.
+        static func scan(_ host: SSHTestHost, beside other: SSHTestHost, client: SSHTestClient) -> [String] {
+            ["scan", "--ssh", "\(host.login),2/\(other.login)", "--ship", "--ssh-command", client.commandLine(), "--local-capacity", "0",
+             "--total", "16", "--duration", "0.5", "--failing-every", "0", "--quiet"]
+        }
+
+        /// The logins sshd accepted (each dial and each upload is one).
+        static func logins(_ host: SSHTestHost) -> Int { host.sshdLog.filter { $0.hasPrefix("Accepted publickey") }.count }
+
+        /// Runs the scan and checks that it found `host` unusable for good: every task done on
+        /// the other, `host` reported once with `reason` and `fix` (sshd's quotes made plain),
+        /// and logged in to only for the first dial, the one upload and the dial after it (a
+        /// failure for good waits 30 s to try again).
+        static func expectUnusableForGood(_ host: SSHTestHost, beside other: SSHTestHost, client: SSHTestClient,
+                                          reason: String, fix: String) async throws {
+            let run = try await runSkynet(scan(host, beside: other, client: client), limit: .seconds(60))
+            #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+            #expect(SSHScanHarness.completedBySystem(run.stderr) == [other.login: 16], "\(run.stderr)")
+            let unreachable = run.lines.filter { $0.hasPrefix("[Cluster] Unreachable: ") }
+                .map { $0.replacingOccurrences(of: "‘", with: "'").replacingOccurrences(of: "’", with: "'") }
+            #expect(unreachable == ["[Cluster] Unreachable: \(host.login) (\(reason)) — \(fix)"], "\(run.lines)")
+            #expect(logins(host) <= 3, "\(host.sshdLog)")
+        }
+
+        /// A HOME on a noexec mount (a tmpfs mounted over it in a mount namespace of sshd's
+        /// own): the copy is there but cannot be executed; shipped once, not over and over.
+        @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), "needs root and unshare"))
+        func aHomeMountedNoexecIsReportedForGoodAfterOneUpload() async throws {
+            var noexec = Self.hostWithoutSkynet
+            // sshd's arguments follow as $0 ($4: -f's config, in the host's folder).
+            noexec.launcher = ["/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                               #"mount -t tmpfs -o noexec,mode=0755 skynet-noexec "${4%/sshd_config}/home" && exec "$0" "$@""#]
+            try await withSSHTestHosts(each: [noexec, Self.hostWithoutSkynet]) { hosts, client in
+                let sha256 = String(try await SSHScanHarness.localSums([skynetBinary.resolvingSymlinksInPath().path]).prefix(64))
+                let copy = "\(hosts[0].home)/.cache/skynet/skynet-\(sha256)"
+                try await Self.expectUnusableForGood(
+                    hosts[0], beside: hosts[1], client: client,
+                    reason: "skynet --ship: this build does not run on this host: the copy \(copy) is there but cannot be executed",
+                    fix: "the host does not run programs from ~/.cache (mounted noexec?): install skynet on its PATH there and leave out --ship")
+            }
+        }
+
+        /// `~/.cache` is a file: mkdir's line, and no upload after the first.
+        @Test func aCacheFolderThatCannotBeMadeIsReportedForGoodInMkdirsWords() async throws {
+            try await withSSHTestHosts(each: [Self.hostWithoutSkynet, Self.hostWithoutSkynet]) { hosts, client in
+                try "a file".write(toFile: hosts[0].home + "/.cache", atomically: true, encoding: .utf8)
+                try await Self.expectUnusableForGood(
+                    hosts[0], beside: hosts[1], client: client,
+                    reason: "skynet --ship: cannot keep the copy: mkdir: cannot create directory '\(hosts[0].home)/.cache': Not a directory",
+                    fix: "--ship keeps its copy in ~/.cache/skynet on the host: make that a folder it can write")
+            }
+        }
+
+        @Test func aScanWhoseExecutableIsReplacedShipsTheBuildThatRuns() async throws {
+            try await withSSHTestHosts(each: [SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)]) { hosts, client in
+                let host = hosts[0]
+                try await SSHScanHarness.withFolder { folder in
+                    let executable = folder + "/skynet"
+                    try FileManager.default.copyItem(atPath: skynetBinary.resolvingSymlinksInPath().path, toPath: executable)
+                    let sha256 = String(try await SSHScanHarness.localSums([executable]).prefix(64))
+                    var options = ChildProcess.Options(
+                        arguments: ["scan", "--ssh", host.login, "--ship", "--ssh-command", client.commandLine(), "--local-capacity", "0",
+                                    "--total", "4", "--duration", "0.1", "--quiet"],
+                        environment: ProcessInfo.processInfo.environment)
+                    options.stdout = .lines(keep: 10_000)
+                    options.stderr = .lines(keep: 10_000)
+                    options.ownProcessGroup = true
+                    let scan = try ChildProcess.spawn(executable, options)
+                    // The rebuild: a new file takes the path (the linker never writes into a running one).
+                    try FileManager.default.removeItem(atPath: executable)
+                    try "#!/bin/sh\nexit 99\n".write(toFile: executable, atomically: false, encoding: .utf8)
+                    let exit: ChildExit
+                    do {
+                        exit = try await withTimeout(.seconds(60)) { await scan.exit.value }
+                    } catch {
+                        await scan.stop(grace: .zero)
+                        throw error
+                    }
+                    await scan.stderrLines?.closed()
+                    let stderr = (scan.stderrLines?.lines ?? []).joined(separator: "\n")
+                    #expect(exit.succeeded, "\(exit): \(stderr)")
+                    #expect(!stderr.contains("Unreachable"), "\(stderr)")
+                    let copy = "\(host.home)/.cache/skynet/skynet-\(sha256)"
+                    #expect(FileManager.default.isExecutableFile(atPath: copy), "no \(copy): \(stderr)")
+                    let left = await host.processesLeft(within: .seconds(3))
+                    #expect(left.isEmpty, "\(left.described)")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+import Testing
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+
+/// `--ship`'s step between dials: a host that still lacks a runnable copy right after a
+/// verified upload is a failure for good, not an upload over and over.
+struct PeerLinksShipTests {
+    @Test func noCopyRightAfterAnUploadIsAFailureForGoodWithoutUploadingAgain() async throws {
+        let dialer = SSHDialer(name: "gpu1", login: SSHLogin(host: "gpu1"), settings: SSHSettings(ship: true))
+        let needs = SSHFailure(kind: .needsShipment, reason: "no copy of this build", fix: "")
+        // `again`: no upload is tried (none could be: this dialer's ssh reaches no host).
+        let error = await PeerLinks.shipIfNeeded(after: needs, by: dialer, again: true, timeout: .seconds(1))
+        let failure = try #require(error as? SSHFailure)
+        #expect(failure.isPermanent, "\(failure)")
+        #expect(failure.reason.hasPrefix("skynet --ship: "), "\(failure)")
+        // Any other failure passes through as it is.
+        let other = SSHFailure(kind: .unreachable, reason: "ssh: x", fix: "y")
+        #expect(await PeerLinks.shipIfNeeded(after: other, by: dialer, again: true, timeout: .seconds(1)) as? SSHFailure == other)
+    }
+}
