@@ -149,6 +149,6 @@ public final class SSHChannel: Sendable {
             return error
         }
         _ = try? await withTimeout(.seconds(1)) { await ended.value }
-        return SSHFailure.classify(exit: exited, lastLine: stderr.lastLine, host: login.host, checkHint: checkHint)
+        return SSHFailure.classify(exit: exited, lastLine: stderr.lastLine, host: login.host, checkHint: checkHint, lines: stderr.all)
     }
 }
