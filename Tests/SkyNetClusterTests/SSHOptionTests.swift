@@ -18,6 +18,8 @@ extension ProcessTests {
             (["--ssh-command", "ssh -i k"], "--ssh-command is for ssh hosts"),
             (["--ssh", "h1", "--ssh-command", "''"], "--ssh-command: the ssh command is empty"),
             (["--ssh", "h1", "--ssh-command", "ssh 'unclosed"], "--ssh-command: "),
+            (["--ssh", "h1", "--ssh-command", "ssh -o SendEnv=LC_*"],
+             "--ssh-command: '*' means something only to a shell, and the ssh command is never run by one: quote it ('*')"),
             (["--ssh", "h1", "--job", "sum"], "the ssh hosts run the jobs this scan declares: give --job sum=COMMAND"),
             (["--ssh-file", "no-such-file"], "ssh login file no-such-file does not exist"),
         ])

@@ -83,6 +83,26 @@ struct SSHLoginTests {
                 [SSHLogin(host: "gpu1"), SSHLogin(slots: 4, host: "b"), SSHLogin(host: "c")])
     }
 
+    /// A byte-order mark before the first login is dropped (it made `'\u{FEFF}root'` a bad user
+    /// whose mark no one could see); any other invisible character is shown escaped.
+    @Test func aByteOrderMarkIsDroppedAndInvisibleCharactersAreShown() throws {
+        #expect(try SSHLogin.lines(of: "\u{FEFF}root@gpu1\n", file: "h") == [SSHLogin(user: "root", host: "gpu1")])
+        #expect(throws: SSHLogin.ParseError(description:
+            #"ssh login 'gp\u{200B}u1': the host 'gp\u{200B}u1' may hold only letters, digits, '.', '_' and '-'"#)) {
+            try SSHLogin(parsing: "gp\u{200B}u1")
+        }
+    }
+
+    /// A file given to --ssh-file by mistake (a token's, an environment) is not echoed whole:
+    /// a bad login is shown cut to 40 characters.
+    @Test func aLongBadLoginIsShownCut() throws {
+        let long = String(repeating: "k", count: 64) + "=secret"
+        #expect(throws: SSHLogin.ParseError(description: "ssh login '\(String(repeating: "k", count: 40))…': the host '"
+                + "\(String(repeating: "k", count: 40))…' may hold only letters, digits, '.', '_' and '-'")) {
+            try SSHLogin(parsing: long)
+        }
+    }
+
     @Test func aFileIsReadFromDiskAndAMissingOneIsNamed() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-logins-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: path) }

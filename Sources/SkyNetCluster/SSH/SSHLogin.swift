@@ -38,7 +38,7 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
     static let maxSlots = 1024
 
     public init(parsing text: String) throws(ParseError) {
-        func fail(_ problem: String) -> ParseError { ParseError(description: "ssh login '\(text)': \(problem)") }
+        func fail(_ problem: String) -> ParseError { ParseError(description: "ssh login '\(Self.shown(text))': \(problem)") }
         if text.isEmpty { throw ParseError(description: "an ssh login is empty: write [N/][user@]host[:port]") }
         if text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
             throw fail("a login holds no spaces: give ssh's program and options with --ssh-command")
@@ -79,7 +79,7 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
         if rest.contains("@") { throw fail("more than one '@': write user@host") }
         guard !user.isEmpty else { throw fail("the user before '@' is empty") }
         guard user.first != "-", user.allSatisfy(isNameCharacter) else {
-            throw fail("the user '\(user)' may hold only letters, digits, '.', '_' and '-', not first")
+            throw fail("the user '\(shown(user))' may hold only letters, digits, '.', '_' and '-', not first")
         }
         return String(user)
     }
@@ -105,14 +105,14 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
         guard !host.isEmpty else { throw fail("the host is missing") }
         if host.hasPrefix("-") { throw fail("a host may not begin with '-' (ssh would read it as an option)") }
         guard host.allSatisfy(isNameCharacter) else {
-            throw fail("the host '\(host)' may hold only letters, digits, '.', '_' and '-'")
+            throw fail("the host '\(shown(host))' may hold only letters, digits, '.', '_' and '-'")
         }
         return (String(host), parts.count == 2 ? try port(parts[1], fail: fail) : nil)
     }
 
     private static func port(_ text: Substring, fail: (String) -> ParseError) throws(ParseError) -> Int {
         guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(text), (1...65535).contains(port) else {
-            throw fail("the port '\(text)' is not a number in 1...65535")
+            throw fail("the port '\(shown(text))' is not a number in 1...65535")
         }
         return port
     }
@@ -128,8 +128,21 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
             }
         let fits = address.contains(":") && head.allSatisfy({ $0 == ":" || $0.isHexDigit }) && (!dotted || isIPv4)
         guard fits else {
-            throw fail("'\(address)' is not an IPv6 address; for a port on one write [ADDRESS]:PORT (not .PORT, pPORT or #PORT)")
+            throw fail("'\(shown(address))' is not an IPv6 address; for a port on one write [ADDRESS]:PORT (not .PORT, pPORT or #PORT)")
         }
+    }
+
+    /// A piece of a bad login as an error shows it: escaped, and cut to 40 characters (a file
+    /// given to --ssh-file by mistake, a token's, must not be echoed whole).
+    static func shown(_ text: some StringProtocol) -> String {
+        var escaped = ""
+        for scalar in String(text).escapingControlCharacters.unicodeScalars {
+            // Invisible ones too (a byte-order mark, a zero-width space).
+            let invisible = scalar.properties.generalCategory == .format
+            escaped += invisible ? "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}" : String(scalar)
+        }
+        guard escaped.count > 40 else { return escaped }
+        return String(escaped.prefix(40)) + "…"
     }
 
     private static func isNameCharacter(_ character: Character) -> Bool {
@@ -178,6 +191,8 @@ extension SSHLogin {
     /// The logins in the text of an `--ssh-file` named `file`.
     static func lines(of text: String, file: String) throws(ParseError) -> [SSHLogin] {
         var logins: [SSHLogin] = []
+        // A byte-order mark, as some editors write first, is not part of the first login.
+        let text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             // "\r\n" is one Character, so a CRLF file splits as a plain one.
             let trimmed = line.trimming(\.isWhitespace)

@@ -122,7 +122,7 @@ private struct WordSplitter {
         if tilde {
             tilde = false
             guard character == "/" || character == " " || character == "\t" || character == "\n", let home else {
-                throw Self.shellOnly("~")  // ~user: another user's home, known only to a shell
+                throw shellOnly("~")  // ~user: another user's home, known only to a shell
             }
             text += home
         }
@@ -146,7 +146,7 @@ private struct WordSplitter {
         case (.single, _): appendLiteral(character)
         case (.double, "\""): quote = .none
         case (.double, "\\"): escaped = true
-        case (.double, "$"), (.double, "`"): throw Self.shellOnly(character)
+        case (.double, "$"), (.double, "`"): throw shellOnly(character)
         case (.double, "{"): beginPlaceholder()
         case (.double, _): appendLiteral(character)
         case (.none, "'"): inWord = true; quote = .single
@@ -154,10 +154,10 @@ private struct WordSplitter {
         case (.none, "\\"): inWord = true; escaped = true
         case (.none, "{"): beginPlaceholder()
         case (.none, " "), (.none, "\t"), (.none, "\n"): endWord()
-        case (.none, _) where "|&;<>()$`".contains(character): throw Self.shellOnly(character)
-        case (.none, "#") where !inWord: throw Self.shellOnly(character)  // a comment, to a shell
-        case (.none, "~") where !inWord: throw Self.shellOnly(character)  // a home directory
-        case (.none, "*"), (.none, "?"), (.none, "["): throw Self.shellOnly(character)  // a glob
+        case (.none, _) where "|&;<>()$`".contains(character): throw shellOnly(character)
+        case (.none, "#") where !inWord: throw shellOnly(character)  // a comment, to a shell
+        case (.none, "~") where !inWord: throw shellOnly(character)  // a home directory
+        case (.none, "*"), (.none, "?"), (.none, "["): throw shellOnly(character)  // a glob
         case (.none, _): appendLiteral(character)
         }
     }
@@ -224,8 +224,15 @@ private struct WordSplitter {
         inWord = false
     }
 
-    private static func shellOnly(_ character: Character) -> CommandTemplate.ParseError {
-        CommandTemplate.ParseError(description: """
+    /// `home` is given for the words of `--ssh-command`, which are no job's command.
+    private func shellOnly(_ character: Character) -> CommandTemplate.ParseError {
+        guard home == nil else {
+            return CommandTemplate.ParseError(description: """
+                '\(character)' means something only to a shell, and the ssh command is never run by one: \
+                quote it ('\(character)') to pass it to ssh as text
+                """)
+        }
+        return CommandTemplate.ParseError(description: """
             '\(character)' means something only to a shell, and a job's command is never run by one: \
             quote it ('\(character)') to pass it as text, or put a pipeline or redirection in a script \
             and name the script as the command
