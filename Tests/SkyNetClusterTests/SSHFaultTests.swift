@@ -111,7 +111,10 @@ extension ProcessTests {
                     #expect(run.lines.contains { $0.hasPrefix("Stopped: 0 completed") }, "\(run.stdout)")
                     let left = await processesLeft(on: hosts, within: max(.zero, .seconds(3) - (ContinuousClock.now - signalled)))
                     #expect(left.isEmpty, "left on the hosts 3 s after signal \(signal): \(left.mapValues(\.described))")
-                    #expect(scan.processes().isEmpty, "left by the coordinator here: \(scan.processes().described)")
+                    // (The group keeper, which ssh scans run, leaves just after the coordinator: under
+                    // the thread sanitizer it was still there when the coordinator's exit was seen.)
+                    let here = await scan.processesLeft(within: .seconds(3))
+                    #expect(here.isEmpty, "left by the coordinator here: \(here.described)")
                 }
             }
         }
