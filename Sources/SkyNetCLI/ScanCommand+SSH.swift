@@ -12,7 +12,7 @@ extension ScanCommand {
         var ship = false
     }
 
-    /// Reads the ssh options; every login is checked, and a host given twice is refused.
+    /// Reads the ssh options, checking every login (`checkSSH` checks them against the rest).
     static func parseSSH(_ args: Arguments) throws(UsageError) -> SSHOptions {
         var options = SSHOptions()
         var logins: [SSHLogin] = []
@@ -55,10 +55,12 @@ extension ScanCommand {
             seen[host] = node.name
         }
         let hasSSHHosts = !seen.isEmpty
-        for option in ["ssh-command", "ship"] where args.string(option) != nil || args.flag(option) {
-            guard hasSSHHosts else { throw UsageError("--\(option) is for ssh hosts: give --ssh, --ssh-file or a cluster file with \"ssh\" nodes") }
+        guard hasSSHHosts else {
+            if let option = args.string("ssh-command") != nil ? "ssh-command" : args.flag("ship") ? "ship" : nil {
+                throw UsageError("--\(option) is for ssh hosts: give --ssh, --ssh-file or a cluster file with \"ssh\" nodes")
+            }
+            return
         }
-        guard hasSSHHosts else { return }
         if jobCommand == nil, job != JobRegistry.scan {
             throw UsageError("the ssh hosts run the jobs this scan declares: give --job \(job)=COMMAND")
         }
