@@ -75,8 +75,9 @@ final class Handshake: Sendable {
             } catch {
                 finish(.failure(PeerDisconnected(peer: name, reason: "closed during the handshake")))
             }
-        case .success(.welcome(_, let name, let capacity, let jobs, let idle)):
+        case .success(.welcome(let version, let name, let capacity, let jobs, let idle)):
             guard token == nil else { return finish(.failure(PeerUnauthenticated(peer: self.name, reason: "it does not know the token"))) }
+            if let refusal = Self.refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
             finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle)))
         case .success(.error(let error as any Error)):
             finish(.failure(error))
@@ -92,15 +93,24 @@ final class Handshake: Sendable {
         var receiving = LineSeal(key: keys.receiving)
         switch receiving.open(line) {
         case .success(let opened):
-            guard case .welcome(_, let name, let capacity, let jobs, let idle)? = try? Reply.decode(opened) else {
+            guard case .welcome(let version, let name, let capacity, let jobs, let idle)? = try? Reply.decode(opened) else {
                 return finish(.failure(WireError.badRequest("expected a welcome after the proof")))
             }
+            if let refusal = Self.refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
             connection.authenticate(sending: LineSeal(key: keys.sending), receiving: receiving)
             finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle)))
         case .failure(let rejection):
             if rejection == .missing, case .error(let error)? = try? Reply.decode(line) { return finish(.failure(error)) }
             finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))
         }
+    }
+
+    /// Why a welcome cannot be used: another protocol version than our hello's (a node
+    /// answers in the version it was asked), or no slot at all (a scan would wait on it for ever).
+    static func refusal(version: Int, capacity: Int) -> WireError? {
+        if version != wireVersion { return .badRequest("a welcome of protocol version \(version) to a version \(wireVersion) hello") }
+        if capacity < 1 { return .badRequest("a welcome with capacity \(capacity): a node has at least one slot") }
+        return nil
     }
 
     /// Ends the handshake. A welcome makes the peer, and routes every later line to it, before

@@ -59,8 +59,12 @@ public actor RemoteSystem: ScanSystem {
             throw error
         }
         switch reply {
-        case .result(_, _, let result):
+        case .result(_, let taskID, let result) where taskID == task.id:
             return result
+        case .result(_, let taskID, _):
+            // Matched by request id, a result must still be this task's: a node that answers
+            // for another task would complete this one with that one's result.
+            throw ScanFailure(code: .badReply, message: "\(name) answered task \(task.id) with the result of task \(taskID)")
         case .failure(_, _, let code, let message):
             throw ScanFailure(code: code, message: message)
         default:
