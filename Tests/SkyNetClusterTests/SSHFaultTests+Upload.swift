@@ -10,18 +10,7 @@ extension ProcessTests.SSHFaultTests {
     @Test func aCoordinatorKilledDuringAShipUploadLeavesNoSSHClientHere() async throws {
         try await withSSHTestHosts(each: [SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)]) { hosts, client in
             let host = hosts[0]
-            // An ssh whose upload stalls after its first MiB, holding the session open for 30 s.
-            let stalling = try await ProcessTests.SSHOptionTests.installScript(
-                """
-                #!/bin/sh
-                for word in "$@"; do
-                  case "$word" in
-                    *mktemp*) { head -c 1048576; exec sleep 30; } | ssh "$@"; exit $?;;
-                  esac
-                done
-                exec ssh "$@"
-                """, at: client.folder + "/stalling-ssh")
-            let command = ([stalling] + client.commandWords().dropFirst()).joined(separator: " ")
+            let command = try await Self.stallingUploadCommand(client)
             let cache = host.home + "/.cache/skynet"
             let uploading = { () -> Bool in
                 ((try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []).contains { $0.hasPrefix(".skynet-") }

@@ -149,23 +149,29 @@ extension ProcessTests {
             }
         }
 
+        /// An `--ssh-command` whose upload (the session running `mktemp`) sends the first MiB
+        /// of the build, then holds the session open for 30 s; every other session is plain ssh.
+        static func stallingUploadCommand(_ client: SSHTestClient) async throws -> String {
+            let stalling = try await SSHOptionTests.installScript(
+                """
+                #!/bin/sh
+                for word in "$@"; do
+                  case "$word" in
+                    *mktemp*) { head -c 1048576; exec sleep 30; } | ssh "$@"; exit $?;;
+                  esac
+                done
+                exec ssh "$@"
+                """, at: client.folder + "/stalling-ssh")
+            return ([stalling] + client.commandWords().dropFirst()).joined(separator: " ")
+        }
+
         /// Ctrl-C while `--ship` uploads the build: the upload's temporary file must not stay in
         /// the host's cache (its name never becomes the build's, but its bytes would pile up).
         @Test func ctrlCDuringAShipUploadLeavesNoPartialCopyOnTheHost() async throws {
             try await withSSHTestHosts(each: [SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)]) { hosts, client in
                 let host = hosts[0]
                 // An ssh whose upload stalls after its first MiB: the Ctrl-C lands mid-copy.
-                let stalling = try await SSHOptionTests.installScript(
-                    """
-                    #!/bin/sh
-                    for word in "$@"; do
-                      case "$word" in
-                        *mktemp*) { head -c 1048576; exec sleep 30; } | ssh "$@"; exit $?;;
-                      esac
-                    done
-                    exec ssh "$@"
-                    """, at: client.folder + "/stalling-ssh")
-                let command = ([stalling] + client.commandWords().dropFirst()).joined(separator: " ")
+                let command = try await Self.stallingUploadCommand(client)
                 let cache = host.home + "/.cache/skynet"
                 let partial = { () -> [String] in
                     ((try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []).filter { $0.hasPrefix(".skynet-") }

@@ -22,17 +22,9 @@ extension ProcessTests.SSHTestHostTests {
         }
         do {
             let remote = "( exec env -i /bin/sleep 122 & echo $! ); echo $$; exec sleep 121"
-            var options = ChildProcess.Options(arguments: host.client.arguments(to: host, remote: remote))
-            options.searchPath = true
-            options.stdout = .lines()
-            options.stderr = .lines()
-            let ssh = try await onOwnThread(named: "ssh-session") { [options] in try ChildProcess.spawn("ssh", options) }
+            let (ssh, started, log) = try await Self.session(on: host, running: remote)
             session = ssh
-            let log = try #require(ssh.stdoutLines)
-            let seen = Locked(0)
-            _ = try await withTimeout(.seconds(15)) { await log.first { _ in seen.withLock { $0 += 1; return $0 == 2 } } }
-            let started = log.lines.prefix(2).compactMap { Int32($0) }
-            try #require(started.count == 2, "\(log.lines) \(ssh.stderrLines?.lines ?? [])")
+            try #require(started.count == 2, "\(log)")
             // Once it runs sleep (env -i has exec'd), its environment is empty.
             let deadline = ContinuousClock.now + .seconds(10)
             while HostProcesses.read(started[0])?.name != "sleep", ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }

@@ -74,24 +74,35 @@ extension ProcessTests {
             return Set(names.filter { $0.hasPrefix("skynet-ssh-") })
         }
 
+        /// An ssh session to `host` running `remote`, which prints two pids first: the session,
+        /// those pids (as many as were numbers), and its lines so far for a failing test's message.
+        static func session(on host: SSHTestHost, running remote: String) async throws -> (ChildProcess, [Int32], String) {
+            var options = ChildProcess.Options(arguments: host.client.arguments(to: host, remote: remote))
+            options.searchPath = true
+            options.stdout = .lines()
+            options.stderr = .lines()
+            let ssh = try await onOwnThread(named: "ssh-session") { [options] in try ChildProcess.spawn("ssh", options) }
+            guard let log = ssh.stdoutLines else { return (ssh, [], "no stdout") }
+            // A counting predicate: the log asks it once per line.
+            let seen = Locked(0)
+            do {
+                _ = try await withTimeout(.seconds(15)) { await log.first { _ in seen.withLock { $0 += 1; return $0 == 2 } } }
+            } catch {
+                await ssh.stop(grace: .zero)
+                throw error
+            }
+            return (ssh, log.lines.prefix(2).compactMap { Int32($0) }, "\(log.lines) \(ssh.stderrLines?.lines ?? [])")
+        }
+
         @Test func everyProcessOfASessionCarriesTheMarkerAndStopLeavesNone() async throws {
             let host = try await SSHTestHost.start()
             var session: ChildProcess?
             do {
                 // A job left to init (the subshell ends at once), then the shell itself.
                 let remote = "( exec sleep 120 & echo $! ); echo $$; exec sleep 121"
-                var options = ChildProcess.Options(arguments: host.client.arguments(to: host, remote: remote))
-                options.searchPath = true
-                options.stdout = .lines()
-                options.stderr = .lines()
-                let ssh = try await onOwnThread(named: "ssh-session") { [options] in try ChildProcess.spawn("ssh", options) }
+                let (ssh, started, log) = try await Self.session(on: host, running: remote)
                 session = ssh
-                let log = try #require(ssh.stdoutLines)
-                // A counting predicate: the log asks it once per line.
-                let seen = Locked(0)
-                _ = try await withTimeout(.seconds(15)) { await log.first { _ in seen.withLock { $0 += 1; return $0 == 2 } } }
-                let started = log.lines.prefix(2).compactMap { Int32($0) }
-                #expect(started.count == 2, "\(log.lines) \(ssh.stderrLines?.lines ?? [])")
+                #expect(started.count == 2, "\(log)")
                 let marked = host.processes()
                 #expect(Set(started).isSubset(of: Set(marked)), "marked \(marked), started \(started)")
                 let orphan = try #require(started.first.flatMap(HostProcesses.read))

@@ -187,26 +187,11 @@ public struct SSHTestHostError: Error, CustomStringConvertible, Sendable {
     public var addressInUse = false
 }
 
-/// Starts `count` hosts that authorize one client (made in a folder of its own), runs `body`,
-/// and stops every host and removes every folder on every path.
+/// Starts `count` hosts of the same kind that authorize one client (made in a folder of its
+/// own), runs `body`, and stops every host and removes every folder on every path.
 public func withSSHTestHosts<T: Sendable>(
     count: Int, options: SSHTestHost.Options = SSHTestHost.Options(),
     _ body: ([SSHTestHost], SSHTestClient) async throws -> T
 ) async throws -> T {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-ssh-client-\(UUID().uuidString)").path
-    var hosts: [SSHTestHost] = []
-    func stopAll() async {
-        for host in hosts { await host.stop() }
-        try? FileManager.default.removeItem(atPath: folder)
-    }
-    do {
-        let client = try await SSHTestClient.make(in: folder)
-        for _ in 0..<count { hosts.append(try await SSHTestHost.start(client: client, options: options)) }
-        let result = try await body(hosts, client)
-        await stopAll()
-        return result
-    } catch {
-        await stopAll()
-        throw error
-    }
+    try await withSSHTestHosts(each: Array(repeating: options, count: count), body)
 }
