@@ -13,6 +13,14 @@ extension NodeSession {
             send(WireError.badRequest("already greeted").line)
         case .scan(let id, let task), .job(let id, let task):
             startScan(id: id, task: task)
+        case .transfer(let transfer):
+            startTransfer(transfer)
+        case .basefile(let basefile):
+            storeBasefile(basefile)
+        case .chunk(let chunk):
+            receive(chunk)
+        case .fileEnd(let end):
+            finishFile(end)
         case .cancel(let id):
             state.withLock { $0.scans[id] }?.cancel()
         case .ping(let id):

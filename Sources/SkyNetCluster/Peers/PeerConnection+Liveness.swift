@@ -56,8 +56,8 @@ extension Request {
     /// A request that runs a task (as opposed to a ping, a hello or a cancel).
     var isWork: Bool {
         switch self {
-        case .scan, .job: true
-        case .hello, .auth, .cancel, .ping: false
+        case .scan, .job, .transfer: true
+        case .hello, .auth, .cancel, .ping, .basefile, .chunk, .fileEnd: false
         }
     }
 }

@@ -34,12 +34,16 @@ public final class PeerConnection: Sendable {
         public let jobs: [String: String]
         /// The node's idle bound in seconds, when it says (it closes a silent client then).
         public let idleSeconds: Double?
+        /// What the node offers for files (issue 21); nil: it takes none (an older node, or
+        /// one started with `--no-files`), and is never sent a file request.
+        public let files: FileSupport?
 
-        public init(name: String, capacity: Int, jobs: [String: String]?, idleSeconds: Double? = nil) {
+        public init(name: String, capacity: Int, jobs: [String: String]?, idleSeconds: Double? = nil, files: FileSupport? = nil) {
             self.name = name
             self.capacity = capacity
             self.jobs = jobs ?? [JobRegistry.scan: "built-in simulated scan"]
             self.idleSeconds = idleSeconds
+            self.files = files
         }
     }
 
