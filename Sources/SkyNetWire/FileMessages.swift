@@ -68,7 +68,8 @@ public struct TransferRequest: Sendable, Equatable {
         self.cleanup = cleanup
     }
 
-    var line: [UInt8] {
+    /// The line to send.
+    public var line: [UInt8] {
         var body = JSONLine()
         body.add("id", task.id.wireText)
         body.add("sector", task.input)
@@ -102,7 +103,8 @@ public struct BasefileRequest: Sendable, Equatable {
         self.file = file
     }
 
-    var line: [UInt8] {
+    /// The line to send.
+    public var line: [UInt8] {
         var json = JSONLine(type: "basefile", id: id)
         json.add("path", path)
         file.add(to: &json)
@@ -136,7 +138,8 @@ public struct FileChunk: Sendable, Equatable {
         return json.takeLine()
     }
 
-    var line: [UInt8] {
+    /// The line to send.
+    public var line: [UInt8] {
         bytes.withUnsafeBytes { Self.line(id: id, file: file, offset: offset, bytes: $0) }
     }
 }
@@ -153,7 +156,8 @@ public struct FileEnd: Sendable, Equatable {
         self.sha256 = sha256
     }
 
-    var line: [UInt8] {
+    /// The line to send.
+    public var line: [UInt8] {
         var json = JSONLine(type: "end", id: id)
         if let file { json.add("file", file) }
         json.add("sha256", Secrets.hex(sha256))
@@ -174,7 +178,8 @@ public struct ReturnHeader: Sendable, Equatable {
         self.header = header
     }
 
-    var line: [UInt8] {
+    /// The line to send.
+    public var line: [UInt8] {
         var json = JSONLine(type: "return", id: id)
         json.add("file", file)
         header.add(to: &json)
