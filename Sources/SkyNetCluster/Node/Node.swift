@@ -49,6 +49,17 @@ public final class Node: Sendable {
         /// Log each client's `Connected`/`Disconnected`. A node over stdio leaves it off: its
         /// one client is the coordinator, to whose terminal every line of its log goes.
         public var logsConnections = true
+        /// Where the node makes its work root (`skynet-node-<pid>-XXXXXX/`, `WorkRoot`) on its
+        /// first file request: an absolute directory; nil for `$TMPDIR`, else `/tmp`.
+        public var workDir: String?
+        /// The largest file the node takes or returns, its welcome's `files.max_file_size`.
+        public var maxFileSize: Int64 = 1 << 30
+        /// Whether the node takes file work (`transfer`, `basefile`): false (`--no-files`), its
+        /// welcome offers no `files`, and a coordinator sends it none.
+        public var acceptsFiles = true
+        /// The bytes free on the file system of the work root: `fstatvfs`, unless a test
+        /// injects what it wants the node to see.
+        public var freeSpace: @Sendable (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() }
         public var limits: Connection.Limits = {
             var limits = Connection.Limits()
             // Back pressure: a client that does not read its replies is not read from either.

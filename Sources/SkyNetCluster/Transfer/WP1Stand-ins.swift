@@ -24,7 +24,8 @@ struct FileStatus: Sendable {
 }
 
 /// One `O_DIRECTORY` descriptor; every path below it is opened without following links.
-final class DirectoryHandle: Sendable {
+/// (Public as WP1's is: `Node.Options.freeSpace` names it.)
+public final class DirectoryHandle: Sendable {
     let descriptor: Int32
     let path: String
 
