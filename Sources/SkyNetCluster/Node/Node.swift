@@ -83,6 +83,8 @@ public final class Node: Sendable {
     /// Requests started and not yet answered, over all connections; closed by `stop`.
     let pending = InFlight()
     private let sweeper = Locked<Task<Void, Never>?>(nil)
+    /// The work root, free space and uploads of the files that travel with tasks.
+    let files: NodeFiles
     /// What keeps the node's time: the sweeper, hello and idle bounds, tasks' deadlines.
     let clock: any TimerClock
     let log: @Sendable (String) -> Void
@@ -107,6 +109,7 @@ public final class Node: Sendable {
         listener.start(onAccept: { [node] socket, peer in node.accept(socket, peer: peer) },
                        onFailure: { error in log("[Node] Cannot accept connections: \(error)") })
         node.startSweeper()
+        if options.acceptsFiles { node.files.sweepLeftovers() }
         return node
     }
 
@@ -118,6 +121,7 @@ public final class Node: Sendable {
         self.clock = clock
         self.log = log
         token = options.token.map { HMACSHA256(key: Array($0.utf8)) }
+        files = NodeFiles(node: options.name, parent: options.workDir, probe: options.freeSpace)
         logins = Locked(LoginFailures(backoff: options.loginBackoff))
         system = LocalSystem(name: options.name, capacity: options.capacity,
                              jobs: options.jobs.replacingScan(api: UnreliableAPI(failingEvery: options.failingEvery)), clock: clock)
@@ -167,5 +171,7 @@ public final class Node: Sendable {
         let open = admission.withLock { Array($0.pending.values.map(\.session)) + Array($0.greeted.values) }
         for session in open { session.connection.close() }
         for session in open { _ = await session.connection.closed.value }
+        // After the connections: their tasks' directories are inside.
+        await removeWorkRoot()
     }
 }
