@@ -9,10 +9,12 @@ import Testing
 /// read through the probe its options give.
 @Suite(.timeLimit(.minutes(1)))
 struct NodeFilesTests {
-    private func options(_ sandbox: WorkDirSandbox, name: String = "node-x") -> Node.Options {
+    /// A node with a job besides the built-in scan (a node of the scan only takes no files).
+    private func options(_ sandbox: WorkDirSandbox, name: String = "node-x") throws -> Node.Options {
         var options = NodeTests().options()
         options.name = name
         options.workDir = sandbox.path
+        try options.jobs.register("upper") { $0.input.uppercased() }
         return options
     }
 
@@ -23,7 +25,7 @@ struct NodeFilesTests {
 
     @Test func theRootIsMadeAtTheFirstFileOnlyAndRemovedWhenTheNodeStops() async throws {
         try await WorkDirSandbox.with { sandbox in
-            let node = try await Node.start(options(sandbox))
+            let node = try await Node.start(try options(sandbox))
             _ = try await withTimeout(.seconds(10)) { await node.files.swept.value }
             #expect(roots(sandbox).isEmpty, "no file yet, no root")
             let root = try node.files.root()
@@ -44,7 +46,7 @@ struct NodeFilesTests {
             try sandbox.write("skynet-node-99999-killed/conn-2/task-5-1/big.bin", [1, 2])
             let live = try WorkRoot.make(in: sandbox.path)
             defer { live.remove() }
-            let node = try await Node.start(options(sandbox))
+            let node = try await Node.start(try options(sandbox))
             let swept = try await withTimeout(.seconds(10)) { await node.files.swept.value }
             await node.stop(grace: .zero)
             #expect(swept == ["skynet-node-99999-killed"])
@@ -55,12 +57,30 @@ struct NodeFilesTests {
     @Test func aNodeWithoutFilesSweepsNothing() async throws {
         try await WorkDirSandbox.with { sandbox in
             try sandbox.write("skynet-node-99999-killed/.lock", [])
-            var options = options(sandbox)
+            var options = try options(sandbox)
             options.acceptsFiles = false
             let node = try await Node.start(options)
             await node.stop(grace: .zero)
             #expect(node.files.swept.current == nil)
             #expect(roots(sandbox) == ["skynet-node-99999-killed"])
+        }
+    }
+
+    @Test func aNodeOfTheBuiltInScanOnlyTakesNoFilesAndSweepsNothing() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            try sandbox.write("skynet-node-99999-killed/.lock", [])
+            var options = NodeTests().options()
+            options.workDir = sandbox.path
+            try await NodeTests().withNode(options) { node in
+                #expect(!node.offersFiles)
+                #expect(node.files.swept.current == nil)
+            }
+            #expect(roots(sandbox) == ["skynet-node-99999-killed"])
+            try await NodeTests().withNode(try self.options(sandbox)) { node in
+                #expect(node.offersFiles)
+                _ = try await withTimeout(.seconds(10)) { await node.files.swept.value }
+            }
+            #expect(roots(sandbox).isEmpty)
         }
     }
 
@@ -92,7 +112,7 @@ struct NodeFilesTests {
 
     @Test func theFreeSpaceIsWhatTheOptionsProbeSaysOfTheRoot() async throws {
         try await WorkDirSandbox.with { sandbox in
-            var options = options(sandbox)
+            var options = try options(sandbox)
             let probed = Locked<[String]>([])
             options.freeSpace = { root in
                 probed.withLock { $0.append(root.path) }

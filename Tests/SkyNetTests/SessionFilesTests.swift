@@ -134,11 +134,4 @@ struct SessionFilesTests {
             #expect(sandbox.tree("outside").isEmpty)
         }
     }
-
-    @Test func theKeptModeDropsSetuidAndWritesForOthers() {
-        #expect(keptMode(0o4777) == 0o755)
-        #expect(keptMode(0o000) == 0o400)
-        #expect(keptMode(0o644) == 0o644)
-        #expect(keptMode(0o700) == 0o700)
-    }
 }

@@ -18,7 +18,7 @@ extension Node {
         let node = Node(options: options, listener: nil, clock: clock, log: log)
         node.serve(connection)
         node.startSweeper()
-        if options.acceptsFiles { node.files.sweepLeftovers() }
+        if node.offersFiles { node.files.sweepLeftovers() }
         return node
     }
 }

@@ -109,7 +109,7 @@ public final class Node: Sendable {
         listener.start(onAccept: { [node] socket, peer in node.accept(socket, peer: peer) },
                        onFailure: { error in log("[Node] Cannot accept connections: \(error)") })
         node.startSweeper()
-        if options.acceptsFiles { node.files.sweepLeftovers() }
+        if node.offersFiles { node.files.sweepLeftovers() }
         return node
     }
 

@@ -86,10 +86,3 @@ final class BasefileUpload: Sendable {
         if wasOpen { session.end() }
     }
 }
-
-/// The permission bits a node gives a file that arrived: `mode & 0o755 | 0o400`. The x bits
-/// matter (a script, a tool), the owner can always read it, and neither setuid, setgid,
-/// sticky nor write for others ever travels.
-func keptMode(_ mode: Int) -> Int {
-    mode & 0o755 | 0o400
-}
