@@ -23,6 +23,7 @@ extension NodeSession {
             finishFile(end)
         case .cancel(let id):
             state.withLock { $0.scans[id] }?.cancel()
+            cancelUpload(id)
         case .ping(let id):
             if state.withLock({ $0.scans[id] != nil }) {
                 return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
