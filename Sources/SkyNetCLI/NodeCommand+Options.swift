@@ -5,6 +5,9 @@ extension NodeCommand {
     /// `--failing-every`, of a node and of a scan (which gives it to the nodes it spawns).
     static let failingEvery = OptionValue.count(0...1_000_000_000)
 
+    /// `--max-file-size`, of a node and of a scan (which gives it to the nodes it starts).
+    static let maxFileSizeRange = 1...(1 << 40)
+
     /// Every option of `skynet node`: its parsing, usage line and help.
     static let optionTable = OptionTable<NodeCommand>(options: [
         .init("port", .count(0...65535), usage: "--port PORT", "PORT", "TCP port, <range>; 0 picks a free one (required without --stdio)"),
@@ -21,27 +24,38 @@ extension NodeCommand {
         .init("max-output", .bytes(JobDeclarations.maxOutputRange), usage: "[--max-output 256K]", line: 1, "BYTES",
               "the most stdout a job's task may print, <range> (default 256K;",
               "K = 1024, M = 1048576); more is a failure, never cut short"),
-        .init("max-connections", .count(1...65536), usage: "[--max-connections 256]", line: 2, "N",
+        .init("work-dir", .text, usage: "[--work-dir DIR]", line: 2, "DIR",
+              "where the files that travel with tasks go: a private directory",
+              "skynet-node-PID-XXXXXX made in DIR (default $TMPDIR, else",
+              "/tmp) at the first file, removed when the node stops; one a killed",
+              "node left there is removed by the next node that starts"),
+        .init("max-file-size", .bytes(maxFileSizeRange), usage: "[--max-file-size 1G]", line: 2, "BYTES",
+              "the largest file a coordinator may send or have returned, <range>",
+              "(default 1G; K, M, G, T count 1024, 1048576, ...)"),
+        .init("no-files", .flag, usage: "[--no-files]", line: 2, "",
+              "take no file work: the welcome offers none, so a scan that sends or",
+              "returns files gives this node no task"),
+        .init("max-connections", .count(1...65536), usage: "[--max-connections 256]", line: 3, "N",
               "clients served at once, <range> (default 256); one more that",
               "says hello is answered busy. Connections that have not said hello",
               "have a budget of their own (64, 16 per address), those in the token",
               "handshake another; 3 s from connecting to be done"),
-        .init("idle-timeout", .seconds(1...86400), usage: "[--idle-timeout 60]", line: 2, "S",
+        .init("idle-timeout", .seconds(1...86400), usage: "[--idle-timeout 60]", line: 3, "S",
               "close a client that sent nothing, not even a ping, for S seconds",
               "while none of its scans runs, <range> (default 60); coordinators",
               "ping idle links every 15 s"),
-        .init("token-file", .text, usage: "[--token-file FILE]", line: 2, "FILE",
+        .init("token-file", .text, usage: "[--token-file FILE]", line: 3, "FILE",
               "read the token from FILE (its final newline dropped) instead of",
               "SKYNET_TOKEN; FILE must be readable by its owner only (chmod 600).",
               "A token is at least 16 bytes (make one: openssl rand -hex 32)"),
-        .init("verbose", .flag, usage: "[--verbose]", line: 2, "", "log every task to stderr"),
-        .init("stdio", .flag, usage: "[--stdio [--stdio-args HEX]]", line: 2, "",
+        .init("verbose", .flag, usage: "[--verbose]", line: 3, "", "log every task to stderr"),
+        .init("stdio", .flag, usage: "[--stdio [--stdio-args HEX]]", line: 3, "",
               "serve one coordinator over stdin and stdout instead of TCP (what",
               "a scan runs on each of its ssh hosts): no port, no token (the login",
               "is the authority); --capacity defaults to the cores nproc counts; exits",
               "within 1 s of stdin closing, its jobs stopped. Not with --port,",
               "--host, --token-file or --max-connections"),
-        .init("stdio-args", .text, usage: nil, line: 2, "HEX",
+        .init("stdio-args", .text, usage: nil, line: 3, "HEX",
               "more arguments of this node, as hex of their UTF-8 joined by NUL",
               "(passes any login shell untouched; what a scan sends its ssh hosts)"),
         // Hidden: stdin is a pipe from the parent (`NodeProcess`); at its EOF the parent is

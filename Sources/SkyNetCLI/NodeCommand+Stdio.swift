@@ -15,7 +15,7 @@ extension NodeCommand {
     /// The usage line of `skynet node --stdio`: the options that go with it, `--stdio-args` too.
     static let stdioUsage = OptionTable<NodeCommand>(
         options: optionTable.options.filter { !(refusedWithStdio + ["stdio"]).contains($0.name) }
-            + [Option("stdio-args", .text, usage: "[--stdio-args HEX]", line: 2)],
+            + [Option("stdio-args", .text, usage: "[--stdio-args HEX]", line: 3)],
         usagePrefix: "usage: skynet node --stdio").usage
 
     /// A usage error of a `--stdio` command line shows the `--stdio` usage: the TCP form's

@@ -87,6 +87,9 @@ struct NodeCommand: Command {
         // and a node waiting for its proof would never serve.
         options.token = stdio ? nil : try ClusterToken.load(args)?.value
         options.logsConnections = !stdio
+        options.workDir = try Self.workDir(args.string("work-dir"))
+        options.maxFileSize = Int64(try args.bytes("max-file-size", default: 1 << 30))
+        options.acceptsFiles = !args.flag("no-files")
         let maxOutput = try args.bytes("max-output", default: CommandJob.defaultMaxOutput)
         let declared = args.strings("job")
         options.jobs = try JobDeclarations.register(declared, in: options.jobs, maxOutput: maxOutput)
@@ -100,6 +103,19 @@ struct NodeCommand: Command {
         }
         self.options = options
         exitWithParent = args.flag(String(NodeProcess.exitWithParentFlag.dropFirst(2)))
+    }
+
+    /// `--work-dir DIR` made absolute (a job's working directory is below it, and jobs run
+    /// elsewhere than the node's cwd would not find a relative one): DIR must be a directory.
+    static func workDir(_ given: String?) throws(UsageError) -> String? {
+        guard let given else { return nil }
+        guard !given.isEmpty, !given.utf8.contains(0) else { throw UsageError("option '--work-dir' wants a directory") }
+        let path = given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
+        var stats = stat()
+        guard stat(path, &stats) == 0, stats.st_mode & S_IFMT == S_IFDIR else {
+            throw UsageError("option '--work-dir': \(given.escapingControlCharacters) is not a directory")
+        }
+        return path
     }
 
     /// A node log line, from the accept thread, reader threads or the pool: offered, never

@@ -64,17 +64,18 @@ package struct Arguments {
         return value
     }
 
-    /// A number of bytes: plain (`262144`) or with a binary suffix (`256K`, `1M`).
+    /// A number of bytes: plain (`262144`) or with a binary suffix (`256K`, `1M`, `1G`, `1T`).
     package func bytes(_ name: String, default fallback: Int) throws(UsageError) -> Int {
         guard let text = string(name) else { return fallback }
         guard case .bytes(let range) = kinds[name] else { preconditionFailure("--\(name) is not bytes in its table") }
-        let units: [Character: Int] = ["K": 1024, "k": 1024, "M": 1 << 20, "m": 1 << 20]
+        let units: [Character: Int] = ["K": 1 << 10, "k": 1 << 10, "M": 1 << 20, "m": 1 << 20, "G": 1 << 30, "g": 1 << 30,
+                                       "T": 1 << 40, "t": 1 << 40]
         let unit = text.last.flatMap { units[$0] }
         let digits = unit == nil ? Substring(text) : text.dropLast()
         guard let number = Int(digits), number >= 0, case let (value, overflow) = number.multipliedReportingOverflow(by: unit ?? 1),
               !overflow, range.contains(value) else {
             throw UsageError("option '--\(name)' wants a number of bytes in \(range.lowerBound)...\(range.upperBound) "
-                + "(a K or M suffix counts 1024 or 1048576), not '\(text)'")
+                + "(a K, M, G or T suffix counts 1024, 1048576, … bytes), not '\(text)'")
         }
         return value
     }

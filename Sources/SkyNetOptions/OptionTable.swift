@@ -3,7 +3,7 @@ package enum OptionValue: Sendable {
     case flag
     case text
     case count(ClosedRange<Int>)
-    /// Bytes, plain or with a K or M suffix.
+    /// Bytes, plain or with a K, M, G or T suffix.
     case bytes(ClosedRange<Int>)
     case seconds(ClosedRange<Double>)
 
@@ -17,8 +17,11 @@ package enum OptionValue: Sendable {
         }
     }
 
+    /// `count` with the largest binary suffix that divides it: `512K`, `1G`, `1T`.
     private static func bytes(_ count: Int) -> String {
-        count > 0 && count % (1 << 20) == 0 ? "\(count >> 20)M" : count > 0 && count % 1024 == 0 ? "\(count >> 10)K" : "\(count)"
+        guard count > 0 else { return "\(count)" }
+        let suffix = [(40, "T"), (30, "G"), (20, "M"), (10, "K")].first { count % (1 << $0.0) == 0 }
+        return suffix.map { "\(count >> $0.0)\($0.1)" } ?? "\(count)"
     }
 }
 

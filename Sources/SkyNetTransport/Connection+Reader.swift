@@ -42,6 +42,7 @@ extension Connection {
             let count: Int
             do { count = try stream.receive(into: chunk) } catch { return .failed(error) }
             if count == 0 { return .peerClosed }
+            receivedBytes.add(UInt64(count), ordering: .relaxed)
             var rejection: (any LineRefusal)?
             framer.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { output in
                 guard rejection == nil else { return }

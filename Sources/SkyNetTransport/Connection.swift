@@ -1,4 +1,5 @@
 import SkyNetRuntime
+import Synchronization
 
 /// A connection that carries lines of bytes over a `ByteStream`: a TCP socket, or a pair of
 /// pipes (to a child process, or this process's own stdin and stdout), the same way.
@@ -87,6 +88,10 @@ public final class Connection: Sendable {
     private let sealing = Locked<(any LineFilter)?>(nil)
     /// Once given: opens every line read (on the reader thread).
     let opening = Locked<(any LineFilter)?>(nil)
+    /// Bytes the stream took and bytes read from it, ever (`progress`): a peer busy with a long
+    /// transfer shows it is alive by moving them, even while its pong waits behind chunks.
+    let sentBytes = Atomic<UInt64>(0)
+    let receivedBytes = Atomic<UInt64>(0)
 
     public init(stream: any ByteStream, peer: String, limits: Limits = Limits()) {
         self.stream = stream
@@ -193,6 +198,7 @@ public final class Connection: Sendable {
             }
             isFirst = false
             rounds += 1
+            sentBytes.add(UInt64(sent), ordering: .relaxed)
             let next = state.withLock { state -> Next in
                 switch state {
                 case .flushing(let queue) where sent == pending.count && queue.isEmpty:
@@ -282,6 +288,7 @@ public final class Connection: Sendable {
             guard let pending else { return }
             do {
                 let sent = try stream.send(pending, wait: true)
+                sentBytes.add(UInt64(sent), ordering: .relaxed)
                 state.withLock { state in
                     guard case .flushing(var queue) = state else { return }
                     state = .open  // drop the state's reference so the queue shrinks in place

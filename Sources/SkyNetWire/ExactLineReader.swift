@@ -73,6 +73,19 @@ package struct ExactLineReader {
         return value
     }
 
+    /// The bytes of a string without escapes or control characters, unchecked as text (base64,
+    /// which the caller checks): no copy of a long value.
+    package mutating func rawStringBytes() -> UnsafeBufferPointer<UInt8>? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        index += 1
+        let start = index
+        skip { $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 >= 0x20 }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        let value = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        index += 1
+        return value
+    }
+
     private mutating func skip(while accepted: (UInt8) -> Bool) {
         while index < bytes.count, accepted(bytes[index]) { index += 1 }
     }

@@ -72,6 +72,26 @@ public struct JSONLine: Sendable {
         bytes.append(UInt8(ascii: "]"))
     }
 
+    /// An array of strings.
+    public mutating func add(_ key: String, strings: [String]) {
+        self.key(key)
+        bytes.append(UInt8(ascii: "["))
+        for (index, string) in strings.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            Self.appendString(string, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// A string that needs no escape (base64, hex), its characters appended by `write`
+    /// straight into the line.
+    public mutating func add(_ key: String, rawString write: (inout [UInt8]) -> Void) {
+        self.key(key)
+        bytes.append(UInt8(ascii: "\""))
+        write(&bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     /// `null`: a value not known yet.
     public mutating func addNull(_ key: String) {
         self.key(key)

@@ -25,27 +25,48 @@ public enum Reply: Sendable, Equatable {
     ///
     /// `idle`: the node's idle bound in seconds (it closes a client that sends nothing for that
     /// long while none of its scans runs); nil from a node that does not say.
-    case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?, idle: Double? = nil)
+    ///
+    /// `files`: what the node offers for files (issue 21); nil from a node that takes none.
+    case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?, idle: Double? = nil, files: FileSupport? = nil)
     /// A node's answer to a hello with a nonce: its own nonce, for the coordinator's proof.
     case challenge(nonce: [UInt8])
     case result(id: Int, task: UUID, result: String)
     case failure(id: Int, task: UUID, code: FailureCode, message: String)
     case pong(id: Int, Pong)
     case error(WireError)
+    /// A file of a transfer's `returns` follows (`return`): its index, size, mode and time.
+    case returnFile(ReturnHeader)
+    /// Bytes of a returned file (`data` with `file`).
+    case chunk(FileChunk)
+    /// The end of a returned file, with its SHA-256 (`end` with `file`).
+    case fileEnd(FileEnd)
+    /// A `basefile` was stored.
+    case stored(id: Int)
 
     /// The request this reply ends, if any.
     public var requestID: Int? {
         switch self {
-        case .welcome, .challenge: nil
-        case .result(let id, _, _), .failure(let id, _, _, _), .pong(let id, _): id
+        case .welcome, .challenge, .returnFile, .chunk, .fileEnd: nil
+        case .result(let id, _, _), .failure(let id, _, _, _), .pong(let id, _), .stored(let id): id
         case .error(let error): error.id
+        }
+    }
+
+    /// The transfer a returned file's line belongs to (`return`, `data`, `end`): these lines
+    /// stream into the pending request rather than end it.
+    public var streamID: Int? {
+        switch self {
+        case .returnFile(let header): header.id
+        case .chunk(let chunk): chunk.id
+        case .fileEnd(let end): end.id
+        case .welcome, .challenge, .result, .failure, .pong, .error, .stored: nil
         }
     }
 
     /// The line to send.
     public var line: [UInt8] {
         switch self {
-        case .welcome(let version, let name, let capacity, let jobs, let idle):
+        case .welcome(let version, let name, let capacity, let jobs, let idle, let files):
             var json = JSONLine(type: "welcome")
             json.add("version", version)
             json.add("name", name)
@@ -56,6 +77,12 @@ public enum Reply: Sendable, Equatable {
                 json.add("jobs", object: list)
             }
             if let idle { json.add("idle", idle) }
+            if let files {
+                var offer = JSONLine()
+                offer.add("version", files.version)
+                offer.add("max_file_size", Int(files.maxFileSize))
+                json.add("files", object: offer)
+            }
             return json.line
         case .challenge(let nonce):
             var json = JSONLine(type: "challenge")
@@ -82,18 +109,24 @@ public enum Reply: Sendable, Equatable {
             return json.line
         case .error(let error):
             return error.line
+        case .returnFile(let header): return header.line
+        case .chunk(let chunk): return chunk.line
+        case .fileEnd(let end): return end.line
+        case .stored(let id): return JSONLine(type: "stored", id: id).line
         }
     }
 
     /// Decodes one line a node sent. Throws a `WireError` describing what was wrong with it.
     public static func decode(_ line: Data) throws(WireError) -> Reply {
         if let result = CanonicalLine.result(line) { return result }
+        if let chunk = CanonicalLine.chunk(line, inReply: true) { return .chunk(chunk) }
         let fields = try WireFields(line)
         switch try fields.type() {
         case "welcome":
             return .welcome(version: try fields.int("version"), name: try fields.string("name"),
                             capacity: try fields.int("capacity", in: 0...Int.max), jobs: try fields.jobs(),
-                            idle: try fields.optionalNumber("idle").flatMap { $0.isFinite && $0 > 0 ? $0 : nil })
+                            idle: try fields.optionalNumber("idle").flatMap { $0.isFinite && $0 > 0 ? $0 : nil },
+                            files: try fields.fileSupport())
         case "challenge":
             return .challenge(nonce: try fields.hexBytes("nonce", count: WireAuth.nonceCount, in: "challenge"))
         case "result":
@@ -105,6 +138,14 @@ public enum Reply: Sendable, Equatable {
             return .pong(id: try fields.requestID(), Pong(
                 name: try fields.string("name"), running: try fields.int("running"), capacity: try fields.int("capacity"),
                 completed: try fields.int("completed"), failed: try fields.int("failed")))
+        case "return":
+            return .returnFile(try fields.returnHeader())
+        case "data":
+            return .chunk(try fields.fileChunk(inReply: true))
+        case "end":
+            return .fileEnd(try fields.fileEnd(inReply: true))
+        case "stored":
+            return .stored(id: try fields.requestID())
         case "error":
             return .error(WireError(code: FailureCode(rawValue: try fields.string("code")), message: try fields.optionalString("message"), id: fields.id))
         case let other:

@@ -18,6 +18,15 @@ public enum Request: Sendable, Equatable {
     case job(id: Int, task: ScanTask)
     case cancel(id: Int)
     case ping(id: Int)
+    /// A task run in a work directory of its own, with its files (issue 21). A v1 node answers
+    /// `unknown-type`: it never runs the command on a file that is not there.
+    case transfer(TransferRequest)
+    /// A file stored for every later task of the connection.
+    case basefile(BasefileRequest)
+    /// Bytes of the file of a `transfer` or `basefile` (`data`).
+    case chunk(FileChunk)
+    /// The end of that file, with its SHA-256 (`end`).
+    case fileEnd(FileEnd)
 
     /// The request that runs `task`: a `scan` for the built-in scan, else a `job`.
     public static func run(id: Int, task: ScanTask) -> Request {
@@ -67,6 +76,10 @@ public enum Request: Sendable, Equatable {
             return JSONLine(type: "cancel", id: id).line
         case .ping(let id):
             return JSONLine(type: "ping", id: id).line
+        case .transfer(let transfer): return transfer.line
+        case .basefile(let basefile): return basefile.line
+        case .chunk(let chunk): return chunk.line
+        case .fileEnd(let end): return end.line
         }
     }
 
@@ -74,6 +87,7 @@ public enum Request: Sendable, Equatable {
     /// (with the id when it could be read) or `unknown-type`.
     public static func decode(_ line: Data) throws(WireError) -> Request {
         if let scan = CanonicalLine.scan(line) { return scan }
+        if let chunk = CanonicalLine.chunk(line, inReply: false) { return .chunk(chunk) }
         let fields = try WireFields(line)
         let id = fields.optionalInt("id")
         switch try fields.type() {
@@ -100,6 +114,14 @@ public enum Request: Sendable, Equatable {
             return .cancel(id: try fields.requestID())
         case "ping":
             return .ping(id: try fields.requestID())
+        case "transfer":
+            return .transfer(try fields.transferRequest())
+        case "basefile":
+            return .basefile(try fields.basefileRequest())
+        case "data":
+            return .chunk(try fields.fileChunk(inReply: false))
+        case "end":
+            return .fileEnd(try fields.fileEnd(inReply: false))
         case let other:
             throw WireError(code: .unknownType, message: "unknown type \"\(other)\"", id: id)
         }

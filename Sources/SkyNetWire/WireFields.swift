@@ -4,7 +4,7 @@ import SkyNetWork
 /// The fields of one received message, with typed accessors whose errors are the protocol's
 /// `bad-request` replies, naming the field and carrying the request id when it was readable.
 package struct WireFields {
-    private let fields: [String: JSONValue]
+    let fields: [String: JSONValue]
     /// The message's id, if it has an integer one: errors carry it.
     let id: Int?
     /// How errors name the fields of a nested object: `task.`.

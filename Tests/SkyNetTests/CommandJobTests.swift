@@ -29,6 +29,17 @@ import Testing
         }
     }
 
+    @Test func aRequestWithAWorkingDirectoryRunsThereSoARelativeInputNamesTheFileThere() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-cwd-\(UUID())")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("photos"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data("in the work dir".utf8).write(to: directory.appendingPathComponent("photos/a.txt"))
+        let request = JobRequest(sector: 0, input: "photos/a.txt", workingDirectory: directory.path)
+        #expect(request.inSlot(2).workingDirectory == directory.path)
+        let output = try await withTimeout(.seconds(30)) { try await job("cat {}").run(request) }
+        #expect(output == "in the work dir")
+    }
+
     @Test func theOutputIsWhatTheCommandPrintsWithoutItsTrailingNewline() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-cmd-\(UUID()).txt")
         try Data("hello".utf8).write(to: file)

@@ -8,7 +8,8 @@ import Testing
 /// Failure codes are an enum, but on the wire they stay the protocol's words.
 struct FailureCodeTests {
     static let spellings = ["task-failed", "busy", "cancelled", "deadline", "unknown-job", "bad-reply",
-                            "bad-request", "unknown-type", "frame-too-large", "hello-required", "unsupported-version", "unauthorized"]
+                            "bad-request", "unknown-type", "frame-too-large", "hello-required", "unsupported-version", "unauthorized",
+                            "no-space", "file-too-large", "file-changed", "missing-return", "bad-file"]
 
     @Test func everyKnownCodeIsReadAsItsOwnCaseAndSpelledAsOnTheWire() {
         let codes = Self.spellings.map { FailureCode(rawValue: $0) }

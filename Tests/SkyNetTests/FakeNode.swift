@@ -116,6 +116,13 @@ final class FakeNode: Sendable {
             }
             let pong = Pong(name: "beta", running: 0, capacity: 4, completed: 0, failed: 0)
             if answer { try? connection.send(Reply.pong(id: id, pong).line) }
+        case .transfer(let transfer):
+            // No files in its welcome: answered as a node that does not know the message.
+            try? connection.send(WireError(code: .unknownType, message: "unknown type \"transfer\"", id: transfer.id).line)
+        case .basefile(let basefile):
+            try? connection.send(WireError(code: .unknownType, message: "unknown type \"basefile\"", id: basefile.id).line)
+        case .chunk, .fileEnd:
+            break
         case .cancel(let id):
             state.update { state in
                 state.cancels.append(id)

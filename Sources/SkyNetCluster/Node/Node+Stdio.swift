@@ -18,6 +18,7 @@ extension Node {
         let node = Node(options: options, listener: nil, clock: clock, log: log)
         node.serve(connection)
         node.startSweeper()
+        if node.offersFiles { node.files.sweepLeftovers() }
         return node
     }
 }

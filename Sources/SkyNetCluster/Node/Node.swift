@@ -49,6 +49,17 @@ public final class Node: Sendable {
         /// Log each client's `Connected`/`Disconnected`. A node over stdio leaves it off: its
         /// one client is the coordinator, to whose terminal every line of its log goes.
         public var logsConnections = true
+        /// Where the node makes its work root (`skynet-node-<pid>-XXXXXX/`, `WorkRoot`) on its
+        /// first file request: an absolute directory; nil for `$TMPDIR`, else `/tmp`.
+        public var workDir: String?
+        /// The largest file the node takes or returns, its welcome's `files.max_file_size`.
+        public var maxFileSize: Int64 = 1 << 30
+        /// Whether the node takes file work (`transfer`, `basefile`): false (`--no-files`), its
+        /// welcome offers no `files`, and a coordinator sends it none.
+        public var acceptsFiles = true
+        /// The bytes free on the file system of the work root: `fstatvfs`, unless a test
+        /// injects what it wants the node to see.
+        public var freeSpace: @Sendable (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() }
         public var limits: Connection.Limits = {
             var limits = Connection.Limits()
             // Back pressure: a client that does not read its replies is not read from either.
@@ -72,6 +83,8 @@ public final class Node: Sendable {
     /// Requests started and not yet answered, over all connections; closed by `stop`.
     let pending = InFlight()
     private let sweeper = Locked<Task<Void, Never>?>(nil)
+    /// The work root, free space and uploads of the files that travel with tasks.
+    let files: NodeFiles
     /// What keeps the node's time: the sweeper, hello and idle bounds, tasks' deadlines.
     let clock: any TimerClock
     let log: @Sendable (String) -> Void
@@ -96,6 +109,7 @@ public final class Node: Sendable {
         listener.start(onAccept: { [node] socket, peer in node.accept(socket, peer: peer) },
                        onFailure: { error in log("[Node] Cannot accept connections: \(error)") })
         node.startSweeper()
+        if node.offersFiles { node.files.sweepLeftovers() }
         return node
     }
 
@@ -107,6 +121,7 @@ public final class Node: Sendable {
         self.clock = clock
         self.log = log
         token = options.token.map { HMACSHA256(key: Array($0.utf8)) }
+        files = NodeFiles(node: options.name, parent: options.workDir, probe: options.freeSpace)
         logins = Locked(LoginFailures(backoff: options.loginBackoff))
         system = LocalSystem(name: options.name, capacity: options.capacity,
                              jobs: options.jobs.replacingScan(api: UnreliableAPI(failingEvery: options.failingEvery)), clock: clock)
@@ -156,5 +171,7 @@ public final class Node: Sendable {
         let open = admission.withLock { Array($0.pending.values.map(\.session)) + Array($0.greeted.values) }
         for session in open { session.connection.close() }
         for session in open { _ = await session.connection.closed.value }
+        // After the connections: their tasks' directories are inside.
+        await removeWorkRoot()
     }
 }

@@ -13,8 +13,17 @@ extension NodeSession {
             send(WireError.badRequest("already greeted").line)
         case .scan(let id, let task), .job(let id, let task):
             startScan(id: id, task: task)
+        case .transfer(let transfer):
+            startTransfer(transfer)
+        case .basefile(let basefile):
+            storeBasefile(basefile)
+        case .chunk(let chunk):
+            receive(chunk)
+        case .fileEnd(let end):
+            finishFile(end)
         case .cancel(let id):
             state.withLock { $0.scans[id] }?.cancel()
+            cancelUpload(id)
         case .ping(let id):
             if state.withLock({ $0.scans[id] != nil }) {
                 return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)

@@ -24,6 +24,8 @@ final class NodeSession: Sendable {
     struct State {
         var phase = Phase.greeting
         var scans: [Int: Task<Void, Never>] = [:]
+        /// Files being received, by request id (a transfer's input, a basefile).
+        var uploads: [Int: NodeUpload] = [:]
         /// When the client was last heard from, or a scan of it last ended.
         var lastActivity: ContinuousClock.Instant
     }
@@ -32,11 +34,17 @@ final class NodeSession: Sendable {
     /// The node it serves for: its system, settings, log, budgets and clock.
     let node: Node
     let state: Locked<State>
+    /// The connection's directory and basefiles on the node.
+    let files: SessionFiles
+    /// Sends the files this connection returns (its thread starts with the first).
+    let pump: FilePump
 
     init(connection: Connection, node: Node) {
         self.connection = connection
         self.node = node
         state = Locked(State(lastActivity: node.clock.now))
+        files = SessionFiles(files: node.files)
+        pump = FilePump(connection: connection)
     }
 
     func start() {
@@ -46,7 +54,7 @@ final class NodeSession: Sendable {
     /// Closes the connection if the client has been silent for `bound` with no scan running.
     func closeIfIdle(now: ContinuousClock.Instant, bound: Duration) {
         let client: String? = state.withLock { state in
-            guard case .serving(let client) = state.phase, state.scans.isEmpty, now - state.lastActivity >= bound else { return nil }
+            guard case .serving(let client) = state.phase, state.scans.isEmpty, state.uploads.isEmpty, now - state.lastActivity >= bound else { return nil }
             return client
         }
         guard let client else { return }
@@ -160,7 +168,8 @@ final class NodeSession: Sendable {
         }
         if node.options.logsConnections { node.log("[Node] Connected: \(client) from \(connection.peer)\(keys == nil ? "" : " (authenticated)")") }
         send(Reply.welcome(version: wireVersion, name: node.options.name, capacity: node.system.capacity,
-                           jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds).line)
+                           jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds,
+                           files: node.offersFiles ? FileSupport(maxFileSize: node.options.maxFileSize) : nil).line)
     }
 
     private func refuse(_ error: WireError, log: Bool = true) {
@@ -189,6 +198,11 @@ final class NodeSession: Sendable {
             return (state.phase, state.scans)
         }
         for scan in scans.values { scan.cancel() }
+        // Files: uploads discarded, returns stopped, and the connection's directory removed once
+        // its last task ended (`SessionFiles`).
+        discardUploads()
+        pump.stop()
+        files.connectionEnded()
         if case .serving(let client) = phase, node.options.logsConnections {
             node.log("[Node] Disconnected: \(client) from \(connection.peer) (\(reason))")
         }

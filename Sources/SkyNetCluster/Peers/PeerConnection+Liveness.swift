@@ -28,9 +28,15 @@ extension PeerConnection {
             }
             guard let bound else { return }
             let id = nextID()
+            let before = connection.progress
             do {
                 _ = try await withTimeout(bound, clock: clock) { try await self.request(id: id, .ping(id: id)) }
             } catch is TimeoutError {
+                // A pong may wait behind a megabyte of file chunks on a slow link: bytes that
+                // moved either way meanwhile show a live peer all the same (more than our own
+                // pings: a peer that reads nothing takes none once the kernel's buffers are full).
+                let after = connection.progress
+                if after.received != before.received || after.sent - before.sent > Self.pingsOnly { continue }
                 failWork(with: PeerUnresponsive(peer: name, bound: bound))
                 continue
             } catch is PeerDisconnected, is CancellationError {
@@ -41,6 +47,9 @@ extension PeerConnection {
             try? await clock.sleep(for: min(bound / 2, .seconds(1)))
         }
     }
+
+    /// Bytes sent during a bound that are only our pings (a sealed ping is under 100 bytes).
+    static let pingsOnly: UInt64 = 4096
 
     /// Fails every pending scan and job (not the pings) with `error`.
     private func failWork(with error: PeerUnresponsive) {
@@ -56,8 +65,8 @@ extension Request {
     /// A request that runs a task (as opposed to a ping, a hello or a cancel).
     var isWork: Bool {
         switch self {
-        case .scan, .job: true
-        case .hello, .auth, .cancel, .ping: false
+        case .scan, .job, .transfer: true
+        case .hello, .auth, .cancel, .ping, .basefile, .chunk, .fileEnd: false
         }
     }
 }

@@ -34,12 +34,16 @@ public final class PeerConnection: Sendable {
         public let jobs: [String: String]
         /// The node's idle bound in seconds, when it says (it closes a silent client then).
         public let idleSeconds: Double?
+        /// What the node offers for files (issue 21); nil: it takes none (an older node, or
+        /// one started with `--no-files`), and is never sent a file request.
+        public let files: FileSupport?
 
-        public init(name: String, capacity: Int, jobs: [String: String]?, idleSeconds: Double? = nil) {
+        public init(name: String, capacity: Int, jobs: [String: String]?, idleSeconds: Double? = nil, files: FileSupport? = nil) {
             self.name = name
             self.capacity = capacity
             self.jobs = jobs ?? [JobRegistry.scan: "built-in simulated scan"]
             self.idleSeconds = idleSeconds
+            self.files = files
         }
     }
 
@@ -67,11 +71,15 @@ public final class PeerConnection: Sendable {
         var liveness: Task<Void, Never>?
         /// How long a ping may go unanswered: the bound of the latest watched request.
         var livenessBound: Duration = .seconds(5)
+        /// Where the returned files' lines of a pending transfer go, by request id.
+        var streams: [Int: any ReplyStream] = [:]
+        /// The link's file pump, once a file was sent (made on first use).
+        var pump: FilePump?
     }
 
     public let name: String
     public let welcome: Welcome
-    private let connection: Connection
+    let connection: Connection
     let state: Locked<State>
     /// What keeps the link's time: request time limits, keep-alive and liveness pings.
     let clock: any TimerClock
@@ -161,6 +169,24 @@ public final class PeerConnection: Sendable {
     /// With a `timeout` the request fails with `TimeoutError` when no reply came within it (the
     /// link's clock keeps the time: no task sleeps per request).
     public func request(id: Int, _ request: Request, timeout: Duration? = nil, liveness: Duration? = nil) async throws -> Reply {
+        try await pending(id: id, isWork: request.isWork, timeout: timeout, liveness: liveness) { () throws(Connection.Closed) in
+            try self.transmit(request)
+        }
+    }
+
+    /// A transfer (issue 21): registers request `id` as `request` does, then runs `sending`
+    /// instead of sending one line (it queues the header and the file's bytes on the pump,
+    /// or sends the header itself). A throw from `sending` fails the request as a lost link.
+    func request(id: Int, sending: @Sendable () throws -> Void, timeout: Duration?, liveness: Duration?) async throws -> Reply {
+        try await pending(id: id, isWork: true, timeout: timeout, liveness: liveness) {
+            state.withLock { $0.lastSent = clock.now }
+            try sending()
+        }
+    }
+
+    /// Registers request `id`, sends it with `send`, and waits for its reply (see `request`).
+    private func pending(id: Int, isWork: Bool, timeout: Duration?, liveness: Duration?,
+                         send: () throws -> Void) async throws -> Reply {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Checked under the lock that `complete` takes: a cancellation that came
@@ -168,8 +194,7 @@ public final class PeerConnection: Sendable {
                 let refusal = state.withLock { state -> (any Error)? in
                     if let ended = state.ended { return PeerDisconnected(peer: name, reason: ended.description) }
                     if Task.isCancelled { return CancellationError() }
-                    state.pending[id] = Pending(continuation: continuation, isWork: request.isWork,
-                                                isWatched: liveness != nil)
+                    state.pending[id] = Pending(continuation: continuation, isWork: isWork, isWatched: liveness != nil)
                     guard let liveness else { return nil }
                     state.livenessBound = liveness
                     if state.liveness == nil { state.liveness = Task { await self.pingWhileWatched() } }
@@ -178,7 +203,7 @@ public final class PeerConnection: Sendable {
                 if let refusal { return continuation.resume(throwing: refusal) }
                 if let timeout { limit(id, to: clock.now + timeout) }
                 do {
-                    try transmit(request)
+                    try send()
                 } catch {
                     complete(id, with: .failure(PeerDisconnected(peer: name, reason: "\(error)")))
                 }
@@ -186,6 +211,32 @@ public final class PeerConnection: Sendable {
         } onCancel: {
             complete(id, with: .failure(CancellationError()))
         }
+    }
+
+    /// What the node offers for files (its welcome's `files`); nil: it takes none.
+    public var files: FileSupport? { welcome.files }
+
+    /// The link's file pump (made on first use; stopped when the link ends).
+    var pump: FilePump {
+        let (pump, ended) = state.withLock { state -> (FilePump, Bool) in
+            if let pump = state.pump { return (pump, state.ended != nil) }
+            let pump = FilePump(connection: connection)
+            state.pump = pump
+            return (pump, state.ended != nil)
+        }
+        if ended { pump.stop() }
+        return pump
+    }
+
+    /// Sends the `return`, `data` and `end` lines of pending request `id` to `sink` (nil: to
+    /// nobody any more), on the reader thread. Without a sink, such a line fails the request.
+    func stream(_ id: Int, to sink: (any ReplyStream)?) {
+        state.withLock { $0.streams[id] = sink }
+    }
+
+    /// Fails pending request `id` with `error` (a returned file that went wrong), if it is still pending.
+    func fail(_ id: Int, with error: any Error) {
+        complete(id, with: .failure(error))
     }
 
     /// Sends a message that gets no reply (`cancel`); dropped if the connection has ended.
@@ -229,25 +280,45 @@ public final class PeerConnection: Sendable {
     }
 
     func deliver(_ event: Connection.Event) {
-        guard case .line(let line) = event, let reply = try? Reply.decode(line), let id = reply.requestID else { return }
+        guard case .line(let line) = event, let reply = try? Reply.decode(line) else { return }
+        if let id = reply.streamID { return route(reply, of: id) }
+        guard let id = reply.requestID else { return }
         if case .error(let error) = reply { return complete(id, with: .failure(error)) }
         complete(id, with: .success(reply))
     }
 
+    /// A returned file's line: to its request's sink; without one, a node that sends files
+    /// nobody asked for fails that request (and nothing is written).
+    private func route(_ reply: Reply, of id: Int) {
+        let sink = state.withLock { $0.streams[id] }
+        guard let sink else {
+            return complete(id, with: .failure(ScanFailure(code: .badReply, message: "\(welcome.name) sent a file that was not asked for")))
+        }
+        sink.receive(reply)
+    }
+
     func end(_ reason: Connection.CloseReason) {
-        let (pending, tasks) = state.withLock { state in
+        let (pending, tasks, pump) = state.withLock { state in
             state.ended = reason
-            defer { state.pending = [:] }
-            return (state.pending, [state.keepAlive, state.liveness])
+            defer {
+                state.pending = [:]
+                state.streams = [:]
+            }
+            return (state.pending, [state.keepAlive, state.liveness], state.pump)
         }
         for task in tasks { task?.cancel() }
+        pump?.stop()
         for entry in pending.values {
             finish(entry, .failure(PeerDisconnected(peer: name, reason: reason.description)))
         }
     }
 
     private func complete(_ id: Int, with result: Result<Reply, any Error>) {
-        guard let entry = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
+        let entry = state.withLock { state in
+            state.streams[id] = nil
+            return state.pending.removeValue(forKey: id)
+        }
+        guard let entry else { return }
         finish(entry, result)
     }
 

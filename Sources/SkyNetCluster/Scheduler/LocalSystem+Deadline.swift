@@ -2,15 +2,16 @@ import SkyNetRuntime
 import SkyNetWork
 
 extension LocalSystem {
-    /// Runs `job` for `task` in job slot `slot`, stopping it at the task's deadline (counted
-    /// from now on `clock`).
+    /// Runs `job` for `task` in job slot `slot` and `workingDirectory`, stopping it at the
+    /// task's deadline (counted from now on `clock`).
     ///
     /// At the deadline the job's work is cancelled and this waits until it has really ended,
     /// so the caller's slot is never given back while the work still runs; then it throws
     /// `deadline`. Cancelling the caller cancels the job the same way and throws
     /// `CancellationError`.
-    static func execute(_ job: any Job, _ task: ScanTask, slot: Int, clock: any TimerClock) async throws -> String {
-        let request = task.request(startingAt: clock.now).inSlot(slot)
+    static func execute(_ job: any Job, _ task: ScanTask, slot: Int, workingDirectory: String? = nil,
+                        clock: any TimerClock) async throws -> String {
+        let request = task.request(startingAt: clock.now).inSlot(slot).inDirectory(workingDirectory)
         guard let timeout = task.timeout, let deadline = request.deadline else { return try await job.run(request) }
         // The first to come decides: the job's end (true) or the deadline (false).
         let ended = AsyncSignal<Bool>()

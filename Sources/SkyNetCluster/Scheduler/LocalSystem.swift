@@ -49,6 +49,13 @@ public actor LocalSystem: ScanSystem {
     }
 
     public func run(_ task: ScanTask) async throws -> String {
+        try await run(task, workingDirectory: nil)
+    }
+
+    /// Runs `task` with its job in `workingDirectory` (nil: where this process runs): a node
+    /// runs a task that came with its files in the task's own work directory, where `{}`
+    /// names the copy and the basefiles sit.
+    public func run(_ task: ScanTask, workingDirectory: String?) async throws -> String {
         guard let job = jobs.job(named: task.job) else {
             throw ScanFailure(code: .unknownJob, message: "\(name) has no job '\(task.job)'")
         }
@@ -60,7 +67,7 @@ public actor LocalSystem: ScanSystem {
             slots.giveBack(slot)
         }
         do {
-            let result = try await Self.execute(job, task, slot: slot, clock: clock)
+            let result = try await Self.execute(job, task, slot: slot, workingDirectory: workingDirectory, clock: clock)
             live.withLock { $0.completed += 1 }
             return result
         } catch {

@@ -99,6 +99,8 @@ public struct CommandJob: Job {
         options.ownProcessGroup = true
         options.endGroupOnExit = true
         options.searchPath = !program.contains("/")
+        // A task that came with its files runs in their work directory: `{}` names the copy.
+        options.workingDirectory = request.workingDirectory
         do {
             return try ChildProcess.spawn(program, options)
         } catch {

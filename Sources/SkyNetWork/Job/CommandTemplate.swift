@@ -96,7 +96,7 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Splits a command into words of text and placeholders, one character at a time.
-private struct WordSplitter {
+struct WordSplitter {
     private enum Quote { case none, single, double }
 
     private var words: [[CommandTemplate.Piece]] = []

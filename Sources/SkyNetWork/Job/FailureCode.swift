@@ -3,12 +3,15 @@
 public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStringLiteral, CustomStringConvertible {
     // Failures of a task.
     case taskFailed, busy, cancelled, deadline, unknownJob, badReply
+    // Failures of a task's files (issue 21).
+    case noSpace, fileTooLarge, fileChanged, missingReturn, badFile
     // Errors of a connection or a request.
     case badRequest, unknownType, frameTooLarge, helloRequired, unsupportedVersion, unauthorized
     case other(String)
 
     private static let known: [FailureCode] = [
         .taskFailed, .busy, .cancelled, .deadline, .unknownJob, .badReply,
+        .noSpace, .fileTooLarge, .fileChanged, .missingReturn, .badFile,
         .badRequest, .unknownType, .frameTooLarge, .helloRequired, .unsupportedVersion, .unauthorized,
     ]
 
@@ -28,6 +31,11 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStri
         case .deadline: "deadline"
         case .unknownJob: "unknown-job"
         case .badReply: "bad-reply"
+        case .noSpace: "no-space"
+        case .fileTooLarge: "file-too-large"
+        case .fileChanged: "file-changed"
+        case .missingReturn: "missing-return"
+        case .badFile: "bad-file"
         case .badRequest: "bad-request"
         case .unknownType: "unknown-type"
         case .frameTooLarge: "frame-too-large"

@@ -11,18 +11,28 @@ public struct JobRequest: Sendable, Equatable {
     /// The job slot the task holds on its system (1...capacity, `{%}`): no other task running
     /// there at the same time holds it.
     public let slot: Int
+    /// Where the task runs (a command job's working directory): the task's own work directory
+    /// on a node that received its files (issue 21); nil: where the process runs.
+    public let workingDirectory: String?
 
-    public init(sector: Int, input: String, duration: Double = 1.0, deadline: ContinuousClock.Instant? = nil, slot: Int = 1) {
+    public init(sector: Int, input: String, duration: Double = 1.0, deadline: ContinuousClock.Instant? = nil, slot: Int = 1,
+                workingDirectory: String? = nil) {
         self.sector = sector
         self.input = input
         self.duration = duration
         self.deadline = deadline
         self.slot = slot
+        self.workingDirectory = workingDirectory
     }
 
     /// The same request, in job slot `slot`.
     public func inSlot(_ slot: Int) -> JobRequest {
-        JobRequest(sector: sector, input: input, duration: duration, deadline: deadline, slot: slot)
+        JobRequest(sector: sector, input: input, duration: duration, deadline: deadline, slot: slot, workingDirectory: workingDirectory)
+    }
+
+    /// The same request, run in `directory`.
+    public func inDirectory(_ directory: String?) -> JobRequest {
+        JobRequest(sector: sector, input: input, duration: duration, deadline: deadline, slot: slot, workingDirectory: directory)
     }
 }
 

@@ -3,10 +3,14 @@ public struct ScanFailure: Error, CustomStringConvertible, Equatable, Sendable {
     /// The protocol's failure code: `task-failed`, `busy`, `cancelled`, or a transport code.
     public let code: FailureCode
     public let message: String
+    /// Whether running the task again cannot help (the coordinator's own refusal of a path or a
+    /// file over its limit): the coordinator gives up after this attempt. Never on the wire.
+    public let isFinal: Bool
 
-    public init(code: FailureCode, message: String) {
+    public init(code: FailureCode, message: String, isFinal: Bool = false) {
         self.code = code
         self.message = message
+        self.isFinal = isFinal
     }
 
     public var description: String { message }

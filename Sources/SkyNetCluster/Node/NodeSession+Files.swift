@@ -1,0 +1,161 @@
+import SkyNetAuth
+import SkyNetRuntime
+import SkyNetWire
+import SkyNetWork
+
+/// The file requests of issue 21 on a node (docs/PROTOCOL.md, "Files"): a `transfer` runs a
+/// task in a work directory of its own, its input file received first and its returns sent
+/// after; a `basefile` is stored for every later task of the connection. Requests, chunks and
+/// ends are handled on the reader thread (writing a chunk there is the back pressure a slow
+/// disk puts on the coordinator); the task runs in a `Task` as a `job` does; returns go out
+/// through the connection's `FilePump`.
+extension NodeSession {
+    /// A `transfer`: refused at once (`busy` before any byte), or readied to receive its input,
+    /// or (without a file) run.
+    func startTransfer(_ request: TransferRequest) {
+        let id = request.id, task = request.task
+        guard node.offersFiles else { return send(WireError(code: .unknownType, message: "unknown type \"transfer\"", id: id).line) }
+        guard node.system.jobs.job(named: task.job) != nil else {
+            return send(Reply.failure(id: id, task: task.id, code: .unknownJob, message: "\(node.options.name) has no job '\(task.job)'").line)
+        }
+        if let refusal = admitFileRequest(id) { return send(refusal) }
+        let upload: TaskUpload
+        do throws(ScanFailure) {
+            let connection = try files.directory()
+            let basefiles = files.basefiles
+            let base = basefiles.isEmpty ? nil : try? connection.handle.directory(["base"], create: false)
+            upload = try TaskUpload.prepare(
+                TaskUpload.Request(sector: task.input, input: task.inputText, fileSize: request.file?.size, returns: request.returns),
+                node: node.options.name, files: node.files, maxFileSize: node.options.maxFileSize,
+                running: node.system.counters.running, capacity: node.system.capacity,
+                connection: connection, basefiles: basefiles, base: base)
+        } catch {
+            endFileRequest()
+            return send(error.code == .badRequest ? WireError.badRequest(error.message, id: id).line
+                                                  : Reply.failure(id: id, task: task.id, code: error.code, message: error.message).line)
+        }
+        guard let header = request.file, let input = upload.input else { return run(request, upload) }
+        let receiving = NodeUpload(.transfer(request, upload), header: header, file: input.file, name: input.path.text)
+        state.withLock { $0.uploads[id] = receiving }
+    }
+
+    /// A `basefile`: readied to receive, or refused with an `error` naming the request.
+    func storeBasefile(_ request: BasefileRequest) {
+        let id = request.id
+        guard node.offersFiles else { return send(WireError(code: .unknownType, message: "unknown type \"basefile\"", id: id).line) }
+        if let refusal = admitFileRequest(id) { return send(refusal) }
+        let upload: BasefileUpload
+        do throws(ScanFailure) {
+            upload = try BasefileUpload.prepare(request.path, size: request.file.size, session: files, maxFileSize: node.options.maxFileSize)
+        } catch {
+            endFileRequest()
+            return send(WireError(code: error.code, message: error.message, id: id).line)
+        }
+        let receiving = NodeUpload(.basefile(request, upload), header: request.file, file: upload.file, name: upload.path.text)
+        state.withLock { $0.uploads[id] = receiving }
+    }
+
+    /// A `data` line: written to its file. One for an id that is not receiving is ignored (its
+    /// request may just have failed: lines sent before the coordinator read that are on the way).
+    func receive(_ chunk: FileChunk) {
+        guard chunk.file == nil, let upload = state.withLock({ $0.uploads[chunk.id] }) else { return }
+        do throws(ScanFailure) {
+            try upload.append(chunk)
+        } catch {
+            // The disk filled up under us: said with the numbers of this moment.
+            let failure = error.code == .noSpace ? node.files.space.failure(needed: upload.size - chunk.offset) : error
+            fail(upload, failure)
+        }
+    }
+
+    /// An `end` line: the file checked, then the task run or the basefile stored.
+    func finishFile(_ end: FileEnd) {
+        guard end.file == nil, let upload = state.withLock({ $0.uploads.removeValue(forKey: end.id) }) else { return }
+        do throws(ScanFailure) {
+            try upload.finish(end)
+        } catch {
+            return fail(upload, error, removed: true)
+        }
+        switch upload.kind {
+        case .transfer(let request, let taskUpload):
+            run(request, taskUpload)
+        case .basefile(let request, let basefile):
+            basefile.stored()
+            endFileRequest()
+            send(Reply.stored(id: request.id).line)
+        }
+    }
+
+    /// A `cancel` for an upload not running yet: discarded, answered `cancelled`.
+    func cancelUpload(_ id: Int) {
+        guard let upload = state.withLock({ $0.uploads.removeValue(forKey: id) }) else { return }
+        fail(upload, ScanFailure(code: .cancelled, message: "cancelled"), removed: true)
+    }
+
+    /// Discards every upload of the connection (it ended).
+    func discardUploads() {
+        let uploads = state.withLock { state in
+            defer { state.uploads = [:] }
+            return Array(state.uploads.values)
+        }
+        for upload in uploads {
+            upload.discard()
+            endFileRequest()
+        }
+    }
+
+    /// Whether a file request `id` may begin: its id free, the node not stopping, the
+    /// connection's bound on requests not reached. Counts it (pending, live files) when so;
+    /// else the line to answer.
+    private func admitFileRequest(_ id: Int) -> [UInt8]? {
+        let refusal: [UInt8]? = state.withLock { state in
+            guard state.scans[id] == nil, state.uploads[id] == nil else {
+                return WireError.badRequest("request id \(id) is already in flight", id: id).line
+            }
+            guard state.scans.count + state.uploads.count < node.options.maxRequestsPerConnection else {
+                return WireError(code: .busy, message: "too many requests in flight on this connection", id: id).line
+            }
+            return nil
+        }
+        if let refusal { return refusal }
+        guard node.pending.begin() else { return WireError(code: .busy, message: "\(node.options.name) is stopping", id: id).line }
+        guard files.begin() else {
+            node.pending.end()
+            return WireError(code: .cancelled, message: "the connection ended", id: id).line
+        }
+        return nil
+    }
+
+    /// A file request ended (answered): it no longer holds the node's stop or the connection's
+    /// directory.
+    private func endFileRequest() {
+        files.end()
+        node.pending.end()
+    }
+
+    /// Fails an upload: discarded, answered (`failure` for a transfer, `error` for a basefile).
+    private func fail(_ upload: NodeUpload, _ failure: ScanFailure, removed: Bool = false) {
+        if !removed { state.withLock { _ = $0.uploads.removeValue(forKey: upload.id) } }
+        upload.discard()
+        endFileRequest()
+        switch upload.kind {
+        case .transfer(let request, _):
+            send(Reply.failure(id: request.id, task: request.task.id, code: failure.code, message: failure.message).line)
+        case .basefile(let request, _):
+            send(WireError(code: failure.code, message: failure.message, id: request.id).line)
+        }
+    }
+
+    /// Runs the task of `request` in its work directory, sends its returns, then its reply.
+    private func run(_ request: TransferRequest, _ upload: TaskUpload) {
+        let started = state.withLock { state in
+            guard case .serving = state.phase else { return false }
+            state.scans[request.id] = Task { await self.runTransfer(request, upload) }
+            return true
+        }
+        if !started {
+            upload.discard()
+            endFileRequest()
+        }
+    }
+}

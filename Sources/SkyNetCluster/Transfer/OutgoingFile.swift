@@ -1,0 +1,28 @@
+import SkyNetRuntime
+import SkyNetWire
+import SkyNetWork
+
+/// A file a `FilePump` sends: from a coordinator, a task's input or a basefile (`file` nil);
+/// from a node, `returns[file]` of a transfer. The closures run on the pump's thread, except
+/// `done`'s result, which the owner hands on (it must be quick: fulfil a signal).
+struct OutgoingFile: Sendable {
+    /// The request the file belongs to.
+    let id: Int
+    /// Its index in the transfer's `returns` (a node's return), or nil (a coordinator's file).
+    let file: Int?
+    /// The largest size it may have: beyond, it is not sent (`file-too-large`).
+    let maxSize: Int64
+    /// How messages name it (`photos/a.jpg`); also the `path` of the `ReturnedFile` reported.
+    let name: String
+    /// Opens the file (component-wise, no links), or says why not.
+    let open: @Sendable () throws(ScanFailure) -> OpenFile
+    /// The line that announces the file once its size, mode and time are known (`transfer`,
+    /// `basefile`, `return`), sent before its first chunk; nil: none.
+    let header: @Sendable (FileHeader) -> [UInt8]?
+    /// Whether its request was cancelled or failed meanwhile: looked at before every chunk.
+    let isCancelled: @Sendable () -> Bool
+    /// Called once: the file went out whole (its `end` sent), or why not (nothing more of it is sent).
+    let done: @Sendable (Result<ReturnedFile, ScanFailure>) -> Void
+    /// Tests only: called after each chunk is sent, with the bytes sent so far.
+    var afterChunk: (@Sendable (Int64) -> Void)? = nil
+}

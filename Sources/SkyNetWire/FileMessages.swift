@@ -1,0 +1,195 @@
+import SkyNetRuntime
+import SkyNetWork
+
+/// The most bytes one `data` line carries (256 KiB): its line stays near a third of the
+/// 1 MiB line limit, sealed or not. Fixed by the protocol (docs/PROTOCOL.md, "Files").
+public let maxChunkBytes = 262_144
+
+/// A file's size, permission bits and modification time, as a `transfer`, `basefile` or
+/// `return` announces it before its bytes.
+public struct FileHeader: Sendable, Equatable {
+    public var size: Int64
+    /// 0…0o7777; a node keeps `mode & 0o755 | 0o400` (the x bits matter, setuid never travels).
+    public var mode: Int
+    /// Nanoseconds since the epoch (an integer: a JSON double cannot hold them).
+    public var mtimeNanoseconds: Int64
+
+    public init(size: Int64, mode: Int, mtimeNanoseconds: Int64) {
+        self.size = size
+        self.mode = mode
+        self.mtimeNanoseconds = mtimeNanoseconds
+    }
+
+    func add(to json: inout JSONLine) {
+        json.add("size", Int(size))
+        json.add("mode", mode)
+        json.add("mtime_ns", Int(mtimeNanoseconds))
+    }
+}
+
+/// What a node's welcome offers for files (`"files":{"version":1,"max_file_size":…}`).
+public struct FileSupport: Sendable, Equatable {
+    /// The file protocol's version: 1, chunks in base64 inside JSON lines.
+    public var version: Int
+    /// The largest file the node accepts (its `--max-file-size`).
+    public var maxFileSize: Int64
+
+    public static let currentVersion = 1
+
+    public init(version: Int = FileSupport.currentVersion, maxFileSize: Int64) {
+        self.version = version
+        self.maxFileSize = maxFileSize
+    }
+}
+
+/// `transfer`: run one task of a named job in a work directory of its own, with its input file
+/// (`file`: its bytes follow as `data` lines and one `end`) and the files to return.
+public struct TransferRequest: Sendable, Equatable {
+    public var id: Int
+    /// As in `job`; with `file`, `task.inputText` is the path the file is written at in the
+    /// work directory.
+    public var task: ScanTask
+    public var file: FileHeader?
+    /// Paths relative to the work directory, fetched after the command succeeded (0…64).
+    public var returns: [String]
+    public var maxReturnSize: Int64
+    /// Whether the work directory is removed once the reply went out.
+    public var cleanup: Bool
+
+    /// The most `returns` one request may name.
+    public static let maxReturns = 64
+
+    public init(id: Int, task: ScanTask, file: FileHeader?, returns: [String], maxReturnSize: Int64, cleanup: Bool) {
+        self.id = id
+        self.task = task
+        self.file = file
+        self.returns = returns
+        self.maxReturnSize = maxReturnSize
+        self.cleanup = cleanup
+    }
+
+    /// The line to send.
+    public var line: [UInt8] {
+        var body = JSONLine()
+        body.add("id", task.id.wireText)
+        body.add("sector", task.input)
+        body.add("input", task.inputText)
+        if let timeout = task.timeout { body.add("timeout", timeout) }
+        var json = JSONLine(type: "transfer", id: id)
+        json.add("job", task.job)
+        json.add("task", object: body)
+        if let file {
+            var header = JSONLine()
+            file.add(to: &header)
+            json.add("file", object: header)
+        }
+        json.add("returns", strings: returns)
+        json.add("max_return_size", Int(maxReturnSize))
+        json.add("cleanup", cleanup)
+        return json.line
+    }
+}
+
+/// `basefile`: one file stored for every later task of this connection; its bytes follow.
+public struct BasefileRequest: Sendable, Equatable {
+    public var id: Int
+    /// Relative to every task's work directory.
+    public var path: String
+    public var file: FileHeader
+
+    public init(id: Int, path: String, file: FileHeader) {
+        self.id = id
+        self.path = path
+        self.file = file
+    }
+
+    /// The line to send.
+    public var line: [UInt8] {
+        var json = JSONLine(type: "basefile", id: id)
+        json.add("path", path)
+        file.add(to: &json)
+        return json.line
+    }
+}
+
+/// `data`: 1…`maxChunkBytes` bytes of a file at `offset` (the bytes received so far for it).
+/// `file` is the index into a transfer's `returns` on a node's reply, nil on a request.
+public struct FileChunk: Sendable, Equatable {
+    public var id: Int
+    public var file: Int?
+    public var offset: Int64
+    public var bytes: Data
+
+    public init(id: Int, file: Int?, offset: Int64, bytes: Data) {
+        self.id = id
+        self.file = file
+        self.offset = offset
+        self.bytes = bytes
+    }
+
+    /// The `data` line for `bytes`, encoded straight from the buffer (a file pump's read).
+    public static func line(id: Int, file: Int?, offset: Int64, bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var json = JSONLine(capacity: Base64.encodedCount(bytes.count) + 96)
+        json.add("type", "data")
+        json.add("id", id)
+        if let file { json.add("file", file) }
+        json.add("offset", Int(offset))
+        json.add("data", base64: bytes)
+        return json.takeLine()
+    }
+
+    /// The line to send.
+    public var line: [UInt8] {
+        bytes.withUnsafeBytes { Self.line(id: id, file: file, offset: offset, bytes: $0) }
+    }
+}
+
+/// `end`: the file's SHA-256, after exactly its size in bytes.
+public struct FileEnd: Sendable, Equatable {
+    public var id: Int
+    public var file: Int?
+    public var sha256: [UInt8]
+
+    public init(id: Int, file: Int?, sha256: [UInt8]) {
+        self.id = id
+        self.file = file
+        self.sha256 = sha256
+    }
+
+    /// The line to send.
+    public var line: [UInt8] {
+        var json = JSONLine(type: "end", id: id)
+        if let file { json.add("file", file) }
+        json.add("sha256", Secrets.hex(sha256))
+        return json.line
+    }
+}
+
+/// `return`: a node is about to send `returns[file]` of transfer `id`. No path travels from a
+/// node to a coordinator: only the index.
+public struct ReturnHeader: Sendable, Equatable {
+    public var id: Int
+    public var file: Int
+    public var header: FileHeader
+
+    public init(id: Int, file: Int, header: FileHeader) {
+        self.id = id
+        self.file = file
+        self.header = header
+    }
+
+    /// The line to send.
+    public var line: [UInt8] {
+        var json = JSONLine(type: "return", id: id)
+        json.add("file", file)
+        header.add(to: &json)
+        return json.line
+    }
+}
+
+extension JSONLine {
+    /// A string of base64, encoded straight into the line.
+    mutating func add(_ key: String, base64 bytes: UnsafeRawBufferPointer) {
+        add(key, rawString: { Base64.encode(bytes, appendingTo: &$0) })
+    }
+}

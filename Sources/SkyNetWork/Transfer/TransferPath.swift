@@ -1,0 +1,85 @@
+/// A path the coordinator will not send or write a file by: it says which and why. Final: the
+/// task is given up at once (running it again cannot help).
+public struct TransferRefusal: Error, CustomStringConvertible, Sendable, Equatable {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// A path a file travels by (issue 21): 1…4,096 bytes of UTF-8, no NUL, no newline, no `..`
+/// component, each component at most 255 bytes; components `.` and empty ones (`a//b`) are
+/// skipped when it is opened. It may be absolute here (an input, a returned file's target);
+/// on a node it is always relative to the task's work directory (`onNode`).
+public struct TransferPath: Sendable, Hashable, CustomStringConvertible {
+    /// The most bytes a path may hold (Linux's PATH_MAX).
+    public static let maxBytes = 4096
+    /// The most bytes one component may hold (Linux's NAME_MAX).
+    public static let maxComponentBytes = 255
+
+    /// The path as written.
+    public let text: String
+    /// Its components, without empty and `.` ones: what is opened, one at a time.
+    public let components: [String]
+    /// Whether it starts with `/`.
+    public let isAbsolute: Bool
+
+    public init(_ text: String) throws(TransferRefusal) {
+        let bytes = text.utf8
+        let shown = Self.quoted(text)
+        guard !bytes.isEmpty else { throw TransferRefusal("an empty path names no file") }
+        guard bytes.count <= Self.maxBytes else {
+            throw TransferRefusal("\(Self.quoted(String(text.prefix(40))))… is \(bytes.count) bytes long, over the \(Self.maxBytes) a path may have")
+        }
+        guard !bytes.contains(UInt8(ascii: "\n")) else { throw TransferRefusal("\(shown): a name with a newline cannot be sent") }
+        guard !bytes.contains(0) else { throw TransferRefusal("\(shown): a name with a NUL byte cannot be sent") }
+        let all = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard !all.contains("..") else { throw TransferRefusal("\(shown): a \"..\" component is refused") }
+        if let long = all.first(where: { $0.utf8.count > Self.maxComponentBytes }) {
+            throw TransferRefusal("\(shown): the component \(Self.quoted(String(long.prefix(40))))… is over \(Self.maxComponentBytes) bytes")
+        }
+        let components = all.filter { !$0.isEmpty && $0 != "." }
+        guard !components.isEmpty else { throw TransferRefusal("\(shown) names a directory, not a file") }
+        self.text = text
+        self.components = components
+        isAbsolute = text.hasPrefix("/")
+    }
+
+    private init(text: String, components: [String]) {
+        self.text = text
+        self.components = components
+        isAbsolute = false
+    }
+
+    /// The path on a node: relative to the task's work directory, its leading `/`s removed
+    /// (`/data/a.jpg` → `data/a.jpg`); a relative path as it is.
+    public var onNode: TransferPath {
+        guard isAbsolute else { return self }
+        return TransferPath(text: String(text.drop { $0 == "/" }), components: components)
+    }
+
+    /// The directories on the way, without the file's own name.
+    public var directories: [String] { Array(components.dropLast()) }
+
+    /// The file's own name (the last component).
+    public var name: String { components[components.count - 1] }
+
+    public var description: String { text }
+
+    /// `text` in double quotes, with a quote, a backslash or a control character escaped, so a
+    /// message shows exactly which name it means.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: out += "\\u{\(String(scalar.value, radix: 16))}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,90 @@
+/// What a scan's files do (issue 21): `--transfer`, `--return`, `--cleanup`, `--basefile` and
+/// `--max-file-size`. Inactive (the default) when none of the four options was given.
+public struct TransferSpec: Sendable {
+    /// Each task's input is a local file, sent with it.
+    public var transfer = false
+    /// The task's work directory is removed on the node once its results are back.
+    public var cleanup = false
+    /// The files fetched back after a task succeeds.
+    public var returns: [ReturnTemplate] = []
+    /// Files sent once to each system before its first task.
+    public var basefiles: [TransferPath] = []
+    /// The largest file sent or accepted back (default 1 GiB).
+    public var maxFileSize: Int64 = 1 << 30
+
+    /// The most `--return` templates (and `--basefile`s) a scan may give.
+    public static let maxReturns = 64
+
+    public init(transfer: Bool = false, cleanup: Bool = false, returns: [ReturnTemplate] = [], basefiles: [TransferPath] = [],
+                maxFileSize: Int64 = 1 << 30) {
+        self.transfer = transfer
+        self.cleanup = cleanup
+        self.returns = returns
+        self.basefiles = basefiles
+        self.maxFileSize = maxFileSize
+    }
+
+    /// Whether any of `--transfer`, `--return`, `--cleanup`, `--basefile` was given: the scan
+    /// then goes only to peers that offer files.
+    public var isActive: Bool { transfer || cleanup || !returns.isEmpty || !basefiles.isEmpty }
+
+    /// The paths of one task: its input here and on the node, and each returned file's path on
+    /// the node and here. Pure; a path that cannot travel is a `TransferRefusal` (final).
+    public func plan(for task: ScanTask) throws(TransferRefusal) -> TransferPlan {
+        let input = task.inputText
+        var localInput: TransferPath?
+        var nodeInput = input
+        if transfer {
+            let local = try TransferPath(input)
+            localInput = local
+            nodeInput = local.onNode.text
+        }
+        var returns: [(node: TransferPath, local: TransferPath)] = []
+        for template in self.returns {
+            let local = try Self.path(template, input: input, sector: task.input)
+            let node = try Self.path(template, input: nodeInput, sector: task.input).onNode
+            returns.append((node: node, local: local))
+        }
+        return TransferPlan(localInput: localInput, nodeInput: nodeInput, returns: returns)
+    }
+
+    private static func path(_ template: ReturnTemplate, input: String, sector: Int) throws(TransferRefusal) -> TransferPath {
+        do {
+            return try TransferPath(template.path(input: input, sector: sector))
+        } catch {
+            throw TransferRefusal("--return \(template.text): \(error.description)")
+        }
+    }
+}
+
+/// The paths of one task's files (`TransferSpec.plan(for:)`).
+public struct TransferPlan: Sendable {
+    /// The input file here, as written (nil without `--transfer`: the input is plain text).
+    public let localInput: TransferPath?
+    /// The input as the node gets it: the input file's path in the work directory (leading
+    /// `/`s removed), or the plain input text.
+    public let nodeInput: String
+    /// Each `--return` template's file: where the node finds it (relative to the work
+    /// directory) and where it is written here (as the template gave it on the input).
+    public let returns: [(node: TransferPath, local: TransferPath)]
+
+    public init(localInput: TransferPath?, nodeInput: String, returns: [(node: TransferPath, local: TransferPath)]) {
+        self.localInput = localInput
+        self.nodeInput = nodeInput
+        self.returns = returns
+    }
+}
+
+/// A file a task returned, as the journal records it: its path as the template gave it (relative
+/// to the scan's directory, or absolute), its size and its SHA-256.
+public struct ReturnedFile: Sendable, Equatable {
+    public let path: String
+    public let size: Int64
+    public let sha256: [UInt8]
+
+    public init(path: String, size: Int64, sha256: [UInt8]) {
+        self.path = path
+        self.size = size
+        self.sha256 = sha256
+    }
+}

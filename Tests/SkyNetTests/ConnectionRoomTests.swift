@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+@testable import SkyNet
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+import SkyNetTestSupport
+
+/// `Connection.waitForRoom(below:)` and the byte counters: a sender that waits for room is
+/// held while the peer does not read, let go once it drains, and told when the connection ends.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ConnectionRoomTests {
+    /// A connection whose peer does not read yet, with small kernel buffers, queued up past `bytes`.
+    private func backedUp(past bytes: Int) async throws -> (Connection, client: Socket) {
+        let (server, client) = try await loopbackPair()
+        server.setBufferSizes(send: 16384, receive: 16384)
+        client.setBufferSizes(send: 16384, receive: 16384)
+        let connection = Connection(socket: server, peer: "room")
+        connection.start(onEvent: { _ in })
+        let line = Array(String(repeating: "x", count: 4095).utf8) + [10]
+        while connection.queuedBytes < bytes { try connection.send(line) }
+        return (connection, client)
+    }
+
+    /// Runs `waitForRoom` on a thread of its own; the signal gets its answer.
+    private func waitOnAThread(_ connection: Connection, below bytes: Int) -> AsyncSignal<Bool> {
+        let answer = AsyncSignal<Bool>()
+        startThread(named: "test-room") { answer.fulfil(connection.waitForRoom(below: bytes)) }
+        return answer
+    }
+
+    @Test func aSenderWaitsWhileThePeerDoesNotReadAndGoesOnOnceItDrains() async throws {
+        let (connection, client) = try await backedUp(past: 256 << 10)
+        defer { connection.close(); client.close() }
+        let answer = waitOnAThread(connection, below: 128 << 10)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(answer.current == nil)  // held: nothing was read
+        #expect(connection.queuedBytes >= 128 << 10)
+        let drained = Task {
+            try await onOwnThread(named: "test-drain") {
+                receiveLines(from: client, count: 10_000, silence: .milliseconds(500))
+            }
+        }
+        #expect(try await withTimeout(.seconds(20)) { await answer.value } == true)
+        #expect(connection.queuedBytes < 128 << 10 || connection.queuedBytes == 0)
+        _ = try await drained.value
+        #expect(connection.waitForRoom(below: 1))  // an empty queue: at once
+    }
+
+    @Test func aWaitingSenderIsToldWhenTheConnectionCloses() async throws {
+        let (connection, client) = try await backedUp(past: 64 << 10)
+        defer { client.close() }
+        let answer = waitOnAThread(connection, below: 1024)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(answer.current == nil)
+        connection.close()
+        #expect(try await withTimeout(.seconds(20)) { await answer.value } == false)
+        #expect(!connection.waitForRoom(below: 1 << 30))
+    }
+
+    @Test func theCountersGrowWithWhatIsSentAndRead() async throws {
+        let (server, client) = try await loopbackPair()
+        defer { client.close() }
+        let lines = Counter()
+        let connection = Connection(socket: server, peer: "count")
+        connection.start(onEvent: { _ in lines.increment() })
+        defer { connection.close() }
+        #expect(connection.progress.sent == 0 && connection.progress.received == 0)
+        try connection.send(Array("hello\n".utf8))
+        _ = try await onOwnThread(named: "test-read") { receiveLines(from: client, count: 1, silence: .seconds(10)) }
+        #expect(connection.progress.sent == 6)
+        _ = try await onOwnThread(named: "test-write") { try client.send(Array("a line\n".utf8), wait: true) }
+        try await lines.wait(untilAtLeast: 1, upTo: .seconds(20))
+        #expect(connection.progress.received == 7)
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+
+/// A node's work root: private, locked for the process's life, one directory per connection,
+/// and the leftovers of killed nodes swept by the next start, never a live node's.
+@Suite(.timeLimit(.minutes(1)))
+struct WorkRootTests {
+    /// Whether a new open of `path` can take its `flock` (then let go at once).
+    private func lockIsFree(_ path: String) -> Bool {
+        let fd = open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return flock(fd, LOCK_EX | LOCK_NB) == 0
+    }
+
+    /// A root as a killed node leaves it: lock file present, nobody holding it, files inside.
+    private func leaveDeadRoot(_ sandbox: WorkDirSandbox, _ name: String) throws {
+        try sandbox.write("\(name)/.lock", [])
+        try sandbox.write("\(name)/conn-1/task-0-1/photos/a.jpg", [1, 2, 3])
+    }
+
+    @Test func aRootIsPrivateNamedForThePidAndLockedWhileItLives() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            let root = try WorkRoot.make(in: sandbox.path)
+            #expect(root.name.hasPrefix("skynet-node-\(getpid())-"))
+            #expect(root.name.count == "skynet-node-\(getpid())-".count + 6)
+            #expect(root.path == sandbox.at(root.name))
+            let stats = try #require(sandbox.status(root.name))
+            #expect(stats.st_mode & 0o777 == 0o700)
+            #expect(stats.st_mode & S_IFMT == S_IFDIR)
+            #expect(!lockIsFree(root.path + "/.lock"), "the lock is held while the root lives")
+            root.remove()
+            #expect(!sandbox.exists(root.name))
+            #expect(!root.isHeld)
+            root.remove()  // twice: nothing happens
+        }
+    }
+
+    @Test func twoRootsOfOneParentAreDistinct() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            let first = try WorkRoot.make(in: sandbox.path), second = try WorkRoot.make(in: sandbox.path)
+            #expect(first.path != second.path)
+            #expect(sandbox.tree().keys.filter { !$0.contains("/") }.sorted() == [first.name, second.name].sorted())
+            first.remove()
+            #expect(sandbox.exists(second.name))
+            second.remove()
+        }
+    }
+
+    @Test func connectionDirectoriesCountFromOneAndGoOneByOne() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            let root = try WorkRoot.make(in: sandbox.path)
+            defer { root.remove() }
+            let first = try root.openConnection(), second = try root.openConnection()
+            #expect([first.name, second.name] == ["conn-1", "conn-2"])
+            #expect(first.path == root.path + "/conn-1")
+            try sandbox.write("\(root.name)/conn-1/task-3-1/a.txt", [7])
+            try sandbox.write("\(root.name)/conn-2/task-3-1/a.txt", [8])
+            first.remove()
+            #expect(!sandbox.exists("\(root.name)/conn-1"))
+            #expect(sandbox.read("\(root.name)/conn-2/task-3-1/a.txt") == [8])
+            #expect(try root.openConnection().name == "conn-3", "numbers are never reused in a process")
+        }
+    }
+
+    @Test func removingAConnectionNeverFollowsALinkItsJobPlanted() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            try sandbox.write("outside/precious.txt", [42])
+            let root = try WorkRoot.make(in: sandbox.path)
+            defer { root.remove() }
+            let connection = try root.openConnection()
+            // What `ln -s ../../outside x` and `ln -s /…/outside y` in a task dir would leave.
+            try sandbox.symlink("\(root.name)/conn-1/task-0-1/x", to: "../../../outside")
+            try sandbox.symlink("\(root.name)/conn-1/task-0-1/y", to: sandbox.at("outside"))
+            let before = sandbox.tree("outside")
+            connection.remove()
+            #expect(!sandbox.exists("\(root.name)/conn-1"))
+            #expect(sandbox.tree("outside") == before)
+            #expect(sandbox.read("outside/precious.txt") == [42])
+        }
+    }
+
+    @Test func theSweepRemovesADeadNodesRootAndNothingElse() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            let live = try WorkRoot.make(in: sandbox.path)
+            defer { live.remove() }
+            try leaveDeadRoot(sandbox, "skynet-node-99999-dead01")
+            try sandbox.write("outside/precious.txt", [42])
+            try sandbox.symlink("skynet-node-99999-dead01/conn-1/link", to: sandbox.at("outside"))
+            // Not a root: another name, and a link named like a root.
+            try sandbox.write("other-node-1-abcdef/.lock", [])
+            try sandbox.symlink("skynet-node-1-linked", to: sandbox.at("outside"))
+            try sandbox.write("skynet-node-2-file", [1])
+            let removed = WorkRoot.sweep(in: sandbox.path)
+            #expect(removed == ["skynet-node-99999-dead01"])
+            #expect(!sandbox.exists("skynet-node-99999-dead01"))
+            #expect(sandbox.exists(live.name) && live.isHeld, "a live root is never swept")
+            #expect(sandbox.exists("other-node-1-abcdef/.lock"))
+            #expect(sandbox.status("skynet-node-1-linked").map { $0.st_mode & S_IFMT == S_IFLNK } == true)
+            #expect(sandbox.read("skynet-node-2-file") == [1])
+            #expect(sandbox.read("outside/precious.txt") == [42])
+        }
+    }
+
+    @Test func aRootWhoseLockIsHeldElsewhereIsLeftAlone() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            try leaveDeadRoot(sandbox, "skynet-node-4242-alive1")
+            // Another node's lock: an open file description of its own holding the flock.
+            let fd = open(sandbox.at("skynet-node-4242-alive1/.lock"), O_RDWR | O_CLOEXEC)
+            try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+            #expect(WorkRoot.sweep(in: sandbox.path).isEmpty)
+            #expect(sandbox.read("skynet-node-4242-alive1/conn-1/task-0-1/photos/a.jpg") == [1, 2, 3])
+            close(fd)  // that node ends without cleaning up
+            #expect(WorkRoot.sweep(in: sandbox.path) == ["skynet-node-4242-alive1"])
+            #expect(!sandbox.exists("skynet-node-4242-alive1"))
+        }
+    }
+
+    @Test func aRootWithoutALockIsSweptOnlyOnceOld() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            try sandbox.write("skynet-node-7-nolock/conn-1/a", [1])
+            #expect(WorkRoot.sweep(in: sandbox.path).isEmpty, "its node may be about to take the lock")
+            #expect(sandbox.exists("skynet-node-7-nolock/conn-1/a"))
+            let later = Date().addingTimeInterval(WorkRoot.unlockedGrace.seconds + 5)
+            #expect(WorkRoot.sweep(in: sandbox.path, now: later) == ["skynet-node-7-nolock"])
+            #expect(!sandbox.exists("skynet-node-7-nolock"))
+        }
+    }
+
+    @Test func aRootThatCannotBeMadeIsAFileError() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            #expect(throws: FileError.self) { try WorkRoot.make(in: sandbox.at("missing")) }
+            #expect(sandbox.tree().isEmpty)
+        }
+    }
+}
