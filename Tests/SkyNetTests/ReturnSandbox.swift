@@ -10,7 +10,7 @@ import SkyNetTestSupport
 /// stand-in for `/`) and `outside/` (which nothing may touch), removed on every path.
 struct ReturnSandbox {
     let base: String
-    let roots: ReturnWriter.Roots
+    let roots: ReturnRoots
 
     var here: String { base + "/here" }
     var abs: String { base + "/abs" }
@@ -23,7 +23,7 @@ struct ReturnSandbox {
             try FileManager.default.createDirectory(atPath: base + "/" + name, withIntermediateDirectories: false)
         }
         try "keep".write(toFile: base + "/outside/keep.txt", atomically: false, encoding: .utf8)
-        let roots = ReturnWriter.Roots(relative: try DirectoryHandle.open(base + "/here"), absolute: try DirectoryHandle.open(base + "/abs"))
+        let roots = ReturnRoots(relative: try DirectoryHandle.open(base + "/here"), absolute: try DirectoryHandle.open(base + "/abs"))
         try body(ReturnSandbox(base: base, roots: roots))
     }
 

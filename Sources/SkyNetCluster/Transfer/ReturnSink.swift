@@ -28,12 +28,12 @@ final class ReturnSink: Sendable {
     let targets: [TransferPath]
     private let peer: String
     private let maxSize: Int64
-    private let roots: ReturnWriter.Roots
+    private let roots: ReturnRoots
     private let freeSpace: @Sendable (DirectoryHandle) throws -> Int64
     private let onFailure: @Sendable (ScanFailure) -> Void
     private let state = Locked(State())
 
-    init(targets: [TransferPath], peer: String, maxSize: Int64, roots: ReturnWriter.Roots,
+    init(targets: [TransferPath], peer: String, maxSize: Int64, roots: ReturnRoots,
          freeSpace: @escaping @Sendable (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() },
          onFailure: @escaping @Sendable (ScanFailure) -> Void) {
         self.targets = targets

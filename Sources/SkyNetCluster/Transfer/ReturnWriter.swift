@@ -16,18 +16,6 @@ import SkyNetWork
 /// Every call blocks (file system calls): the connection's reader thread or a thread of our
 /// own, never the cooperative pool. A value with one owner (the task's `ReturnSink`, under its lock).
 struct ReturnWriter: Sendable {
-    /// Where relative targets start (the scan's working directory, opened once at its start)
-    /// and absolute ones (`/`).
-    struct Roots: Sendable {
-        let relative: DirectoryHandle
-        let absolute: DirectoryHandle
-
-        /// The process's working directory and `/`.
-        static func current() throws(FileError) -> Roots {
-            Roots(relative: try DirectoryHandle.open("."), absolute: try DirectoryHandle.open("/"))
-        }
-    }
-
     /// The target, as the plan gives it (for messages and the journal).
     let target: TransferPath
     let header: FileHeader
@@ -42,14 +30,14 @@ struct ReturnWriter: Sendable {
     /// sent by `peer`. Throws a `ScanFailure`: `bad-reply` over `maxSize` (the node was told
     /// the limit), `no-space` when `freeSpace` there is short, `bad-file` (final) when the
     /// target's directories pass through a link or cannot be made.
-    init(target: TransferPath, header: FileHeader, maxSize: Int64, peer: String, roots: Roots,
+    init(target: TransferPath, header: FileHeader, maxSize: Int64, peer: String, roots: ReturnRoots,
          freeSpace: (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() }) throws(ScanFailure) {
         self.target = target
         self.header = header
         guard header.size >= 0, header.size <= maxSize else {
             throw ScanFailure(code: .badReply, message: "\(peer) sent \(target) as \(ByteCount.text(header.size)), over --max-file-size \(ByteCount.text(maxSize))")
         }
-        let root = target.isAbsolute ? roots.absolute : roots.relative
+        let root = roots.root(of: target)
         do {
             directory = try root.directory(target.directories, create: true)
         } catch {
@@ -172,6 +160,26 @@ struct ReturnWriter: Sendable {
     private static func why(_ error: FileError) -> String {
         error.isSymbolicLink || error.code == ENOTDIR ? "\(error.path) is a symbolic link or not a directory (never followed)" : "\(error)"
     }
+}
+
+/// Where returned files' targets start: relative ones at the scan's working directory (opened
+/// once, at its start: a later `chdir` moves nothing) and absolute ones at `/`.
+public struct ReturnRoots: Sendable {
+    let relative: DirectoryHandle
+    let absolute: DirectoryHandle
+
+    public init(relative: DirectoryHandle, absolute: DirectoryHandle) {
+        self.relative = relative
+        self.absolute = absolute
+    }
+
+    /// The process's working directory and `/`.
+    public static func current() throws(FileError) -> ReturnRoots {
+        ReturnRoots(relative: try DirectoryHandle.open("."), absolute: try DirectoryHandle.open("/"))
+    }
+
+    /// The directory `path` starts at.
+    func root(of path: TransferPath) -> DirectoryHandle { path.isAbsolute ? absolute : relative }
 }
 
 /// Sizes as messages give them.
