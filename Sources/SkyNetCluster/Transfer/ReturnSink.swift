@@ -12,7 +12,7 @@ import SkyNetWork
 /// is touched. `commit` (once the `result` came) renames every file into place; `discard`
 /// (any failure, a lost link) leaves nothing behind. State behind a lock (`Locked`): the reader
 /// thread writes, the task's own thread commits or discards.
-final class ReturnSink: Sendable {
+final class ReturnSink: ReplyStream {
     private struct State: Sendable {
         /// The files whose `end` came and checked, in order.
         var done: [ReturnWriter] = []
@@ -31,11 +31,14 @@ final class ReturnSink: Sendable {
     private let roots: ReturnRoots
     private let freeSpace: @Sendable (DirectoryHandle) throws -> Int64
     private let onFailure: @Sendable (ScanFailure) -> Void
+    /// Told of each returned file's `return` line (the request's deadline ends there).
+    private let onFirstLine: @Sendable () -> Void
     private let state = Locked(State())
 
     init(targets: [TransferPath], peer: String, maxSize: Int64, roots: ReturnRoots,
          freeSpace: @escaping @Sendable (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() },
-         onFailure: @escaping @Sendable (ScanFailure) -> Void) {
+         onFirstLine: @escaping @Sendable () -> Void = {}, onFailure: @escaping @Sendable (ScanFailure) -> Void) {
+        self.onFirstLine = onFirstLine
         self.targets = targets
         self.peer = peer
         self.maxSize = maxSize
@@ -46,6 +49,7 @@ final class ReturnSink: Sendable {
 
     /// One line of the request's stream (reader thread). Lines of other kinds are ignored.
     func receive(_ reply: Reply) {
+        if case .returnFile = reply { onFirstLine() }
         let failure = state.withLock { state -> ScanFailure? in
             guard !state.closed, state.failure == nil else { return nil }
             do throws(ScanFailure) {
