@@ -8,7 +8,7 @@ import SkyNetTestSupport
 
 /// A temporary folder for returned files: `here/` (where relative targets start), `abs/` (the
 /// stand-in for `/`) and `outside/` (which nothing may touch), removed on every path.
-struct ReturnSandbox {
+struct ReturnSandbox: Sendable {
     let base: String
     let roots: ReturnRoots
 
@@ -25,6 +25,17 @@ struct ReturnSandbox {
         try "keep".write(toFile: base + "/outside/keep.txt", atomically: false, encoding: .utf8)
         let roots = ReturnRoots(relative: try DirectoryHandle.open(base + "/here"), absolute: try DirectoryHandle.open(base + "/abs"))
         try body(ReturnSandbox(base: base, roots: roots))
+    }
+
+    static func with(_ body: @Sendable (ReturnSandbox) async throws -> Void) async throws {
+        let (handle, base) = try DirectoryHandle.mkdtemp(in: NSTemporaryDirectory(), prefix: "skynet-return-")
+        defer { _ = handle; try? FileManager.default.removeItem(atPath: base) }
+        for name in ["here", "abs", "outside"] {
+            try FileManager.default.createDirectory(atPath: base + "/" + name, withIntermediateDirectories: false)
+        }
+        try "keep".write(toFile: base + "/outside/keep.txt", atomically: false, encoding: .utf8)
+        let roots = ReturnRoots(relative: try DirectoryHandle.open(base + "/here"), absolute: try DirectoryHandle.open(base + "/abs"))
+        try await body(ReturnSandbox(base: base, roots: roots))
     }
 
     /// Every path below the sandbox (hidden ones too), sorted.

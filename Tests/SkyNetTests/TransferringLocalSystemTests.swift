@@ -31,18 +31,8 @@ struct TransferringLocalSystemTests {
         return (TransferringLocalSystem(wrapping: local, spec: spec, records: records, roots: sandbox.roots), records)
     }
 
-    private func withSandbox(_ body: @escaping @Sendable (ReturnSandbox) async throws -> Void) async throws {
-        let (handle, base) = try DirectoryHandle.mkdtemp(in: NSTemporaryDirectory(), prefix: "skynet-localreturn-")
-        defer { _ = handle; try? FileManager.default.removeItem(atPath: base) }
-        for name in ["here", "abs", "outside"] {
-            try FileManager.default.createDirectory(atPath: base + "/" + name, withIntermediateDirectories: false)
-        }
-        let roots = ReturnRoots(relative: try DirectoryHandle.open(base + "/here"), absolute: try DirectoryHandle.open(base + "/abs"))
-        try await body(ReturnSandbox(base: base, roots: roots))
-    }
-
     @Test func theTaskRunsAsItIsAndItsReturnedFileIsRecordedWithItsHash() async throws {
-        try await withSandbox { sandbox in
+        try await ReturnSandbox.with { sandbox in
             let (system, records) = try system(sandbox)
             #expect(system.isLocal && system.name == "local")
             let task = ScanTask(input: 3, job: "mk", text: "a b.txt")
@@ -55,7 +45,7 @@ struct TransferringLocalSystemTests {
     }
 
     @Test func aMissingReturnFailsTheTaskByName() async throws {
-        try await withSandbox { sandbox in
+        try await ReturnSandbox.with { sandbox in
             let (system, records) = try system(sandbox)
             let task = ScanTask(input: 0, job: "mk", text: "none.txt")
             await #expect(throws: ScanFailure(code: .missingReturn, message: "did not produce none.txt.out")) { try await system.run(task) }
@@ -64,7 +54,7 @@ struct TransferringLocalSystemTests {
     }
 
     @Test func aReturnThatIsASymbolicLinkIsNotReturned() async throws {
-        try await withSandbox { sandbox in
+        try await ReturnSandbox.with { sandbox in
             try "secret".write(toFile: sandbox.outside + "/secret", atomically: false, encoding: .utf8)
             try FileManager.default.createSymbolicLink(atPath: sandbox.here + "/none-link.out", withDestinationPath: sandbox.outside + "/secret")
             let (system, records) = try system(sandbox)
@@ -77,7 +67,7 @@ struct TransferringLocalSystemTests {
     }
 
     @Test func aPathThatCannotTravelIsGivenUpAfterOneAttemptWithoutRunning() async throws {
-        try await withSandbox { sandbox in
+        try await ReturnSandbox.with { sandbox in
             let runs = Locked(0)
             let (system, _) = try system(sandbox, runs: runs)
             let systems = Systems()
@@ -94,7 +84,7 @@ struct TransferringLocalSystemTests {
     }
 
     @Test func aMissingReturnIsRetriedLikeAnyFailure() async throws {
-        try await withSandbox { sandbox in
+        try await ReturnSandbox.with { sandbox in
             let runs = Locked(0)
             let (system, _) = try system(sandbox, runs: runs)
             let systems = Systems()
