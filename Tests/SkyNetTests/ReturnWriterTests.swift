@@ -174,4 +174,25 @@ import Testing
         #expect(part.hasPrefix(".é") && part.hasSuffix(".part"))
         #expect(ReturnWriter.partName(for: "a.png") != ReturnWriter.partName(for: "a.png"))
     }
+
+    @Test func aPartLeftByAKilledCoordinatorGoesButALiveOneStays() throws {
+        try ReturnSandbox.with { sandbox in
+            let stale = ".a.png.skynet-0badf00d.part"
+            try "half".write(toFile: sandbox.here + "/" + stale, atomically: false, encoding: .utf8)
+            try "other".write(toFile: sandbox.here + "/.b.png.skynet-0badf00d.part", atomically: false, encoding: .utf8)
+            var first = try writer("a.png", 1, in: sandbox)
+            #expect(!FileManager.default.fileExists(atPath: sandbox.here + "/" + stale))
+            // Another file's leftover is not this target's business.
+            #expect(FileManager.default.fileExists(atPath: sandbox.here + "/.b.png.skynet-0badf00d.part"))
+            // A second writer of the same target (two inputs returning one path) keeps the first's.
+            var second = try writer("a.png", 1, in: sandbox)
+            #expect(sandbox.parts(in: sandbox.here).filter { $0.hasPrefix(".a.png.") }.count == 2)
+            try first.append(FileChunk(id: 1, file: 0, offset: 0, bytes: Data([7])), peer: "gpu1")
+            _ = try first.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([7])), peer: "gpu1")
+            try first.commit()
+            #expect(sandbox.bytes(sandbox.here + "/a.png") == [7])
+            second.discard()
+            #expect(sandbox.parts(in: sandbox.here) == [".b.png.skynet-0badf00d.part"])
+        }
+    }
 }

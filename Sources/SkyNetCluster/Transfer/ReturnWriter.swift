@@ -48,6 +48,7 @@ struct ReturnWriter: Sendable {
         guard free >= header.size else {
             throw ScanFailure(code: .noSpace, message: "no space here for \(target): \(ByteCount.mebibytesDown(free)) MiB free, \(ByteCount.mebibytesUp(header.size)) MiB needed")
         }
+        Self.removeStaleParts(of: target.name, in: directory)
         var made: (String, OpenFile)?
         for _ in 0..<4 {  // a name taken (O_EXCL) by a leftover: try another
             let name = Self.partName(for: target.name)
@@ -65,6 +66,7 @@ struct ReturnWriter: Sendable {
         }
         partName = name
         self.file = file
+        Self.live.withLock { _ = $0.insert(name) }
     }
 
     /// Writes one chunk; it must start where the bytes so far end and stay within the size.
@@ -128,6 +130,7 @@ struct ReturnWriter: Sendable {
         }
         file.close()
         self.file = nil
+        Self.live.withLock { _ = $0.remove(partName) }
         do {
             try directory.rename(partName, to: target.name)
         } catch {
@@ -142,6 +145,19 @@ struct ReturnWriter: Sendable {
         file.close()
         self.file = nil
         directory.remove(partName)
+        Self.live.withLock { _ = $0.remove(partName) }
+    }
+
+    /// The `.part` names this process is writing now (random, so unique): a `.part` of the same
+    /// target that is not among them was left by a coordinator that was killed, and goes.
+    private static let live = Locked<Set<String>>([])
+
+    /// Removes `.NAME.skynet-*.part` files in `directory` that no writer of this process holds.
+    static func removeStaleParts(of name: String, in directory: DirectoryHandle) {
+        let prefix = String(partName(for: name).dropLast(".skynet-00000000.part".utf8.count)) + ".skynet-"
+        let stale = directory.names { $0.hasPrefix(prefix) && $0.hasSuffix(".part") && $0.utf8.count == prefix.utf8.count + 13 }
+        let live = Self.live.withLock { $0 }
+        for part in stale where !live.contains(part) { directory.remove(part) }
     }
 
     /// `.NAME.skynet-<8 hex>.part`, the name's start cut (at a character) so it stays a legal
