@@ -19,7 +19,8 @@ struct HostileNodeTests {
 
     /// A node that offers files and answers each transfer as `script` says; `seen` collects
     /// the transfers it got, with their uploaded bytes.
-    private func startNode(seen: Locked<[(TransferRequest, [UInt8])]>, _ script: @escaping Script) async throws -> Listener {
+    private func startNode(seen: Locked<[(TransferRequest, [UInt8])]>, cancels: Counter = Counter(),
+                           _ script: @escaping Script) async throws -> Listener {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
         listener.start { socket, peer in
             let connection = Connection(socket: socket, peer: peer)
@@ -34,6 +35,8 @@ struct HostileNodeTests {
                 case .hello:
                     try? connection.send(Reply.welcome(version: 1, name: "gpu1", capacity: 2, jobs: ["t": "cp {} {}.out"],
                                                        files: FileSupport(maxFileSize: 1 << 30)).line)
+                case .cancel:
+                    cancels.increment()
                 case .transfer(let transfer) where transfer.file == nil:
                     answer(transfer, [])
                 case .transfer(let transfer):
@@ -166,5 +169,43 @@ struct HostileNodeTests {
         let system = RemoteSystem(name: "gpu1", peer: peer, timeout: .seconds(10),
                                   transfer: TransferContext(spec: TransferSpec(cleanup: true), records: ReturnRecords(), roots: sandbox.roots))
         return try await system.run(ScanTask(input: 4, job: "t", text: text, timeout: 20))
+    }
+
+    @Test func aNodeThatNeverAnswersIsGivenUpAtTheTasksDeadlineAndToldToStop() async throws {
+        try await ReturnSandbox.with { sandbox in
+            let cancels = Counter()
+            let listener = try await startNode(seen: Locked([]), cancels: cancels) { _, _ in [] }
+            defer { listener.stop() }
+            let peer = try await PeerConnection.open(name: "gpu1", host: "127.0.0.1", port: listener.port, token: nil, timeout: .seconds(10))
+            defer { peer.close() }
+            let spec = TransferSpec(returns: [try ReturnTemplate("{}.out")])
+            let system = RemoteSystem(name: "gpu1", peer: peer, timeout: .seconds(10), deadlineMargin: .milliseconds(100),
+                                      transfer: TransferContext(spec: spec, records: ReturnRecords(), roots: sandbox.roots))
+            let before = sandbox.tree()
+            let started = ContinuousClock.now
+            await #expect {
+                _ = try await system.run(ScanTask(input: 0, job: "t", text: "a", timeout: 0.2))
+            } throws: { ($0 as? ScanFailure)?.code == .deadline }
+            #expect(ContinuousClock.now - started < .seconds(5))  // the deadline, not the 10 s liveness bound
+            try await cancels.wait(untilAtLeast: 1, upTo: .seconds(10))
+            #expect(sandbox.tree() == before)
+        }
+    }
+
+    @Test func anInputThroughALinkOrWithDotDotIsRefusedForGoodAndNothingIsSent() async throws {
+        try await ReturnSandbox.with { sandbox in
+            try "secret".write(toFile: sandbox.outside + "/secret", atomically: false, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(atPath: sandbox.here + "/photos", withDestinationPath: sandbox.outside)
+            let seen = Locked<[(TransferRequest, [UInt8])]>([])
+            for (input, words) in [("photos/secret", "passes through a symbolic link (photos)"), ("../outside/secret", "a \"..\" component is refused")] {
+                await #expect {
+                    _ = try await run(input, transfer: true, in: sandbox, seen: seen) { transfer, _ in [Self.result(transfer)] }
+                } throws: { error in
+                    guard let failure = error as? ScanFailure else { return false }
+                    return failure.code == .badFile && failure.isFinal && failure.message.contains(words)
+                }
+            }
+            #expect(seen.withLock { $0.isEmpty })
+        }
     }
 }
