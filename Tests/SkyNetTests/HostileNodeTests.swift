@@ -19,7 +19,7 @@ struct HostileNodeTests {
 
     /// A node that offers files and answers each transfer as `script` says; `seen` collects
     /// the transfers it got, with their uploaded bytes.
-    private func startNode(seen: Locked<[(TransferRequest, [UInt8])]>, cancels: Counter = Counter(),
+    private func startNode(seen: Locked<[(TransferRequest, [UInt8])]>, cancels: Counter = Counter(), hangUp: Bool = false,
                            _ script: @escaping Script) async throws -> Listener {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
         listener.start { socket, peer in
@@ -28,6 +28,7 @@ struct HostileNodeTests {
             let answer: @Sendable (TransferRequest, [UInt8]) -> Void = { transfer, bytes in
                 seen.withLock { $0.append((transfer, bytes)) }
                 for reply in script(transfer, bytes) { try? connection.send(reply.line) }
+                if hangUp { connection.close() }
             }
             connection.start(onEvent: { event in
                 guard case .line(let line) = event, let request = try? Request.decode(line) else { return }
@@ -59,8 +60,8 @@ struct HostileNodeTests {
     /// `--return {}.out` (and `--transfer` when asked), writing into `sandbox`.
     private func run(_ text: String, transfer: Bool = false, maxFileSize: Int64 = 1 << 30, in sandbox: ReturnSandbox,
                      records: ReturnRecords = ReturnRecords(), seen: Locked<[(TransferRequest, [UInt8])]> = Locked([]),
-                     _ script: @escaping Script) async throws -> String {
-        let listener = try await startNode(seen: seen, script)
+                     hangUp: Bool = false, _ script: @escaping Script) async throws -> String {
+        let listener = try await startNode(seen: seen, hangUp: hangUp, script)
         defer { listener.stop() }
         let peer = try await PeerConnection.open(name: "gpu1", host: "127.0.0.1", port: listener.port, token: nil, timeout: .seconds(10))
         defer { peer.close() }
@@ -206,6 +207,20 @@ struct HostileNodeTests {
                 }
             }
             #expect(seen.withLock { $0.isEmpty })
+        }
+    }
+
+    @Test func aLinkLostHalfwayThroughAReturnedFileLeavesNoPartHere() async throws {
+        try await ReturnSandbox.with { sandbox in
+            let before = sandbox.tree()
+            let records = ReturnRecords()
+            await #expect(throws: PeerDisconnected.self) {
+                _ = try await run("a", in: sandbox, records: records, hangUp: true) { t, _ in
+                    [Self.header(t, file: 0, size: 1 << 20), .chunk(FileChunk(id: t.id, file: 0, offset: 0, bytes: Data(count: 4096)))]
+                }
+            }
+            #expect(sandbox.tree() == before)
+            #expect(records.count == 0)
         }
     }
 }
