@@ -36,7 +36,7 @@ extension RemoteSystem {
         let id = peer.nextID()
         let over = Locked(false)  // the request has its outcome: the pump sends no more of its file
         let deadline = TransferDeadline(clock: peer.clock)
-        let bound = transferBound(of: task)
+        let bound = bound(of: task)  // from the last byte sent to the first returned file or the reply
         // A failure seen on the reader thread or the pump's: the request fails with it, and
         // the node is told to stop (its work directory goes).
         let failRequest: @Sendable (ScanFailure) -> Void = { failure in
@@ -114,12 +114,6 @@ extension RemoteSystem {
     private nonisolated func discard(_ sink: ReturnSink?) async {
         guard let sink else { return }
         _ = try? await onOwnThread(named: "skynet-return-discard") { sink.discard() }
-    }
-
-    /// How long the node may take from the last byte sent to its first returned file or reply.
-    private nonisolated func transferBound(of task: ScanTask) -> Duration {
-        guard let seconds = task.timeout else { return .seconds(ScanTask.maxTimeout) }
-        return .seconds(seconds) + deadlineMargin
     }
 
     /// Opens the task's input here, one component at a time, never through a link. Final when

@@ -87,7 +87,7 @@ public actor RemoteSystem: ScanSystem {
     }
 
     /// How long a job's request may take: its deadline and the margin, or the longest deadline.
-    private nonisolated func bound(of task: ScanTask) -> Duration {
+    nonisolated func bound(of task: ScanTask) -> Duration {
         guard let seconds = task.timeout else { return .seconds(ScanTask.maxTimeout) }
         return .seconds(seconds) + deadlineMargin
     }
