@@ -195,4 +195,18 @@ import Testing
             #expect(sandbox.parts(in: sandbox.here) == [".b.png.skynet-0badf00d.part"])
         }
     }
+
+    @Test func filesArrivingAtOnceDoNotCountTheSameFreeSpaceTwice() throws {
+        try ReturnSandbox.with { sandbox in
+            let free: Int64 = 10 << 20
+            var first = try writer("a.bin", 6 << 20, in: sandbox, free: free)
+            #expect(throws: ScanFailure(code: .noSpace, message: "no space here for b.bin: 4 MiB free, 6 MiB needed")) {
+                _ = try writer("b.bin", 6 << 20, in: sandbox, free: free)
+            }
+            first.discard()
+            var third = try writer("c.bin", 6 << 20, in: sandbox, free: free)
+            third.discard()
+            #expect(sandbox.parts(in: sandbox.here).isEmpty)
+        }
+    }
 }

@@ -21,6 +21,9 @@ struct ReturnWriter: Sendable {
     let header: FileHeader
     private let directory: DirectoryHandle
     private let partName: String
+    /// The scan's bytes reserved by files arriving (its roots'), this one's among them until
+    /// its commit or discard.
+    private let reserved: Locked<Int64>
     private var file: OpenFile?
     private var received: Int64 = 0
     private var hash = SHA256()
@@ -34,6 +37,7 @@ struct ReturnWriter: Sendable {
          freeSpace: (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() }) throws(ScanFailure) {
         self.target = target
         self.header = header
+        reserved = roots.reserved
         guard header.size >= 0, header.size <= maxSize else {
             throw ScanFailure(code: .badReply, message: "\(peer) sent \(target) as \(ByteCount.text(header.size)), over --max-file-size \(ByteCount.text(maxSize))")
         }
@@ -45,8 +49,15 @@ struct ReturnWriter: Sendable {
         }
         let free: Int64
         do { free = try freeSpace(directory) } catch { free = .max }  // unknown: the write itself will tell
-        guard free >= header.size else {
-            throw ScanFailure(code: .noSpace, message: "no space here for \(target): \(ByteCount.mebibytesDown(free)) MiB free, \(ByteCount.mebibytesUp(header.size)) MiB needed")
+        let size = header.size
+        let left = roots.reserved.withLock { reserved -> Int64? in
+            let left = free == .max ? free : free - reserved
+            guard left >= size else { return left }
+            reserved += size
+            return nil
+        }
+        if let left {
+            throw ScanFailure(code: .noSpace, message: "no space here for \(target): \(ByteCount.mebibytesDown(left)) MiB free, \(ByteCount.mebibytesUp(size)) MiB needed")
         }
         Self.removeStaleParts(of: target.name, in: directory)
         var made: (String, OpenFile)?
@@ -58,10 +69,12 @@ struct ReturnWriter: Sendable {
             } catch where error.code == EEXIST {
                 continue
             } catch {
+                roots.reserved.withLock { $0 -= size }
                 throw ScanFailure(code: .badFile, message: "\(target) cannot be written here: \(Self.why(error))", isFinal: true)
             }
         }
         guard let (name, file) = made else {
+            roots.reserved.withLock { $0 -= size }
             throw ScanFailure(code: .badFile, message: "\(target) cannot be written here: no free temporary name")
         }
         partName = name
@@ -131,6 +144,7 @@ struct ReturnWriter: Sendable {
         file.close()
         self.file = nil
         Self.live.withLock { _ = $0.remove(partName) }
+        reserved.withLock { $0 -= header.size }
         do {
             try directory.rename(partName, to: target.name)
         } catch {
@@ -146,6 +160,7 @@ struct ReturnWriter: Sendable {
         self.file = nil
         directory.remove(partName)
         Self.live.withLock { _ = $0.remove(partName) }
+        reserved.withLock { $0 -= header.size }
     }
 
     /// The `.part` names this process is writing now (random, so unique): a `.part` of the same
@@ -183,6 +198,9 @@ struct ReturnWriter: Sendable {
 public struct ReturnRoots: Sendable {
     let relative: DirectoryHandle
     let absolute: DirectoryHandle
+    /// Bytes that the scan's files being received still need (all file systems together: a
+    /// bound on the safe side), so that files arriving at once do not count the same free space.
+    let reserved = Locked<Int64>(0)
 
     public init(relative: DirectoryHandle, absolute: DirectoryHandle) {
         self.relative = relative
