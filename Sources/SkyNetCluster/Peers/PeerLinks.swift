@@ -40,6 +40,13 @@ public final class PeerLinks: Sendable {
         public var allowJobMismatch: Bool
         /// How ssh nodes of the cluster are reached (their own backoff, no token).
         public var ssh = SSHSettings()
+        /// The scan's files (issue 21): when active, only peers that offer files are used, each
+        /// gets the basefiles before its first task, and tasks travel as `transfer` requests.
+        public var transfer: TransferSpec?
+        /// Where the peers' tasks record their returned files (the journal takes them).
+        public var returnRecords = ReturnRecords()
+        /// Where returned files are written and inputs read (nil: the working directory and `/`).
+        public var returnRoots: ReturnRoots?
 
         public init(capacity: Int = 4, timeout: Duration = .seconds(5), token: String? = nil,
                     job: String = JobRegistry.scan, jobSummary: String? = nil, allowJobMismatch: Bool = false) {
@@ -192,9 +199,28 @@ public final class PeerLinks: Sendable {
             case .usable:
                 break
             }
+            let filesRefusal: ClusterEvent?
+            do {
+                filesRefusal = try await readyForFiles(peer, named: node.name, settings: settings)
+            } catch {
+                peer.close()
+                if Task.isCancelled { return await peer.finish() }
+                await log(.disconnected(node.name, reason: await lastWords(of: peer, peer.closed.value)))
+                try? await DeadlineTimer.shared.sleep(for: delay)
+                delay = min(delay * 2, retryDelays.most)
+                continue
+            }
+            if let filesRefusal {
+                peer.close()
+                if !reportedRefusal { await log(filesRefusal) }
+                reportedRefusal = true
+                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
+                continue
+            }
             reportedRefusal = false
             let slots = min(capacity, peer.welcome.capacity)
-            let remote = RemoteSystem(name: node.name, peer: peer, timeout: settings.timeout) { responsive in
+            let transfer = settings.transfer.map { TransferContext(spec: $0, records: settings.returnRecords, roots: settings.returnRoots) }
+            let remote = RemoteSystem(name: node.name, peer: peer, timeout: settings.timeout, transfer: transfer) { responsive in
                 await systems.setSuspended(!responsive, named: node.name)
                 await log(responsive ? .responsive(node.name) : .unresponsive(node.name))
             }

@@ -23,6 +23,8 @@ public actor RemoteSystem: ScanSystem {
     /// Added to a task's deadline to bound its request: the node stops the task at the
     /// deadline, gives it a grace to end, then answers.
     public nonisolated let deadlineMargin: Duration
+    /// The scan's files (issue 21): with it, each task is a `transfer` request.
+    public nonisolated let transfer: TransferContext?
     private let onHealth: @Sendable (_ responsive: Bool) async -> Void
     private var probing = false
 
@@ -30,8 +32,9 @@ public actor RemoteSystem: ScanSystem {
     public static let defaultDeadlineMargin: Duration = .seconds(10)
 
     public init(name: String, peer: PeerConnection, timeout: Duration,
-                deadlineMargin: Duration = defaultDeadlineMargin,
+                deadlineMargin: Duration = defaultDeadlineMargin, transfer: TransferContext? = nil,
                 onHealth: @escaping @Sendable (_ responsive: Bool) async -> Void = { _ in }) {
+        self.transfer = transfer
         self.name = name
         self.peer = peer
         self.timeout = timeout
@@ -42,6 +45,7 @@ public actor RemoteSystem: ScanSystem {
     /// Nonisolated: it touches no state of the actor but when the peer seems gone, so a
     /// request costs no hop onto the actor.
     public nonisolated func run(_ task: ScanTask) async throws -> String {
+        if let transfer, transfer.spec.isActive { return try await runTransfer(task, transfer) }
         let peer = self.peer
         let id = peer.nextID()
         let reply: Reply
@@ -51,11 +55,8 @@ public actor RemoteSystem: ScanSystem {
             } else {
                 reply = try await peer.request(id: id, .run(id: id, task: task), timeout: bound(of: task), liveness: timeout)
             }
-        } catch where error is TimeoutError || error is PeerUnresponsive || error is CancellationError {
-            peer.post(.cancel(id: id))  // given up: should the node still be alive, its slot is freed
-            if error is CancellationError { throw error }
-            if error is TimeoutError, !task.isScan { throw deadlinePassed(task) }
-            await startProbing()
+        } catch {
+            try await givenUp(error, id: id, task: task)
             throw error
         }
         switch reply {
@@ -72,13 +73,26 @@ public actor RemoteSystem: ScanSystem {
         }
     }
 
+    /// A request given up (its time limit, a peer that stopped answering, the scan stopped):
+    /// cancels it on the node, should the node still be alive, so its slot is freed; after a
+    /// timeout or a missed ping the peer is probed until it answers. Throws what the caller
+    /// sees; returns for any other error (the caller throws it as it is).
+    nonisolated func givenUp(_ error: any Error, id: Int, task: ScanTask) async throws {
+        guard error is TimeoutError || error is PeerUnresponsive || error is CancellationError else { return }
+        peer.post(.cancel(id: id))
+        if error is CancellationError { throw error }
+        if error is TimeoutError, !task.isScan { throw deadlinePassed(task) }
+        await startProbing()
+        throw error
+    }
+
     /// How long a job's request may take: its deadline and the margin, or the longest deadline.
-    private nonisolated func bound(of task: ScanTask) -> Duration {
+    nonisolated func bound(of task: ScanTask) -> Duration {
         guard let seconds = task.timeout else { return .seconds(ScanTask.maxTimeout) }
         return .seconds(seconds) + deadlineMargin
     }
 
-    private nonisolated func deadlinePassed(_ task: ScanTask) -> ScanFailure {
+    nonisolated func deadlinePassed(_ task: ScanTask) -> ScanFailure {
         let deadline = task.timeout.map { "its deadline of \($0.asWritten) s" } ?? "the longest deadline"
         return ScanFailure(code: .deadline,
                            message: "\(name) gave no answer within \(deadline) and a margin of \(deadlineMargin.seconds.asWritten) s")

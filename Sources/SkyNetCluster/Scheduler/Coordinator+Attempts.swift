@@ -1,4 +1,5 @@
 import SkyNetRuntime
+import SkyNetWork
 
 extension Coordinator {
     func launch(_ work: Attempt, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) async {
@@ -45,7 +46,7 @@ extension Coordinator {
                               attempt: work.attempt, seconds: seconds)
         case .failure where Task.isCancelled:
             return nil  // stopped, not failed: the task counts as not run
-        case .failure(let error) where work.attempt < maxAttempts:
+        case .failure(let error) where work.attempt < maxAttempts && !Self.isFinal(error):
             report.systems[system.name, default: SystemTally()].failed += 1
             report.reruns += 1
             queue.rerun(Attempt(task: work.task, attempt: work.attempt + 1))
@@ -56,6 +57,14 @@ extension Coordinator {
             queue.settled(work.task)
             return .gaveUp(work.task, attempts: work.attempt, system: system.name, seconds: seconds, error: error)
         }
+    }
+}
+
+extension Coordinator {
+    /// Whether running the task again cannot help (the coordinator's own refusal of a path, a
+    /// file over its limit: issue 21): it is given up after this attempt.
+    static func isFinal(_ error: any Error) -> Bool {
+        (error as? ScanFailure)?.isFinal == true || error is TransferRefusal
     }
 }
 

@@ -1,0 +1,167 @@
+import SkyNetRuntime
+import SkyNetWire
+import SkyNetWork
+
+/// What a peer's tasks need when the scan's files travel (issue 21).
+public struct TransferContext: Sendable {
+    public let spec: TransferSpec
+    /// Where each task's returned files are recorded for the journal.
+    public let records: ReturnRecords
+    /// Where returned files are written (nil: the working directory and `/`, opened per task).
+    public let roots: ReturnRoots?
+
+    public init(spec: TransferSpec, records: ReturnRecords, roots: ReturnRoots? = nil) {
+        self.spec = spec
+        self.records = records
+        self.roots = roots
+    }
+}
+
+extension RemoteSystem {
+    /// Runs `task` as a `transfer` request: its input file (with `--transfer`) goes through the
+    /// link's file pump behind the request's header, its returned files come back through a
+    /// `ReturnSink` and are renamed into place only once the node's `result` came; then they are
+    /// recorded and the result returned. Any failure leaves no `.part` here.
+    nonisolated func runTransfer(_ task: ScanTask, _ context: TransferContext) async throws -> String {
+        let spec = context.spec
+        let plan: TransferPlan
+        do { plan = try spec.plan(for: task) } catch { throw ScanFailure(code: .badFile, message: error.description, isFinal: true) }
+        let roots: ReturnRoots
+        if let given = context.roots {
+            roots = given
+        } else {
+            roots = try await onOwnThread(named: "skynet-return-roots") { try ReturnRoots.current() }
+        }
+        let peer = self.peer, name = self.name
+        let id = peer.nextID()
+        let over = Locked(false)  // the request has its outcome: the pump sends no more of its file
+        let deadline = TransferDeadline(clock: peer.clock)
+        let bound = bound(of: task)  // from the last byte sent to the first returned file or the reply
+        // A failure seen on the reader thread or the pump's: the request fails with it, and
+        // the node is told to stop (its work directory goes).
+        let failRequest: @Sendable (ScanFailure) -> Void = { failure in
+            peer.fail(id, with: failure)
+            peer.post(.cancel(id: id))
+        }
+        let sink = plan.returns.isEmpty ? nil : ReturnSink(targets: plan.returns.map(\.local), peer: name, maxSize: spec.maxFileSize,
+                                                           roots: roots, onFirstLine: { deadline.disarm() }, onFailure: failRequest)
+        let nodeTask = ScanTask(id: task.id, input: task.input, duration: task.duration, job: task.job, text: plan.nodeInput,
+                                timeout: task.timeout)
+        let returns = plan.returns.map(\.node.text)
+        let header: @Sendable (FileHeader?) -> [UInt8] = { file in
+            Request.transfer(TransferRequest(id: id, task: nodeTask, file: file, returns: returns, maxReturnSize: spec.maxFileSize,
+                                             cleanup: spec.cleanup)).line
+        }
+        // Once every byte is out, the node runs the task: from then on its deadline (and the
+        // margin) bounds the wait for the first returned file or the reply.
+        let armDeadline: @Sendable () -> Void = {
+            deadline.arm(after: bound) { peer.fail(id, with: TimeoutError()) }
+        }
+        let sending: @Sendable () throws -> Void
+        if let input = plan.localInput {
+            let file = OutgoingFile(
+                id: id, file: nil, maxSize: min(spec.maxFileSize, peer.files?.maxFileSize ?? spec.maxFileSize), name: input.text,
+                open: { () throws(ScanFailure) -> OpenFile in try Self.openInput(input, in: roots) },
+                header: { header($0) },
+                isCancelled: { over.withLock { $0 } },
+                done: { result in
+                    switch result {
+                    case .success: armDeadline()
+                    case .failure(let failure): failRequest(failure)
+                    }
+                })
+            sending = {
+                peer.stream(id, to: sink)
+                peer.pump.enqueue(file)
+            }
+        } else {
+            sending = {
+                peer.stream(id, to: sink)
+                try peer.connection.send(header(nil))
+                armDeadline()
+            }
+        }
+        let reply: Reply
+        do {
+            defer {
+                over.withLock { $0 = true }
+                deadline.disarm()
+                peer.stream(id, to: nil)
+            }
+            reply = try await peer.request(id: id, sending: sending, timeout: nil, liveness: timeout)
+        } catch {
+            await discard(sink)
+            if error is TimeoutError { peer.post(.cancel(id: id)); throw deadlinePassed(task) }
+            try await givenUp(error, id: id, task: task)
+            throw error
+        }
+        switch reply {
+        case .result(_, _, let result):
+            guard let sink else { return result }
+            let files = try await onOwnThread(named: "skynet-return-commit") { try sink.commit() }
+            context.records.put(task.id, files)
+            return result
+        case .failure(_, _, let code, let message):
+            await discard(sink)
+            throw ScanFailure(code: code, message: message)
+        default:
+            await discard(sink)
+            throw ScanFailure(code: .badReply, message: "\(name) answered a transfer with \(reply)")
+        }
+    }
+
+    /// Removes every `.part` of the task (file system calls: on a thread of our own).
+    private nonisolated func discard(_ sink: ReturnSink?) async {
+        guard let sink else { return }
+        _ = try? await onOwnThread(named: "skynet-return-discard") { sink.discard() }
+    }
+
+    /// Opens the task's input here, one component at a time, never through a link. Final when
+    /// it cannot be: running the task again cannot make it readable.
+    static func openInput(_ input: TransferPath, in roots: ReturnRoots) throws(ScanFailure) -> OpenFile {
+        do {
+            return try roots.root(of: input).directory(input.directories, create: false).openFile(input.name)
+        } catch {
+            let why = error.code == ELOOP || error.code == ENOTDIR
+                ? "it passes through a symbolic link (\(error.path)); give its real path (realpath)"
+                : "\(error)"
+            throw ScanFailure(code: .badFile, message: "cannot send \(input): \(why)", isFinal: true)
+        }
+    }
+}
+
+/// The time limit of a transfer once its upload ended, on the link's clock; disarmed by the
+/// first returned file (which may take long to arrive whole) or the reply. Behind a lock (`Locked`).
+final class TransferDeadline: Sendable {
+    private struct State: Sendable {
+        var ticket: TimerTicket?
+        var disarmed = false
+    }
+
+    private let clock: any TimerClock
+    private let state = Locked(State())
+
+    init(clock: any TimerClock) {
+        self.clock = clock
+    }
+
+    /// Runs `expired` after `bound` unless disarmed first (a disarmed deadline stays so).
+    func arm(after bound: Duration, _ expired: @escaping @Sendable () -> Void) {
+        let ticket = clock.schedule(at: clock.now + bound, expired)
+        let keep = state.withLock { state -> Bool in
+            guard !state.disarmed else { return false }
+            state.ticket = ticket
+            return true
+        }
+        if !keep { _ = clock.cancel(ticket) }
+    }
+
+    func disarm() {
+        let ticket = state.withLock { state -> TimerTicket? in
+            state.disarmed = true
+            defer { state.ticket = nil }
+            return state.ticket
+        }
+        if let ticket { _ = clock.cancel(ticket) }
+    }
+}
