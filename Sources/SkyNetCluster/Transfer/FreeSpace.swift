@@ -54,10 +54,7 @@ final class FreeSpace: Sendable {
     /// `no space on gpu1: 12 MiB free, 40 MiB needed`: free rounded down, needed rounded up,
     /// so that the numbers never make it look as if the file fitted.
     static func message(node: String, free: Int64, needed: Int64) -> String {
-        let mebibyte: Int64 = 1 << 20
-        let freeMiB = max(0, free) / mebibyte
-        let neededMiB = needed / mebibyte + (needed % mebibyte == 0 ? 0 : 1)
-        return "no space on \(node): \(freeMiB) MiB free, \(neededMiB) MiB needed"
+        "no space on \(node): \(ByteCount.mebibytesDown(free)) MiB free, \(ByteCount.mebibytesUp(needed)) MiB needed"
     }
 
     fileprivate func give(back bytes: Int64) {

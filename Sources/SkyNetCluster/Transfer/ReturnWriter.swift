@@ -39,7 +39,7 @@ struct ReturnWriter: Sendable {
         self.header = header
         reserved = roots.reserved
         guard header.size >= 0, header.size <= maxSize else {
-            throw ScanFailure(code: .badReply, message: "\(peer) sent \(target) as \(ByteCount.text(header.size)), over --max-file-size \(ByteCount.text(maxSize))")
+            throw ScanFailure(code: .badReply, message: "\(peer) sent \(target) as \(ByteCount.approximate(header.size)), over --max-file-size \(ByteCount.approximate(maxSize))")
         }
         let root = roots.root(of: target)
         do {
@@ -214,28 +214,4 @@ public struct ReturnRoots: Sendable {
 
     /// The directory `path` starts at.
     func root(of path: TransferPath) -> DirectoryHandle { path.isAbsolute ? absolute : relative }
-}
-
-/// Sizes as messages give them.
-enum ByteCount {
-    static let mebibyte: Int64 = 1 << 20
-
-    /// `12` for 12.9 MiB: free space, rounded down.
-    static func mebibytesDown(_ bytes: Int64) -> Int64 { max(0, bytes) / mebibyte }
-
-    /// `41` for 40.1 MiB: space needed, rounded up.
-    static func mebibytesUp(_ bytes: Int64) -> Int64 {
-        let (whole, part) = max(0, bytes).quotientAndRemainder(dividingBy: mebibyte)
-        return whole + (part > 0 ? 1 : 0)
-    }
-
-    /// `2.0 GiB`, `1 GiB`, `300 KiB`, `17 B`.
-    static func text(_ bytes: Int64) -> String {
-        let units: [(Int64, String)] = [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
-        for (size, unit) in units where bytes >= size {
-            if bytes % size == 0 { return "\(bytes / size) \(unit)" }
-            return "\((Double(bytes) / Double(size) * 10).rounded(.down) / 10) \(unit)"
-        }
-        return "\(bytes) B"
-    }
 }

@@ -114,18 +114,3 @@ final class TaskUpload: Sendable {
         workDir.remove()
     }
 }
-
-/// Sizes as people read them in messages: `2.0 GiB`, `512 KiB`, `12 bytes`.
-enum ByteCount {
-    /// In the largest binary unit it reaches: whole when exact, else one decimal.
-    static func approximate(_ bytes: Int64) -> String {
-        let units: [(shift: Int64, name: String)] = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")]
-        guard let unit = units.first(where: { bytes >= 1 << $0.shift }) else { return "\(bytes) bytes" }
-        let size = Int64(1) << unit.shift
-        if bytes % size == 0 { return "\(bytes / size) \(unit.name)" }
-        // Tenths from the remainder: no product of the whole count can overflow.
-        var whole = bytes / size, tenths = (bytes % size * 10 + size / 2) / size
-        if tenths == 10 { (whole, tenths) = (whole + 1, 0) }
-        return "\(whole).\(tenths) \(unit.name)"
-    }
-}
