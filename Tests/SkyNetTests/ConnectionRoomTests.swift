@@ -9,16 +9,21 @@ import SkyNetTestSupport
 /// held while the peer does not read, let go once it drains, and told when the connection ends.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct ConnectionRoomTests {
-    /// A connection whose peer does not read yet, with small kernel buffers, queued up past `bytes`.
-    private func backedUp(past bytes: Int) async throws -> (Connection, client: Socket) {
+    /// A connection whose peer does not read yet, with small kernel buffers, queued up past
+    /// `bytes`; `lines` were sent.
+    private func backedUp(past bytes: Int) async throws -> (Connection, client: Socket, lines: Int) {
         let (server, client) = try await loopbackPair()
         server.setBufferSizes(send: 16384, receive: 16384)
         client.setBufferSizes(send: 16384, receive: 16384)
         let connection = Connection(socket: server, peer: "room")
         connection.start(onEvent: { _ in })
         let line = Array(String(repeating: "x", count: 4095).utf8) + [10]
-        while connection.queuedBytes < bytes { try connection.send(line) }
-        return (connection, client)
+        var lines = 0
+        while connection.queuedBytes < bytes {
+            try connection.send(line)
+            lines += 1
+        }
+        return (connection, client, lines)
     }
 
     /// Runs `waitForRoom` on a thread of its own; the signal gets its answer.
@@ -29,7 +34,7 @@ struct ConnectionRoomTests {
     }
 
     @Test func aSenderWaitsWhileThePeerDoesNotReadAndGoesOnOnceItDrains() async throws {
-        let (connection, client) = try await backedUp(past: 256 << 10)
+        let (connection, client, lines) = try await backedUp(past: 256 << 10)
         defer { connection.close(); client.close() }
         let answer = waitOnAThread(connection, below: 128 << 10)
         try await Task.sleep(for: .milliseconds(200))
@@ -37,7 +42,9 @@ struct ConnectionRoomTests {
         #expect(connection.queuedBytes >= 128 << 10)
         let drained = Task {
             try await onOwnThread(named: "test-drain") {
-                receiveLines(from: client, count: 10_000, silence: .milliseconds(500))
+                // Every line, however long the writer is kept from the CPU (a short silence
+                // bound stopped reading early under a full test run, and the wait never ended).
+                receiveLines(from: client, count: lines, silence: .seconds(20))
             }
         }
         #expect(try await withTimeout(.seconds(20)) { await answer.value } == true)
@@ -47,7 +54,7 @@ struct ConnectionRoomTests {
     }
 
     @Test func aWaitingSenderIsToldWhenTheConnectionCloses() async throws {
-        let (connection, client) = try await backedUp(past: 64 << 10)
+        let (connection, client, _) = try await backedUp(past: 64 << 10)
         defer { client.close() }
         let answer = waitOnAThread(connection, below: 1024)
         try await Task.sleep(for: .milliseconds(100))
