@@ -97,5 +97,5 @@ extension ScanCommand {
               "copy this binary to a host without it (or with another build) as",
               "~/.cache/skynet/skynet-SHA256 over the same login, check the hash",
               "there and run that copy (same OS and architecture only)"),
-    ], usagePrefix: "usage: skynet scan", sections: ["options:", "real work:", "machines over ssh:"])
+    ] + transferOptions, usagePrefix: "usage: skynet scan", sections: ["options:", "real work:", "machines over ssh:", "files that travel with their tasks:"])
 }

@@ -59,8 +59,14 @@ extension ScanCommand {
             await GroupKeeper.startFromThisExecutable()
         }
         let local = LocalSystem(name: ClusterConfig.localName, capacity: localSlots, jobs: jobs)
+        // Returned files are written relative to the directory the scan started in, opened once.
+        let roots = try await returnRoots(output)
         let systems = Systems()
-        await systems.add(local, capacity: localSlots)
+        if let roots, let records = output.returnRecords {
+            await systems.add(TransferringLocalSystem(wrapping: local, spec: transfer, records: records, roots: roots), capacity: localSlots)
+        } else {
+            await systems.add(local, capacity: localSlots)
+        }
         // The dashboard's place comes before the nodes: it outlives them, so that the final
         // state it shows for --dashboard-linger has no node left running. It starts once the
         // nodes' addresses are known.
@@ -87,6 +93,9 @@ extension ScanCommand {
         var settings = PeerLinks.Settings(capacity: capacity, timeout: .seconds(timeout), token: token?.value,
                                           job: job, jobSummary: jobs.job(named: job)?.summary, allowJobMismatch: allowJobMismatch)
         settings.ssh = sshSettings(output: output)
+        if let roots, let records = output.returnRecords {
+            (settings.transfer, settings.returnRecords, settings.returnRoots) = (transfer, records, roots)
+        }
         let links = await group.start {
             PeerLinks(cluster: peers, systems: systems, settings: settings) { event in
                 board?.record(event)
@@ -209,10 +218,23 @@ extension ScanCommand {
         }
         let done = resumed?.sectors ?? SectorSet(total: 0)
         let order = results ? ResultOrder(keepsOrder: keepOrder, skipped: done, journaled: journaled) : nil
-        let output = ScanOutput(format: format, journal: journal, progress: progress(), results: order)
+        let output = ScanOutput(format: format, journal: journal, progress: progress(), results: order,
+                                returnRecords: transfer.isActive ? ReturnRecords() : nil)
         if let resumed, let journalPath { await output.resumed(resumed.count, from: journalPath, skipped: resumed.skipped) }
         await output.printResults(order?.start())  // what a resume found journaled and never printed
         return (inputs, output, done)
+    }
+
+    /// The directories returned files are written from (the scan's working directory, and `/`
+    /// for absolute paths), when files travel; nil when they do not.
+    private func returnRoots(_ output: ScanOutput) async throws(ScanExit) -> ReturnRoots? {
+        guard transfer.isActive else { return nil }
+        do {
+            return try await onOwnThread(named: "skynet-return-roots") { try ReturnRoots.current() }
+        } catch {
+            await output.error("cannot open the working directory for the files that come back: \(error)")
+            throw .failed(1)
+        }
     }
 
     /// The jobs of this process's own system: the built-in scan, and the --job command if given.

@@ -39,6 +39,7 @@ struct ScanCommand: Command {
           skynet scan --total 2000 --duration 0.05 --spawn 3 --dashboard 8080
           ls *.jpg > files.txt; skynet scan --spawn 2 --job sum='sha256sum {}' --inputs files.txt --results
           skynet scan --ssh 8/alice@gpu1,gpu2 --job sum='sha256sum {}' --inputs files.txt --results
+          ls photos/*.jpg > todo.txt; skynet scan --ssh gpu1,gpu2 --job png='convert {} {.}.png' --inputs todo.txt --trc {.}.png
         """
 
     /// With --keep-order: how far past the oldest unfinished sector a task may start, so at
@@ -76,6 +77,10 @@ struct ScanCommand: Command {
     let allowJobMismatch: Bool
     /// The hosts of --ssh and --ssh-file (also in `cluster`), and how they are reached.
     let ssh: SSHOptions
+    /// What the tasks' files do: inactive unless a file option was given.
+    let transfer: TransferSpec
+    /// --max-file-size as given, for the nodes this scan starts.
+    let maxFileSizeGiven: Int?
 
     init(arguments: [String]) throws(UsageError) {
         let args = try Self.optionTable.parse(arguments)
@@ -108,6 +113,8 @@ struct ScanCommand: Command {
         maxAttempts = try args.int("max-attempts", default: 5)
         spawn = try args.int("spawn", default: 0)
         ssh = try Self.parseSSH(args)
+        transfer = try Self.parseTransfer(args, job: job, inputsPath: inputsPath)
+        maxFileSizeGiven = args.string("max-file-size") == nil ? nil : Int(transfer.maxFileSize)
         // With --spawn or ssh hosts and no --cluster, only those are peers.
         let ownPeers = spawn > 0 || !ssh.nodes.isEmpty
         clusterPath = ownPeers && args.string("cluster") == nil ? nil : args.string("cluster") ?? "cluster.json"

@@ -34,11 +34,15 @@ final class ScanOutput: Sendable {
     /// Where log lines go: stdout, or stderr when stdout carries the results.
     private var logDescriptor: Int32 { results == nil ? 1 : 2 }
 
-    init(format: Format, journal: ScanJournal?, progress: Progress?, results: ResultOrder? = nil) {
+    /// When files travel: the files each completed task returned, taken when it is journaled.
+    let returnRecords: ReturnRecords?
+
+    init(format: Format, journal: ScanJournal?, progress: Progress?, results: ResultOrder? = nil, returnRecords: ReturnRecords? = nil) {
         self.format = format
         self.journal = journal
         self.progress = progress
         self.results = results
+        self.returnRecords = returnRecords
     }
 
     /// An error line on stderr, with the progress line out of the way.
@@ -112,6 +116,7 @@ final class ScanOutput: Sendable {
         case .started:
             break
         case .completed(let task, let result, let system, let isLocal, let attempt, let seconds):
+            let files = returnRecords?.take(task.id) ?? []
             await record(.init(input: task.input, text: task.text, job: task.isScan ? nil : task.job, result: result, system: system, attempt: attempt, seconds: seconds))
             await printResults(results?.settle(task.input, result: result))
             guard format == .json else {
@@ -124,6 +129,7 @@ final class ScanOutput: Sendable {
             json.add("system", system)
             json.add("attempt", attempt)
             json.add("seconds", seconds)
+            if !files.isEmpty { json.add("files", objects: files.map(\.json)) }
             await emit(json)
         case .rerun(let task, let attempt, let system, let error):
             guard format == .json else { return await line("Re-run task: \(task.input). Failed with: \(error)") }

@@ -118,7 +118,7 @@ extension RemoteSystem {
 
     /// Opens the task's input here, one component at a time, never through a link. Final when
     /// it cannot be: running the task again cannot make it readable.
-    static func openInput(_ input: TransferPath, in roots: ReturnRoots) throws(ScanFailure) -> OpenFile {
+    public static func openInput(_ input: TransferPath, in roots: ReturnRoots) throws(ScanFailure) -> OpenFile {
         do {
             return try roots.root(of: input).directory(input.directories, create: false).openFile(input.name)
         } catch {
