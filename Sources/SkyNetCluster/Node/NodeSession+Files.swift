@@ -134,8 +134,13 @@ extension NodeSession {
     }
 
     /// Fails an upload: discarded, answered (`failure` for a transfer, `error` for a basefile).
+    /// `removed`: the caller took it out of the table; else it is taken here, and only by one
+    /// party: a connection that ended meanwhile (`discardUploads`) already discarded and ended
+    /// it, and ending it twice would free the node's counts twice.
     private func fail(_ upload: NodeUpload, _ failure: ScanFailure, removed: Bool = false) {
-        if !removed { state.withLock { _ = $0.uploads.removeValue(forKey: upload.id) } }
+        if !removed {
+            guard state.withLock({ $0.uploads.removeValue(forKey: upload.id) }) != nil else { return }
+        }
         upload.discard()
         endFileRequest()
         switch upload.kind {
