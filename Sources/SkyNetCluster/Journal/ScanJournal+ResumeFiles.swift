@@ -31,6 +31,8 @@ extension ScanJournal {
         private let roots: ReturnRoots
         private let pool = FileCheckPool(workers: 2)
         private var held: [Held] = []
+        /// The most lines ever held at once (never above `window`: tests check it).
+        private(set) var mostHeld = 0
 
         /// Nil when there is nothing to check: no spec, or one without `--return` templates.
         /// `roots`: where relative and absolute paths start; nil: the working directory and `/`.
@@ -79,6 +81,7 @@ extension ScanJournal {
 
         private func hold(_ line: Held, into point: inout ResumePoint) {
             held.append(line)
+            mostHeld = max(mostHeld, held.count)
             drain(keeping: Self.window - 1, into: &point)
         }
 
