@@ -173,3 +173,26 @@ extension NodeTransferTests {
         }
     }
 }
+
+extension NodeTransferTests {
+    /// A malformed `data` or `end` line of an upload is answered `bad-request` with its id, which
+    /// ends the request for the coordinator; the node ends it too: its directory goes, its place
+    /// and its id are free again (the same id then runs to a result).
+    @Test(arguments: [#"{"type":"data","id":5,"offset":0,"data":"!!not base64!!"}"#,
+                      #"{"type":"end","id":5,"sha256":"xyz"}"#,
+                      #"{"type":"data","id":5,"file":0,"offset":0,"data":"AQID"}"#])
+    func aBadLineOfAnUploadEndsIt(badLine: String) async throws {
+        try await WorkDirSandbox.with { sandbox in
+            try await NodeTests().withNode(try options(sandbox)) { node in
+                var lines = transfer(id: 5, input: "a.txt", size: 3, returns: ["a.txt.out"])
+                lines += Array((badLine + "\n").utf8)
+                lines += transfer(id: 5, input: "a.txt", size: 3, returns: ["a.txt.out"]) + fileLines(id: 5, [1, 2, 3])
+                let (_, replies) = try await converse(node, lines, replies: 2)
+                let fields = replies.compactMap(jsonFields).filter { $0["type"] as? String != "data" && $0["type"] as? String != "end" }
+                #expect(fields.first?["code"] as? String == "bad-request" && fields.first?["id"] as? Int == 5, "\(replies)")
+                #expect(fields.last?["type"] as? String == "result", "the id is free again: \(replies)")
+                #expect(node.files.uploads == 0)
+            }
+        }
+    }
+}

@@ -92,6 +92,15 @@ extension NodeSession {
         fail(upload, ScanFailure(code: .cancelled, message: "cancelled"), removed: true)
     }
 
+    /// A bad line naming an upload's id (a malformed `data` or `end`): its `bad-request` answer,
+    /// which carries the id, ends the request for the coordinator (docs/PROTOCOL.md), so the
+    /// upload ends here too — its directory, its place and its id freed, later chunks ignored.
+    func endUpload(_ id: Int?) {
+        guard let id, let upload = state.withLock({ $0.uploads.removeValue(forKey: id) }) else { return }
+        upload.discard()
+        endFileRequest()
+    }
+
     /// Discards every upload of the connection (it ended).
     func discardUploads() {
         let uploads = state.withLock { state in

@@ -82,6 +82,7 @@ final class NodeSession: Sendable {
             do {
                 try serve(Request.decode(line))
             } catch {
+                endUpload(error.id)
                 send(error.line)
             }
         }
