@@ -224,3 +224,32 @@ struct HostileNodeTests {
         }
     }
 }
+
+extension HostileNodeTests {
+    /// A node that starts a returned file and then sends nothing more (while its link stays up
+    /// and answers pings) fails the task within the link's liveness bound, is told to stop,
+    /// and leaves no `.part` here — it cannot hold the task for ever.
+    @Test func aNodeThatStallsMidReturnFailsTheTaskWithinTheLivenessBound() async throws {
+        try await ReturnSandbox.with { sandbox in
+            let cancels = Counter()
+            let listener = try await startNode(seen: Locked([]), cancels: cancels) { t, _ in
+                [Self.header(t, file: 0, size: 1 << 20), .chunk(FileChunk(id: t.id, file: 0, offset: 0, bytes: Data(count: 4096)))]
+            }
+            defer { listener.stop() }
+            let peer = try await PeerConnection.open(name: "gpu1", host: "127.0.0.1", port: listener.port, token: nil, timeout: .seconds(10))
+            defer { peer.close() }
+            let spec = TransferSpec(returns: [try ReturnTemplate("{}.out")])
+            let system = RemoteSystem(name: "gpu1", peer: peer, timeout: .seconds(1),
+                                      transfer: TransferContext(spec: spec, records: ReturnRecords(), roots: sandbox.roots))
+            let before = sandbox.tree()
+            await #expect {
+                _ = try await system.run(ScanTask(input: 0, job: "t", text: "a", timeout: 600))
+            } throws: { error in
+                guard let failure = error as? ScanFailure else { return false }
+                return failure.code == .badReply && failure.message == "gpu1 sent nothing of its returned files for 1 s" && !failure.isFinal
+            }
+            try await cancels.wait(untilAtLeast: 1, upTo: .seconds(10))
+            #expect(sandbox.tree() == before)
+        }
+    }
+}
