@@ -64,8 +64,9 @@ extension RemoteSystem {
         }
         let sending: @Sendable () throws -> Void
         if let input = plan.localInput {
+            let limit = OutgoingFile.limit(scan: spec.maxFileSize, peer: peer.files?.maxFileSize, named: name)
             let file = OutgoingFile(
-                id: id, file: nil, maxSize: min(spec.maxFileSize, peer.files?.maxFileSize ?? spec.maxFileSize), name: input.text,
+                id: id, file: nil, maxSize: limit.maxSize, limitOwner: limit.owner, name: input.text,
                 open: { () throws(ScanFailure) -> OpenFile in try Self.openInput(input, in: roots) },
                 header: { header($0) },
                 isCancelled: { over.withLock { $0 } },
