@@ -91,7 +91,7 @@ extension Workloads {
             measured.tcp.append(overTCP.rate)
             let withToken = try ours(signedPeers, inputs: allInputs, count: count)
             measured.token.append(withToken.rate)
-            measured.coordinatorKiB.append(Double(max(overSSH.peakKiB, overTCP.peakKiB, withToken.peakKiB)))
+            measured.coordinatorKiB.append([overSSH.peakKiB, overTCP.peakKiB, withToken.peakKiB].map(Double.init))
             measured.raw.append(try rawPipe(files))
             if let parallel, parallelMissing == nil {
                 measured.parallel.append(try gnuParallel(parallel, files, inputs: parallelInputs, count: parallelCount,
@@ -106,7 +106,9 @@ extension Workloads {
     /// W14's rates (MiB/s, one per run) and peaks (KiB).
     struct Measured {
         var ssh: [Double] = [], scp: [Double] = [], tcp: [Double] = [], token: [Double] = [], raw: [Double] = []
-        var parallel: [Double] = [], coordinatorKiB: [Double] = [], sshNodeKiB: [Double] = []
+        var parallel: [Double] = [], sshNodeKiB: [Double] = []
+        /// Per run: the coordinator's peak over ssh links, over TCP links, over TCP with a token.
+        var coordinatorKiB: [[Double]] = []
     }
 
     /// `scp` of the same files: per host its half up into a folder of the host's home, then
@@ -209,9 +211,14 @@ extension Workloads {
         var tcpNodes = Row(workload: "W14", measure: "peak RSS, TCP node", unit: "KiB", values: [tcpNodeKiB],
                            target: "<= 65536 (64 MB)", met: tcpNodeKiB <= limitKiB)
         tcpNodes.note = "VmHWM of the 4 TCP nodes over every run, the highest"
+        let coordinatorKiB = m.coordinatorKiB.map { $0.max() ?? 0 }
+        var coordinator = Row(workload: "W14", measure: "peak RSS, coordinator", unit: "KiB", values: coordinatorKiB,
+                              target: "<= 65536 (64 MB)", met: (coordinatorKiB.max() ?? 0) <= limitKiB)
+        let kinds = (0..<3).map { kind in median(m.coordinatorKiB.map { $0[kind] }) }
+        coordinator.note = String(format: "the highest of its three scans per run; medians: over ssh links %.0f, over TCP %.0f, "
+                                  + "over TCP with a token %.0f KiB", kinds[0], kinds[1], kinds[2])
         return rows + [
-            Row(workload: "W14", measure: "peak RSS, coordinator", unit: "KiB", values: m.coordinatorKiB,
-                target: "<= 65536 (64 MB)", met: (m.coordinatorKiB.max() ?? 0) <= limitKiB),
+            coordinator,
             Row(workload: "W14", measure: "peak RSS, ssh node", unit: "KiB", values: m.sshNodeKiB,
                 target: "<= 65536 (64 MB)", met: (m.sshNodeKiB.max() ?? 0) <= limitKiB),
             tcpNodes,
