@@ -1,8 +1,8 @@
 /// SHA-256 (FIPS 180-4), streaming.
 ///
-/// Every authenticated line is hashed (through `HMACSHA256`), so the block loop works on raw
-/// pointers: big-endian loads by hand, the message schedule in one stack buffer per `update`,
-/// no allocation per block, and `&+` throughout (the sums wrap by definition).
+/// Every file that travels and every authenticated line (through `HMACSHA256`) is hashed, so
+/// `update` hands whole blocks straight from the caller's buffer to the unrolled block loop
+/// (`SHA256+Compress.swift`), copies only a partial block, and allocates nothing.
 public struct SHA256: Sendable {
     public static let digestCount = 32, blockCount = 64
 
