@@ -43,7 +43,7 @@ import Testing
             // Every byte is there, yet under a hidden temporary name only.
             #expect(!FileManager.default.fileExists(atPath: target))
             let parts = sandbox.parts(in: sandbox.here + "/photos/2024")
-            #expect(parts.count == 1 && parts[0].hasPrefix(".a b'é.png.skynet-"))
+            #expect(parts == [".a b'é.png.skynet.part"])
             let returned = try writer.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash(bytes)), peer: "gpu1")
             #expect(returned == ReturnedFile(path: "photos/2024/a b'é.png", size: Int64(bytes.count), sha256: SHA256.hash(bytes)))
             try writer.commit()
@@ -167,32 +167,112 @@ import Testing
         }
     }
 
-    @Test func aTemporaryNameStaysALegalComponent() {
-        let long = String(repeating: "é", count: 127)  // 254 bytes
+    @Test func aTemporaryNameIsOnePerTargetAndStaysALegalComponent() {
+        #expect(ReturnWriter.partName(for: "a.png") == ".a.png.skynet.part")
+        #expect(ReturnWriter.partName(for: "a.png") == ReturnWriter.partName(for: "a.png"))
+        let long = String(repeating: "é", count: 127)  // 254 bytes: no room for the plain name
         let part = ReturnWriter.partName(for: long)
         #expect(part.utf8.count <= TransferPath.maxComponentBytes)
-        #expect(part.hasPrefix(".é") && part.hasSuffix(".part"))
-        #expect(ReturnWriter.partName(for: "a.png") != ReturnWriter.partName(for: "a.png"))
+        #expect(part.hasPrefix(".skynet-") && part.hasSuffix(".part") && part == ReturnWriter.partName(for: long))
+        #expect(part != ReturnWriter.partName(for: String(repeating: "é", count: 126) + "e"))
+        let fits = String(repeating: "x", count: TransferPath.maxComponentBytes - 13)
+        #expect(ReturnWriter.partName(for: fits) == ".\(fits).skynet.part")
+        #expect(ReturnWriter.partName(for: fits + "x").hasPrefix(".skynet-"))
     }
 
-    @Test func aPartLeftByAKilledCoordinatorGoesButALiveOneStays() throws {
+    @Test func aTargetWithALongNameIsWrittenThroughItsShortPart() throws {
         try ReturnSandbox.with { sandbox in
-            let stale = ".a.png.skynet-0badf00d.part"
-            try "half".write(toFile: sandbox.here + "/" + stale, atomically: false, encoding: .utf8)
-            try "other".write(toFile: sandbox.here + "/.b.png.skynet-0badf00d.part", atomically: false, encoding: .utf8)
-            var first = try writer("a.png", 1, in: sandbox)
-            #expect(!FileManager.default.fileExists(atPath: sandbox.here + "/" + stale))
-            // Another file's leftover is not this target's business.
-            #expect(FileManager.default.fileExists(atPath: sandbox.here + "/.b.png.skynet-0badf00d.part"))
-            // A second writer of the same target (two inputs returning one path) keeps the first's.
-            var second = try writer("a.png", 1, in: sandbox)
-            #expect(sandbox.parts(in: sandbox.here).filter { $0.hasPrefix(".a.png.") }.count == 2)
-            try first.append(FileChunk(id: 1, file: 0, offset: 0, bytes: Data([7])), peer: "gpu1")
-            _ = try first.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([7])), peer: "gpu1")
-            try first.commit()
-            #expect(sandbox.bytes(sandbox.here + "/a.png") == [7])
-            second.discard()
-            #expect(sandbox.parts(in: sandbox.here) == [".b.png.skynet-0badf00d.part"])
+            let name = String(repeating: "é", count: 127)
+            var writer = try writer(name, 2, in: sandbox)
+            #expect(sandbox.parts(in: sandbox.here) == [ReturnWriter.partName(for: name)])
+            try feed([1, 2], to: &writer)
+            _ = try writer.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([1, 2])), peer: "gpu1")
+            try writer.commit()
+            #expect(sandbox.bytes(sandbox.here + "/" + name) == [1, 2])
+            #expect(sandbox.parts(in: sandbox.here).isEmpty)
+        }
+    }
+
+    /// The stale part of a coordinator killed mid-file (a writer dropped without `discard`, and
+    /// one made by hand) is replaced by the next write of the target, in a directory of many
+    /// entries that stay as they were; another target's part is not touched.
+    @Test func aPartLeftByAKilledCoordinatorIsReplacedByTheNextWrite() throws {
+        try ReturnSandbox.with { sandbox in
+            let dir = sandbox.here + "/out"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+            let others = 5_000
+            for index in 0..<others {
+                guard FileManager.default.createFile(atPath: dir + "/entry-\(index)", contents: nil) else {
+                    Issue.record("could not make entry \(index)")
+                    return
+                }
+            }
+            try "other".write(toFile: dir + "/.b.png.skynet.part", atomically: false, encoding: .utf8)
+            do {
+                var killed = try writer("out/a.png", 4, in: sandbox)
+                try killed.append(FileChunk(id: 1, file: 0, offset: 0, bytes: Data([9, 9])), peer: "gpu1")
+            }  // dropped mid-file, never discarded: what a killed coordinator leaves
+            #expect(sandbox.parts(in: dir).filter { $0.hasPrefix(".a.png") }.count == 1)
+            let bytes = ReturnSandbox.random(70_000, seed: 7)
+            var next = try writer("out/a.png", bytes.count, in: sandbox)
+            #expect(sandbox.parts(in: dir).filter { $0.hasPrefix(".a.png") }.count == 1)
+            try feed(bytes, to: &next)
+            _ = try next.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash(bytes)), peer: "gpu1")
+            try next.commit()
+            #expect(sandbox.bytes(dir + "/a.png") == bytes)
+            #expect(sandbox.parts(in: dir) == [".b.png.skynet.part"])
+            #expect(sandbox.bytes(dir + "/.b.png.skynet.part") == Array("other".utf8))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir).count == others + 2)
+
+            // A leftover made by hand at the part's name goes the same way.
+            try "half".write(toFile: dir + "/.c.png.skynet.part", atomically: false, encoding: .utf8)
+            var third = try writer("out/c.png", 1, in: sandbox)
+            try feed([5], to: &third)
+            _ = try third.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([5])), peer: "gpu1")
+            try third.commit()
+            #expect(sandbox.bytes(dir + "/c.png") == [5])
+            #expect(sandbox.parts(in: dir) == [".b.png.skynet.part"])
+        }
+    }
+
+    /// Two writes of one target at once (two inputs whose templates name the same file): the
+    /// later one takes the part's name, the earlier one's commit fails (the task runs again)
+    /// and never puts its bytes, or the other's half, in place; its discard leaves the other's part.
+    @Test func twoWritesOfOneTargetNeverPutTheWrongFileInPlace() throws {
+        try ReturnSandbox.with { sandbox in
+            var first = try writer("a.bin", 3, in: sandbox)
+            var second = try writer("a.bin", 2, in: sandbox)
+            #expect(sandbox.parts(in: sandbox.here).count == 1)
+            try feed([1, 1, 1], to: &first)
+            _ = try first.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([1, 1, 1])), peer: "gpu1")
+            do throws(ScanFailure) {
+                try first.commit()
+                Issue.record("the first write was renamed into place over the second's part")
+            } catch {
+                #expect(error.code == .badFile && !error.isFinal)
+                #expect(error.message.contains("a.bin could not be written"))
+            }
+            #expect(!FileManager.default.fileExists(atPath: sandbox.here + "/a.bin"))
+            first.discard()
+            #expect(sandbox.parts(in: sandbox.here).count == 1)
+            try feed([2, 2], to: &second)
+            _ = try second.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([2, 2])), peer: "gpu1")
+            try second.commit()
+            #expect(sandbox.bytes(sandbox.here + "/a.bin") == [2, 2])
+            #expect(sandbox.parts(in: sandbox.here).isEmpty)
+        }
+    }
+
+    @Test func aDiscardedWriteLeavesTheLaterWritesPart() throws {
+        try ReturnSandbox.with { sandbox in
+            var first = try writer("a.bin", 1, in: sandbox)
+            var second = try writer("a.bin", 1, in: sandbox)
+            first.discard()
+            try feed([4], to: &second)
+            _ = try second.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([4])), peer: "gpu1")
+            try second.commit()
+            #expect(sandbox.bytes(sandbox.here + "/a.bin") == [4])
+            #expect(sandbox.parts(in: sandbox.here).isEmpty)
         }
     }
 

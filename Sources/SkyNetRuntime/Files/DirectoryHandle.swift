@@ -90,6 +90,15 @@ public final class DirectoryHandle: Sendable {
         guard renameat(descriptor, name, descriptor, newName) == 0 else { throw FileError(path: newName, code: errno) }
     }
 
+    /// Whether `name` here is the open `file` itself, not another file put in its place since
+    /// (a link there is not followed: it is not the file).
+    public func holds(_ name: String, file: OpenFile) -> Bool {
+        guard (try? Self.check(name, in: [name])) != nil, let identity = try? file.identity() else { return false }
+        var info = stat()
+        guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        return FileIdentity(info) == identity
+    }
+
     /// Removes the file, link or empty directory `name` here, if it is there.
     public func remove(_ name: String) {
         guard (try? Self.check(name, in: [name])) != nil else { return }
