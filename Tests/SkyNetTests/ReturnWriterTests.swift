@@ -17,9 +17,9 @@ import Testing
     }
 
     private func writer(_ target: String, _ size: Int, mode: Int = 0o644, max: Int64 = 1 << 30, in sandbox: ReturnSandbox,
-                        free: Int64? = nil) throws -> ReturnWriter {
+                        roots: ReturnRoots? = nil, free: Int64? = nil) throws -> ReturnWriter {
         try ReturnWriter(target: try TransferPath(target), header: header(size, mode: mode), maxSize: max, peer: "gpu1",
-                         roots: sandbox.roots, freeSpace: { handle in
+                         roots: roots ?? sandbox.roots, freeSpace: { handle in
                              if let free { return free }
                              return try handle.freeBytes()
                          })
@@ -50,7 +50,7 @@ import Testing
             #expect(sandbox.bytes(target) == bytes)
             #expect(sandbox.parts(in: sandbox.here + "/photos/2024").isEmpty)
             let attributes = try FileManager.default.attributesOfItem(atPath: target)
-            #expect(attributes[.posixPermissions] as? Int == 0o755)  // an x bit on the node: 0755, never 0700 or setuid
+            #expect(attributes[.posixPermissions] as? Int == 0o700 & ~Self.processUmask())  // as it travelled, less the umask
             let status = try DirectoryHandle.open(sandbox.here + "/photos/2024").openFile("a b'é.png").status()
             #expect(status.mtimeNanoseconds == mtime)
         }
@@ -62,7 +62,7 @@ import Testing
             _ = try writer.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([])), peer: "gpu1")
             try writer.commit()
             #expect(sandbox.bytes(sandbox.here + "/empty") == [])
-            #expect(try FileManager.default.attributesOfItem(atPath: sandbox.here + "/empty")[.posixPermissions] as? Int == 0o644)
+            #expect(try Self.mode(sandbox.here + "/empty") == 0o666 & ~Self.processUmask())  // never setuid
         }
     }
 
@@ -274,6 +274,65 @@ import Testing
             #expect(sandbox.bytes(sandbox.here + "/a.bin") == [4])
             #expect(sandbox.parts(in: sandbox.here).isEmpty)
         }
+    }
+
+    /// This process's umask as the kernel says it (`/proc/self/status`), read apart from the
+    /// code under test; 022 where there is no such file.
+    private static func processUmask() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        for line in status.split(separator: "\n") where line.hasPrefix("Umask:") {
+            return Int(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8) ?? 0o022
+        }
+        return 0o022
+    }
+
+    private static func mode(_ path: String) throws -> Int? {
+        try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+    }
+
+    /// As `cp` makes them: a returned file gets the mode bits that travelled (never setuid)
+    /// less this process's umask, a directory made for it 0777 less the umask.
+    @Test func aReturnedFileAndTheDirectoriesMadeForItFollowTheUmask() throws {
+        let umask = Self.processUmask()
+        try ReturnSandbox.with { sandbox in
+            var writer = try writer("made/here/a.txt", 1, mode: 0o4750, in: sandbox)
+            try feed([1], to: &writer)
+            _ = try writer.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([1])), peer: "gpu1")
+            try writer.commit()
+            #expect(try Self.mode(sandbox.here + "/made/here/a.txt") == 0o750 & ~umask)
+            #expect(try Self.mode(sandbox.here + "/made") == 0o777 & ~umask)
+            #expect(try Self.mode(sandbox.here + "/made/here") == 0o777 & ~umask)
+        }
+    }
+
+    /// The umask the roots carry (the process's, read once) decides: with 077 nothing returned
+    /// is readable by anyone else, with 022 a directory made is 0755 (less what the process's
+    /// own umask takes too: `mkdirat` applies it).
+    @Test(arguments: [0o077, 0o022])
+    func theUmaskOfTheRootsDecidesTheModes(_ umask: Int) throws {
+        try ReturnSandbox.with { sandbox in
+            let roots = ReturnRoots(relative: try DirectoryHandle.open(sandbox.here), absolute: try DirectoryHandle.open(sandbox.abs),
+                                    umask: umask)
+            var writer = try writer("new/a.txt", 1, mode: 0o664, in: sandbox, roots: roots)
+            try feed([1], to: &writer)
+            _ = try writer.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([1])), peer: "gpu1")
+            try writer.commit()
+            let file = try Self.mode(sandbox.here + "/new/a.txt")
+            let directory = try Self.mode(sandbox.here + "/new")
+            if umask == 0o077 {
+                #expect(file == 0o600 && directory == 0o700)
+            } else {
+                #expect(file == 0o644 && directory == 0o755 & ~Self.processUmask())
+            }
+        }
+    }
+
+    @Test func theUmaskIsReadFromTheProcessStatus() {
+        #expect(Umask.parse("Name:\tskynet\nUmask:\t0077\nState:\tR (running)\n") == 0o077)
+        #expect(Umask.parse("Umask:  0002") == 0o002)
+        #expect(Umask.parse("Name:\tskynet\n") == nil)
+        #expect(Umask.parse("Umask:\t9") == nil)
+        #expect(Umask.current == Self.processUmask())
     }
 
     @Test func filesArrivingAtOnceDoNotCountTheSameFreeSpaceTwice() throws {

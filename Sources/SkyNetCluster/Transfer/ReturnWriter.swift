@@ -32,6 +32,8 @@ struct ReturnWriter: Sendable {
     /// The scan's bytes reserved by files arriving (its roots'), this one's among them until
     /// its commit or discard.
     private let reserved: Locked<Int64>
+    /// The scan's umask, which the file's mode follows.
+    private let umask: Int
     private var file: OpenFile?
     private var received: Int64 = 0
     private var hash = SHA256()
@@ -46,12 +48,13 @@ struct ReturnWriter: Sendable {
         self.target = target
         self.header = header
         reserved = roots.reserved
+        umask = roots.umask
         guard header.size >= 0, header.size <= maxSize else {
             throw ScanFailure(code: .badReply, message: "\(peer) sent \(target) as \(ByteCount.approximate(header.size)), over --max-file-size \(ByteCount.approximate(maxSize))")
         }
         let root = roots.root(of: target)
         do {
-            directory = try root.directory(target.directories, create: true)
+            directory = try root.directory(target.directories, create: true, mode: 0o777 & ~roots.umask)
         } catch {
             throw ScanFailure(code: .badFile, message: "\(target) cannot be written here: \(Self.why(error))", isFinal: true)
         }
@@ -133,11 +136,12 @@ struct ReturnWriter: Sendable {
     /// The file as the journal records it (its digest once `finish` checked it).
     var returned: ReturnedFile { ReturnedFile(path: target.text, size: received, sha256: digest ?? []) }
 
-    /// Gives the file its mode (0644, or 0755 when the node's had an x bit) and time, and
-    /// renames it over the target. Only after `finish`.
+    /// Gives the file its mode (the permission bits that travelled, never setuid, setgid or
+    /// sticky, less the umask: as `cp` makes a copy) and time, and renames it over the target.
+    /// Only after `finish`.
     mutating func commit() throws(ScanFailure) {
         guard let file, digest != nil else { throw ScanFailure(code: .badReply, message: "\(target) did not arrive whole") }
-        let mode = header.mode & 0o111 != 0 ? 0o755 : 0o644
+        let mode = header.mode & 0o777 & ~umask
         do {
             try file.finish(mode: mode, mtimeNanoseconds: header.mtimeNanoseconds)
         } catch {
@@ -202,13 +206,17 @@ struct ReturnWriter: Sendable {
 public struct ReturnRoots: Sendable {
     let relative: DirectoryHandle
     let absolute: DirectoryHandle
+    /// The umask the returned files and their new directories follow (`Umask.current`; a
+    /// test gives its own).
+    let umask: Int
     /// Bytes that the scan's files being received still need (all file systems together: a
     /// bound on the safe side), so that files arriving at once do not count the same free space.
     let reserved = Locked<Int64>(0)
 
-    public init(relative: DirectoryHandle, absolute: DirectoryHandle) {
+    public init(relative: DirectoryHandle, absolute: DirectoryHandle, umask: Int = Umask.current) {
         self.relative = relative
         self.absolute = absolute
+        self.umask = umask & 0o777
     }
 
     /// The process's working directory and `/`.
