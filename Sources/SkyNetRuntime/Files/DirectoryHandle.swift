@@ -46,7 +46,7 @@ public final class DirectoryHandle: Sendable {
     public func directory(_ components: [String], create: Bool, mode: Int = 0o700) throws(FileError) -> DirectoryHandle {
         var current = try reopen()
         var walked: [String] = []
-        for component in components where !component.isEmpty && component != "." {
+        for component in components where !component.utf8.isEmpty && !component.utf8.elementsEqual([0x2E]) {
             walked.append(component)
             try Self.check(component, in: walked)
             current = try current.child(component, create: create, mode: mode, path: walked.joined(separator: "/"))
@@ -141,7 +141,9 @@ public final class DirectoryHandle: Sendable {
     /// Refuses a name that is not one plain component: empty, `.`, `..`, or holding `/` or NUL.
     static func check(_ component: String, in walked: [String]) throws(FileError) {
         let bytes = component.utf8
-        guard !bytes.isEmpty, component != ".", component != "..", !bytes.contains(UInt8(ascii: "/")), !bytes.contains(0) else {
+        // Bytes, not characters: a `/` followed by a combining mark is one `Character`.
+        guard !bytes.isEmpty, !bytes.elementsEqual([0x2E]), !bytes.elementsEqual([0x2E, 0x2E]), !bytes.contains(UInt8(ascii: "/")),
+              !bytes.contains(0) else {
             throw FileError(path: walked.joined(separator: "/"), code: EINVAL, reason: "not a plain name (\"..\", \"/\" or NUL)")
         }
     }
