@@ -59,6 +59,14 @@ public struct TransferPath: Sendable, Hashable, CustomStringConvertible {
         return TransferPath(text: String(decoding: text.utf8.drop { $0 == UInt8(ascii: "/") }, as: UTF8.self), components: components)
     }
 
+    /// Whether `other` names the same file as this path, as it is opened: both absolute or both
+    /// relative, with the same components byte for byte (`./a` and `a//b` are `a` and `a/b`;
+    /// `café` in NFC and in NFD, equal as Swift strings, are two files).
+    public func namesSameFile(as other: TransferPath) -> Bool {
+        isAbsolute == other.isAbsolute && components.count == other.components.count
+            && zip(components, other.components).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+    }
+
     /// The directories on the way, without the file's own name.
     public var directories: [String] { Array(components.dropLast()) }
 

@@ -30,6 +30,10 @@ public struct TransferSpec: Sendable {
 
     /// The paths of one task: its input here and on the node, and each returned file's path on
     /// the node and here. Pure; a path that cannot travel is a `TransferRefusal` (final).
+    ///
+    /// Templates naming one file for this input (`{}.gz` and `{.}.txt.gz` of `a.txt`) return
+    /// it once, as the first of them (a node refuses a request naming a path twice). One file
+    /// on the node for two different targets here cannot be both: the task is refused.
     public func plan(for task: ScanTask) throws(TransferRefusal) -> TransferPlan {
         let input = task.inputText
         var localInput: TransferPath?
@@ -40,10 +44,16 @@ public struct TransferSpec: Sendable {
             nodeInput = local.onNode.text
         }
         var returns: [(node: TransferPath, local: TransferPath)] = []
+        var kept: [ReturnTemplate] = []
         for template in self.returns {
             let local = try Self.path(template, input: input, sector: task.input)
             let node = try Self.path(template, input: nodeInput, sector: task.input).onNode
+            if returns.contains(where: { $0.local.namesSameFile(as: local) }) { continue }
+            if let first = returns.firstIndex(where: { $0.node.namesSameFile(as: node) }) {
+                throw TransferRefusal("--return \(kept[first].text) and --return \(template.text) both fetch \(returns[first].node) from the node, to \(returns[first].local) and \(local) here")
+            }
             returns.append((node: node, local: local))
+            kept.append(template)
         }
         return TransferPlan(localInput: localInput, nodeInput: nodeInput, returns: returns)
     }
