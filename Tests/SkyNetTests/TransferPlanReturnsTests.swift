@@ -49,3 +49,25 @@ struct TransferPlanReturnsTests {
         #expect(throws: WireError.self) { try Request.decode(Data(line("\"a\",\"a\"").utf8)) }
     }
 }
+
+/// `--basefile`s once each: the same path spelled again is one file; names equal only as
+/// Swift strings are two; two paths that a node would hold at one place are refused.
+struct TransferSpecBasefilesTests {
+    private func distinct(_ texts: [String]) throws -> [String] {
+        try TransferSpec.distinctBasefiles(texts.map { try TransferPath($0) }).map(\.text)
+    }
+
+    @Test func aPathSpelledAgainIsKeptOnce() throws {
+        #expect(try distinct(["p.sh", "./p.sh", ".//p.sh", "m/x.bin", "m//./x.bin", "/abs/q"]) == ["p.sh", "m/x.bin", "/abs/q"])
+    }
+
+    @Test func namesEqualOnlyAsCharactersAreTwoFiles() throws {
+        #expect(try distinct(["caf\u{e9}.sh", "cafe\u{301}.sh"]).map { Array($0.utf8) } == [Array("caf\u{e9}.sh".utf8), Array("cafe\u{301}.sh".utf8)])
+    }
+
+    @Test func twoPathsOnePlaceOnANodeAreRefused() {
+        #expect(throws: TransferRefusal("--basefile /p.sh and --basefile ./p.sh would both be p.sh on a node: give one of them")) {
+            try distinct(["/p.sh", "./p.sh"])
+        }
+    }
+}

@@ -58,6 +58,22 @@ public struct TransferSpec: Sendable {
         return TransferPlan(localInput: localInput, nodeInput: nodeInput, returns: returns)
     }
 
+    /// `paths` (`--basefile`s) once each, in order: one spelled again (`./p.sh` or `.//p.sh`
+    /// after `p.sh`, `TransferPath.namesSameFile`) is the same file, left out. Names equal
+    /// only as Swift strings (`café` in NFC and in NFD) are two files, both kept. Two paths
+    /// that would be one on a node (`/p.sh` and `p.sh`, `onNode`) are refused: they may be two
+    /// files here, and a node can hold only one of them.
+    public static func distinctBasefiles(_ paths: [TransferPath]) throws(TransferRefusal) -> [TransferPath] {
+        var kept: [TransferPath] = []
+        for path in paths where !kept.contains(where: { $0.namesSameFile(as: path) }) {
+            if let other = kept.first(where: { $0.onNode.namesSameFile(as: path.onNode) }) {
+                throw TransferRefusal("--basefile \(other) and --basefile \(path) would both be \(path.components.joined(separator: "/")) on a node: give one of them")
+            }
+            kept.append(path)
+        }
+        return kept
+    }
+
     private static func path(_ template: ReturnTemplate, input: String, sector: Int) throws(TransferRefusal) -> TransferPath {
         do {
             return try TransferPath(template.path(input: input, sector: sector))
