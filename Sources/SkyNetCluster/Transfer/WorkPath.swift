@@ -36,6 +36,13 @@ struct WorkPath: Sendable, Equatable {
         self.name = name
     }
 
+    /// Whether `other` names the same file under a work directory: the same components, byte
+    /// for byte (`café` in NFC and in NFD, equal as Swift strings, are two files).
+    func namesSameFile(as other: WorkPath) -> Bool {
+        directories.count == other.directories.count && name.utf8.elementsEqual(other.name.utf8)
+            && zip(directories, other.directories).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+    }
+
     /// The first `count` directories as a path, for messages (`photos` of `photos/2024/a.jpg`).
     func prefix(_ count: Int) -> String {
         directories.prefix(count).joined(separator: "/")
