@@ -4,7 +4,7 @@ struct FileIdentity: Equatable {
     let inode: UInt64
 
     init(_ info: stat) {
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
+        device = UInt64(truncatingIfNeeded: info.st_dev)  // dev_t is signed on Darwin
+        inode = UInt64(truncatingIfNeeded: info.st_ino)
     }
 }
