@@ -123,7 +123,8 @@ extension ScanJournal {
             do { plan = try spec.plan(for: task) } catch { return .notDone(error.description) }
             var targets: [(target: TransferPath, recorded: ReturnedFile)] = []
             for (_, local) in plan.returns {
-                guard let recorded = entry.files.first(where: { $0.path == local.text }) else {
+                // By bytes: Swift's == takes `café` in NFC for the NFD one, another file.
+                guard let recorded = entry.files.first(where: { $0.path.utf8.elementsEqual(local.text.utf8) }) else {
                     return .notDone("\(local) is not in the journal")
                 }
                 targets.append((local, recorded))
