@@ -71,3 +71,19 @@ struct TransferSpecBasefilesTests {
         }
     }
 }
+
+extension TransferPlanReturnsTests {
+    /// An input or a return with a basefile's place on the node is refused here, for good (every
+    /// node would refuse it the same way), naming both.
+    @Test func anInputOrAReturnAtABasefilesPlaceIsRefusedHere() throws {
+        let spec = TransferSpec(transfer: true, returns: [try ReturnTemplate("{}.out")], basefiles: [try TransferPath("./run.sh"), try TransferPath("model.bin")])
+        #expect(throws: TransferRefusal("the input is run.sh on the node, the place of --basefile ./run.sh: give them different names")) {
+            try spec.plan(for: ScanTask(input: 0, job: "t", text: "run.sh"))
+        }
+        #expect(throws: TransferRefusal("--return {}.bin is model.bin on the node, the place of --basefile model.bin: give them different names")) {
+            try TransferSpec(returns: [try ReturnTemplate("{}.bin")], basefiles: [try TransferPath("model.bin")])
+                .plan(for: ScanTask(input: 0, job: "t", text: "model"))
+        }
+        #expect(try spec.plan(for: ScanTask(input: 0, job: "t", text: "other.sh")).returns.count == 1)
+    }
+}

@@ -55,6 +55,14 @@ public struct TransferSpec: Sendable {
             returns.append((node: node, local: local))
             kept.append(template)
         }
+        // A node refuses an input or a return with a basefile's name: the same for every
+        // system, so said here once, for good, instead of five attempts of `bad-request`.
+        let onNode = (localInput.map { [("the input", $0.onNode)] } ?? []) + zip(kept, returns).map { ("--return \($0.text)", $1.node) }
+        for (what, path) in onNode {
+            if let basefile = basefiles.first(where: { $0.onNode.namesSameFile(as: path) }) {
+                throw TransferRefusal("\(what) is \(path) on the node, the place of --basefile \(basefile): give them different names")
+            }
+        }
         return TransferPlan(localInput: localInput, nodeInput: nodeInput, returns: returns)
     }
 
