@@ -9,6 +9,10 @@ public enum RandomFiles {
     /// What a test needed of a file and could not get.
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let description: String
+
+        public init(description: String) {
+            self.description = description
+        }
     }
 
     /// Writes `size` bytes drawn from `seed` at `path` (its folders made), 1 MiB at a time, so a
