@@ -5,7 +5,8 @@ import Testing
 @testable import SkyNetRuntime
 
 extension ProcessTests {
-    /// A `convert`-style job: `--job 't=gzip -k {}' --trc '{}.gz'`. gzip writes the input's
+    /// A `convert`-style job: `--job 't=gzip -k {}' --trc '{}.gz'`, over a TCP link with a
+    /// token and over SSH links. gzip writes the input's
     /// name and modification time into its header, so the `.gz` a node returns equals, byte for
     /// byte, the one `gzip -k` makes here only if the node's copy kept both.
     @Suite(.serialized, .timeLimit(.minutes(3)))
@@ -49,39 +50,60 @@ extension ProcessTests {
             try FileManager.default.setAttributes([.modificationDate: past], ofItemAtPath: path)
         }
 
+        /// Writes the inputs into `folder/work` (and one elsewhere, given by its absolute path),
+        /// their list as `inputs.txt`, and makes the reference `.gz` of each here; runs `scan`
+        /// from `work` with the list and the gzip job, and checks every returned `.gz`.
+        static func checkRoundTrip(in folder: String, scan: (String, [String]) async throws -> Finished) async throws {
+            let work = try TransferHarness.makeFolder(folder + "/work")
+            let reference = try TransferHarness.makeFolder(folder + "/reference")
+            var list: [String] = []
+            for (index, input) in inputs.enumerated() {
+                try write(work + "/" + input.path, size: input.size, text: input.text, seed: 30 + UInt64(index))
+                list.append(input.path)
+            }
+            let absolute = folder + "/elsewhere/absolute.txt"
+            try write(absolute, size: 40_000, text: true, seed: 39)
+            list.append(absolute)
+            try TransferHarness.writeList(list, at: work + "/inputs.txt")
+            let paths = list.map { $0.hasPrefix("/") ? $0 : work + "/" + $0 }
+            var expected: [Data] = []
+            for path in paths { expected.append(try await localGzip(of: path, in: reference)) }
+
+            let run = try await scan(work, ["--local-capacity", "0", "--inputs", "inputs.txt", "--job", "t=gzip -k {}", "--trc", "{}.gz",
+                                            "--failing-every", "0"])
+            #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+            #expect(run.completions.map(\.input).sorted() == Array(0..<paths.count), "\(run.stdout)")
+            #expect(run.completions.allSatisfy { $0.system != nil }, "\(run.stdout)")
+            for (index, path) in paths.enumerated() {
+                let returned = try Data(contentsOf: URL(fileURLWithPath: path + ".gz"))
+                #expect(returned == expected[index], "\(path).gz: \(returned.count) bytes, gzip -k here made \(expected[index].count)")
+            }
+        }
+
         @Test func eachReturnedGzEqualsGzipKRunHereOverATokenLink() async throws {
             try await TransferHarness.withFolder { folder in
-                let work = try TransferHarness.makeFolder(folder + "/work")
                 let nodes = try TransferHarness.makeFolder(folder + "/nodes")
-                let reference = try TransferHarness.makeFolder(folder + "/reference")
-                var list: [String] = []
-                for (index, input) in Self.inputs.enumerated() {
-                    try Self.write(work + "/" + input.path, size: input.size, text: input.text, seed: 30 + UInt64(index))
-                    list.append(input.path)
-                }
-                let absolute = folder + "/elsewhere/absolute.txt"
-                try Self.write(absolute, size: 40_000, text: true, seed: 39)
-                list.append(absolute)
-                try TransferHarness.writeList(list, at: work + "/inputs.txt")
-                let paths = list.map { $0.hasPrefix("/") ? $0 : work + "/" + $0 }
-                var expected: [Data] = []
-                for path in paths { expected.append(try await Self.localGzip(of: path, in: reference)) }
-
                 let scratch = try TokenScratch()
                 let token = try TransferHarness.tokenFile(scratch)
-                let run = try await TransferHarness.run(
-                    in: work, ["scan", "--spawn", "2", "--token-file", token, "--local-capacity", "0", "--inputs", "inputs.txt",
-                               "--job", "t=gzip -k {}", "--trc", "{}.gz", "--failing-every", "0"],
-                    environment: ["TMPDIR": nodes], limit: .seconds(120))
-                #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
-                #expect(run.completions.map(\.input).sorted() == Array(0..<paths.count), "\(run.stdout)")
-                #expect(run.completions.allSatisfy { $0.system != nil }, "\(run.stdout)")
-                for (index, path) in paths.enumerated() {
-                    let returned = try Data(contentsOf: URL(fileURLWithPath: path + ".gz"))
-                    #expect(returned == expected[index], "\(path).gz: \(returned.count) bytes, gzip -k here made \(expected[index].count)")
+                try await Self.checkRoundTrip(in: folder) { work, arguments in
+                    try await TransferHarness.run(in: work, ["scan", "--spawn", "2", "--token-file", token] + arguments,
+                                                  environment: ["TMPDIR": nodes], limit: .seconds(120))
                 }
                 let empty = await TransferHarness.poll(within: .seconds(5)) { RandomFiles.tree(nodes).isEmpty }
                 #expect(empty, "\(RandomFiles.tree(nodes).sorted())")
+            }
+        }
+
+        @Test(.enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (Debian: openssh-server)"))
+        func eachReturnedGzEqualsGzipKRunHereOverSSHLinks() async throws {
+            try await withSSHTestHosts(count: 2, options: SSHTestHost.Options(skynet: skynetBinary.path)) { hosts, client in
+                try await TransferHarness.withFolder { folder in
+                    try await Self.checkRoundTrip(in: folder) { work, arguments in
+                        try await TransferHarness.run(
+                            in: work, ["scan", "--ssh", hosts.map { "2/" + $0.login }.joined(separator: ","),
+                                       "--ssh-command", client.commandLine()] + arguments, limit: .seconds(120))
+                    }
+                }
             }
         }
     }
