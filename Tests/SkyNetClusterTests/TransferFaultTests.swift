@@ -176,5 +176,23 @@ extension ProcessTests {
                 }
             }
         }
+
+        /// For an input given by its absolute path the node was sent it without the leading
+        /// `/`; the failure still names the file the template gave, as the user would look for it.
+        @Test func aMissingReturnOfAnAbsoluteInputIsNamedByItsPathHere() async throws {
+            try await TransferHarness.withFolder { folder in
+                let input = try RandomFiles.write(folder + "/photos/b.jpg", size: 100, seed: 4)
+                let list = try TransferHarness.writeList([input], at: folder + "/inputs.txt")
+                let scratch = try TokenScratch()
+                let token = try TransferHarness.tokenFile(scratch)
+                try await Self.withNodes(in: folder, token: token, job: "t=true") { _, cluster in
+                    let run = try await runSkynet(["scan", "--cluster", cluster, "--token-file", token, "--local-capacity", "0",
+                                                   "--inputs", list, "--job", "t=true", "--trc", "{.}.png",
+                                                   "--failing-every", "0", "--max-attempts", "1"], limit: .seconds(60))
+                    #expect(run.status == 1, "\(run.stdout)\n\(run.stderr)")
+                    #expect(run.lines.contains("Gave up on task 0 after 1 attempts: did not produce \(folder)/photos/b.png"), "\(run.stdout)")
+                }
+            }
+        }
     }
 }
