@@ -21,7 +21,7 @@ enum SkyNetBench {
         .init("w10-total", .count(1000...10_000_000), usage: nil),
     ], usagePrefix: "usage: skynet-bench", sections: [""], column: 16)
     static let usage = optionTable.usage + "\n" + optionTable.help
-    static let workloadNames = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13"]
+    static let workloadNames = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14"]
 
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
@@ -64,7 +64,7 @@ enum SkyNetBench {
             (["W5"], workloads.roundTrip), (["W6"], workloads.wide), (["W7"], workloads.footprint),
             (["W8"], workloads.commandJobs), (["W9"], workloads.scale), (["W10"], workloads.tenMillion),
             (["W11"], workloads.authenticationCost), (["W12"], workloads.dashboardCost),
-            (["W13"], workloads.sshLinks),
+            (["W13"], workloads.sshLinks), (["W14"], workloads.filesTravel),
         ]
         var rows: [Row] = []
         for (names, run) in plan where only.map({ !$0.isDisjoint(with: names) }) ?? true {

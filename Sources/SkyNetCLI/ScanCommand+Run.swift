@@ -207,7 +207,9 @@ extension ScanCommand {
         var journaled: [ScanJournal.ResultPlace] = []
         if let journalPath, resume {
             if existed {
-                let point = try await ScanJournal.readResumePoint(path: journalPath, total: count, inputsFile: inputs != nil, job: job)
+                let point = try await ScanJournal.readResumePoint(path: journalPath, total: count, inputsFile: inputs != nil, job: job,
+                                                                  returns: transfer.isActive ? transfer : nil)
+                if let message = point.filesMessage { await Console.printError(message) }
                 if let inputs, !point.sectors.isEmpty { try await inputs.verify { point.fingerprint(of: $0) } }
                 if results { journaled = try await ScanJournal.readResultPlaces(path: journalPath, sectors: point.unprinted) }
                 resumed = point

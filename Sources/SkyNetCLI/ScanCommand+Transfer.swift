@@ -49,16 +49,17 @@ extension ScanCommand {
         for text in templates {
             do {
                 let template = try ReturnTemplate(text)
-                if !spec.returns.contains(template) { spec.returns.append(template) }
+                // By bytes: Swift's == merges `café` in NFC and NFD, which name two files.
+                if !spec.returns.contains(where: { $0.text.utf8.elementsEqual(text.utf8) }) { spec.returns.append(template) }
             } catch {
                 throw UsageError("--return \(text): \(error)")
             }
         }
+        var paths: [TransferPath] = []
         for text in basefiles {
-            let path: TransferPath
-            do { path = try TransferPath(text) } catch { throw UsageError("--basefile \(text): \(error)") }
-            if !spec.basefiles.contains(path) { spec.basefiles.append(path) }
+            do { paths.append(try TransferPath(text)) } catch { throw UsageError("--basefile \(text): \(error)") }
         }
+        do { spec.basefiles = try TransferSpec.distinctBasefiles(paths) } catch { throw UsageError(error.description) }
         try checkBasefiles(spec.basefiles, maxSize: spec.maxFileSize)
         guard spec.isActive else {
             if args.string("max-file-size") != nil {

@@ -117,7 +117,7 @@ final class ScanOutput: Sendable {
             break
         case .completed(let task, let result, let system, let isLocal, let attempt, let seconds):
             let files = returnRecords?.take(task.id) ?? []
-            await record(.init(input: task.input, text: task.text, job: task.isScan ? nil : task.job, result: result, system: system, attempt: attempt, seconds: seconds))
+            await record(.init(input: task.input, text: task.text, job: task.isScan ? nil : task.job, result: result, system: system, attempt: attempt, seconds: seconds, files: files))
             await printResults(results?.settle(task.input, result: result))
             guard format == .json else {
                 return await line(isLocal ? "Completed: \(task.input)" : "Completed: \(task.input) by \(system)")

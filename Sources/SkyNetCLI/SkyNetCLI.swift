@@ -47,6 +47,7 @@ enum SkyNetCLI {
     /// async `main` runs after Dispatch made its eventfd and epoll descriptors), then serves
     /// the command on a task while the main queue runs, as an async `main` would.
     static func main() {
+        MallocArenas.limit()
         StandardDescriptors.openClosedOnes()
         DescriptorLimit.raiseToMaximum()
         let arguments = Array(CommandLine.arguments.dropFirst())

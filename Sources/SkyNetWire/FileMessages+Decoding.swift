@@ -18,7 +18,8 @@ extension WireFields {
         for (index, path) in returns.enumerated() {
             try Self.safeRelativePath(path, field: "returns[\(index)]", id: id)
         }
-        guard Set(returns).count == returns.count else { throw .badRequest("\"returns\" names a path twice", id: id) }
+        // By bytes: Swift's String equality merges `café` in NFC and NFD, two files on disk.
+        guard Set(returns.map { Array($0.utf8) }).count == returns.count else { throw .badRequest("\"returns\" names a path twice", id: id) }
         let maxReturnSize = fields["max_return_size"] == nil ? 1 << 30 : try int("max_return_size", in: 0...Int.max)
         return TransferRequest(id: id, task: task, file: file, returns: returns, maxReturnSize: Int64(maxReturnSize),
                                cleanup: try optionalBool("cleanup") ?? false)

@@ -51,6 +51,24 @@ import Testing
         }
     }
 
+    /// Directories are private (0700) unless the caller asks for more (a returned file's:
+    /// 0777, less the umask, which `mkdirat` applies); one already there keeps its mode.
+    @Test func directoriesAreMadePrivateUnlessAModeIsGiven() throws {
+        try withSandbox { root, rootPath, _ in
+            _ = try root.directory(["work", "task"], create: true)
+            _ = try root.directory(["out"], create: true, mode: 0o755)
+            _ = try root.directory(["out", "deeper"], create: true, mode: 0o750)
+            func mode(_ path: String) throws -> Int? {
+                try FileManager.default.attributesOfItem(atPath: rootPath + "/" + path)[.posixPermissions] as? Int
+            }
+            #expect(try mode("work") == 0o700 && mode("work/task") == 0o700)
+            let umask = Umask.current
+            #expect(try mode("out") == 0o755 & ~umask && mode("out/deeper") == 0o750 & ~umask)
+            _ = try root.directory(["work"], create: true, mode: 0o777)
+            #expect(try mode("work") == 0o700)
+        }
+    }
+
     @Test func aSymlinkedDirectoryOnTheWayIsRefusedAndNothingIsMadeOutside() throws {
         try withSandbox { root, rootPath, outside in
             try FileManager.default.createSymbolicLink(atPath: rootPath + "/photos", withDestinationPath: outside)

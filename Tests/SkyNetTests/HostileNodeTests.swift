@@ -20,7 +20,7 @@ struct HostileNodeTests {
     /// A node that offers files and answers each transfer as `script` says; `seen` collects
     /// the transfers it got, with their uploaded bytes.
     private func startNode(seen: Locked<[(TransferRequest, [UInt8])]>, cancels: Counter = Counter(), hangUp: Bool = false,
-                           _ script: @escaping Script) async throws -> Listener {
+                           maxFileSize: Int64 = 1 << 30, _ script: @escaping Script) async throws -> Listener {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
         listener.start { socket, peer in
             let connection = Connection(socket: socket, peer: peer)
@@ -35,7 +35,7 @@ struct HostileNodeTests {
                 switch request {
                 case .hello:
                     try? connection.send(Reply.welcome(version: 1, name: "gpu1", capacity: 2, jobs: ["t": "cp {} {}.out"],
-                                                       files: FileSupport(maxFileSize: 1 << 30)).line)
+                                                       files: FileSupport(maxFileSize: maxFileSize)).line)
                 case .cancel:
                     cancels.increment()
                 case .transfer(let transfer) where transfer.file == nil:
@@ -58,10 +58,10 @@ struct HostileNodeTests {
 
     /// Runs task `text` on a `RemoteSystem` linked to a fake node playing `script`, with
     /// `--return {}.out` (and `--transfer` when asked), writing into `sandbox`.
-    private func run(_ text: String, transfer: Bool = false, maxFileSize: Int64 = 1 << 30, in sandbox: ReturnSandbox,
-                     records: ReturnRecords = ReturnRecords(), seen: Locked<[(TransferRequest, [UInt8])]> = Locked([]),
+    private func run(_ text: String, transfer: Bool = false, maxFileSize: Int64 = 1 << 30, nodeMaxFileSize: Int64 = 1 << 30,
+                     in sandbox: ReturnSandbox, records: ReturnRecords = ReturnRecords(), seen: Locked<[(TransferRequest, [UInt8])]> = Locked([]),
                      hangUp: Bool = false, _ script: @escaping Script) async throws -> String {
-        let listener = try await startNode(seen: seen, hangUp: hangUp, script)
+        let listener = try await startNode(seen: seen, hangUp: hangUp, maxFileSize: nodeMaxFileSize, script)
         defer { listener.stop() }
         let peer = try await PeerConnection.open(name: "gpu1", host: "127.0.0.1", port: listener.port, token: nil, timeout: .seconds(10))
         defer { peer.close() }
@@ -114,6 +114,23 @@ struct HostileNodeTests {
             } throws: { error in
                 let failure = error as? ScanFailure
                 return failure?.code == .fileTooLarge && failure?.isFinal == true && failure?.message.contains("big.bin is 2 KiB") == true
+            }
+            #expect(seen.withLock { $0.isEmpty })
+        }
+    }
+
+    /// A node whose own --max-file-size is smaller than the scan's: the input is not sent to it,
+    /// and the failure names that node's bound and is not final (another system may take it).
+    @Test func anInputOverANodesSmallerLimitMayRunElsewhere() async throws {
+        try await ReturnSandbox.with { sandbox in
+            try Data(count: 2048).write(to: URL(fileURLWithPath: sandbox.here + "/big.bin"))
+            let seen = Locked<[(TransferRequest, [UInt8])]>([])
+            await #expect {
+                _ = try await run("big.bin", transfer: true, nodeMaxFileSize: 1024, in: sandbox, seen: seen) { transfer, _ in [Self.result(transfer)] }
+            } throws: { error in
+                let failure = error as? ScanFailure
+                return failure?.code == .fileTooLarge && failure?.isFinal == false
+                    && failure?.message == "big.bin is 2 KiB, over gpu1's --max-file-size 1 KiB"
             }
             #expect(seen.withLock { $0.isEmpty })
         }
@@ -221,6 +238,35 @@ struct HostileNodeTests {
             }
             #expect(sandbox.tree() == before)
             #expect(records.count == 0)
+        }
+    }
+}
+
+extension HostileNodeTests {
+    /// A node that starts a returned file and then sends nothing more (while its link stays up
+    /// and answers pings) fails the task within the link's liveness bound, is told to stop,
+    /// and leaves no `.part` here — it cannot hold the task for ever.
+    @Test func aNodeThatStallsMidReturnFailsTheTaskWithinTheLivenessBound() async throws {
+        try await ReturnSandbox.with { sandbox in
+            let cancels = Counter()
+            let listener = try await startNode(seen: Locked([]), cancels: cancels) { t, _ in
+                [Self.header(t, file: 0, size: 1 << 20), .chunk(FileChunk(id: t.id, file: 0, offset: 0, bytes: Data(count: 4096)))]
+            }
+            defer { listener.stop() }
+            let peer = try await PeerConnection.open(name: "gpu1", host: "127.0.0.1", port: listener.port, token: nil, timeout: .seconds(10))
+            defer { peer.close() }
+            let spec = TransferSpec(returns: [try ReturnTemplate("{}.out")])
+            let system = RemoteSystem(name: "gpu1", peer: peer, timeout: .seconds(1),
+                                      transfer: TransferContext(spec: spec, records: ReturnRecords(), roots: sandbox.roots))
+            let before = sandbox.tree()
+            await #expect {
+                _ = try await system.run(ScanTask(input: 0, job: "t", text: "a", timeout: 600))
+            } throws: { error in
+                guard let failure = error as? ScanFailure else { return false }
+                return failure.code == .badReply && failure.message == "gpu1 sent nothing of its returned files for 1 s" && !failure.isFinal
+            }
+            try await cancels.wait(untilAtLeast: 1, upTo: .seconds(10))
+            #expect(sandbox.tree() == before)
         }
     }
 }

@@ -173,3 +173,61 @@ extension NodeTransferTests {
         }
     }
 }
+
+extension NodeTransferTests {
+    /// A malformed `data` or `end` line of an upload is answered `bad-request` with its id, which
+    /// ends the request for the coordinator; the node ends it too: its directory goes, its place
+    /// and its id are free again (the same id then runs to a result).
+    @Test(arguments: [#"{"type":"data","id":5,"offset":0,"data":"!!not base64!!"}"#,
+                      #"{"type":"end","id":5,"sha256":"xyz"}"#,
+                      #"{"type":"data","id":5,"file":0,"offset":0,"data":"AQID"}"#])
+    func aBadLineOfAnUploadEndsIt(badLine: String) async throws {
+        try await WorkDirSandbox.with { sandbox in
+            try await NodeTests().withNode(try options(sandbox)) { node in
+                var lines = transfer(id: 5, input: "a.txt", size: 3, returns: ["a.txt.out"])
+                lines += Array((badLine + "\n").utf8)
+                lines += transfer(id: 5, input: "a.txt", size: 3, returns: ["a.txt.out"]) + fileLines(id: 5, [1, 2, 3])
+                let (_, replies) = try await converse(node, lines, replies: 2)
+                let fields = replies.compactMap(jsonFields).filter { $0["type"] as? String != "data" && $0["type"] as? String != "end" }
+                #expect(fields.first?["code"] as? String == "bad-request" && fields.first?["id"] as? Int == 5, "\(replies)")
+                #expect(fields.last?["type"] as? String == "result", "the id is free again: \(replies)")
+                #expect(node.files.uploads == 0)
+            }
+        }
+    }
+}
+
+extension NodeTransferTests {
+    /// An upload whose coordinator sends no chunk for the idle bound fails (`bad-file`, named),
+    /// so it cannot hold its descriptor, place and free space while the link lives.
+    @Test func anUploadThatStallsFailsAfterTheIdleBound() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            var options = try options(sandbox)
+            options.idleTimeout = .seconds(1)
+            try await NodeTests().withNode(options) { node in
+                let (_, replies) = try await converse(node, transfer(id: 4, input: "a.txt", size: 3, returns: []), replies: 1)
+                let reply = try #require(replies.last.flatMap(jsonFields))
+                #expect(reply["code"] as? String == "bad-file", "\(replies)")
+                #expect(reply["message"] as? String == "no bytes of a.txt came for 1 s")
+                #expect(node.files.uploads == 0)
+            }
+        }
+    }
+
+    /// A coordinator sends its basefiles one by one: a second one while the first is under way
+    /// is `busy`, and the first still arrives.
+    @Test func oneBasefileAtATimeOnAConnection() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            try await NodeTests().withNode(try options(sandbox)) { node in
+                let header = FileHeader(size: 2, mode: 0o644, mtimeNanoseconds: 0)
+                var lines = Request.basefile(BasefileRequest(id: 1, path: "one.cfg", file: header)).line
+                lines += Request.basefile(BasefileRequest(id: 2, path: "two.cfg", file: header)).line
+                lines += fileLines(id: 1, [1, 2])
+                let (_, replies) = try await converse(node, lines, replies: 2)
+                let fields = replies.compactMap(jsonFields)
+                #expect(fields.first?["code"] as? String == "busy" && fields.first?["id"] as? Int == 2, "\(replies)")
+                #expect(fields.last?["type"] as? String == "stored" && fields.last?["id"] as? Int == 1, "\(replies)")
+            }
+        }
+    }
+}

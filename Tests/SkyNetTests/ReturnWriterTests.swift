@@ -17,9 +17,9 @@ import Testing
     }
 
     private func writer(_ target: String, _ size: Int, mode: Int = 0o644, max: Int64 = 1 << 30, in sandbox: ReturnSandbox,
-                        free: Int64? = nil) throws -> ReturnWriter {
+                        roots: ReturnRoots? = nil, free: Int64? = nil) throws -> ReturnWriter {
         try ReturnWriter(target: try TransferPath(target), header: header(size, mode: mode), maxSize: max, peer: "gpu1",
-                         roots: sandbox.roots, freeSpace: { handle in
+                         roots: roots ?? sandbox.roots, freeSpace: { handle in
                              if let free { return free }
                              return try handle.freeBytes()
                          })
@@ -43,14 +43,14 @@ import Testing
             // Every byte is there, yet under a hidden temporary name only.
             #expect(!FileManager.default.fileExists(atPath: target))
             let parts = sandbox.parts(in: sandbox.here + "/photos/2024")
-            #expect(parts.count == 1 && parts[0].hasPrefix(".a b'é.png.skynet-"))
+            #expect(parts == [".a b'é.png.skynet.part"])
             let returned = try writer.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash(bytes)), peer: "gpu1")
             #expect(returned == ReturnedFile(path: "photos/2024/a b'é.png", size: Int64(bytes.count), sha256: SHA256.hash(bytes)))
             try writer.commit()
             #expect(sandbox.bytes(target) == bytes)
             #expect(sandbox.parts(in: sandbox.here + "/photos/2024").isEmpty)
             let attributes = try FileManager.default.attributesOfItem(atPath: target)
-            #expect(attributes[.posixPermissions] as? Int == 0o755)  // an x bit on the node: 0755, never 0700 or setuid
+            #expect(attributes[.posixPermissions] as? Int == 0o700 & ~Self.processUmask())  // as it travelled, less the umask
             let status = try DirectoryHandle.open(sandbox.here + "/photos/2024").openFile("a b'é.png").status()
             #expect(status.mtimeNanoseconds == mtime)
         }
@@ -62,7 +62,7 @@ import Testing
             _ = try writer.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([])), peer: "gpu1")
             try writer.commit()
             #expect(sandbox.bytes(sandbox.here + "/empty") == [])
-            #expect(try FileManager.default.attributesOfItem(atPath: sandbox.here + "/empty")[.posixPermissions] as? Int == 0o644)
+            #expect(try Self.mode(sandbox.here + "/empty") == 0o666 & ~Self.processUmask())  // never setuid
         }
     }
 
@@ -167,33 +167,172 @@ import Testing
         }
     }
 
-    @Test func aTemporaryNameStaysALegalComponent() {
-        let long = String(repeating: "é", count: 127)  // 254 bytes
+    @Test func aTemporaryNameIsOnePerTargetAndStaysALegalComponent() {
+        #expect(ReturnWriter.partName(for: "a.png") == ".a.png.skynet.part")
+        #expect(ReturnWriter.partName(for: "a.png") == ReturnWriter.partName(for: "a.png"))
+        let long = String(repeating: "é", count: 127)  // 254 bytes: no room for the plain name
         let part = ReturnWriter.partName(for: long)
         #expect(part.utf8.count <= TransferPath.maxComponentBytes)
-        #expect(part.hasPrefix(".é") && part.hasSuffix(".part"))
-        #expect(ReturnWriter.partName(for: "a.png") != ReturnWriter.partName(for: "a.png"))
+        #expect(part.hasPrefix(".skynet-") && part.hasSuffix(".part") && part == ReturnWriter.partName(for: long))
+        #expect(part != ReturnWriter.partName(for: String(repeating: "é", count: 126) + "e"))
+        let fits = String(repeating: "x", count: TransferPath.maxComponentBytes - 13)
+        #expect(ReturnWriter.partName(for: fits) == ".\(fits).skynet.part")
+        #expect(ReturnWriter.partName(for: fits + "x").hasPrefix(".skynet-"))
     }
 
-    @Test func aPartLeftByAKilledCoordinatorGoesButALiveOneStays() throws {
+    @Test func aTargetWithALongNameIsWrittenThroughItsShortPart() throws {
         try ReturnSandbox.with { sandbox in
-            let stale = ".a.png.skynet-0badf00d.part"
-            try "half".write(toFile: sandbox.here + "/" + stale, atomically: false, encoding: .utf8)
-            try "other".write(toFile: sandbox.here + "/.b.png.skynet-0badf00d.part", atomically: false, encoding: .utf8)
-            var first = try writer("a.png", 1, in: sandbox)
-            #expect(!FileManager.default.fileExists(atPath: sandbox.here + "/" + stale))
-            // Another file's leftover is not this target's business.
-            #expect(FileManager.default.fileExists(atPath: sandbox.here + "/.b.png.skynet-0badf00d.part"))
-            // A second writer of the same target (two inputs returning one path) keeps the first's.
-            var second = try writer("a.png", 1, in: sandbox)
-            #expect(sandbox.parts(in: sandbox.here).filter { $0.hasPrefix(".a.png.") }.count == 2)
-            try first.append(FileChunk(id: 1, file: 0, offset: 0, bytes: Data([7])), peer: "gpu1")
-            _ = try first.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([7])), peer: "gpu1")
-            try first.commit()
-            #expect(sandbox.bytes(sandbox.here + "/a.png") == [7])
-            second.discard()
-            #expect(sandbox.parts(in: sandbox.here) == [".b.png.skynet-0badf00d.part"])
+            let name = String(repeating: "é", count: 127)
+            var writer = try writer(name, 2, in: sandbox)
+            #expect(sandbox.parts(in: sandbox.here) == [ReturnWriter.partName(for: name)])
+            try feed([1, 2], to: &writer)
+            _ = try writer.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([1, 2])), peer: "gpu1")
+            try writer.commit()
+            #expect(sandbox.bytes(sandbox.here + "/" + name) == [1, 2])
+            #expect(sandbox.parts(in: sandbox.here).isEmpty)
         }
+    }
+
+    /// The stale part of a coordinator killed mid-file (a writer dropped without `discard`, and
+    /// one made by hand) is replaced by the next write of the target, in a directory of many
+    /// entries that stay as they were; another target's part is not touched.
+    @Test func aPartLeftByAKilledCoordinatorIsReplacedByTheNextWrite() throws {
+        try ReturnSandbox.with { sandbox in
+            let dir = sandbox.here + "/out"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+            let others = 5_000
+            for index in 0..<others {
+                guard FileManager.default.createFile(atPath: dir + "/entry-\(index)", contents: nil) else {
+                    Issue.record("could not make entry \(index)")
+                    return
+                }
+            }
+            try "other".write(toFile: dir + "/.b.png.skynet.part", atomically: false, encoding: .utf8)
+            do {
+                var killed = try writer("out/a.png", 4, in: sandbox)
+                try killed.append(FileChunk(id: 1, file: 0, offset: 0, bytes: Data([9, 9])), peer: "gpu1")
+            }  // dropped mid-file, never discarded: what a killed coordinator leaves
+            #expect(sandbox.parts(in: dir).filter { $0.hasPrefix(".a.png") }.count == 1)
+            let bytes = ReturnSandbox.random(70_000, seed: 7)
+            var next = try writer("out/a.png", bytes.count, in: sandbox)
+            #expect(sandbox.parts(in: dir).filter { $0.hasPrefix(".a.png") }.count == 1)
+            try feed(bytes, to: &next)
+            _ = try next.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash(bytes)), peer: "gpu1")
+            try next.commit()
+            #expect(sandbox.bytes(dir + "/a.png") == bytes)
+            #expect(sandbox.parts(in: dir) == [".b.png.skynet.part"])
+            #expect(sandbox.bytes(dir + "/.b.png.skynet.part") == Array("other".utf8))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir).count == others + 2)
+
+            // A leftover made by hand at the part's name goes the same way.
+            try "half".write(toFile: dir + "/.c.png.skynet.part", atomically: false, encoding: .utf8)
+            var third = try writer("out/c.png", 1, in: sandbox)
+            try feed([5], to: &third)
+            _ = try third.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([5])), peer: "gpu1")
+            try third.commit()
+            #expect(sandbox.bytes(dir + "/c.png") == [5])
+            #expect(sandbox.parts(in: dir) == [".b.png.skynet.part"])
+        }
+    }
+
+    /// Two writes of one target at once (two inputs whose templates name the same file): the
+    /// later one takes the part's name, the earlier one's commit fails (the task runs again)
+    /// and never puts its bytes, or the other's half, in place; its discard leaves the other's part.
+    @Test func twoWritesOfOneTargetNeverPutTheWrongFileInPlace() throws {
+        try ReturnSandbox.with { sandbox in
+            var first = try writer("a.bin", 3, in: sandbox)
+            var second = try writer("a.bin", 2, in: sandbox)
+            #expect(sandbox.parts(in: sandbox.here).count == 1)
+            try feed([1, 1, 1], to: &first)
+            _ = try first.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([1, 1, 1])), peer: "gpu1")
+            do throws(ScanFailure) {
+                try first.commit()
+                Issue.record("the first write was renamed into place over the second's part")
+            } catch {
+                #expect(error.code == .badFile && !error.isFinal)
+                #expect(error.message.contains("a.bin could not be written"))
+            }
+            #expect(!FileManager.default.fileExists(atPath: sandbox.here + "/a.bin"))
+            first.discard()
+            #expect(sandbox.parts(in: sandbox.here).count == 1)
+            try feed([2, 2], to: &second)
+            _ = try second.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([2, 2])), peer: "gpu1")
+            try second.commit()
+            #expect(sandbox.bytes(sandbox.here + "/a.bin") == [2, 2])
+            #expect(sandbox.parts(in: sandbox.here).isEmpty)
+        }
+    }
+
+    @Test func aDiscardedWriteLeavesTheLaterWritesPart() throws {
+        try ReturnSandbox.with { sandbox in
+            var first = try writer("a.bin", 1, in: sandbox)
+            var second = try writer("a.bin", 1, in: sandbox)
+            first.discard()
+            try feed([4], to: &second)
+            _ = try second.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([4])), peer: "gpu1")
+            try second.commit()
+            #expect(sandbox.bytes(sandbox.here + "/a.bin") == [4])
+            #expect(sandbox.parts(in: sandbox.here).isEmpty)
+        }
+    }
+
+    /// This process's umask as the kernel says it (`/proc/self/status`), read apart from the
+    /// code under test; 022 where there is no such file.
+    private static func processUmask() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        for line in status.split(separator: "\n") where line.hasPrefix("Umask:") {
+            return Int(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8) ?? 0o022
+        }
+        return 0o022
+    }
+
+    private static func mode(_ path: String) throws -> Int? {
+        try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+    }
+
+    /// As `cp` makes them: a returned file gets the mode bits that travelled (never setuid)
+    /// less this process's umask, a directory made for it 0777 less the umask.
+    @Test func aReturnedFileAndTheDirectoriesMadeForItFollowTheUmask() throws {
+        let umask = Self.processUmask()
+        try ReturnSandbox.with { sandbox in
+            var writer = try writer("made/here/a.txt", 1, mode: 0o4750, in: sandbox)
+            try feed([1], to: &writer)
+            _ = try writer.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([1])), peer: "gpu1")
+            try writer.commit()
+            #expect(try Self.mode(sandbox.here + "/made/here/a.txt") == 0o750 & ~umask)
+            #expect(try Self.mode(sandbox.here + "/made") == 0o777 & ~umask)
+            #expect(try Self.mode(sandbox.here + "/made/here") == 0o777 & ~umask)
+        }
+    }
+
+    /// The umask the roots carry (the process's, read once) decides: with 077 nothing returned
+    /// is readable by anyone else, with 022 a directory made is 0755 (less what the process's
+    /// own umask takes too: `mkdirat` applies it).
+    @Test(arguments: [0o077, 0o022])
+    func theUmaskOfTheRootsDecidesTheModes(_ umask: Int) throws {
+        try ReturnSandbox.with { sandbox in
+            let roots = ReturnRoots(relative: try DirectoryHandle.open(sandbox.here), absolute: try DirectoryHandle.open(sandbox.abs),
+                                    umask: umask)
+            var writer = try writer("new/a.txt", 1, mode: 0o664, in: sandbox, roots: roots)
+            try feed([1], to: &writer)
+            _ = try writer.finish(FileEnd(id: 1, file: 0, sha256: SHA256.hash([1])), peer: "gpu1")
+            try writer.commit()
+            let file = try Self.mode(sandbox.here + "/new/a.txt")
+            let directory = try Self.mode(sandbox.here + "/new")
+            if umask == 0o077 {
+                #expect(file == 0o600 && directory == 0o700)
+            } else {
+                #expect(file == 0o644 && directory == 0o755 & ~Self.processUmask())
+            }
+        }
+    }
+
+    @Test func theUmaskIsReadFromTheProcessStatus() {
+        #expect(Umask.parse("Name:\tskynet\nUmask:\t0077\nState:\tR (running)\n") == 0o077)
+        #expect(Umask.parse("Umask:  0002") == 0o002)
+        #expect(Umask.parse("Name:\tskynet\n") == nil)
+        #expect(Umask.parse("Umask:\t9") == nil)
+        #expect(Umask.current == Self.processUmask())
     }
 
     @Test func filesArrivingAtOnceDoNotCountTheSameFreeSpaceTwice() throws {

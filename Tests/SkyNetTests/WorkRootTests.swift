@@ -118,15 +118,33 @@ struct WorkRootTests {
         }
     }
 
-    @Test func aRootWithoutALockIsSweptOnlyOnceOld() async throws {
+    /// The parent is a shared place (/tmp): a user's own directory that only looks like a root —
+    /// the prefix with other words, a root's shape without a lock file, a lock that is a link —
+    /// is never removed, however old and unlocked.
+    @Test func aDirectoryThatIsNotExactlyADeadRootIsNeverSwept() async throws {
         try await WorkDirSandbox.with { sandbox in
-            try sandbox.write("skynet-node-7-nolock/conn-1/a", [1])
-            #expect(WorkRoot.sweep(in: sandbox.path).isEmpty, "its node may be about to take the lock")
-            #expect(sandbox.exists("skynet-node-7-nolock/conn-1/a"))
-            let later = Date().addingTimeInterval(WorkRoot.unlockedGrace.seconds + 5)
-            #expect(WorkRoot.sweep(in: sandbox.path, now: later) == ["skynet-node-7-nolock"])
-            #expect(!sandbox.exists("skynet-node-7-nolock"))
+            let lookalikes = ["skynet-node-notes", "skynet-node-exporter", "skynet-node-7-nolock",
+                              "skynet-node-12-abcdefg", "skynet-node-x1-abcdef", "skynet-node--abcdef"]
+            for name in lookalikes { try sandbox.write("\(name)/src/main.go", [7]) }
+            for name in ["skynet-node-notes", "skynet-node-12-abcdefg", "skynet-node-x1-abcdef", "skynet-node--abcdef"] {
+                try sandbox.write("\(name)/.lock", [])  // a lock file nobody holds
+            }
+            try sandbox.write("skynet-node-8-linked/x", [1])
+            try sandbox.write("lockfile", [])
+            try sandbox.symlink("skynet-node-8-linked/.lock", to: sandbox.at("lockfile"))
+            var old = [timespec(tv_sec: time(nil) - 86_400, tv_nsec: 0), timespec(tv_sec: time(nil) - 86_400, tv_nsec: 0)]
+            for name in lookalikes + ["skynet-node-8-linked"] { #expect(utimensat(AT_FDCWD, sandbox.at(name), &old, 0) == 0) }
+            #expect(WorkRoot.sweep(in: sandbox.path).isEmpty)
+            for name in lookalikes { #expect(sandbox.read("\(name)/src/main.go") == [7], "\(name)") }
+            #expect(sandbox.read("skynet-node-8-linked/x") == [1])
         }
+    }
+
+    @Test(arguments: [("skynet-node-4242-a1B2c3", true), ("skynet-node-1-abcdef", true), ("skynet-node-notes", false),
+                      ("skynet-node-1-abcde", false), ("skynet-node-1-abcde_", false), ("skynet-node-12345678901-abcdef", false),
+                      ("skynet-node-1-abcdef-x", false), ("skynet-node-1abcdef", false), ("xskynet-node-1-abcdef", false)])
+    func aRootsNameIsExactlyWhatMakeGives(name: String, isRoot: Bool) {
+        #expect(WorkRoot.isRootName(name) == isRoot)
     }
 
     @Test func aRootThatCannotBeMadeIsAFileError() async throws {

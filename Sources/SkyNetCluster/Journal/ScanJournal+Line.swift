@@ -1,5 +1,6 @@
 import SkyNetRuntime
 import SkyNetWire
+import SkyNetWork
 
 extension ScanJournal.Entry {
     /// Reads a line in exactly the form `ScanJournal.append` writes, without building a JSON
@@ -34,10 +35,15 @@ extension ScanJournal.Entry {
         }
         guard reader.literal(#","system":"#), let system = reader.plainString(),
               reader.literal(#","attempt":"#), let attempt = reader.integer(),
-              reader.literal(#","seconds":"#), let seconds = reader.number(),
-              reader.literal("}"), reader.atEnd
+              reader.literal(#","seconds":"#), let seconds = reader.number()
         else { return nil }
+        var files: [ReturnedFile] = []
+        if reader.literal(#","files":"#) {
+            guard let value = Self.returnedFiles(&reader) else { return nil }
+            files = value
+        }
+        guard reader.literal("}"), reader.atEnd else { return nil }
         self.init(input: input, text: text, job: job, result: result, status: status, error: error,
-                  system: system, attempt: attempt, seconds: seconds)
+                  system: system, attempt: attempt, seconds: seconds, files: files)
     }
 }

@@ -104,11 +104,13 @@ extension ScanJournal {
             let result = try fields.optionalString("result"), error = try fields.optionalString("error")
             // A status must be a whole number: a line that holds anything else is not an entry.
             let status = try fields.optionalNumber("status") ?? 0
-            guard result != nil || error != nil, let whole = Int(exactly: status) else { return nil }
+            guard result != nil || error != nil, let whole = Int(exactly: status),
+                  let files = Entry.returnedFiles(inLine: line)
+            else { return nil }
             return Entry(input: try fields.int("input"), text: try fields.optionalString("text"), job: try fields.optionalString("job"),
                          result: result ?? "", status: whole, error: error,
                          system: try fields.string("system"), attempt: try fields.int("attempt"),
-                         seconds: try fields.optionalNumber("seconds") ?? 0)
+                         seconds: try fields.optionalNumber("seconds") ?? 0, files: files)
         } catch {
             return nil
         }

@@ -27,10 +27,13 @@ public final class ScanJournal: Sendable {
         public let system: String
         public let attempt: Int
         public let seconds: Double
+        /// The files the sector returned (issue 21: `--return`), as the template gave each path,
+        /// with its size and SHA-256; empty when none (and in every line before issue 21).
+        public let files: [ReturnedFile]
 
         public init(
             input: Int, text: String? = nil, job: String? = nil, result: String, status: Int = 0, error: String? = nil,
-            system: String, attempt: Int, seconds: Double
+            system: String, attempt: Int, seconds: Double, files: [ReturnedFile] = []
         ) {
             self.input = input
             self.text = text
@@ -41,6 +44,7 @@ public final class ScanJournal: Sendable {
             self.system = system
             self.attempt = attempt
             self.seconds = seconds
+            self.files = files
         }
 
         /// Whether the sector completed (a resume skips it).
@@ -105,7 +109,8 @@ public final class ScanJournal: Sendable {
     /// The journal line of one entry, newline included, made in one buffer sized for it (a
     /// result may be half a megabyte: no second copy, no doubling growth).
     public func line(for entry: Entry) -> [UInt8] {
-        var json = JSONLine(capacity: entry.result.utf8.count + (entry.text?.utf8.count ?? 0) + (entry.error?.utf8.count ?? 0) + 160)
+        let filesBytes = entry.files.reduce(0) { $0 + $1.path.utf8.count + 120 }
+        var json = JSONLine(capacity: entry.result.utf8.count + (entry.text?.utf8.count ?? 0) + (entry.error?.utf8.count ?? 0) + filesBytes + 160)
         json.add("input", entry.input)
         if let text = entry.text { json.add("text", text) }
         if let job = entry.job { json.add("job", job) }
@@ -114,6 +119,7 @@ public final class ScanJournal: Sendable {
         json.add("system", entry.system)
         json.add("attempt", entry.attempt)
         json.add("seconds", (entry.seconds * 1000).rounded() / 1000)
+        if !entry.files.isEmpty { json.add("files", objects: entry.files.map(\.json)) }
         return json.takeLine()
     }
 

@@ -35,7 +35,7 @@ extension NodeSession {
                                                   : Reply.failure(id: id, task: task.id, code: error.code, message: error.message).line)
         }
         guard let header = request.file, let input = upload.input else { return run(request, upload) }
-        let receiving = NodeUpload(.transfer(request, upload), header: header, file: input.file, name: input.path.text)
+        let receiving = NodeUpload(.transfer(request, upload), header: header, file: input.file, name: input.path.text, now: node.clock.now)
         state.withLock { $0.uploads[id] = receiving }
     }
 
@@ -43,6 +43,12 @@ extension NodeSession {
     func storeBasefile(_ request: BasefileRequest) {
         let id = request.id
         guard node.offersFiles else { return send(WireError(code: .unknownType, message: "unknown type \"basefile\"", id: id).line) }
+        // A coordinator sends its basefiles one after the other: more at once would only let a
+        // connection hold many descriptors and reservations of free space. (Requests of a
+        // connection come one at a time on its reader thread: nothing adds one meanwhile.)
+        guard !state.withLock({ $0.uploads.values.contains(where: \.isBasefile) }) else {
+            return send(WireError(code: .busy, message: "one basefile at a time on a connection", id: id).line)
+        }
         if let refusal = admitFileRequest(id) { return send(refusal) }
         let upload: BasefileUpload
         do throws(ScanFailure) {
@@ -51,7 +57,7 @@ extension NodeSession {
             endFileRequest()
             return send(WireError(code: error.code, message: error.message, id: id).line)
         }
-        let receiving = NodeUpload(.basefile(request, upload), header: request.file, file: upload.file, name: upload.path.text)
+        let receiving = NodeUpload(.basefile(request, upload), header: request.file, file: upload.file, name: upload.path.text, now: node.clock.now)
         state.withLock { $0.uploads[id] = receiving }
     }
 
@@ -60,7 +66,7 @@ extension NodeSession {
     func receive(_ chunk: FileChunk) {
         guard chunk.file == nil, let upload = state.withLock({ $0.uploads[chunk.id] }) else { return }
         do throws(ScanFailure) {
-            try upload.append(chunk)
+            try upload.append(chunk, now: node.clock.now)
         } catch {
             // The disk filled up under us: said with the numbers of this moment.
             let failure = error.code == .noSpace ? node.files.space.failure(needed: upload.size - chunk.offset) : error
@@ -90,6 +96,23 @@ extension NodeSession {
     func cancelUpload(_ id: Int) {
         guard let upload = state.withLock({ $0.uploads.removeValue(forKey: id) }) else { return }
         fail(upload, ScanFailure(code: .cancelled, message: "cancelled"), removed: true)
+    }
+
+    /// Fails the uploads that received no chunk for `bound` (the node's idle timeout).
+    func failStalledUploads(now: ContinuousClock.Instant, bound: Duration) {
+        let stalled = state.withLock { $0.uploads.values.filter { $0.isStalled(now: now, bound: bound) } }
+        for upload in stalled {
+            fail(upload, ScanFailure(code: .badFile, message: "no bytes of \(upload.name) came for \(String(cFormat: "%g", bound.seconds)) s"))
+        }
+    }
+
+    /// A bad line naming an upload's id (a malformed `data` or `end`): its `bad-request` answer,
+    /// which carries the id, ends the request for the coordinator (docs/PROTOCOL.md), so the
+    /// upload ends here too — its directory, its place and its id freed, later chunks ignored.
+    func endUpload(_ id: Int?) {
+        guard let id, let upload = state.withLock({ $0.uploads.removeValue(forKey: id) }) else { return }
+        upload.discard()
+        endFileRequest()
     }
 
     /// Discards every upload of the connection (it ended).

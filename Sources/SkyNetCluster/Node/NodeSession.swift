@@ -52,7 +52,9 @@ final class NodeSession: Sendable {
     }
 
     /// Closes the connection if the client has been silent for `bound` with no scan running.
+    /// Uploads that stalled for `bound` fail first.
     func closeIfIdle(now: ContinuousClock.Instant, bound: Duration) {
+        failStalledUploads(now: now, bound: bound)
         let client: String? = state.withLock { state in
             guard case .serving(let client) = state.phase, state.scans.isEmpty, state.uploads.isEmpty, now - state.lastActivity >= bound else { return nil }
             return client
@@ -82,6 +84,7 @@ final class NodeSession: Sendable {
             do {
                 try serve(Request.decode(line))
             } catch {
+                endUpload(error.id)
                 send(error.line)
             }
         }

@@ -42,8 +42,9 @@ extension PeerLinks {
                      timeout: Duration) async throws -> ClusterEvent? {
         let id = peer.nextID()
         let over = Locked(false)
+        let limit = OutgoingFile.limit(scan: spec.maxFileSize, peer: peer.files?.maxFileSize, named: name)
         let file = OutgoingFile(
-            id: id, file: nil, maxSize: min(spec.maxFileSize, peer.files?.maxFileSize ?? spec.maxFileSize), name: basefile.text,
+            id: id, file: nil, maxSize: limit.maxSize, limitOwner: limit.owner, name: basefile.text,
             open: { () throws(ScanFailure) -> OpenFile in try RemoteSystem.openInput(basefile, in: roots) },
             header: { Request.basefile(BasefileRequest(id: id, path: basefile.onNode.text, file: $0)).line },
             isCancelled: { over.withLock { $0 } },

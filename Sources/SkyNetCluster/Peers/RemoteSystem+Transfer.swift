@@ -43,8 +43,13 @@ extension RemoteSystem {
             peer.fail(id, with: failure)
             peer.post(.cancel(id: id))
         }
+        // Once the returns flow, each of their lines must follow the last within the link's
+        // liveness bound: a node that answers pings but stops sending its files would
+        // otherwise hold the task for ever, past --timeout and --task-timeout.
+        let stalled = ScanFailure(code: .badReply, message: "\(name) sent nothing of its returned files for \(String(cFormat: "%g", timeout.seconds)) s")
+        let progressed: @Sendable () -> Void = { [timeout] in deadline.arm(after: timeout) { failRequest(stalled) } }
         let sink = plan.returns.isEmpty ? nil : ReturnSink(targets: plan.returns.map(\.local), peer: name, maxSize: spec.maxFileSize,
-                                                           roots: roots, onFirstLine: { deadline.disarm() }, onFailure: failRequest)
+                                                           roots: roots, onLine: progressed, onFailure: failRequest)
         let nodeTask = ScanTask(id: task.id, input: task.input, duration: task.duration, job: task.job, text: plan.nodeInput,
                                 timeout: task.timeout)
         let returns = plan.returns.map(\.node.text)
@@ -59,8 +64,9 @@ extension RemoteSystem {
         }
         let sending: @Sendable () throws -> Void
         if let input = plan.localInput {
+            let limit = OutgoingFile.limit(scan: spec.maxFileSize, peer: peer.files?.maxFileSize, named: name)
             let file = OutgoingFile(
-                id: id, file: nil, maxSize: min(spec.maxFileSize, peer.files?.maxFileSize ?? spec.maxFileSize), name: input.text,
+                id: id, file: nil, maxSize: limit.maxSize, limitOwner: limit.owner, name: input.text,
                 open: { () throws(ScanFailure) -> OpenFile in try Self.openInput(input, in: roots) },
                 header: { header($0) },
                 isCancelled: { over.withLock { $0 } },
@@ -158,15 +164,17 @@ final class TransferDeadline: Sendable {
         self.clock = clock
     }
 
-    /// Runs `expired` after `bound` unless disarmed first (a disarmed deadline stays so).
+    /// Runs `expired` after `bound` unless disarmed first (a disarmed deadline stays so); an
+    /// earlier arming is replaced.
     func arm(after bound: Duration, _ expired: @escaping @Sendable () -> Void) {
         let ticket = clock.schedule(at: clock.now + bound, expired)
-        let keep = state.withLock { state -> Bool in
-            guard !state.disarmed else { return false }
-            state.ticket = ticket
-            return true
+        let (keep, replaced) = state.withLock { state -> (Bool, TimerTicket?) in
+            guard !state.disarmed else { return (false, nil) }
+            defer { state.ticket = ticket }
+            return (true, state.ticket)
         }
         if !keep { _ = clock.cancel(ticket) }
+        if let replaced { _ = clock.cancel(replaced) }
     }
 
     func disarm() {

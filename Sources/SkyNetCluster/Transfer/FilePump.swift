@@ -107,8 +107,12 @@ private final class Sending {
         }
         guard status.size <= file.maxSize else {
             handle.close()
-            file.done(.failure(ScanFailure(code: .fileTooLarge, message: "\(file.name) is \(Sending.size(status.size)), over the --max-file-size \(Sending.size(file.maxSize))",
-                                           isFinal: file.file == nil)))
+            // Over this side's own bound a coordinator's file is given up for good; over a
+            // node's smaller bound, or a node's return over the scan's, it may run elsewhere.
+            let whose = file.limitOwner.map { "\($0)'s" } ?? "the"
+            file.done(.failure(ScanFailure(code: .fileTooLarge,
+                                           message: "\(file.name) is \(Sending.size(status.size)), over \(whose) --max-file-size \(Sending.size(file.maxSize))",
+                                           isFinal: file.file == nil && file.limitOwner == nil)))
             return nil
         }
         guard !file.isCancelled() else {

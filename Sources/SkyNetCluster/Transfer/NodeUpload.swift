@@ -6,6 +6,12 @@ import SkyNetWork
 /// request and its `end`. Lines arrive on the reader thread one at a time; the session's end
 /// (another thread) may discard it meanwhile, so every use of the file takes `lock`.
 final class NodeUpload: @unchecked Sendable {  // safe: `incoming` is only touched with `lock` held
+    /// Whether it is over (finished or discarded), and when its last chunk came.
+    private struct Progress {
+        var done = false
+        var lastChunk: ContinuousClock.Instant
+    }
+
     enum Kind: Sendable {
         case transfer(TransferRequest, TaskUpload)
         case basefile(BasefileRequest, BasefileUpload)
@@ -14,12 +20,17 @@ final class NodeUpload: @unchecked Sendable {  // safe: `incoming` is only touch
     let kind: Kind
     /// The size announced, for the free space's numbers when the disk fills up.
     let size: Int64
-    private let lock = Guarded(false)  // true once finished or discarded
+    private let lock: Guarded<Progress>
     private let incoming: IncomingFile
     private let reservation: FreeSpace.Reservation?
 
-    init(_ kind: Kind, header: FileHeader, file: OpenFile, name: String) {
+    /// The file's path as sent, for messages.
+    let name: String
+
+    init(_ kind: Kind, header: FileHeader, file: OpenFile, name: String, now: ContinuousClock.Instant) {
         self.kind = kind
+        self.name = name
+        lock = Guarded(Progress(lastChunk: now))
         size = header.size
         incoming = IncomingFile(file: file, header: header, name: name)
         reservation = switch kind {
@@ -35,10 +46,15 @@ final class NodeUpload: @unchecked Sendable {  // safe: `incoming` is only touch
         }
     }
 
+    var isBasefile: Bool {
+        if case .basefile = kind { true } else { false }
+    }
+
     /// Writes one chunk (reader thread).
-    func append(_ chunk: FileChunk) throws(ScanFailure) {
-        try lock.withLock { (done) throws(ScanFailure) in
-            guard !done else { return }
+    func append(_ chunk: FileChunk, now: ContinuousClock.Instant) throws(ScanFailure) {
+        try lock.withLock { (progress) throws(ScanFailure) in
+            guard !progress.done else { return }
+            progress.lastChunk = now
             try incoming.append(chunk)
         }
         reservation?.wrote(Int64(chunk.bytes.count))
@@ -46,20 +62,27 @@ final class NodeUpload: @unchecked Sendable {  // safe: `incoming` is only touch
 
     /// Checks the end (reader thread): size, digest, then mode and time.
     func finish(_ end: FileEnd) throws(ScanFailure) {
-        try lock.withLock { (done) throws(ScanFailure) in
-            guard !done else { throw ScanFailure(code: .cancelled, message: "cancelled") }
+        try lock.withLock { (progress) throws(ScanFailure) in
+            guard !progress.done else { throw ScanFailure(code: .cancelled, message: "cancelled") }
             _ = try incoming.finish(end)
             // Only a file that arrived whole is done: one that failed is still to be discarded.
-            done = true
+            progress.done = true
         }
+    }
+
+    /// Whether no chunk came for `bound`: a coordinator that announced a file and then sends
+    /// none of it would otherwise hold its descriptor, place and free space for as long as it
+    /// stays connected.
+    func isStalled(now: ContinuousClock.Instant, bound: Duration) -> Bool {
+        lock.withLock { !$0.done && now - $0.lastChunk >= bound }
     }
 
     /// Gives up: the file closed, and what was readied for it undone (its task's directory or
     /// the partial basefile). Later calls do nothing.
     func discard() {
-        let first = lock.withLock { done in
-            defer { done = true }
-            return !done
+        let first = lock.withLock { progress in
+            defer { progress.done = true }
+            return !progress.done
         }
         guard first else { return }
         lock.withLock { _ in incoming.discard() }

@@ -12,6 +12,9 @@ struct OutgoingFile: Sendable {
     let file: Int?
     /// The largest size it may have: beyond, it is not sent (`file-too-large`).
     let maxSize: Int64
+    /// Whose bound `maxSize` is when it is not this side's own --max-file-size: the peer's
+    /// name, when the peer's is smaller. Over a peer's bound, another system may still take it.
+    var limitOwner: String? = nil
     /// How messages name it (`photos/a.jpg`); also the `path` of the `ReturnedFile` reported.
     let name: String
     /// Opens the file (component-wise, no links), or says why not.
@@ -25,4 +28,10 @@ struct OutgoingFile: Sendable {
     let done: @Sendable (Result<ReturnedFile, ScanFailure>) -> Void
     /// Tests only: called after each chunk is sent, with the bytes sent so far.
     var afterChunk: (@Sendable (Int64) -> Void)? = nil
+
+    /// The bound for a coordinator's file: the scan's --max-file-size, or the peer's when smaller.
+    static func limit(scan: Int64, peer: Int64?, named name: String) -> (maxSize: Int64, owner: String?) {
+        guard let peer, peer < scan else { return (scan, nil) }
+        return (peer, name)
+    }
 }

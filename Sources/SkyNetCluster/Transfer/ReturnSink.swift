@@ -31,14 +31,14 @@ final class ReturnSink: ReplyStream {
     private let roots: ReturnRoots
     private let freeSpace: @Sendable (DirectoryHandle) throws -> Int64
     private let onFailure: @Sendable (ScanFailure) -> Void
-    /// Told of each returned file's `return` line (the request's deadline ends there).
-    private let onFirstLine: @Sendable () -> Void
+    /// Told of every line of the stream: the returns' progress, which restarts their bound.
+    private let onLine: @Sendable () -> Void
     private let state = Locked(State())
 
     init(targets: [TransferPath], peer: String, maxSize: Int64, roots: ReturnRoots,
          freeSpace: @escaping @Sendable (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() },
-         onFirstLine: @escaping @Sendable () -> Void = {}, onFailure: @escaping @Sendable (ScanFailure) -> Void) {
-        self.onFirstLine = onFirstLine
+         onLine: @escaping @Sendable () -> Void = {}, onFailure: @escaping @Sendable (ScanFailure) -> Void) {
+        self.onLine = onLine
         self.targets = targets
         self.peer = peer
         self.maxSize = maxSize
@@ -49,7 +49,7 @@ final class ReturnSink: ReplyStream {
 
     /// One line of the request's stream (reader thread). Lines of other kinds are ignored.
     func receive(_ reply: Reply) {
-        if case .returnFile = reply { onFirstLine() }
+        onLine()
         let failure = state.withLock { state -> ScanFailure? in
             guard !state.closed, state.failure == nil else { return nil }
             do throws(ScanFailure) {

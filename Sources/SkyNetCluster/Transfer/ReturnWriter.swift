@@ -6,10 +6,18 @@ import SkyNetWork
 /// One file a node returns, written here only at the path the task's plan gives for it
 /// (`TransferPlan.returns[i].local`), whatever the node sends: no path travels from a node.
 ///
-/// The bytes go to a hidden `.NAME.skynet-<8 hex>.part` beside the target (made with
-/// `O_EXCL`, mode 0600), hashed as written; `finish` checks size and SHA-256, `commit` gives
-/// the file its mode and time and renames it over the target, so a half-received file never
-/// appears under the target's name. `discard` removes the `.part` (any failure, a lost link).
+/// The bytes go to a hidden `.NAME.skynet.part` beside the target (`partName`: one name per
+/// target, so no directory is ever listed to find leftovers; made with `O_EXCL`, mode 0600),
+/// hashed as written; `finish` checks size and SHA-256, `commit` gives the file its mode and
+/// time and renames it over the target, so a half-received file never appears under the
+/// target's name. `discard` removes the `.part` (any failure, a lost link).
+///
+/// A `.part` already at that name is a leftover of a coordinator killed mid-file, or the
+/// part of another write of the same target now (two inputs whose templates name one file):
+/// it is removed and made anew. The write that lost its part that way fails at `commit` (the
+/// task runs again) and never renames what is at the name now: `commit` and `discard` act on
+/// the name only while it is still their own file (`DirectoryHandle.holds`), and the making,
+/// checking, renaming and removing of parts is one at a time in this process (`parts`).
 /// The target's directories are opened one component at a time without following a link
 /// (made when missing): a link on the way is refused, never followed.
 ///
@@ -24,6 +32,8 @@ struct ReturnWriter: Sendable {
     /// The scan's bytes reserved by files arriving (its roots'), this one's among them until
     /// its commit or discard.
     private let reserved: Locked<Int64>
+    /// The scan's umask, which the file's mode follows.
+    private let umask: Int
     private var file: OpenFile?
     private var received: Int64 = 0
     private var hash = SHA256()
@@ -38,12 +48,13 @@ struct ReturnWriter: Sendable {
         self.target = target
         self.header = header
         reserved = roots.reserved
+        umask = roots.umask
         guard header.size >= 0, header.size <= maxSize else {
             throw ScanFailure(code: .badReply, message: "\(peer) sent \(target) as \(ByteCount.approximate(header.size)), over --max-file-size \(ByteCount.approximate(maxSize))")
         }
         let root = roots.root(of: target)
         do {
-            directory = try root.directory(target.directories, create: true)
+            directory = try root.directory(target.directories, create: true, mode: 0o777 & ~roots.umask)
         } catch {
             throw ScanFailure(code: .badFile, message: "\(target) cannot be written here: \(Self.why(error))", isFinal: true)
         }
@@ -59,27 +70,22 @@ struct ReturnWriter: Sendable {
         if let left {
             throw ScanFailure(code: .noSpace, message: "no space here for \(target): \(ByteCount.mebibytesDown(left)) MiB free, \(ByteCount.mebibytesUp(size)) MiB needed")
         }
-        Self.removeStaleParts(of: target.name, in: directory)
-        var made: (String, OpenFile)?
-        for _ in 0..<4 {  // a name taken (O_EXCL) by a leftover: try another
-            let name = Self.partName(for: target.name)
-            do {
-                made = (name, try directory.createFile(name))
-                break
-            } catch where error.code == EEXIST {
-                continue
-            } catch {
-                roots.reserved.withLock { $0 -= size }
-                throw ScanFailure(code: .badFile, message: "\(target) cannot be written here: \(Self.why(error))", isFinal: true)
+        let name = Self.partName(for: target.name)
+        let here = directory
+        do throws(FileError) {
+            file = try Self.parts.withLock { (_) throws(FileError) -> OpenFile in
+                do throws(FileError) {
+                    return try here.createFile(name)
+                } catch where error.code == EEXIST {
+                    here.remove(name)  // a leftover, or another write's part: this one's now
+                    return try here.createFile(name)
+                }
             }
-        }
-        guard let (name, file) = made else {
+        } catch {
             roots.reserved.withLock { $0 -= size }
-            throw ScanFailure(code: .badFile, message: "\(target) cannot be written here: no free temporary name")
+            throw ScanFailure(code: .badFile, message: "\(target) cannot be written here: \(Self.why(error))", isFinal: true)
         }
         partName = name
-        self.file = file
-        Self.live.withLock { _ = $0.insert(name) }
     }
 
     /// Writes one chunk; it must start where the bytes so far end and stay within the size.
@@ -130,25 +136,37 @@ struct ReturnWriter: Sendable {
     /// The file as the journal records it (its digest once `finish` checked it).
     var returned: ReturnedFile { ReturnedFile(path: target.text, size: received, sha256: digest ?? []) }
 
-    /// Gives the file its mode (0644, or 0755 when the node's had an x bit) and time, and
-    /// renames it over the target. Only after `finish`.
+    /// Gives the file its mode (the permission bits that travelled, never setuid, setgid or
+    /// sticky, less the umask: as `cp` makes a copy) and time, and renames it over the target.
+    /// Only after `finish`.
     mutating func commit() throws(ScanFailure) {
         guard let file, digest != nil else { throw ScanFailure(code: .badReply, message: "\(target) did not arrive whole") }
-        let mode = header.mode & 0o111 != 0 ? 0o755 : 0o644
+        let mode = header.mode & 0o777 & ~umask
         do {
             try file.finish(mode: mode, mtimeNanoseconds: header.mtimeNanoseconds)
         } catch {
             discard()
             throw ScanFailure(code: .badFile, message: "\(target) could not be written: \(error)")
         }
-        file.close()
+        defer { file.close() }
         self.file = nil
-        Self.live.withLock { _ = $0.remove(partName) }
         reserved.withLock { $0 -= header.size }
-        do {
-            try directory.rename(partName, to: target.name)
-        } catch {
-            directory.remove(partName)
+        let placed = Self.parts.withLock { _ -> Result<Bool, FileError> in
+            guard directory.holds(partName, file: file) else { return .success(false) }
+            do throws(FileError) {
+                try directory.rename(partName, to: target.name)
+                return .success(true)
+            } catch {
+                directory.remove(partName)
+                return .failure(error)
+            }
+        }
+        switch placed {
+        case .success(true):
+            return
+        case .success(false):
+            throw ScanFailure(code: .badFile, message: "\(target) could not be written: another write of the same path took its temporary name meanwhile (do two inputs return it?)")
+        case .failure(let error):
             throw ScanFailure(code: .badFile, message: "\(target) could not be written: \(error)")
         }
     }
@@ -156,36 +174,26 @@ struct ReturnWriter: Sendable {
     /// Removes the `.part` (nothing of the file stays). Idempotent; after `commit`, nothing to do.
     mutating func discard() {
         guard let file else { return }
-        file.close()
         self.file = nil
-        directory.remove(partName)
-        Self.live.withLock { _ = $0.remove(partName) }
+        Self.parts.withLock { _ in
+            if directory.holds(partName, file: file) { directory.remove(partName) }
+        }
+        file.close()
         reserved.withLock { $0 -= header.size }
     }
 
-    /// The `.part` names this process is writing now (random, so unique): a `.part` of the same
-    /// target that is not among them was left by a coordinator that was killed, and goes.
-    private static let live = Locked<Set<String>>([])
+    /// Held while a part is made, checked and renamed, or checked and removed: within this
+    /// process, a write that finds its part still its own renames or removes that file, never
+    /// the part another write of the same target has made at the name since.
+    private static let parts = Locked<Void>(())
 
-    /// Removes `.NAME.skynet-*.part` files in `directory` that no writer of this process holds.
-    static func removeStaleParts(of name: String, in directory: DirectoryHandle) {
-        let prefix = String(partName(for: name).dropLast(".skynet-00000000.part".utf8.count)) + ".skynet-"
-        let stale = directory.names { $0.hasPrefix(prefix) && $0.hasSuffix(".part") && $0.utf8.count == prefix.utf8.count + 13 }
-        let live = Self.live.withLock { $0 }
-        for part in stale where !live.contains(part) { directory.remove(part) }
-    }
-
-    /// `.NAME.skynet-<8 hex>.part`, the name's start cut (at a character) so it stays a legal
-    /// component (255 bytes).
+    /// The name of the `.part` of target `name` beside it: `.NAME.skynet.part`, one per
+    /// target (a leftover is found by its name alone); when that is over 255 bytes (a legal
+    /// component's most), `.skynet-<32 hex of the name's SHA-256>.part`.
     static func partName(for name: String) -> String {
-        var kept = ""
-        var bytes = 0
-        for character in name {
-            bytes += character.utf8.count
-            if bytes > TransferPath.maxComponentBytes - 30 { break }
-            kept.append(character)
-        }
-        return ".\(kept).skynet-\(Secrets.hex(Secrets.randomBytes(4))).part"
+        let plain = ".\(name).skynet.part"
+        if plain.utf8.count <= TransferPath.maxComponentBytes { return plain }
+        return ".skynet-\(Secrets.hex(Array(SHA256.hash(Array(name.utf8)).prefix(16)))).part"
     }
 
     private static func why(_ error: FileError) -> String {
@@ -198,13 +206,17 @@ struct ReturnWriter: Sendable {
 public struct ReturnRoots: Sendable {
     let relative: DirectoryHandle
     let absolute: DirectoryHandle
+    /// The umask the returned files and their new directories follow (`Umask.current`; a
+    /// test gives its own).
+    let umask: Int
     /// Bytes that the scan's files being received still need (all file systems together: a
     /// bound on the safe side), so that files arriving at once do not count the same free space.
     let reserved = Locked<Int64>(0)
 
-    public init(relative: DirectoryHandle, absolute: DirectoryHandle) {
+    public init(relative: DirectoryHandle, absolute: DirectoryHandle, umask: Int = Umask.current) {
         self.relative = relative
         self.absolute = absolute
+        self.umask = umask & 0o777
     }
 
     /// The process's working directory and `/`.

@@ -45,7 +45,7 @@ final class SessionFiles: Sendable {
 
     /// Whether `path` is the path of a stored basefile (or names the same file).
     func isBasefile(_ path: WorkPath) -> Bool {
-        state.withLock { $0.basefiles.contains { $0.directories == path.directories && $0.name == path.name } }
+        state.withLock { $0.basefiles.contains { $0.namesSameFile(as: path) } }
     }
 
     /// Records a basefile that arrived whole: every later task gets it.

@@ -84,7 +84,7 @@ final class TaskUpload: Sendable {
         func field(_ name: String, _ text: String) throws(ScanFailure) -> WorkPath {
             let path: WorkPath
             do { path = try WorkPath(text) } catch { throw ScanFailure(code: .badRequest, message: "\(name) \(error.message)") }
-            if basefiles.contains(where: { $0.directories == path.directories && $0.name == path.name }) {
+            if basefiles.contains(where: { $0.namesSameFile(as: path) }) {
                 throw ScanFailure(code: .badRequest, message: "\(name) \"\(text.escapingControlCharacters)\": a basefile has that name")
             }
             return path

@@ -25,14 +25,22 @@ struct WorkPath: Sendable, Equatable {
         guard text.utf8.count <= Self.maxBytes else { throw refuse("longer than \(Self.maxBytes) bytes") }
         guard !text.utf8.contains(0) else { throw refuse("a NUL byte is refused") }
         guard !text.utf8.contains(UInt8(ascii: "\n")) else { throw refuse("a name with a newline is refused") }
-        let components = text.split(separator: "/", omittingEmptySubsequences: true).map(String.init).filter { $0 != "." }
-        guard !components.contains("..") else { throw refuse("a \"..\" component is refused") }
+        // Split on `/` bytes, never on characters (`TransferPath.byteComponents`).
+        let components = TransferPath.byteComponents(text).filter { !$0.isEmpty && !TransferPath.isDot($0) }
+        guard !components.contains(where: TransferPath.isDotDot) else { throw refuse("a \"..\" component is refused") }
         if let long = components.first(where: { $0.utf8.count > Self.maxComponentBytes }) {
             throw refuse("the component \"\(long.prefix(32))…\" is longer than \(Self.maxComponentBytes) bytes")
         }
         guard let name = components.last else { throw refuse("names no file") }
         directories = Array(components.dropLast())
         self.name = name
+    }
+
+    /// Whether `other` names the same file under a work directory: the same components, byte
+    /// for byte (`café` in NFC and in NFD, equal as Swift strings, are two files).
+    func namesSameFile(as other: WorkPath) -> Bool {
+        directories.count == other.directories.count && name.utf8.elementsEqual(other.name.utf8)
+            && zip(directories, other.directories).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
     }
 
     /// The first `count` directories as a path, for messages (`photos` of `photos/2024/a.jpg`).

@@ -2,26 +2,43 @@ import SkyNetRuntime
 
 extension WorkRoot {
     /// Removes the roots under `parent` that a node which ended without cleaning up left behind:
-    /// directories named `skynet-node-*`, of this process's uid, whose lock is free (no live
-    /// node holds it). A root without a lock file is removed once older than `unlockedGrace`
-    /// (its node died between `mkdtemp` and taking the lock). Returns the names removed.
+    /// directories named exactly as `make` names them (`skynet-node-<pid>-XXXXXX`), of this
+    /// process's uid, holding a lock file that no live node holds. Anything else — a user's own
+    /// `skynet-node-notes`, a root without a lock file (its node died between `mkdtemp` and
+    /// taking the lock: an empty directory, left alone) — is never touched, since the parent is
+    /// a shared place like /tmp. Returns the names removed.
     ///
     /// Never follows a link: an entry that is not a directory of ours is left alone, and the
     /// removal unlinks links inside a root as names.
     @discardableResult
-    static func sweep(in parent: String? = nil, now: Date = Date()) -> [String] {
+    static func sweep(in parent: String? = nil) -> [String] {
         let parent = parent ?? defaultParent()
         guard let directory = try? DirectoryHandle.open(parent) else { return [] }
         var removed: [String] = []
         for name in candidates(in: parent) {
             // The lock stays taken while the root goes: no sweeper of another node decides on it
             // meanwhile, and a live node never lets its lock go before its root is gone.
-            guard let held = abandonment(of: name, in: parent, now: now) else { continue }
+            guard let held = abandonment(of: name, in: parent) else { continue }
             directory.removeTree(name)
-            if held >= 0 { close(held) }
+            close(held)
             removed.append(name)
         }
         return removed
+    }
+
+    /// Whether `name` is exactly a root's name: the prefix, a pid, `-`, and mkdtemp's six letters
+    /// or digits.
+    static func isRootName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        let prefix = Array(Self.prefix.utf8)
+        guard bytes.count >= prefix.count + 8, bytes.starts(with: prefix) else { return false }
+        let rest = bytes[prefix.count...]
+        guard let dash = rest.firstIndex(of: UInt8(ascii: "-")) else { return false }
+        let pid = rest[..<dash], suffix = rest[(dash + 1)...]
+        let isDigit = { (byte: UInt8) in byte >= 0x30 && byte <= 0x39 }
+        let isAlphanumeric = { (byte: UInt8) in isDigit(byte) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) }
+        return !pid.isEmpty && pid.count <= 10 && pid.allSatisfy(isDigit)
+            && suffix.count == 6 && suffix.allSatisfy(isAlphanumeric)
     }
 
     /// Entries of `parent` named like a root: directories (not links) owned by our uid.
@@ -33,7 +50,7 @@ extension WorkRoot {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
                 String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
             }
-            guard name.hasPrefix(prefix) else { continue }
+            guard isRootName(name) else { continue }
             var stats = stat()
             guard fstatat(dirfd(stream), name, &stats, AT_SYMLINK_NOFOLLOW) == 0,
                   stats.st_mode & S_IFMT == S_IFDIR, stats.st_uid == getuid() else { continue }
@@ -42,20 +59,15 @@ extension WorkRoot {
         return names
     }
 
-    /// Whether the root `name` has no live node: nil while one holds its lock; else the
-    /// descriptor now holding it (-1 for an old root without a lock file). `flock` on a second
+    /// Whether the root `name` has no live node: nil while one holds its lock or it has no
+    /// regular lock file of ours; else the descriptor now holding the lock. `flock` on a second
     /// open of our own root fails too, so our own root is never abandoned.
-    private static func abandonment(of name: String, in parent: String, now: Date) -> Int32? {
-        let root = parent + "/" + name
-        let fd = open(root + "/" + lockName, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            guard errno == ENOENT else { return nil }
-            var stats = stat()
-            guard lstat(root, &stats) == 0 else { return nil }
-            let age = now.timeIntervalSince1970 - Double(stats.st_mtim.tv_sec)
-            return age >= unlockedGrace.seconds ? -1 : nil
-        }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+    private static func abandonment(of name: String, in parent: String) -> Int32? {
+        let fd = open(parent + "/" + name + "/" + lockName, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        var stats = stat()
+        guard fstat(fd, &stats) == 0, stats.st_mode & S_IFMT == S_IFREG, stats.st_uid == getuid(),
+              flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)
             return nil
         }

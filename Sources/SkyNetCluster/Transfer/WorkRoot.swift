@@ -12,9 +12,6 @@ final class WorkRoot: Sendable {
     /// What every root's name starts with, the pid and `-` following.
     static let prefix = "skynet-node-"
     static let lockName = ".lock"
-    /// A root without a lock file is only swept once older than this: a node that just made
-    /// its root takes the lock a moment later.
-    static let unlockedGrace: Duration = .seconds(60)
 
     /// The directory holding the root, and the root's name in it.
     let parent: String

@@ -39,15 +39,17 @@ public final class DirectoryHandle: Sendable {
 
     /// Opens the directory `components` name below this one, one component at a time, never
     /// following a symbolic link (one on the way throws with `ELOOP` or `ENOTDIR`, naming the
-    /// path up to it). With `create`, missing directories are made (mode 0700). Empty and `.`
-    /// components are skipped; `..` or a component holding `/` or NUL is refused (`EINVAL`).
-    public func directory(_ components: [String], create: Bool) throws(FileError) -> DirectoryHandle {
+    /// path up to it). With `create`, missing directories are made with `mode` less the umask:
+    /// 0700 unless the caller says otherwise (a node's work directories stay private; a
+    /// returned file's directories are made for a person, 0777). Empty and `.` components are
+    /// skipped; `..` or a component holding `/` or NUL is refused (`EINVAL`).
+    public func directory(_ components: [String], create: Bool, mode: Int = 0o700) throws(FileError) -> DirectoryHandle {
         var current = try reopen()
         var walked: [String] = []
-        for component in components where !component.isEmpty && component != "." {
+        for component in components where !component.utf8.isEmpty && !component.utf8.elementsEqual([0x2E]) {
             walked.append(component)
             try Self.check(component, in: walked)
-            current = try current.child(component, create: create, path: walked.joined(separator: "/"))
+            current = try current.child(component, create: create, mode: mode, path: walked.joined(separator: "/"))
         }
         return current
     }
@@ -90,6 +92,15 @@ public final class DirectoryHandle: Sendable {
         guard renameat(descriptor, name, descriptor, newName) == 0 else { throw FileError(path: newName, code: errno) }
     }
 
+    /// Whether `name` here is the open `file` itself, not another file put in its place since
+    /// (a link there is not followed: it is not the file).
+    public func holds(_ name: String, file: OpenFile) -> Bool {
+        guard (try? Self.check(name, in: [name])) != nil, let identity = try? file.identity() else { return false }
+        var info = stat()
+        guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        return FileIdentity(info) == identity
+    }
+
     /// Removes the file, link or empty directory `name` here, if it is there.
     public func remove(_ name: String) {
         guard (try? Self.check(name, in: [name])) != nil else { return }
@@ -113,13 +124,14 @@ public final class DirectoryHandle: Sendable {
         return DirectoryHandle(descriptor: fd, path: path)
     }
 
-    /// The subdirectory `name`, never through a link; made first when missing and `create`.
-    func child(_ name: String, create: Bool, path: String) throws(FileError) -> DirectoryHandle {
+    /// The subdirectory `name`, never through a link; made first (with `mode` less the umask)
+    /// when missing and `create`.
+    func child(_ name: String, create: Bool, mode: Int = 0o700, path: String) throws(FileError) -> DirectoryHandle {
         let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
         var fd = retrying { openDescriptorAt(descriptor, name, flags, 0) }
         if fd < 0, errno == ENOENT, create {
             // EEXIST: made meanwhile by another task of the same scan; the open below decides.
-            guard mkdirat(descriptor, name, 0o700) == 0 || errno == EEXIST else { throw FileError(path: path, code: errno) }
+            guard mkdirat(descriptor, name, mode_t(mode & 0o777)) == 0 || errno == EEXIST else { throw FileError(path: path, code: errno) }
             fd = retrying { openDescriptorAt(descriptor, name, flags, 0) }
         }
         guard fd >= 0 else { throw FileError(path: path, code: errno) }
@@ -129,7 +141,9 @@ public final class DirectoryHandle: Sendable {
     /// Refuses a name that is not one plain component: empty, `.`, `..`, or holding `/` or NUL.
     static func check(_ component: String, in walked: [String]) throws(FileError) {
         let bytes = component.utf8
-        guard !bytes.isEmpty, component != ".", component != "..", !bytes.contains(UInt8(ascii: "/")), !bytes.contains(0) else {
+        // Bytes, not characters: a `/` followed by a combining mark is one `Character`.
+        guard !bytes.isEmpty, !bytes.elementsEqual([0x2E]), !bytes.elementsEqual([0x2E, 0x2E]), !bytes.contains(UInt8(ascii: "/")),
+              !bytes.contains(0) else {
             throw FileError(path: walked.joined(separator: "/"), code: EINVAL, reason: "not a plain name (\"..\", \"/\" or NUL)")
         }
     }

@@ -54,6 +54,15 @@ public final class OpenFile: Sendable {
         }
     }
 
+    /// The device and inode of the open file (which file it is, whatever its name now).
+    func identity() throws(FileError) -> FileIdentity {
+        try withDescriptor { (fd) throws(FileError) in
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw FileError(path: path, code: errno) }
+            return FileIdentity(info)
+        }
+    }
+
     /// Gives the written file its permission bits (`mode & 0o7777`) and modification time.
     public func finish(mode: Int, mtimeNanoseconds: Int64) throws(FileError) {
         try withDescriptor { (fd) throws(FileError) in

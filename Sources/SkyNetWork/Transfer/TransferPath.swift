@@ -34,16 +34,16 @@ public struct TransferPath: Sendable, Hashable, CustomStringConvertible {
         }
         guard !bytes.contains(UInt8(ascii: "\n")) else { throw TransferRefusal("\(shown): a name with a newline cannot be sent") }
         guard !bytes.contains(0) else { throw TransferRefusal("\(shown): a name with a NUL byte cannot be sent") }
-        let all = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard !all.contains("..") else { throw TransferRefusal("\(shown): a \"..\" component is refused") }
+        let all = Self.byteComponents(text)
+        guard !all.contains(where: Self.isDotDot) else { throw TransferRefusal("\(shown): a \"..\" component is refused") }
         if let long = all.first(where: { $0.utf8.count > Self.maxComponentBytes }) {
             throw TransferRefusal("\(shown): the component \(Self.quoted(String(long.prefix(40))))… is over \(Self.maxComponentBytes) bytes")
         }
-        let components = all.filter { !$0.isEmpty && $0 != "." }
+        let components = all.filter { !$0.isEmpty && !Self.isDot($0) }
         guard !components.isEmpty else { throw TransferRefusal("\(shown) names a directory, not a file") }
         self.text = text
         self.components = components
-        isAbsolute = text.hasPrefix("/")
+        isAbsolute = bytes.first == UInt8(ascii: "/")
     }
 
     private init(text: String, components: [String]) {
@@ -56,7 +56,15 @@ public struct TransferPath: Sendable, Hashable, CustomStringConvertible {
     /// (`/data/a.jpg` → `data/a.jpg`); a relative path as it is.
     public var onNode: TransferPath {
         guard isAbsolute else { return self }
-        return TransferPath(text: String(text.drop { $0 == "/" }), components: components)
+        return TransferPath(text: String(decoding: text.utf8.drop { $0 == UInt8(ascii: "/") }, as: UTF8.self), components: components)
+    }
+
+    /// Whether `other` names the same file as this path, as it is opened: both absolute or both
+    /// relative, with the same components byte for byte (`./a` and `a//b` are `a` and `a/b`;
+    /// `café` in NFC and in NFD, equal as Swift strings, are two files).
+    public func namesSameFile(as other: TransferPath) -> Bool {
+        isAbsolute == other.isAbsolute && components.count == other.components.count
+            && zip(components, other.components).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
     }
 
     /// The directories on the way, without the file's own name.
@@ -66,6 +74,20 @@ public struct TransferPath: Sendable, Hashable, CustomStringConvertible {
     public var name: String { components[components.count - 1] }
 
     public var description: String { text }
+
+    /// The components of `text`: what lies between its `/` bytes, empty ones too. Split on the
+    /// UTF-8 bytes, never on `Character`s, which join a `/` with a combining mark after it
+    /// (`../\u{301}x` is one component as characters, and `..` then `\u{301}x` as a file
+    /// system reads it). A piece between ASCII bytes of UTF-8 is UTF-8 itself: nothing lost.
+    public static func byteComponents(_ text: String) -> [String] {
+        text.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Whether `component` is `..`, byte for byte.
+    public static func isDotDot(_ component: String) -> Bool { component.utf8.elementsEqual([0x2E, 0x2E]) }
+
+    /// Whether `component` is `.`, byte for byte.
+    public static func isDot(_ component: String) -> Bool { component.utf8.elementsEqual([0x2E]) }
 
     /// `text` in double quotes, with a quote, a backslash or a control character escaped, so a
     /// message shows exactly which name it means.

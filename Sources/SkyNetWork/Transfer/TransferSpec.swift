@@ -30,6 +30,10 @@ public struct TransferSpec: Sendable {
 
     /// The paths of one task: its input here and on the node, and each returned file's path on
     /// the node and here. Pure; a path that cannot travel is a `TransferRefusal` (final).
+    ///
+    /// Templates naming one file for this input (`{}.gz` and `{.}.txt.gz` of `a.txt`) return
+    /// it once, as the first of them (a node refuses a request naming a path twice). One file
+    /// on the node for two different targets here cannot be both: the task is refused.
     public func plan(for task: ScanTask) throws(TransferRefusal) -> TransferPlan {
         let input = task.inputText
         var localInput: TransferPath?
@@ -40,12 +44,34 @@ public struct TransferSpec: Sendable {
             nodeInput = local.onNode.text
         }
         var returns: [(node: TransferPath, local: TransferPath)] = []
+        var kept: [ReturnTemplate] = []
         for template in self.returns {
             let local = try Self.path(template, input: input, sector: task.input)
             let node = try Self.path(template, input: nodeInput, sector: task.input).onNode
+            if returns.contains(where: { $0.local.namesSameFile(as: local) }) { continue }
+            if let first = returns.firstIndex(where: { $0.node.namesSameFile(as: node) }) {
+                throw TransferRefusal("--return \(kept[first].text) and --return \(template.text) both fetch \(returns[first].node) from the node, to \(returns[first].local) and \(local) here")
+            }
             returns.append((node: node, local: local))
+            kept.append(template)
         }
         return TransferPlan(localInput: localInput, nodeInput: nodeInput, returns: returns)
+    }
+
+    /// `paths` (`--basefile`s) once each, in order: one spelled again (`./p.sh` or `.//p.sh`
+    /// after `p.sh`, `TransferPath.namesSameFile`) is the same file, left out. Names equal
+    /// only as Swift strings (`café` in NFC and in NFD) are two files, both kept. Two paths
+    /// that would be one on a node (`/p.sh` and `p.sh`, `onNode`) are refused: they may be two
+    /// files here, and a node can hold only one of them.
+    public static func distinctBasefiles(_ paths: [TransferPath]) throws(TransferRefusal) -> [TransferPath] {
+        var kept: [TransferPath] = []
+        for path in paths where !kept.contains(where: { $0.namesSameFile(as: path) }) {
+            if let other = kept.first(where: { $0.onNode.namesSameFile(as: path.onNode) }) {
+                throw TransferRefusal("--basefile \(other) and --basefile \(path) would both be \(path.components.joined(separator: "/")) on a node: give one of them")
+            }
+            kept.append(path)
+        }
+        return kept
     }
 
     private static func path(_ template: ReturnTemplate, input: String, sector: Int) throws(TransferRefusal) -> TransferPath {
