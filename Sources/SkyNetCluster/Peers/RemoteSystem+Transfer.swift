@@ -109,11 +109,24 @@ extension RemoteSystem {
             return result
         case .failure(_, _, let code, let message):
             await discard(sink)
-            throw ScanFailure(code: code, message: message)
+            throw ScanFailure(code: code, message: code == .missingReturn ? Self.namedHere(message, plan.returns) : message)
         default:
             await discard(sink)
             throw ScanFailure(code: .badReply, message: "\(name) answered a transfer with \(reply)")
         }
+    }
+
+    /// A node names a missing return by the path it was given, which for an absolute input
+    /// lost its leading `/` (`data/a.png` for `/data/a.png`): said by the path the template
+    /// gave here, as the local system says it. Other messages are left as they came.
+    static func namedHere(_ message: String, _ returns: [(node: TransferPath, local: TransferPath)]) -> String {
+        for (node, local) in returns where node.text != local.text {
+            for prefix in ["did not produce ", ""] where message.hasPrefix(prefix + node.text) {
+                let rest = message.dropFirst(prefix.count + node.text.count)
+                if rest.isEmpty || rest.hasPrefix(" ") { return prefix + local.text + rest }
+            }
+        }
+        return message
     }
 
     /// Removes every `.part` of the task (file system calls: on a thread of our own).
