@@ -17,9 +17,14 @@ public protocol ByteStream: Sendable {
     func setReceiveTimeout(_ timeout: Duration)
     /// Releases the descriptors. Call it exactly once, when no thread uses the stream any more.
     func close()
+    /// Bytes sent that the peer has not taken yet (the kernel's send queue), when the stream
+    /// can tell; nil when it cannot. Must not block.
+    var unsentBytes: Int? { get }
 }
 
 extension ByteStream {
+    public var unsentBytes: Int? { nil }
+
     /// `send(_:wait:)` for an array of bytes.
     public func send(_ bytes: [UInt8], wait: Bool) throws(SocketError) -> Int {
         let result = bytes.withUnsafeBytes { buffer in

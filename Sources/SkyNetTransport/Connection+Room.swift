@@ -17,9 +17,17 @@ extension Connection {
         }
     }
 
-    /// Bytes sent to the peer and read from it since the connection started (counted as the
-    /// stream takes and gives them): what moves while a long transfer keeps a pong waiting.
+    /// Bytes sent to the peer and read from it since the connection started: what moves while
+    /// a long transfer keeps a pong waiting. Sent bytes still in the kernel's send queue do not
+    /// count (when the stream can tell): on a slow link the queue takes a megabyte at once and
+    /// then drains for seconds, with the ping behind it, and only the draining shows the peer
+    /// alive. (Under the state's lock: the descriptor is closed only once `closed`.)
     public var progress: (sent: UInt64, received: UInt64) {
-        (sentBytes.load(ordering: .relaxed), receivedBytes.load(ordering: .relaxed))
+        let unsent: Int = state.withLock { state in
+            if case .closed = state { return 0 }
+            return stream.unsentBytes ?? 0
+        }
+        let sent = sentBytes.load(ordering: .relaxed)
+        return (sent - min(sent, UInt64(max(0, unsent))), receivedBytes.load(ordering: .relaxed))
     }
 }

@@ -183,6 +183,14 @@ public struct Socket: Sendable, Hashable {
     }
 
     /// Bounds how long a blocking `receive` may wait.
+    /// The bytes of the send queue the peer has not acknowledged (`SIOCOUTQ`): what a slow
+    /// link still has to carry of what `send` took.
+    public var unsentBytes: Int? {
+        var count: Int32 = 0
+        let siocoutq: UInt = 0x5411  // SIOCOUTQ (= TIOCOUTQ) on Linux
+        return ioctl(descriptor, siocoutq, &count) == 0 ? Int(count) : nil
+    }
+
     public func setReceiveTimeout(_ timeout: Duration) {
         let (seconds, attoseconds) = timeout.components
         var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))

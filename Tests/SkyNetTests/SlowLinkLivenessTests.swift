@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+@testable import SkyNetWire
+@testable import SkyNetWork
+import SkyNetTestSupport
+
+/// A slow link: the kernel takes what the coordinator sends at once, and then drains it for
+/// seconds, with the ping behind it. The draining shows the peer alive (it takes our bytes),
+/// so the work is not failed at the first late pong; once the peer stops taking bytes, it is.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct SlowLinkLivenessTests {
+    /// A node that welcomes, then reads 4 KiB every 20 ms (200 KB/s) for `flow`, then stops
+    /// reading; it never answers a ping.
+    private func startSlowReader(flow: Duration) async throws -> Listener {
+        let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
+        listener.start { socket, _ in
+            startThread(named: "test-slow-reader") {
+                defer { socket.close() }
+                let hello = receiveLines(from: socket, count: 1, silence: .seconds(10))
+                guard !hello.isEmpty else { return }
+                _ = try? socket.send(Reply.welcome(version: 1, name: "slow", capacity: 2, jobs: ["t": "t"]).line, wait: true)
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+                defer { buffer.deallocate() }
+                let end = ContinuousClock.now + flow
+                while ContinuousClock.now < end {
+                    guard let count = try? socket.receive(into: buffer), count > 0 else { return }
+                    sleepOnThisThread(for: .milliseconds(20))
+                }
+                sleepOnThisThread(for: .seconds(20))  // silent, reading nothing, until the test ends the link
+            }
+        }
+        return listener
+    }
+
+    @Test func bytesTheKernelTookAtOnceAndDrainsSlowlyKeepThePeerAlive() async throws {
+        let listener = try await startSlowReader(flow: .seconds(4))
+        defer { listener.stop() }
+        let peer = try await PeerConnection.open(name: "slow", host: "127.0.0.1", port: listener.port, token: nil, timeout: .seconds(10))
+        defer { peer.close() }
+        // 512 KiB of lines nobody waits for, queued ahead of the work: more than the reader takes in a bound.
+        var lines: [UInt8] = []
+        let block = [UInt8](repeating: 0x41, count: 64 * 1024)
+        for _ in 0..<8 { lines += block.withUnsafeBytes { FileChunk.line(id: 999, file: nil, offset: 0, bytes: $0) } }
+        try peer.connection.send(lines)
+        let started = ContinuousClock.now, id = peer.nextID()
+        await #expect(throws: PeerUnresponsive.self) {
+            try await peer.request(id: id, .job(id: id, task: ScanTask(input: 0, job: "t", text: "x")), liveness: .seconds(1))
+        }
+        // Unresponsive only once the reader stopped taking bytes (at 4 s), not at the first late pong (1 s).
+        #expect(ContinuousClock.now - started >= .seconds(3.5))
+    }
+}
