@@ -38,6 +38,9 @@ struct HostileNodeTests {
                                                        files: FileSupport(maxFileSize: maxFileSize)).line)
                 case .cancel:
                     cancels.increment()
+                case .ping(let id):
+                    // Alive: what fails a task here is what the node sends, never a late pong.
+                    try? connection.send(Reply.pong(id: id, Pong(name: "gpu1", running: 1, capacity: 2, completed: 0, failed: 0)).line)
                 case .transfer(let transfer) where transfer.file == nil:
                     answer(transfer, [])
                 case .transfer(let transfer):
