@@ -47,7 +47,7 @@ extension RemoteSystem {
         // liveness bound: a node that answers pings but stops sending its files would
         // otherwise hold the task for ever, past --timeout and --task-timeout.
         let stalled = ScanFailure(code: .badReply, message: "\(name) sent nothing of its returned files for \(String(cFormat: "%g", timeout.seconds)) s")
-        let progressed: @Sendable () -> Void = { [timeout] in deadline.arm(after: timeout) { failRequest(stalled) } }
+        let progressed: @Sendable () -> Void = { [timeout] in deadline.progressed(bound: timeout) { failRequest(stalled) } }
         let sink = plan.returns.isEmpty ? nil : ReturnSink(targets: plan.returns.map(\.local), peer: name, maxSize: spec.maxFileSize,
                                                            roots: roots, onLine: progressed, onFailure: failRequest)
         let nodeTask = ScanTask(id: task.id, input: task.input, duration: task.duration, job: task.job, text: plan.nodeInput,
@@ -155,6 +155,8 @@ final class TransferDeadline: Sendable {
     private struct State: Sendable {
         var ticket: TimerTicket?
         var disarmed = false
+        /// Lines of the returns came: from then on only their progress bound counts.
+        var flowing = false
     }
 
     private let clock: any TimerClock
@@ -164,12 +166,23 @@ final class TransferDeadline: Sendable {
         self.clock = clock
     }
 
-    /// Runs `expired` after `bound` unless disarmed first (a disarmed deadline stays so); an
-    /// earlier arming is replaced.
+    /// Runs `expired` after `bound` (the task's deadline, once its upload is out) unless
+    /// disarmed first, or unless the returns already flow: the pump's thread may get here
+    /// after the reader saw the first lines of a quick task, and must not replace their bound.
     func arm(after bound: Duration, _ expired: @escaping @Sendable () -> Void) {
+        schedule(after: bound, progress: false, expired)
+    }
+
+    /// A line of the returns came: `expired` runs unless another comes within `bound`.
+    func progressed(bound: Duration, _ expired: @escaping @Sendable () -> Void) {
+        schedule(after: bound, progress: true, expired)
+    }
+
+    private func schedule(after bound: Duration, progress: Bool, _ expired: @escaping @Sendable () -> Void) {
         let ticket = clock.schedule(at: clock.now + bound, expired)
         let (keep, replaced) = state.withLock { state -> (Bool, TimerTicket?) in
-            guard !state.disarmed else { return (false, nil) }
+            guard !state.disarmed, progress || !state.flowing else { return (false, nil) }
+            if progress { state.flowing = true }
             defer { state.ticket = ticket }
             return (true, state.ticket)
         }
