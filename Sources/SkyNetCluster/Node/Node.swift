@@ -12,6 +12,16 @@ import SkyNetWork
 /// answered `busy` and closed. A sweeper closes connections that missed their hello deadline
 /// and clients that have been silent for `idleTimeout`.
 public final class Node: Sendable {
+    /// Whether the node takes new work (issue 22, `Node+Drain.swift`).
+    public enum Phase: Sendable, Equatable {
+        /// Serving: new tasks are taken.
+        case accepting
+        /// `drain` began: no new tasks; running ones may finish until the drain timeout.
+        case draining
+        /// The drain ended: connections closed.
+        case stopped
+    }
+
     public struct Options: Sendable {
         /// The name peers see; empty: `node-PORT` with the real port.
         public var name: String
@@ -46,6 +56,8 @@ public final class Node: Sendable {
         public var maxRequestsPerConnection = 1024
         /// Log every task (never the token).
         public var verbose = false
+        /// How long a drain (SIGTERM, issue 22) lets running tasks finish before it cancels them.
+        public var drainTimeout: Duration = .seconds(30)
         /// Log each client's `Connected`/`Disconnected`. A node over stdio leaves it off: its
         /// one client is the coordinator, to whose terminal every line of its log goes.
         public var logsConnections = true
@@ -75,13 +87,15 @@ public final class Node: Sendable {
     public let options: Options
     public let system: LocalSystem
     /// None for a node serving one given connection (`serve`).
-    private let listener: Listener?
+    let listener: Listener?
     let admission = Locked(Admission())
     /// The token as an HMAC key, its pads hashed once.
     let token: HMACSHA256?
     let logins: Locked<LoginFailures>
     /// Requests started and not yet answered, over all connections; closed by `stop`.
     let pending = InFlight()
+    /// Accepting, draining or stopped; changed only by `drain` (`Node+Drain.swift`).
+    let phaseState = Locked((phase: Phase.accepting, timeout: 0.0))
     private let sweeper = Locked<Task<Void, Never>?>(nil)
     /// The work root, free space and uploads of the files that travel with tasks.
     let files: NodeFiles
@@ -133,6 +147,12 @@ public final class Node: Sendable {
     /// Whether `stop` has begun: new scans are refused.
     public var isStopping: Bool { pending.isClosed }
 
+    /// Whether the node takes new work, drains, or has stopped draining.
+    public var phase: Phase { phaseState.withLock { $0.phase } }
+
+    /// What a refused request is told once the node stops taking work.
+    var stoppingMessage: String { "\(options.name) is \(phase == .accepting ? "stopping" : "draining")" }
+
     private func accept(_ socket: Socket, peer: String) {
         serve(Connection(socket: socket, peer: peer, limits: options.limits))
     }
@@ -141,6 +161,9 @@ public final class Node: Sendable {
     func serve(_ connection: Connection) {
         let session = NodeSession(connection: connection, node: self)
         admitPending(session)
+        // A connection accepted while a drain began is told too (the drain may have missed it).
+        let (phase, timeout) = phaseState.withLock { ($0.phase, $0.timeout) }
+        if phase != .accepting { session.tellDraining(timeout: timeout) }
         session.start()
     }
 

@@ -1,0 +1,36 @@
+import SkyNetRuntime
+import SkyNetWire
+
+extension Node {
+    /// How long cancelled tasks get to reply once a drain's timeout ran out: a job's kill grace
+    /// (2 s) and its reply.
+    static let cancelledReplyBound: Duration = .seconds(5)
+
+    /// Drains the node (issue 22): takes no new work, tells every client (`draining`), stops
+    /// accepting, lets running tasks finish for up to `timeout`, then cancels the rest (each
+    /// replies `failure cancelled`, so its coordinator re-runs it elsewhere at once), and closes
+    /// every connection. A second call returns once the drain is under way.
+    public func drain(within timeout: Duration) async {
+        let seconds = max(0, timeout.seconds)
+        let first = phaseState.withLock { state -> Bool in
+            guard state.phase == .accepting else { return false }
+            state = (.draining, seconds)
+            return true
+        }
+        guard first else { return }
+        // New requests are refused from here on: `busy "NAME is draining"`.
+        pending.close()
+        let sessions = admission.withLock { Array($0.greeted.values) + $0.pending.values.map(\.session) }
+        // Sessions in their handshake are told right after their welcome.
+        for session in sessions { session.tellDraining(timeout: seconds) }
+        // New clients are refused (connection refused); /healthz says 503 meanwhile.
+        listener?.stop()
+        let pending = self.pending
+        _ = try? await withTimeout(timeout, clock: clock) { await pending.waitUntilNone() }
+        let open = admission.withLock { Array($0.greeted.values) }
+        for session in open { session.cancelAll() }
+        _ = try? await withTimeout(Self.cancelledReplyBound, clock: clock) { await pending.waitUntilNone() }
+        await stop(grace: .zero)
+        phaseState.withLock { $0.phase = .stopped }
+    }
+}
