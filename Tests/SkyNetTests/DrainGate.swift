@@ -53,3 +53,8 @@ struct DrainGate: Sendable {
         try? FileManager.default.removeItem(atPath: folder)
     }
 }
+
+/// `operation`'s value, or nil when it took longer than `limit`.
+func within<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async -> T) async -> T? {
+    try? await withTimeout(limit) { await operation() }
+}

@@ -19,6 +19,20 @@ struct NodeDrainTests {
         return options
     }
 
+    /// A node stopped on every path; its log is printed when the test fails.
+    func withNode(_ options: Node.Options, _ body: (Node) async throws -> Void) async throws {
+        let lines = Locked<[String]>([])
+        let node = try await Node.start(options) { line in lines.withLock { $0.append(line) } }
+        do {
+            try await body(node)
+        } catch {
+            await node.stop(grace: .seconds(1))
+            Issue.record("node log: \(lines.withLock { $0 })")
+            throw error
+        }
+        await node.stop(grace: .seconds(1))
+    }
+
     /// Sends a held task of `gate` and returns its reply.
     func hold(_ peer: PeerConnection, _ gate: DrainGate, _ index: Int) async throws -> Reply {
         let id = peer.nextID()
@@ -28,7 +42,7 @@ struct NodeDrainTests {
     @Test func tellsItsClientsRefusesNewWorkAndLetsRunningTasksFinish() async throws {
         let gate = try DrainGate.make(2)
         defer { gate.remove() }
-        try await nodeTests.withNode(try options()) { node in
+        try await withNode(try options()) { node in
             let peer = try await nodeTests.connect(node, token: Self.token)
             defer { peer.close() }
             async let first = hold(peer, gate, 0)
@@ -80,7 +94,7 @@ struct NodeDrainTests {
     @Test func cancelsTheTasksStillRunningAtTheTimeoutThenCloses() async throws {
         let gate = try DrainGate.make(2)
         defer { gate.remove() }
-        try await nodeTests.withNode(try options()) { node in
+        try await withNode(try options()) { node in
             let peer = try await nodeTests.connect(node, token: Self.token)
             defer { peer.close() }
             async let first = hold(peer, gate, 0)
@@ -105,15 +119,52 @@ struct NodeDrainTests {
         }
     }
 
+    @Test func aClientThatConnectsDuringTheDrainIsWelcomedToldAndGivenNoWork() async throws {
+        let gate = try DrainGate.make(1)
+        defer { gate.remove() }
+        try await withNode(try options()) { node in
+            let first = try await nodeTests.connect(node, token: Self.token)
+            defer { first.close() }
+            async let held = hold(first, gate, 0)
+            try await awaitState(upTo: .seconds(10)) { try await nodeTests.running(first) == 1 }
+            let drain = Task { await node.drain(within: .seconds(60)) }
+            _ = try await withTimeout(.seconds(10)) { await first.draining.value }
+
+            // `skynet status` or a coordinator redialling: welcomed, then told at once.
+            let late = try await nodeTests.connect(node, token: Self.token)
+            defer { late.close() }
+            let left = try await withTimeout(.seconds(10)) { await late.draining.value }
+            #expect(left > 50 && left <= 60)
+            let id = late.nextID()
+            guard case .pong(_, let pong) = try await late.request(id: id, .ping(id: id), timeout: .seconds(10)) else {
+                Issue.record("expected a pong")
+                return
+            }
+            #expect(pong.draining)
+            let refused = try await nodeTests.scan(late)
+            guard case .failure(_, _, .busy, "beta is draining") = refused else {
+                Issue.record("expected busy, got \(refused)")
+                return
+            }
+            try await gate.release(0)
+            guard case .result = try await held else {
+                Issue.record("the held task did not complete")
+                return
+            }
+            try await withTimeout(.seconds(10)) { await drain.value }
+        }
+    }
+
     @Test func aDrainWithNothingRunningStopsAtOnceAndRefusesNewClients() async throws {
-        try await nodeTests.withNode(try options()) { node in
+        try await withNode(try options()) { node in
             let peer = try await nodeTests.connect(node, token: Self.token)
             defer { peer.close() }
             let started = ContinuousClock.now
-            try await withTimeout(.seconds(10)) { await node.drain(within: .seconds(30)) }
+            let drained: Void? = await within(.seconds(10)) { await node.drain(within: .seconds(30)) }
+            #expect(drained != nil, "the drain did not end")
             #expect(ContinuousClock.now - started < .seconds(5))
-            #expect(try await withTimeout(.seconds(10)) { await peer.draining.value } == 30)
-            _ = try await withTimeout(.seconds(10)) { await peer.closed.value }
+            #expect(await within(.seconds(10)) { await peer.draining.value } == 30, "no draining line")
+            #expect(await within(.seconds(10)) { await peer.closed.value } != nil, "the link did not close")
             await #expect(throws: (any Error).self) { _ = try await nodeTests.connect(node, token: Self.token) }
         }
     }

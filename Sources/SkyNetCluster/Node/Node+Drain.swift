@@ -6,15 +6,16 @@ extension Node {
     /// (2 s) and its reply.
     static let cancelledReplyBound: Duration = .seconds(5)
 
-    /// Drains the node (issue 22): takes no new work, tells every client (`draining`), stops
-    /// accepting, lets running tasks finish for up to `timeout`, then cancels the rest (each
-    /// replies `failure cancelled`, so its coordinator re-runs it elsewhere at once), and closes
-    /// every connection. A second call returns once the drain is under way.
+    /// Drains the node (issue 22): takes no new work, tells every client (`draining`, also one
+    /// that connects meanwhile), lets running tasks finish for up to `timeout`, then cancels the
+    /// rest (each replies `failure cancelled`, so its coordinator re-runs it elsewhere at once),
+    /// stops accepting and closes every connection. A second call returns at once.
     public func drain(within timeout: Duration) async {
         let seconds = max(0, timeout.seconds)
+        let cancelAt = clock.now + .seconds(seconds)
         let first = phaseState.withLock { state -> Bool in
             guard state.phase == .accepting else { return false }
-            state = (.draining, seconds)
+            state = (.draining, cancelAt)
             return true
         }
         guard first else { return }
@@ -23,8 +24,8 @@ extension Node {
         let sessions = admission.withLock { Array($0.greeted.values) + $0.pending.values.map(\.session) }
         // Sessions in their handshake are told right after their welcome.
         for session in sessions { session.tellDraining(timeout: seconds) }
-        // New clients are refused (connection refused); /healthz says 503 meanwhile.
-        listener?.stop()
+        // The listener stays open until the end: a client that connects meanwhile (`skynet
+        // status`, a coordinator redialling) is welcomed, told at once, and given no work.
         let pending = self.pending
         _ = try? await withTimeout(timeout, clock: clock) { await pending.waitUntilNone() }
         let open = admission.withLock { Array($0.greeted.values) }

@@ -87,7 +87,7 @@ public final class Node: Sendable {
     public let options: Options
     public let system: LocalSystem
     /// None for a node serving one given connection (`serve`).
-    let listener: Listener?
+    private let listener: Listener?
     let admission = Locked(Admission())
     /// The token as an HMAC key, its pads hashed once.
     let token: HMACSHA256?
@@ -95,7 +95,8 @@ public final class Node: Sendable {
     /// Requests started and not yet answered, over all connections; closed by `stop`.
     let pending = InFlight()
     /// Accepting, draining or stopped; changed only by `drain` (`Node+Drain.swift`).
-    let phaseState = Locked((phase: Phase.accepting, timeout: 0.0))
+    /// With the instant a drain cancels what still runs (the `draining` line says how far off).
+    let phaseState: Locked<(phase: Phase, cancelAt: ContinuousClock.Instant)>
     private let sweeper = Locked<Task<Void, Never>?>(nil)
     /// The work root, free space and uploads of the files that travel with tasks.
     let files: NodeFiles
@@ -134,6 +135,7 @@ public final class Node: Sendable {
         self.listener = listener
         self.clock = clock
         self.log = log
+        phaseState = Locked((.accepting, clock.now))
         token = options.token.map { HMACSHA256(key: Array($0.utf8)) }
         files = NodeFiles(node: options.name, parent: options.workDir, probe: options.freeSpace)
         logins = Locked(LoginFailures(backoff: options.loginBackoff))
@@ -162,8 +164,8 @@ public final class Node: Sendable {
         let session = NodeSession(connection: connection, node: self)
         admitPending(session)
         // A connection accepted while a drain began is told too (the drain may have missed it).
-        let (phase, timeout) = phaseState.withLock { ($0.phase, $0.timeout) }
-        if phase != .accepting { session.tellDraining(timeout: timeout) }
+        let (phase, cancelAt) = phaseState.withLock { ($0.phase, $0.cancelAt) }
+        if phase != .accepting { session.tellDraining(timeout: max(0, (cancelAt - clock.now).seconds.rounded(.up))) }
         session.start()
     }
 
