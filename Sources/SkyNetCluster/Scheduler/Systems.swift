@@ -79,6 +79,8 @@ public actor Systems {
 
     /// How many callers wait in line for a slot: lets tests await a waiter instead of sleeping.
     var waiterCount: Int { waiters.count }
+    /// How many callers wait in `idle(named:)`: lets tests await one instead of sleeping.
+    var idleWaiterCount: Int { idleWaiters.count }
 
     /// The slots of the local systems together.
     public var localCapacity: Int { entries.filter(\.system.isLocal).reduce(0) { $0 + $1.capacity } }
