@@ -5,6 +5,8 @@ extension Node {
     /// How long cancelled tasks get to reply once a drain's timeout ran out: a job's kill grace
     /// (2 s) and its reply.
     static let cancelledReplyBound: Duration = .seconds(5)
+    /// How long the drain's end waits for its last lines (`draining`, replies) to leave.
+    static let lastLinesBound: Duration = .seconds(1)
 
     /// Drains the node (issue 22): takes no new work, tells every client (`draining`, also one
     /// that connects meanwhile), lets running tasks finish for up to `timeout`, then cancels the
@@ -31,7 +33,22 @@ extension Node {
         let open = admission.withLock { Array($0.greeted.values) }
         for session in open { session.cancelAll() }
         _ = try? await withTimeout(Self.cancelledReplyBound, clock: clock) { await pending.waitUntilNone() }
+        await letLastLinesLeave(within: Self.lastLinesBound)
         await stop(grace: .zero)
         phaseState.withLock { $0.phase = .stopped }
+    }
+
+    /// Waits, at most `bound`, until every client has been sent its `draining` line (a client
+    /// welcomed a moment ago is sent it by its reader thread right after the welcome) and every
+    /// connection's queue is empty: closing a connection drops what is still queued, and a
+    /// coordinator that missed `draining` would count the lost link as a failure. A short poll on
+    /// the node's clock: a connection offers no signal for an empty queue.
+    private func letLastLinesLeave(within bound: Duration) async {
+        let deadline = clock.now + bound
+        while clock.now < deadline {
+            let sessions = admission.withLock { Array($0.greeted.values) }
+            guard sessions.contains(where: { !$0.hasSentItsLastLines }) else { return }
+            try? await clock.sleep(for: .milliseconds(10))
+        }
     }
 }

@@ -36,6 +36,13 @@ extension NodeSession {
         if let owed { send(Reply.draining(timeout: owed).line) }
     }
 
+    /// Whether the client has its `draining` line (or its connection ended) and nothing waits
+    /// in the connection's queue.
+    var hasSentItsLastLines: Bool {
+        let told = state.withLock { if case .sent = $0.drainNotice { true } else { false } }
+        return (told || connection.closed.current != nil) && connection.queuedBytes == 0
+    }
+
     /// Cancels every task and upload of this connection (a drain's timeout ran out): each
     /// running task replies `failure cancelled`, so its coordinator runs it elsewhere.
     func cancelAll() {
