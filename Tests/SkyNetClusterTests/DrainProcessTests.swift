@@ -3,6 +3,7 @@ import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransport
 import SkyNetTestSupport
 
 extension ProcessTests {
@@ -109,6 +110,36 @@ extension ProcessTests {
                 #expect(summary?["completed"] as? Int == 4)
                 #expect(summary?["failed"] as? Int == 0)
                 #expect(summary?["reruns"] as? Int == 0)
+            }
+        }
+
+        @Test func statusShowsANodeThatDrainsAsUpDraining() async throws {
+            try await withNodes([("beta", ["--job", "nap=sleep 30", "--drain-timeout", "3"])]) { cluster in
+                let beta = try #require(cluster.node("beta"))
+                // An old client's task keeps the drain going (it is cancelled after 3 s).
+                let request = #"{"type":"hello","version":1,"name":"raw"}"# + "\n"
+                    + #"{"type":"job","id":1,"job":"nap","task":{"id":"\#(UUID().uuidString)","sector":0,"input":"0"}}"# + "\n"
+                let (host, port) = (beta.host, beta.port)
+                let socket = try await onOwnThread(named: "test-raw") { () throws -> Socket in
+                    let socket = try Socket.connect(host: host, port: port, timeout: .seconds(5))
+                    let bytes = Array(request.utf8)
+                    var offset = 0
+                    while offset < bytes.count { offset += try bytes[offset...].withUnsafeBytes { try socket.send($0, wait: true) } }
+                    return socket
+                }
+                defer { socket.close() }
+                try await awaitJobs(1, named: "sleep", on: beta)
+                beta.send(SIGTERM)
+                let log = try #require(beta.child.stderrLines)
+                _ = try await withTimeout(.seconds(10)) { await log.first { $0.hasPrefix("[Node] Draining (signal 15)") } }
+
+                let json = try await runSkynet(["status", "--cluster", cluster.clusterFile, "--json"], limit: .seconds(20))
+                let row = try #require((try? JSONSerialization.jsonObject(with: Data(json.stdout.utf8))) as? [String: Any], "\(json.stdout)")
+                #expect(row["up"] as? Bool == true)
+                #expect(row["draining"] as? Bool == true, "\(json.stdout)")
+                let table = try await runSkynet(["status", "--cluster", cluster.clusterFile], limit: .seconds(20))
+                #expect(table.stdout.contains("up (draining)"), "\(table.stdout)")
+                #expect(try await withTimeout(.seconds(20)) { await beta.exitStatus.value } == 0)
             }
         }
     }
