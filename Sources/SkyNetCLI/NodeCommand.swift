@@ -12,8 +12,11 @@ struct NodeCommand: Command {
         `listening on HOST:PORT` on stdout (the real port, for --port 0); logs go to stderr.
         A log never holds the node up: while stderr is not being read, log lines are dropped
         and counted, and a line says how many once it is read again.
-        SIGINT, SIGTERM or SIGHUP: stop accepting, let running scans finish (up to 10 s), then
-        stop their jobs (SIGTERM, SIGKILL 2 s later, every job's whole process group), exit 0.
+        SIGINT, SIGTERM or SIGHUP drain the node: it takes no new tasks (`busy`), tells every
+        coordinator (`draining`, which then sends it nothing more), stops accepting, lets running
+        tasks finish for up to --drain-timeout seconds, then cancels the rest (their coordinators
+        run them elsewhere at once) and stops their jobs (SIGTERM, SIGKILL 2 s later, every job's
+        whole process group), and exits 0. A second signal exits at once.
         Jobs also die with a node that is killed (SIGKILL): a small helper process kills them.
         With a token (SKYNET_TOKEN in the environment, or --token-file), only clients that prove
         they know it are served: the token itself never crosses the wire, and every line after
@@ -83,6 +86,7 @@ struct NodeCommand: Command {
         options.maxConnections = try args.int("max-connections", default: 256)
         options.idleTimeout = .seconds(try args.double("idle-timeout", default: 60))
         options.verbose = args.flag("verbose")
+        options.drainTimeout = .seconds(try args.double("drain-timeout", default: 30))
         // Over stdio no token is asked for (SKYNET_TOKEN included): the coordinator sends none,
         // and a node waiting for its proof would never serve.
         options.token = stdio ? nil : try ClusterToken.load(args)?.value
@@ -172,11 +176,7 @@ struct NodeCommand: Command {
             }
         }
         let signal = await signals.received.value
-        Self.log("[Node] Stopping (signal \(signal)): finishing running scans")
-        await node.stop(grace: .seconds(10))
-        // The scans still running were cancelled: their jobs get their kill grace, then every
-        // group left (a job that ignores SIGTERM) is killed and reaped before we exit.
-        await ChildProcess.endEveryGroup(grace: .seconds(3))
+        await drain(node, signal: signal)
         return 0
     }
 }

@@ -17,6 +17,8 @@ final class Progress: Sendable {
         var completed = 0
         var failed = 0
         var peers = 0
+        /// The peers that said they drain (issue 22), until their link closes.
+        var draining: Set<String> = []
         /// When a peer last completed a task: peers share the work while that is recent.
         var lastRemoteCompletion: ContinuousClock.Instant?
         var eta = ETAEstimator()
@@ -80,8 +82,13 @@ final class Progress: Sendable {
     func record(_ event: ClusterEvent) {
         state.withLock { state in
             switch event {
-            case .connected: state.peers += 1
-            case .disconnected: state.peers -= 1
+            case .connected(let name):
+                state.peers += 1
+                state.draining.remove(name)
+            case .disconnected(let name, _):
+                state.peers -= 1
+                state.draining.remove(name)
+            case .draining(let name, _): state.draining.insert(name)
             default: break
             }
         }
@@ -107,7 +114,9 @@ final class Progress: Sendable {
             var fields = [
                 "\(state.scheduled) scheduled", "\(String(cFormat: "%.2f", Double(state.completed) / seconds)) per sec.",
                 "\(state.completed)/\(total) tasks completed", ETAEstimator.label(state.eta.secondsLeft(total: total, at: seconds)),
-                "\(state.failed) failed", "\(systems) system\(systems == 1 ? "" : "s")",
+                "\(state.failed) failed",
+                // `3 systems  1 draining`: one field, so `fit` drops both together.
+                "\(systems) system\(systems == 1 ? "" : "s")" + (state.draining.isEmpty ? "" : "  \(state.draining.count) draining"),
             ]
             if let last = state.lastRemoteCompletion, ContinuousClock.now - last < .seconds(2) { fields.append("collaborating") }
             let line = Self.fit(fields, columns: Self.terminalColumns - 1)

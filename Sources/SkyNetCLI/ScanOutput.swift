@@ -105,6 +105,9 @@ final class ScanOutput: Sendable {
             json.add("used", used)
         case .unresponsive: json = self.event("unresponsive")
         case .responsive: json = self.event("responsive")
+        case .draining(_, let reason): json = self.event("draining"); json.add("reason", reason)
+        case .discovered(_, let group, let address):
+            json = self.event("discovered"); json.add("group", group); json.add("address", address)
         }
         json.add("system", event.peer)
         await emit(json, peerEvent: true)

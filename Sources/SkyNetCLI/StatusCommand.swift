@@ -92,7 +92,7 @@ struct StatusCommand: Command {
             let address = status.node.address
             switch status.state {
             case .up(let pong, let milliseconds):
-                return [status.node.name, address, "up", "\(pong.running)/\(pong.capacity)", String(pong.completed),
+                return [status.node.name, address, pong.draining ? "up (draining)" : "up", "\(pong.running)/\(pong.capacity)", String(pong.completed),
                         String(cFormat: "%.2f ms", milliseconds)]
             case .down(let reason):
                 return [status.node.name, address, "down (\(reason))", "-", "-", "-"]
@@ -125,6 +125,7 @@ struct StatusCommand: Command {
             json.add("completed", pong.completed)
             json.add("failed", pong.failed)
             json.add("round_trip_ms", milliseconds)
+            if pong.draining { json.add("draining", true) }
         case .down(let reason):
             json.add("up", false)
             json.add("reason", reason)

@@ -109,7 +109,7 @@ enum DashboardPage {
         .num { text-align: right; }
         .state { font-weight: 600; }
         .state-connected, .state-local { color: var(--done); }
-        .state-unresponsive, .state-connecting { color: var(--rerun); }
+        .state-unresponsive, .state-connecting, .state-draining { color: var(--rerun); }
         .state-gone, .state-unreachable, .state-unauthorized, .state-refused, .state-lacks-job { color: var(--failed); }
         .slots { display: inline-block; width: 110px; height: 10px; background: var(--bg); border: 1px solid var(--line);
           border-radius: 5px; overflow: hidden; vertical-align: middle; margin-right: 8px; }

@@ -170,6 +170,11 @@ public final class ScanBoard: Sendable {
 
     public func record(_ event: ClusterEvent) {
         state.withLock { state in
+            if case .discovered(let name, _, let address) = event, state.rowIndex[name] == nil {
+                // A new member of an address group: its row shows the address it was found at.
+                state.rowIndex[name] = state.rows.count
+                state.rows.append(.init(system: .init(name: name, address: address), state: .connecting))
+            }
             let index = state.row(named: event.peer)
             switch event {
             case .connected, .responsive: state.rows[index].state = .connected; state.rows[index].detail = ""
@@ -183,6 +188,8 @@ public final class ScanBoard: Sendable {
             case .unauthorized(_, let reason): state.rows[index].state = .unauthorized; state.rows[index].detail = reason
             case .lacksJob: state.rows[index].state = .lacksJob; state.rows[index].detail = event.refusalHint
             case .jobDiffers: state.rows[index].detail = event.description
+            case .draining(_, let reason): state.rows[index].state = .draining; state.rows[index].detail = reason
+            case .discovered: break
             }
         }
     }
@@ -210,7 +217,8 @@ public final class ScanBoard: Sendable {
             state.report = report
             for index in state.rows.indices {
                 let slots = state.rows[index].slots
-                state.rows[index].slots = SlotUse(name: slots.name, capacity: slots.capacity, inFlight: 0, suspended: slots.suspended)
+                state.rows[index].slots = SlotUse(name: slots.name, capacity: slots.capacity, inFlight: 0, suspended: slots.suspended,
+                                                  draining: slots.draining)
             }
             let completed = report.completed + state.resumed
             let (how, message): (String, String) =

@@ -109,7 +109,7 @@ extension WireFields {
         return try int("file", in: 0...(TransferRequest.maxReturns - 1))
     }
 
-    private func optionalBool(_ key: String) throws(WireError) -> Bool? {
+    func optionalBool(_ key: String) throws(WireError) -> Bool? {
         switch fields[key] {
         case nil, .null?: return nil
         case .bool(let value)?: return value

@@ -8,13 +8,16 @@ public struct Pong: Sendable, Equatable {
     public var capacity: Int
     public var completed: Int
     public var failed: Int
+    /// Whether the node drains (issue 22): it takes no new work; written only when true.
+    public var draining: Bool
 
-    public init(name: String, running: Int, capacity: Int, completed: Int, failed: Int) {
+    public init(name: String, running: Int, capacity: Int, completed: Int, failed: Int, draining: Bool = false) {
         self.name = name
         self.running = running
         self.capacity = capacity
         self.completed = completed
         self.failed = failed
+        self.draining = draining
     }
 }
 
@@ -42,11 +45,14 @@ public enum Reply: Sendable, Equatable {
     case fileEnd(FileEnd)
     /// A `basefile` was stored.
     case stored(id: Int)
+    /// The node drains (issue 22): it takes no new work, and cancels what still runs after
+    /// `timeout` seconds. Sent once, unsolicited, with no id.
+    case draining(timeout: Double)
 
     /// The request this reply ends, if any.
     public var requestID: Int? {
         switch self {
-        case .welcome, .challenge, .returnFile, .chunk, .fileEnd: nil
+        case .welcome, .challenge, .returnFile, .chunk, .fileEnd, .draining: nil
         case .result(let id, _, _), .failure(let id, _, _, _), .pong(let id, _), .stored(let id): id
         case .error(let error): error.id
         }
@@ -59,7 +65,7 @@ public enum Reply: Sendable, Equatable {
         case .returnFile(let header): header.id
         case .chunk(let chunk): chunk.id
         case .fileEnd(let end): end.id
-        case .welcome, .challenge, .result, .failure, .pong, .error, .stored: nil
+        case .welcome, .challenge, .result, .failure, .pong, .error, .stored, .draining: nil
         }
     }
 
@@ -106,6 +112,7 @@ public enum Reply: Sendable, Equatable {
             json.add("capacity", pong.capacity)
             json.add("completed", pong.completed)
             json.add("failed", pong.failed)
+            if pong.draining { json.add("draining", true) }
             return json.line
         case .error(let error):
             return error.line
@@ -113,6 +120,11 @@ public enum Reply: Sendable, Equatable {
         case .chunk(let chunk): return chunk.line
         case .fileEnd(let end): return end.line
         case .stored(let id): return JSONLine(type: "stored", id: id).line
+        case .draining(let timeout):
+            var json = JSONLine(type: "draining")
+            // Whole seconds as an integer (`"timeout":30`), as an operator wrote them.
+            if timeout == timeout.rounded(), abs(timeout) < 0x1p53 { json.add("timeout", Int(timeout)) } else { json.add("timeout", timeout) }
+            return json.line
         }
     }
 
@@ -137,7 +149,8 @@ public enum Reply: Sendable, Equatable {
         case "pong":
             return .pong(id: try fields.requestID(), Pong(
                 name: try fields.string("name"), running: try fields.int("running"), capacity: try fields.int("capacity"),
-                completed: try fields.int("completed"), failed: try fields.int("failed")))
+                completed: try fields.int("completed"), failed: try fields.int("failed"),
+                draining: try fields.optionalBool("draining") ?? false))
         case "return":
             return .returnFile(try fields.returnHeader())
         case "data":
@@ -146,6 +159,11 @@ public enum Reply: Sendable, Equatable {
             return .fileEnd(try fields.fileEnd(inReply: true))
         case "stored":
             return .stored(id: try fields.requestID())
+        case "draining":
+            guard let timeout = try fields.optionalNumber("timeout"), timeout.isFinite, timeout >= 0 else {
+                throw .badRequest("draining needs \"timeout\": a number of seconds, 0 or more")
+            }
+            return .draining(timeout: timeout)
         case "error":
             return .error(WireError(code: FailureCode(rawValue: try fields.string("code")), message: try fields.optionalString("message"), id: fields.id))
         case let other:

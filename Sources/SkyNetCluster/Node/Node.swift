@@ -12,6 +12,16 @@ import SkyNetWork
 /// answered `busy` and closed. A sweeper closes connections that missed their hello deadline
 /// and clients that have been silent for `idleTimeout`.
 public final class Node: Sendable {
+    /// Whether the node takes new work (issue 22, `Node+Drain.swift`).
+    public enum Phase: Sendable, Equatable {
+        /// Serving: new tasks are taken.
+        case accepting
+        /// `drain` began: no new tasks; running ones may finish until the drain timeout.
+        case draining
+        /// The drain ended: connections closed.
+        case stopped
+    }
+
     public struct Options: Sendable {
         /// The name peers see; empty: `node-PORT` with the real port.
         public var name: String
@@ -46,6 +56,8 @@ public final class Node: Sendable {
         public var maxRequestsPerConnection = 1024
         /// Log every task (never the token).
         public var verbose = false
+        /// How long a drain (SIGTERM, issue 22) lets running tasks finish before it cancels them.
+        public var drainTimeout: Duration = .seconds(30)
         /// Log each client's `Connected`/`Disconnected`. A node over stdio leaves it off: its
         /// one client is the coordinator, to whose terminal every line of its log goes.
         public var logsConnections = true
@@ -82,6 +94,9 @@ public final class Node: Sendable {
     let logins: Locked<LoginFailures>
     /// Requests started and not yet answered, over all connections; closed by `stop`.
     let pending = InFlight()
+    /// Accepting, draining or stopped; changed only by `drain` (`Node+Drain.swift`).
+    /// With the instant a drain cancels what still runs (the `draining` line says how far off).
+    let phaseState: Locked<(phase: Phase, cancelAt: ContinuousClock.Instant)>
     private let sweeper = Locked<Task<Void, Never>?>(nil)
     /// The work root, free space and uploads of the files that travel with tasks.
     let files: NodeFiles
@@ -120,6 +135,7 @@ public final class Node: Sendable {
         self.listener = listener
         self.clock = clock
         self.log = log
+        phaseState = Locked((.accepting, clock.now))
         token = options.token.map { HMACSHA256(key: Array($0.utf8)) }
         files = NodeFiles(node: options.name, parent: options.workDir, probe: options.freeSpace)
         logins = Locked(LoginFailures(backoff: options.loginBackoff))
@@ -133,6 +149,12 @@ public final class Node: Sendable {
     /// Whether `stop` has begun: new scans are refused.
     public var isStopping: Bool { pending.isClosed }
 
+    /// Whether the node takes new work, drains, or has stopped draining.
+    public var phase: Phase { phaseState.withLock { $0.phase } }
+
+    /// What a refused request is told once the node stops taking work.
+    var stoppingMessage: String { "\(options.name) is \(phase == .accepting ? "stopping" : "draining")" }
+
     private func accept(_ socket: Socket, peer: String) {
         serve(Connection(socket: socket, peer: peer, limits: options.limits))
     }
@@ -141,6 +163,9 @@ public final class Node: Sendable {
     func serve(_ connection: Connection) {
         let session = NodeSession(connection: connection, node: self)
         admitPending(session)
+        // A connection accepted while a drain began is told too (the drain may have missed it).
+        let (phase, cancelAt) = phaseState.withLock { ($0.phase, $0.cancelAt) }
+        if phase != .accepting { session.tellDraining(timeout: max(0, (cancelAt - clock.now).seconds.rounded(.up))) }
         session.start()
     }
 

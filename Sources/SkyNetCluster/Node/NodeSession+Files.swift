@@ -141,7 +141,7 @@ extension NodeSession {
             return nil
         }
         if let refusal { return refusal }
-        guard node.pending.begin() else { return WireError(code: .busy, message: "\(node.options.name) is stopping", id: id).line }
+        guard node.pending.begin() else { return WireError(code: .busy, message: node.stoppingMessage, id: id).line }
         guard files.begin() else {
             node.pending.end()
             return WireError(code: .cancelled, message: "the connection ended", id: id).line

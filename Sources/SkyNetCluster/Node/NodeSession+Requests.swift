@@ -31,7 +31,7 @@ extension NodeSession {
             let system = node.system, counters = system.counters
             send(Reply.pong(id: id, Pong(
                 name: node.options.name, running: counters.running, capacity: system.capacity,
-                completed: counters.completed, failed: counters.failed)).line)
+                completed: counters.completed, failed: counters.failed, draining: node.phase != .accepting)).line)
         }
     }
 
@@ -39,11 +39,11 @@ extension NodeSession {
         let busy = { (message: String) in Reply.failure(id: id, task: task.id, code: .busy, message: message).line }
         let refusal: [UInt8]? = state.withLock { state in
             guard state.scans[id] == nil else { return WireError.badRequest("request id \(id) is already in flight", id: id).line }
-            guard !node.isStopping else { return busy("\(node.options.name) is stopping") }
+            guard !node.isStopping else { return busy(node.stoppingMessage) }
             guard state.scans.count < node.options.maxRequestsPerConnection else {
                 return busy("too many requests in flight on this connection")
             }
-            guard node.pending.begin() else { return busy("\(node.options.name) is stopping") }
+            guard node.pending.begin() else { return busy(node.stoppingMessage) }
             state.scans[id] = Task {
                 await self.runScan(id: id, task: task)
                 self.node.pending.end()

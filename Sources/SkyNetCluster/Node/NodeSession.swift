@@ -28,6 +28,10 @@ final class NodeSession: Sendable {
         var uploads: [Int: NodeUpload] = [:]
         /// When the client was last heard from, or a scan of it last ended.
         var lastActivity: ContinuousClock.Instant
+        /// Whether the welcome went out: a `draining` line may follow it (`NodeSession+Drain.swift`).
+        var welcomed = false
+        /// The client's `draining` line: none yet, owed once welcomed (with its timeout), or sent.
+        var drainNotice = DrainNotice.none
     }
 
     let connection: Connection
@@ -173,6 +177,7 @@ final class NodeSession: Sendable {
         send(Reply.welcome(version: wireVersion, name: node.options.name, capacity: node.system.capacity,
                            jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds,
                            files: node.offersFiles ? FileSupport(maxFileSize: node.options.maxFileSize) : nil).line)
+        welcomeSent()
     }
 
     private func refuse(_ error: WireError, log: Bool = true) {

@@ -152,6 +152,14 @@ public final class PeerConnection: Sendable {
     /// Fulfilled when the connection has ended.
     public var closed: AsyncSignal<Connection.CloseReason> { connection.closed }
 
+    /// Fulfilled with the node's drain timeout (seconds) when it says it drains (issue 22):
+    /// it takes no new work, and cancels what still runs after that long.
+    public let draining = AsyncSignal<Double>()
+    private let drainingState = Locked(false)
+
+    /// Whether the node said it drains: it is sent no new work.
+    public var isDraining: Bool { drainingState.withLock { $0 } }
+
     /// A request id not used before on this connection.
     public func nextID() -> Int {
         state.withLock { state in
@@ -281,6 +289,10 @@ public final class PeerConnection: Sendable {
 
     func deliver(_ event: Connection.Event) {
         guard case .line(let line) = event, let reply = try? Reply.decode(line) else { return }
+        if case .draining(let timeout) = reply {
+            drainingState.withLock { $0 = true }
+            return draining.fulfil(timeout)
+        }
         if let id = reply.streamID { return route(reply, of: id) }
         guard let id = reply.requestID else { return }
         if case .error(let error) = reply { return complete(id, with: .failure(error)) }

@@ -227,11 +227,7 @@ public final class PeerLinks: Sendable {
             await systems.add(remote, capacity: slots)
             await log(.connected(node.name))
             let linked = ContinuousClock.now
-            let reason = await withTaskCancellationHandler {
-                await peer.closed.value
-            } onCancel: {
-                peer.close()
-            }
+            let reason = await awaitClose(of: peer, named: node.name, systems: systems, log: log)
             await systems.remove(named: node.name)
             if Task.isCancelled { return await peer.finish() }
             await log(.disconnected(node.name, reason: await lastWords(of: peer, reason)))

@@ -45,6 +45,24 @@ public actor RemoteSystem: ScanSystem {
     /// Nonisolated: it touches no state of the actor but when the peer seems gone, so a
     /// request costs no hop onto the actor.
     public nonisolated func run(_ task: ScanTask) async throws -> String {
+        do {
+            return try await runOnce(task)
+        } catch {
+            throw drained(error)
+        }
+    }
+
+    /// What a failure on a draining peer is (issue 22): a lost link, or a `cancelled` the
+    /// coordinator did not ask for (the node's drain timeout ran out), is `PeerDrained`, which
+    /// re-runs the task elsewhere at no attempt's cost. Anything else stays what it is.
+    nonisolated func drained(_ error: any Error) -> any Error {
+        guard peer.isDraining, !Task.isCancelled else { return error }
+        if error is PeerDisconnected { return PeerDrained(peer: name, disconnected: true) }
+        if let failure = error as? ScanFailure, failure.code == .cancelled { return PeerDrained(peer: name, disconnected: false) }
+        return error
+    }
+
+    private nonisolated func runOnce(_ task: ScanTask) async throws -> String {
         if let transfer, transfer.spec.isActive { return try await runTransfer(task, transfer) }
         let peer = self.peer
         let id = peer.nextID()

@@ -25,13 +25,19 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// A request timed out: no new work until it answers a ping.
     case unresponsive(String)
     case responsive(String)
+    /// Given no new work from now on (issue 22): the node said it drains (it is stopping), or
+    /// its address left DNS. Its running tasks may finish; `reason` says which and how long.
+    case draining(String, reason: String)
+    /// A new address of a cluster.json group with `every_address` (issue 22): the peer
+    /// `group/ADDRESS` joins, its link reports `connected` or `unreachable` as any other.
+    case discovered(String, group: String, address: String)
 
     /// The peer's name.
     public var peer: String {
         switch self {
         case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _), .sshUnreachable(let name, _, _, _),
              .refused(let name, _, _), .unauthorized(let name, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _, _),
-             .unresponsive(let name), .responsive(let name): name
+             .unresponsive(let name), .responsive(let name), .draining(let name, _), .discovered(let name, _, _): name
         }
     }
 
@@ -52,6 +58,8 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
             "[Cluster] Job differs: \(name) runs job '\(job)' as '\(summary)', not '\(expected)'; not used (--allow-job-mismatch uses it)"
         case .unresponsive(let name): "[Cluster] Unresponsive: \(name)"
         case .responsive(let name): "[Cluster] Responsive: \(name)"
+        case .draining(let name, let reason): "[Cluster] Draining: \(name) (\(reason))"
+        case .discovered(let name, let group, _): "[Cluster] Found: \(name) (\(group))"
         }
     }
 

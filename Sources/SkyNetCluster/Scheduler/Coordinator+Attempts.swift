@@ -22,7 +22,7 @@ extension Coordinator {
         let result: Result<String, any Error>
         do { result = .success(try await reservation.system.run(work.task)) } catch { result = .failure(error) }
         let seconds = (ContinuousClock.now - started).seconds
-        if case .failure(is PeerDisconnected) = result {
+        if case .failure(let error) = result, error is PeerDisconnected || (error as? PeerDrained)?.disconnected == true {
             await systems.retire(reservation)  // gone: no other task should be handed to it
         }
         // The slot is released by the loop when it takes this step: so no more children live

@@ -96,6 +96,12 @@ public struct Coordinator: Sendable {
                         try? await DeadlineTimer.shared.sleep(for: rest)
                         return .rested(reservation)
                     }
+                case .finished(let work, let reservation, .failure(is PeerDrained), _) where !Task.isCancelled:
+                    // A draining node gave the task back: not a failure, no attempt spent; it
+                    // goes to the next free slot at once, and the slot is released with no rest.
+                    queue.finished()
+                    queue.bounce(work)
+                    await systems.release(reservation)
                 case .finished(let work, let reservation, let result, let seconds):
                     queue.finished()
                     backoff.answered(on: reservation.name)

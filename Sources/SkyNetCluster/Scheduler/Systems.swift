@@ -15,12 +15,15 @@ public struct SlotUse: Sendable, Equatable {
     public let inFlight: Int
     /// Held back from new work until it answers a ping.
     public let suspended: Bool
+    /// Given no new work: it drains (issue 22).
+    public let draining: Bool
 
-    package init(name: String, capacity: Int, inFlight: Int, suspended: Bool) {
+    package init(name: String, capacity: Int, inFlight: Int, suspended: Bool, draining: Bool = false) {
         self.name = name
         self.capacity = capacity
         self.inFlight = inFlight
         self.suspended = suspended
+        self.draining = draining
     }
 }
 
@@ -37,7 +40,9 @@ public actor Systems {
         var inFlight = 0
         /// A peer that stopped answering gets no new work until it answers again.
         var suspended = false
-        var isFree: Bool { !suspended && inFlight < capacity }
+        /// A peer that drains (it said so, or it left DNS) gets no new work, for good.
+        var draining = false
+        var isFree: Bool { !suspended && !draining && inFlight < capacity }
     }
 
     private struct Waiter {
@@ -48,6 +53,8 @@ public actor Systems {
 
     private var entries: [Entry] = []
     private var waiters: [Waiter] = []
+    /// Callers of `idle(named:)`, each waiting for its system to have no slot reserved.
+    private var idleWaiters: [(id: UInt64, name: String, continuation: CheckedContinuation<Void, Never>)] = []
     private var lastID: UInt64 = 0
     /// The most slots ever reserved at once on each system, by name: a witness for tests.
     public private(set) var highWater: [String: Int] = [:]
@@ -67,11 +74,13 @@ public actor Systems {
 
     /// Every system's slots right now, in order: what a live view shows.
     public var slotUse: [SlotUse] {
-        entries.map { SlotUse(name: $0.system.name, capacity: $0.capacity, inFlight: $0.inFlight, suspended: $0.suspended) }
+        entries.map { SlotUse(name: $0.system.name, capacity: $0.capacity, inFlight: $0.inFlight, suspended: $0.suspended, draining: $0.draining) }
     }
 
     /// How many callers wait in line for a slot: lets tests await a waiter instead of sleeping.
     var waiterCount: Int { waiters.count }
+    /// How many callers wait in `idle(named:)`: lets tests await one instead of sleeping.
+    var idleWaiterCount: Int { idleWaiters.count }
 
     /// The slots of the local systems together.
     public var localCapacity: Int { entries.filter(\.system.isLocal).reduce(0) { $0 + $1.capacity } }
@@ -89,11 +98,13 @@ public actor Systems {
             entries.append(entry)
         }
         serveWaiters()
+        resumeIdleWaiters()
     }
 
     /// Removes the system called `name`; slots reserved on it are released into nothing.
     public func remove(named name: String) {
         entries.removeAll { $0.system.name == name }
+        resumeIdleWaiters()
     }
 
     /// Holds back new work from the system called `name` (`suspended`), or gives it work again.
@@ -103,10 +114,47 @@ public actor Systems {
         if !suspended { serveWaiters() }
     }
 
+    /// Gives the system called `name` no new work while it drains (issue 22), or gives it
+    /// work again (an address that came back to DNS). Its reserved slots keep running.
+    public func setDraining(_ draining: Bool, named name: String) {
+        guard let index = entries.firstIndex(where: { $0.system.name == name }) else { return }
+        entries[index].draining = draining
+        if !draining { serveWaiters() }
+    }
+
+    /// Returns once the system called `name` has no slot reserved, or is gone (also at once).
+    /// A cancelled caller returns at once.
+    public func idle(named name: String) async {
+        guard entries.contains(where: { $0.system.name == name && $0.inFlight > 0 }) else { return }
+        let id = nextID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                idleWaiters.append((id, name, continuation))
+            }
+        } onCancel: {
+            Task { await self.cancelIdleWaiter(id) }
+        }
+    }
+
+    private func cancelIdleWaiter(_ id: UInt64) {
+        guard let index = idleWaiters.firstIndex(where: { $0.id == id }) else { return }
+        idleWaiters.remove(at: index).continuation.resume()
+    }
+
+    /// Resumes the `idle` callers whose system has no slot reserved any more, or is gone.
+    private func resumeIdleWaiters() {
+        guard !idleWaiters.isEmpty else { return }
+        let busy = Set(entries.filter { $0.inFlight > 0 }.map(\.system.name))
+        let (done, waiting) = (idleWaiters.filter { !busy.contains($0.name) }, idleWaiters.filter { busy.contains($0.name) })
+        idleWaiters = waiting
+        for waiter in done { waiter.continuation.resume() }
+    }
+
     /// Removes the system a reservation was made on, if that registration is still there: for
     /// a peer found gone, before its link has noticed.
     public func retire(_ reservation: Reservation) {
         entries.removeAll { $0.id == reservation.entryID }
+        resumeIdleWaiters()
     }
 
     /// Reserves a slot at once, or returns nil when no system (local: no local system) has one.
@@ -124,6 +172,7 @@ public actor Systems {
         guard let index = entries.firstIndex(where: { $0.id == reservation.entryID }) else { return }
         entries[index].inFlight -= 1
         serveWaiters()
+        resumeIdleWaiters()
     }
 
     /// Gives a slot back and, in the same step, reserves the first free slot (local only,
@@ -134,6 +183,7 @@ public actor Systems {
         if let index = entries.firstIndex(where: { $0.id == reservation.entryID }) { entries[index].inFlight -= 1 }
         let again = tryReserve(localOnly: localOnly)
         serveWaiters()
+        resumeIdleWaiters()
         return again
     }
 

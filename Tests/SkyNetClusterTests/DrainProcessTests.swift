@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+@testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTransport
+import SkyNetTestSupport
+
+extension ProcessTests {
+    /// SIGTERM drains a real node (issue 22): its running tasks finish (or, past
+    /// `--drain-timeout`, run elsewhere at once), the scan counts nothing as failed, and the
+    /// node exits 0.
+    @Suite(.serialized, .timeLimit(.minutes(3)))
+    struct DrainProcessTests {
+        /// Nodes started with their own arguments, a cluster file naming them, every process
+        /// stopped on every path.
+        func withNodes<T: Sendable>(_ arguments: [(String, [String])], _ body: (TestCluster) async throws -> T) async throws -> T {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-drain-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            var nodes: [NodeProcess] = []
+            func stopAll() async {
+                for node in nodes { await node.stop(grace: .seconds(3)) }
+                try? FileManager.default.removeItem(at: folder)
+            }
+            do {
+                for (name, extra) in arguments {
+                    nodes.append(try await NodeProcess.start(executable: skynetBinary, name: name, arguments: extra,
+                                                             stderr: .lines(maxLength: 4096, keep: 64)))
+                }
+                let cluster = TestCluster(nodes: nodes, folder: folder)
+                try cluster.writeClusterFile()
+                let result = try await body(cluster)
+                await stopAll()
+                return result
+            } catch {
+                await stopAll()
+                throw error
+            }
+        }
+
+        /// Waits until `node` runs `count` jobs named `program` (its children, seen in /proc).
+        func awaitJobs(_ count: Int, named program: String, on node: NodeProcess) async throws {
+            let pid = node.processIdentifier
+            try await withTimeout(.seconds(20)) {
+                while HostProcesses.descendants(of: pid).filter({ $0.name == program }).count < count {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+        }
+
+        func events(_ run: Finished) -> [[String: Any]] {
+            run.lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        }
+
+        @Test func aSIGTERMedNodeFinishesItsRunningTasksAndExitsZero() async throws {
+            // `sleep 1 N` (the sector is appended): 1 to 4 s.
+            let node = ["--job", "nap=sleep 1", "--capacity", "2"]
+            try await withNodes([("beta", node), ("gamma", node)]) { cluster in
+                let scan = try cluster.startScan(["--job", "nap", "--total", "4", "--local-capacity", "0", "--json"])
+                defer { scan.kill() }
+                let beta = try #require(cluster.node("beta"))
+                try await awaitJobs(2, named: "sleep", on: beta)
+                beta.send(SIGTERM)
+                let status = try await withTimeout(.seconds(20)) { await beta.exitStatus.value }
+                #expect(status == 0)
+                let drainLog = beta.child.stderrLines?.lines ?? []
+                #expect(drainLog.contains { $0.hasPrefix("[Node] Draining (signal 15): up to 30 s for 2 running tasks") }, "\(drainLog)")
+
+                let run = try await scan.finish(timeout: .seconds(60))
+                #expect(run.status == 0, "\(run.stderr)")
+                let all = events(run)
+                let draining = all.filter { $0["event"] as? String == "draining" }
+                #expect(draining.count == 1 && draining.first?["system"] as? String == "beta", "\(run.stdout)")
+                // beta's two tasks finished on beta, during its drain.
+                let completed = all.filter { $0["event"] as? String == "completed" }
+                #expect(completed.filter { $0["system"] as? String == "beta" }.count == 2, "\(run.stdout)")
+                #expect(completed.allSatisfy { $0["attempt"] as? Int == 1 })
+                let summary = all.last { $0["event"] as? String == "summary" }
+                #expect(summary?["completed"] as? Int == 4)
+                #expect(summary?["failed"] as? Int == 0)
+                #expect(summary?["reruns"] as? Int == 0)
+            }
+        }
+
+        @Test func pastTheDrainTimeoutItsTasksRunElsewhereAtOnceAtTheFirstAttempt() async throws {
+            // beta's tasks would sleep 30 s; gamma's are quick (another command: the scan allows it).
+            try await withNodes([
+                ("beta", ["--job", "nap=sleep 30", "--capacity", "2", "--drain-timeout", "1"]),
+                ("gamma", ["--job", "nap=sleep 0.1", "--capacity", "2"]),
+            ]) { cluster in
+                let scan = try cluster.startScan(["--job", "nap", "--total", "4", "--local-capacity", "0", "--json",
+                                                  "--allow-job-mismatch"])
+                defer { scan.kill() }
+                let beta = try #require(cluster.node("beta"))
+                try await awaitJobs(2, named: "sleep", on: beta)
+                let started = ContinuousClock.now
+                beta.send(SIGTERM)
+                let status = try await withTimeout(.seconds(20)) { await beta.exitStatus.value }
+                #expect(status == 0)
+                #expect(ContinuousClock.now - started < .seconds(6))
+
+                let run = try await scan.finish(timeout: .seconds(60))
+                #expect(run.status == 0, "\(run.stderr)")
+                let all = events(run)
+                let completed = all.filter { $0["event"] as? String == "completed" }
+                #expect(completed.count == 4)
+                #expect(completed.allSatisfy { $0["system"] as? String == "gamma" && $0["attempt"] as? Int == 1 }, "\(run.stdout)")
+                #expect(!all.contains { $0["event"] as? String == "retry" }, "\(run.stdout)")
+                let summary = all.last { $0["event"] as? String == "summary" }
+                #expect(summary?["completed"] as? Int == 4)
+                #expect(summary?["failed"] as? Int == 0)
+                #expect(summary?["reruns"] as? Int == 0)
+            }
+        }
+
+        @Test func statusShowsANodeThatDrainsAsUpDraining() async throws {
+            try await withNodes([("beta", ["--job", "nap=sleep 30", "--drain-timeout", "3"])]) { cluster in
+                let beta = try #require(cluster.node("beta"))
+                // An old client's task keeps the drain going (it is cancelled after 3 s).
+                let request = #"{"type":"hello","version":1,"name":"raw"}"# + "\n"
+                    + #"{"type":"job","id":1,"job":"nap","task":{"id":"\#(UUID().uuidString)","sector":0,"input":"0"}}"# + "\n"
+                let (host, port) = (beta.host, beta.port)
+                let socket = try await onOwnThread(named: "test-raw") { () throws -> Socket in
+                    let socket = try Socket.connect(host: host, port: port, timeout: .seconds(5))
+                    let bytes = Array(request.utf8)
+                    var offset = 0
+                    while offset < bytes.count { offset += try bytes[offset...].withUnsafeBytes { try socket.send($0, wait: true) } }
+                    return socket
+                }
+                defer { socket.close() }
+                try await awaitJobs(1, named: "sleep", on: beta)
+                beta.send(SIGTERM)
+                let log = try #require(beta.child.stderrLines)
+                _ = try await withTimeout(.seconds(10)) { await log.first { $0.hasPrefix("[Node] Draining (signal 15)") } }
+
+                let json = try await runSkynet(["status", "--cluster", cluster.clusterFile, "--json"], limit: .seconds(20))
+                let row = try #require((try? JSONSerialization.jsonObject(with: Data(json.stdout.utf8))) as? [String: Any], "\(json.stdout)")
+                #expect(row["up"] as? Bool == true)
+                #expect(row["draining"] as? Bool == true, "\(json.stdout)")
+                let table = try await runSkynet(["status", "--cluster", cluster.clusterFile], limit: .seconds(20))
+                #expect(table.stdout.contains("up (draining)"), "\(table.stdout)")
+                #expect(try await withTimeout(.seconds(20)) { await beta.exitStatus.value } == 0)
+            }
+        }
+    }
+}
