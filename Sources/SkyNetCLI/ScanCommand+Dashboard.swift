@@ -1,28 +1,6 @@
 import SkyNet
 import SkyNetOptions
 
-/// Where `--dashboard [HOST:]PORT` listens: 127.0.0.1 unless a host is given; port 0 picks one.
-struct DashboardAddress: Equatable {
-    let host: String
-    let port: Int
-
-    static func parse(_ text: String) throws(UsageError) -> DashboardAddress {
-        let usage = "option '--dashboard' wants [HOST:]PORT (e.g. 8080, 0 for a free port, 0.0.0.0:8080), not '\(text)'"
-        var host = "127.0.0.1"
-        var portText = Substring(text)
-        if let colon = text.lastIndex(of: ":") {
-            host = String(text[..<colon])
-            portText = text[text.index(after: colon)...]
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }  // [::1]:8080
-            guard !host.isEmpty, host.utf8.count <= 255, !host.contains(where: { $0.isWhitespace || $0 == "/" }) else {
-                throw UsageError(usage)
-            }
-        }
-        guard let port = Int(portText), (0...65535).contains(port) else { throw UsageError(usage) }
-        return DashboardAddress(host: host, port: port)
-    }
-}
-
 extension ScanCommand {
     /// Starts the dashboard when --dashboard asks for one, and says where it is; a warning
     /// when it is reachable from other machines. One that cannot start ends the scan (status 2).
