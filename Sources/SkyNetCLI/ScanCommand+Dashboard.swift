@@ -4,15 +4,17 @@ import SkyNetOptions
 extension ScanCommand {
     /// Starts the dashboard when --dashboard asks for one, and says where it is; a warning
     /// when it is reachable from other machines. One that cannot start ends the scan (status 2).
-    func startDashboard(board: ScanBoard?, systems: Systems, output: ScanOutput) async throws(ScanExit) -> Dashboard? {
+    /// `metrics` are the scan's own families for its `/metrics`.
+    func startDashboard(board: ScanBoard?, systems: Systems, output: ScanOutput,
+                        metrics: @escaping @Sendable () -> [MetricFamily]) async throws(ScanExit) -> Dashboard? {
         guard let address = dashboard, let board else { return nil }
         let served: Dashboard
         do {
             served = try await Dashboard.start(board: board, systems: systems, host: address.host, port: address.port,
-                                               token: token?.value) { message in
+                                               token: token?.value, metrics: metrics, log: { message in
                 // Offered, never awaited: a flood of broken connections cannot pile up waiting lines.
                 _ = Console.writer.offer(message + "\n", to: 2)
-            }
+            })
         } catch {
             await output.error("--dashboard \(address.host):\(address.port): \(error)")
             throw .failed(2)
