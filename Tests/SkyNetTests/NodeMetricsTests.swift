@@ -122,4 +122,29 @@ struct NodeMetricsTests {
         #expect(health.text == "draining\n")
         #expect(value(metrics.text, "skynet_draining") == 1)
     }
+
+    /// A task refused for want of a slot is counted `busy` and stays out of the histogram.
+    @Test func aBusyRefusalIsCountedAndNotTimed() async throws {
+        let gate = AsyncSignal<Void>()
+        var options = NodeTests().options(capacity: 1)
+        try options.jobs.register("hold") { _ in
+            await gate.value
+            return "held"
+        }
+        try await NodeTests().withNode(options) { node in
+            let peer = try await NodeTests().connect(node)
+            defer { peer.close() }
+            let held = Task { try await job(peer, "hold", input: "a") }
+            // The first task holds the one slot: wait for it, bounded.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while node.system.counters.running == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            guard case .failure(_, _, .busy, _) = try await job(peer, "hold", input: "b") else { throw TestFailure("not busy") }
+            gate.fulfil(())
+            guard case .result = try await held.value else { throw TestFailure("the held task failed") }
+            #expect(node.taskMetrics.count(job: "hold", outcome: .busy) == 1)
+            #expect(node.taskMetrics.count(job: "hold", outcome: .completed) == 1)
+            let histogram = node.taskMetrics.families()[1].histograms.first { $0.labels.first?.1 == "hold" }
+            #expect(histogram?.counts.count == 1)
+        }
+    }
 }
