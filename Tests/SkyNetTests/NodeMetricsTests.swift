@@ -91,23 +91,23 @@ struct NodeMetricsTests {
 
     /// Bytes of a connection that ended stay counted: the counter never goes down.
     @Test func bytesOfClosedConnectionsStayCounted() async throws {
-        let node = try await Node.start(try options())
-        defer { Task { await node.stop(grace: .zero) } }
-        func sent() -> Double {
-            let text = String(decoding: PrometheusText.render(node.metricFamilies()), as: UTF8.self)
-            return value(text, #"skynet_bytes_total{direction="sent"}"#) ?? -1
+        try await NodeTests().withNode(try options()) { node in
+            func sent() -> Double {
+                let text = String(decoding: PrometheusText.render(node.metricFamilies()), as: UTF8.self)
+                return value(text, #"skynet_bytes_total{direction="sent"}"#) ?? -1
+            }
+            let peer = try await NodeTests().connect(node, token: Self.token)
+            _ = try await job(peer, "echo", input: "a")
+            let before = sent()
+            #expect(before > 0)
+            peer.close()
+            _ = await peer.closed.value
+            // The node forgets the session on its reader thread: wait for that, bounded.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while node.connectionCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(node.connectionCount == 0)
+            #expect(sent() >= before)
         }
-        let peer = try await NodeTests().connect(node, token: Self.token)
-        _ = try await job(peer, "echo", input: "a")
-        let before = sent()
-        #expect(before > 0)
-        peer.close()
-        _ = await peer.closed.value
-        // The node forgets the session on its reader thread: wait for that, bounded.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while node.connectionCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(node.connectionCount == 0)
-        #expect(sent() >= before)
     }
 
     @Test func healthzSaysDrainingOnceTheNodeStops() async throws {
