@@ -51,6 +51,8 @@ package struct LoginFailures: Sendable {
     var nodeWide = BurstLog()
     /// Plain-text tokens that were right, for their warning (`LoginFailures+Log.swift`).
     var plainText = BurstLog()
+    /// Every failure ever counted (`skynet_login_failures_total`): never decreases.
+    package private(set) var total = 0
 
     package init(backoff: LoginBackoff) {
         self.backoff = backoff
@@ -65,6 +67,7 @@ package struct LoginFailures: Sendable {
 
     /// Counts a failure from `address`, for its prefix and for the node.
     package mutating func record(_ address: String, now: ContinuousClock.Instant) -> Verdict {
+        total += 1
         let prefix = Self.prefix(of: address)
         var entry = entries[prefix].flatMap { now - $0.last < Self.window ? $0 : nil } ?? Entry(count: 0, last: now)
         if entries[prefix] == nil, entries.count >= Self.maxPrefixes { makeRoom(now: now) }

@@ -7,7 +7,7 @@ import SkyNetOptions
 /// `--stdio` refuses `--host` and `--port`, so no node is both token-less and on the network.
 extension NodeCommand {
     /// Options that make no sense without a listener, or would ask for a token nobody sends.
-    static let refusedWithStdio = ["port", "host", "token-file", "max-connections", String(NodeProcess.exitWithParentFlag.dropFirst(2))]
+    static let refusedWithStdio = ["port", "host", "token-file", "max-connections", "metrics", String(NodeProcess.exitWithParentFlag.dropFirst(2))]
     /// The longest `--stdio-args` accepted, in hex digits: a remote command is at most 100 KiB
     /// (`RemoteCommand.maxBytes`), below Linux's 128 KiB for one argument.
     static let maxStdioArgumentsHex = 100 * 1024

@@ -65,6 +65,8 @@ struct NodeCommand: Command {
     let exitWithParent: Bool
     /// `--stdio`: one coordinator over stdin and stdout (`NodeCommand+Stdio.swift`).
     let stdio: Bool
+    /// `--metrics`: where `/metrics` and `/healthz` are served (`NodeCommand+Metrics.swift`).
+    let metrics: ListenAddress?
 
     init(arguments: [String]) throws(UsageError) {
         var args = try Self.optionTable.parse(arguments)
@@ -87,6 +89,7 @@ struct NodeCommand: Command {
         options.idleTimeout = .seconds(try args.double("idle-timeout", default: 60))
         options.verbose = args.flag("verbose")
         options.drainTimeout = .seconds(try args.double("drain-timeout", default: 30))
+        metrics = try Self.metricsAddress(args)
         // Over stdio no token is asked for (SKYNET_TOKEN included): the coordinator sends none,
         // and a node waiting for its proof would never serve.
         options.token = stdio ? nil : try ClusterToken.load(args)?.value
@@ -161,6 +164,7 @@ struct NodeCommand: Command {
             let list = summaries.keys.sorted().filter { $0 != JobRegistry.scan }.map { "\($0) (\(summaries[$0] ?? ""))" }
             await Console.printError("[Node] Jobs: scan (built in), \(list.joined(separator: ", "))".escapingControlCharacters)
         }
+        guard let metricsServer = await startMetrics(for: node) else { return 2 }
         // What stderr said so far comes first on a shared terminal, but never waits long.
         await Console.flush(within: .seconds(1))
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
@@ -177,6 +181,7 @@ struct NodeCommand: Command {
         }
         let signal = await signals.received.value
         await drain(node, signal: signal)
+        await metricsServer.stop()
         return 0
     }
 }

@@ -1,40 +1,20 @@
 import SkyNet
 import SkyNetOptions
 
-/// Where `--dashboard [HOST:]PORT` listens: 127.0.0.1 unless a host is given; port 0 picks one.
-struct DashboardAddress: Equatable {
-    let host: String
-    let port: Int
-
-    static func parse(_ text: String) throws(UsageError) -> DashboardAddress {
-        let usage = "option '--dashboard' wants [HOST:]PORT (e.g. 8080, 0 for a free port, 0.0.0.0:8080), not '\(text)'"
-        var host = "127.0.0.1"
-        var portText = Substring(text)
-        if let colon = text.lastIndex(of: ":") {
-            host = String(text[..<colon])
-            portText = text[text.index(after: colon)...]
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }  // [::1]:8080
-            guard !host.isEmpty, host.utf8.count <= 255, !host.contains(where: { $0.isWhitespace || $0 == "/" }) else {
-                throw UsageError(usage)
-            }
-        }
-        guard let port = Int(portText), (0...65535).contains(port) else { throw UsageError(usage) }
-        return DashboardAddress(host: host, port: port)
-    }
-}
-
 extension ScanCommand {
     /// Starts the dashboard when --dashboard asks for one, and says where it is; a warning
     /// when it is reachable from other machines. One that cannot start ends the scan (status 2).
-    func startDashboard(board: ScanBoard?, systems: Systems, output: ScanOutput) async throws(ScanExit) -> Dashboard? {
+    /// `metrics` are the scan's own families for its `/metrics`.
+    func startDashboard(board: ScanBoard?, systems: Systems, output: ScanOutput,
+                        metrics: @escaping @Sendable () -> [MetricFamily]) async throws(ScanExit) -> Dashboard? {
         guard let address = dashboard, let board else { return nil }
         let served: Dashboard
         do {
             served = try await Dashboard.start(board: board, systems: systems, host: address.host, port: address.port,
-                                               token: token?.value) { message in
+                                               token: token?.value, metrics: metrics, log: { message in
                 // Offered, never awaited: a flood of broken connections cannot pile up waiting lines.
                 _ = Console.writer.offer(message + "\n", to: 2)
-            }
+            })
         } catch {
             await output.error("--dashboard \(address.host):\(address.port): \(error)")
             throw .failed(2)

@@ -88,7 +88,12 @@ extension ScanCommand {
         let board = dashboard == nil ? nil : ScanBoard(total: count - done.count, resumed: done.count, systems:
             [ScanBoard.System(name: ClusterConfig.localName, address: "this process", isLocal: true)]
                 + peers.nodes.map { ScanBoard.System(name: $0.name, address: $0.address) })
-        let started = try await startDashboard(board: board, systems: systems, output: output)
+        // `/metrics`: the coordinator's tasks, and its links' bytes once the links have started.
+        let taskMetrics = board == nil ? nil : TaskMetrics(jobs: [job])
+        let linked = Locked<PeerLinks?>(nil)
+        let started = try await startDashboard(board: board, systems: systems, output: output) {
+            (taskMetrics?.families() ?? []) + [ScanMetrics.bytes(linked.withLock { $0 }?.traffic)]
+        }
         served.withLock { $0 = started }
         var settings = PeerLinks.Settings(capacity: capacity, timeout: .seconds(timeout), token: token?.value,
                                           job: job, jobSummary: jobs.job(named: job)?.summary, allowJobMismatch: allowJobMismatch)
@@ -102,17 +107,18 @@ extension ScanCommand {
                 await output.cluster(event)
             }
         } stop: { await $0.stop() }
+        linked.withLock { $0 = links }
         // Hosts given to log in to are what the scan was asked to run on: when none of them
         // can be used and no other peer was given, the scan stops rather than run here alone.
         let sshOnly = peers.nodes.contains { $0.ssh != nil } && peers.nodes.allSatisfy { $0.ssh != nil }
         return await coordinate(inputs: inputs, done: done, localSlots: localSlots, systems: systems, output: output, board: board,
-                                links: links, sshOnly: sshOnly, group: group, signals: signals)
+                                metrics: taskMetrics, links: links, sshOnly: sshOnly, group: group, signals: signals)
     }
 
     /// Runs the tasks (the group's body), stops the links, prints the summary; returns how to
     /// read the exit status once the other services have stopped too.
     private func coordinate(inputs: InputFile?, done: SectorSet, localSlots: Int, systems: Systems, output: ScanOutput,
-                            board: ScanBoard?, links: PeerLinks, sshOnly: Bool, group: ServiceGroup,
+                            board: ScanBoard?, metrics: TaskMetrics?, links: PeerLinks, sshOnly: Bool, group: ServiceGroup,
                             signals: TerminationSignals) async -> () async -> Int32 {
         let count = inputs?.count ?? total
         var coordinator = Coordinator(systems: systems, maxAttempts: maxAttempts) { event in
@@ -120,6 +126,7 @@ extension ScanCommand {
             await output.scan(event)
         }
         coordinator.orderWindow = keepOrder ? Self.orderWindow : nil
+        coordinator.metrics = metrics
         let feed = inputs.map { $0.feed { [job, duration, taskTimeout] sector, text in
             done.contains(sector) ? nil : ScanTask(input: sector, duration: duration, job: job, text: text, timeout: taskTimeout)
         } }

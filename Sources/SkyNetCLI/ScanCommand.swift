@@ -71,7 +71,7 @@ struct ScanCommand: Command {
     let taskTimeout: Double?
     let maxOutput: Int?
     let token: ClusterToken?
-    let dashboard: DashboardAddress?
+    let dashboard: ListenAddress?
     let dashboardLinger: Double
     /// Use peers whose command for the job differs from this scan's, after a warning.
     let allowJobMismatch: Bool
@@ -85,7 +85,7 @@ struct ScanCommand: Command {
     init(arguments: [String]) throws(UsageError) {
         let args = try Self.optionTable.parse(arguments)
         token = try ClusterToken.load(args)
-        dashboard = try args.string("dashboard").map { (text) throws(UsageError) in try DashboardAddress.parse(text) }
+        dashboard = try args.string("dashboard").map { (text) throws(UsageError) in try ListenAddress.parse(text, option: "dashboard") }
         dashboardLinger = try args.double("dashboard-linger", default: 0)
         if dashboard == nil, args.string("dashboard-linger") != nil {
             throw UsageError("--dashboard-linger keeps the dashboard of --dashboard: give --dashboard too")

@@ -3,7 +3,8 @@ import SkyNetHTTP
 import SkyNetRuntime
 
 /// A scan's dashboard: the page at `/`, the state at `/state` and its live frames at
-/// `/events`, served by our `HTTPServer` from a `ScanBoard`.
+/// `/events`, served by our `HTTPServer` from a `ScanBoard`; `/metrics` and `/healthz`
+/// (`MetricsEndpoint`) beside them, which need no session.
 ///
 /// One frame a tenth of a second (one a second once the scan has ended): each is the whole
 /// state, published as the stream's snapshot, so a browser that falls behind skips to the
@@ -16,8 +17,11 @@ public final class Dashboard: Sendable {
     public static let frameInterval: Duration = .milliseconds(100)
 
     /// Starts serving on `host:port` (0: a free port) and returns once it accepts connections.
-    /// `systems` is read every frame for each system's slots.
+    /// `systems` is read every frame for each system's slots. `metrics` gives the scan's own
+    /// families for `/metrics` (its tasks, its links' bytes); the board's slots and links and
+    /// the failed logins are added here.
     public static func start(board: ScanBoard, systems: Systems, host: String, port: Int, token: String?,
+                             metrics: @escaping @Sendable () -> [MetricFamily] = { [] },
                              log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Dashboard {
         var configuration = HTTPServer.Configuration()
         configuration.host = host
@@ -42,13 +46,17 @@ public final class Dashboard: Sendable {
             stateCache.withLock { $0 = (.now, finished, body) }
             return body
         }
-        let server = try await HTTPServer.start(configuration, routes: [
+        let scrape: @Sendable () -> [MetricFamily] = {
+            metrics() + ScanMetrics.families(board: board, loginFailures: access.withLock { $0 }?.loginFailures ?? 0)
+        }
+        let endpoint = MetricsEndpoint.routes(metrics: scrape, accepting: { true })  // 200 while it serves
+        let server = try await HTTPServer.start(configuration, routes: endpoint.merging([
             "/": .fixed(contentType: "text/html; charset=utf-8", page),
             "/state": .content(contentType: "application/json", body: currentState),
             "/events": .eventStream,
             "/login/challenge": .respond { request in access.withLock { $0 }?.challenge(request) ?? .error(.serviceUnavailable) },
             "/login": .respond { request in access.withLock { $0 }?.login(request) ?? .error(.serviceUnavailable) },
-        ])
+        ]) { first, _ in first })
         access.withLock { $0 = DashboardAccess(token: token, host: server.host, port: server.port) }
         return Dashboard(board: board, server: server, systems: systems)
     }

@@ -26,6 +26,7 @@ extension DashboardAccess.State {
     /// the one that ends soonest).
     mutating func countWrongProof(from prefix: String, now: ContinuousClock.Instant) {
         wrongProofs.count += 1
+        wrongProofsTotal += 1
         if pausedUntil[prefix] == nil, pausedUntil.count >= DashboardAccess.maxPaused {
             pausedUntil = pausedUntil.filter { $0.value > now }
             if pausedUntil.count >= DashboardAccess.maxPaused, let soonest = pausedUntil.min(by: { $0.value < $1.value }) {

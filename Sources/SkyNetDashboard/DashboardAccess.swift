@@ -27,6 +27,8 @@ public final class DashboardAccess: Sendable {
         var pausedUntil: [String: ContinuousClock.Instant] = [:]
         /// Wrong proofs counted in the second that started at `start`, over all addresses.
         var wrongProofs = (start: ContinuousClock.Instant.now, count: 0)
+        /// Every wrong proof ever checked (`skynet_login_failures_total`).
+        var wrongProofsTotal = 0
     }
 
     static let proofLabel = "skynet dashboard proof\n"
@@ -124,6 +126,9 @@ public final class DashboardAccess: Sendable {
             return response
         }
     }
+
+    /// Wrong proofs checked since the dashboard started: never decreases.
+    public var loginFailures: Int { state.withLock { $0.wrongProofsTotal } }
 
     private func hasSession(_ request: HTTPRequest) -> Bool {
         guard let cookies = request.header("cookie") else { return false }

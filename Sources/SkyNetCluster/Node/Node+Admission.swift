@@ -37,6 +37,11 @@ struct Admission: Sendable {
 
     var pending: [ObjectIdentifier: Pending] = [:]
     var greeted: [ObjectIdentifier: NodeSession] = [:]
+    /// Every connection from its accept until it ended (also one pushed out of a budget and
+    /// still closing), for `skynet_bytes_total`: their bytes so far, plus `closedBytes`.
+    var open: [ObjectIdentifier: NodeSession] = [:]
+    /// The bytes of the connections that ended, added when each leaves `open`.
+    var closedBytes: (sent: UInt64, received: UInt64) = (0, 0)
     var accepted = 0
     /// When pushed-out connections were last logged, and how many were pushed out since: one
     /// line per `evictionLogInterval` sums them (`evictionReport`).
@@ -48,6 +53,7 @@ struct Admission: Sendable {
     mutating func add(_ session: NodeSession, address: String, now: ContinuousClock.Instant, budget: Budget) -> [NodeSession] {
         let evicted = makeRoom(in: .silent, for: address, budget: budget)
         accepted += 1
+        open[ObjectIdentifier(session)] = session
         pending[ObjectIdentifier(session)] = Pending(session: session, address: address, since: now, order: accepted)
         return evicted
     }
@@ -156,6 +162,12 @@ extension Node {
             let key = ObjectIdentifier(session)
             admission.pending[key] = nil
             admission.greeted[key] = nil
+            // In the same step that drops it from the open ones: counted once, never lost.
+            if let ended = admission.open.removeValue(forKey: key) {
+                let bytes = ended.connection.progress
+                admission.closedBytes.sent &+= bytes.sent
+                admission.closedBytes.received &+= bytes.received
+            }
         }
     }
 

@@ -100,6 +100,8 @@ public final class Node: Sendable {
     private let sweeper = Locked<Task<Void, Never>?>(nil)
     /// The work root, free space and uploads of the files that travel with tasks.
     let files: NodeFiles
+    /// Tasks answered by job and outcome, and their times (`/metrics`, `Node+Metrics.swift`).
+    public let taskMetrics: TaskMetrics
     /// What keeps the node's time: the sweeper, hello and idle bounds, tasks' deadlines.
     let clock: any TimerClock
     let log: @Sendable (String) -> Void
@@ -141,6 +143,7 @@ public final class Node: Sendable {
         logins = Locked(LoginFailures(backoff: options.loginBackoff))
         system = LocalSystem(name: options.name, capacity: options.capacity,
                              jobs: options.jobs.replacingScan(api: UnreliableAPI(failingEvery: options.failingEvery)), clock: clock)
+        taskMetrics = TaskMetrics(jobs: system.jobs.names)
     }
 
     /// How many connections are open (with and without hello).

@@ -16,9 +16,13 @@ extension NodeSession {
         let id = request.id, task = request.task
         guard node.offersFiles else { return send(WireError(code: .unknownType, message: "unknown type \"transfer\"", id: id).line) }
         guard node.system.jobs.job(named: task.job) != nil else {
-            return send(Reply.failure(id: id, task: task.id, code: .unknownJob, message: "\(node.options.name) has no job '\(task.job)'").line)
+            return sendTaskReply(.failure(id: id, task: task.id, code: .unknownJob, message: "\(node.options.name) has no job '\(task.job)'"),
+                                 job: task.job, started: nil)
         }
-        if let refusal = admitFileRequest(id) { return send(refusal) }
+        if let refusal = admitFileRequest(id) {
+            if refusal.code == .busy { recordTask(job: task.job, outcome: .busy) }
+            return send(refusal.line)
+        }
         let upload: TaskUpload
         do throws(ScanFailure) {
             let connection = try files.directory()
@@ -31,8 +35,8 @@ extension NodeSession {
                 connection: connection, basefiles: basefiles, base: base)
         } catch {
             endFileRequest()
-            return send(error.code == .badRequest ? WireError.badRequest(error.message, id: id).line
-                                                  : Reply.failure(id: id, task: task.id, code: error.code, message: error.message).line)
+            guard error.code != .badRequest else { return send(WireError.badRequest(error.message, id: id).line) }
+            return sendTaskReply(.failure(id: id, task: task.id, code: error.code, message: error.message), job: task.job, started: nil)
         }
         guard let header = request.file, let input = upload.input else { return run(request, upload) }
         let receiving = NodeUpload(.transfer(request, upload), header: header, file: input.file, name: input.path.text, now: node.clock.now)
@@ -49,7 +53,7 @@ extension NodeSession {
         guard !state.withLock({ $0.uploads.values.contains(where: \.isBasefile) }) else {
             return send(WireError(code: .busy, message: "one basefile at a time on a connection", id: id).line)
         }
-        if let refusal = admitFileRequest(id) { return send(refusal) }
+        if let refusal = admitFileRequest(id) { return send(refusal.line) }
         let upload: BasefileUpload
         do throws(ScanFailure) {
             upload = try BasefileUpload.prepare(request.path, size: request.file.size, session: files, maxFileSize: node.options.maxFileSize)
@@ -129,22 +133,22 @@ extension NodeSession {
 
     /// Whether a file request `id` may begin: its id free, the node not stopping, the
     /// connection's bound on requests not reached. Counts it (pending, live files) when so;
-    /// else the line to answer.
-    private func admitFileRequest(_ id: Int) -> [UInt8]? {
-        let refusal: [UInt8]? = state.withLock { state in
+    /// else the error to answer.
+    private func admitFileRequest(_ id: Int) -> WireError? {
+        let refusal: WireError? = state.withLock { state in
             guard state.scans[id] == nil, state.uploads[id] == nil else {
-                return WireError.badRequest("request id \(id) is already in flight", id: id).line
+                return WireError.badRequest("request id \(id) is already in flight", id: id)
             }
             guard state.scans.count + state.uploads.count < node.options.maxRequestsPerConnection else {
-                return WireError(code: .busy, message: "too many requests in flight on this connection", id: id).line
+                return WireError(code: .busy, message: "too many requests in flight on this connection", id: id)
             }
             return nil
         }
         if let refusal { return refusal }
-        guard node.pending.begin() else { return WireError(code: .busy, message: node.stoppingMessage, id: id).line }
+        guard node.pending.begin() else { return WireError(code: .busy, message: node.stoppingMessage, id: id) }
         guard files.begin() else {
             node.pending.end()
-            return WireError(code: .cancelled, message: "the connection ended", id: id).line
+            return WireError(code: .cancelled, message: "the connection ended", id: id)
         }
         return nil
     }
@@ -168,7 +172,8 @@ extension NodeSession {
         endFileRequest()
         switch upload.kind {
         case .transfer(let request, _):
-            send(Reply.failure(id: request.id, task: request.task.id, code: failure.code, message: failure.message).line)
+            sendTaskReply(.failure(id: request.id, task: request.task.id, code: failure.code, message: failure.message),
+                          job: request.task.job, started: nil)
         case .basefile(let request, _):
             send(WireError(code: failure.code, message: failure.message, id: request.id).line)
         }

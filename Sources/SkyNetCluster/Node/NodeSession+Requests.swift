@@ -36,7 +36,10 @@ extension NodeSession {
     }
 
     private func startScan(id: Int, task: ScanTask) {
-        let busy = { (message: String) in Reply.failure(id: id, task: task.id, code: .busy, message: message).line }
+        let busy = { (message: String) in
+            self.recordTask(job: task.job, outcome: .busy)
+            return Reply.failure(id: id, task: task.id, code: .busy, message: message).line
+        }
         let refusal: [UInt8]? = state.withLock { state in
             guard state.scans[id] == nil else { return WireError.badRequest("request id \(id) is already in flight", id: id).line }
             guard !node.isStopping else { return busy(node.stoppingMessage) }
@@ -84,7 +87,7 @@ extension NodeSession {
                              message: "the result is \(line.count) bytes once encoded, over the \(room) of a wire line")
             line = reply.line
         }
-        send(line)
+        sendTaskReply(reply, line: line, job: task.job, started: started)
         if node.options.verbose {
             let seconds = (ContinuousClock.now - started).seconds
             let outcome = switch reply {

@@ -10,6 +10,7 @@ extension NodeSession {
     /// cancel, and otherwise when the connection ends.
     func runTransfer(_ request: TransferRequest, _ upload: TaskUpload) async {
         let id = request.id, task = request.task
+        let started = ContinuousClock.now
         // From here the task holds a slot of the system (or meets `busy` there), not an upload's place.
         upload.started()
         var reply: Reply
@@ -37,7 +38,7 @@ extension NodeSession {
             reply = .failure(id: id, task: task.id, code: .taskFailed,
                              message: "the result is \(reply.line.count) bytes once encoded, over the \(room) of a wire line")
         }
-        send(reply.line)
+        sendTaskReply(reply, job: task.job, started: started)
         let files = self.files, pending = node.pending
         guard request.cleanup || cancelled || Task.isCancelled else {
             files.end()

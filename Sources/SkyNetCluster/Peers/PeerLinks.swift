@@ -74,10 +74,13 @@ public final class PeerLinks: Sendable {
     /// Fulfilled once every ssh node of the cluster failed its first dial and none ever
     /// connected; the value lists them: `gpu1 (ssh: Permission denied (publickey)), gpu2 (…)`.
     public let everySSHHostFailed = AsyncSignal<String>()
+    /// The connections of the linked peers, and the bytes of those that closed: what
+    /// `traffic` sums (`PeerLinks+Traffic.swift`).
+    let peerTraffic = PeerTraffic()
 
     /// Starts linking to every node of `cluster`.
     public init(cluster: ClusterConfig, systems: Systems, settings: Settings, log: @escaping @Sendable (ClusterEvent) async -> Void) {
-        let reporting = self.reporting, refusing = self.refusing, everyPeerRefused = self.everyPeerRefused
+        let reporting = self.reporting, refusing = self.refusing, everyPeerRefused = self.everyPeerRefused, traffic = peerTraffic
         let sshHosts = SSHHostFailures(hosts: cluster.nodes.filter { $0.ssh != nil }.map(\.name), signal: everySSHHostFailed)
         let count = cluster.nodes.count
         let log: @Sendable (ClusterEvent) async -> Void = { event in
@@ -108,7 +111,9 @@ public final class PeerLinks: Sendable {
             // An ssh node's own slots are its login's N/ or its cores, as its welcome says.
             let capacity = node.ssh == nil ? node.capacity ?? cluster.capacity ?? settings.capacity
                                            : node.capacity ?? ClusterConfig.maxCapacity
-            return Task { await Self.link(node, capacity: capacity, systems: systems, settings: settings, jobCheck: jobCheck, log: log) }
+            return Task {
+                await Self.link(node, capacity: capacity, systems: systems, settings: settings, jobCheck: jobCheck, traffic: traffic, log: log)
+            }
         }
         sshTasks = zip(cluster.nodes, tasks).filter { $0.0.ssh != nil }.map(\.1)
     }
@@ -137,7 +142,7 @@ public final class PeerLinks: Sendable {
 
     private static func link(
         _ node: ClusterConfig.Node, capacity: Int, systems: Systems, settings: Settings, jobCheck: JobCheck,
-        log: @escaping @Sendable (ClusterEvent) async -> Void
+        traffic: PeerTraffic, log: @escaping @Sendable (ClusterEvent) async -> Void
     ) async {
         let dialer = dialer(for: node, settings: settings)
         let retryDelays = node.ssh == nil ? settings.retryDelays : settings.ssh.retryDelays
@@ -225,10 +230,12 @@ public final class PeerLinks: Sendable {
                 await log(responsive ? .responsive(node.name) : .unresponsive(node.name))
             }
             await systems.add(remote, capacity: slots)
+            traffic.linked(peer, named: node.name)
             await log(.connected(node.name))
             let linked = ContinuousClock.now
             let reason = await awaitClose(of: peer, named: node.name, systems: systems, log: log)
             await systems.remove(named: node.name)
+            traffic.unlinked(named: node.name)
             if Task.isCancelled { return await peer.finish() }
             await log(.disconnected(node.name, reason: await lastWords(of: peer, reason)))
             // A peer that welcomes and then drops the link at once (crashing, or full) would

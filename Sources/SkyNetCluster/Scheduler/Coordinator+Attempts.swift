@@ -37,6 +37,7 @@ extension Coordinator {
         in report: inout ScanReport, queue: inout WorkQueue
     ) -> ScanEvent? {
         if work.attempt > 1 { report.systems[system.name, default: SystemTally()].reruns += 1 }
+        recordMetrics(work, result: result, seconds: seconds)
         switch result {
         case .success(let value):
             report.systems[system.name, default: SystemTally()].completed += 1
@@ -61,6 +62,17 @@ extension Coordinator {
 }
 
 extension Coordinator {
+    /// Counts an attempt's outcome in `metrics`: one stopped with the scan as `cancelled`.
+    func recordMetrics(_ work: Attempt, result: Result<String, any Error>, seconds: Double) {
+        guard let metrics else { return }
+        let outcome: TaskMetrics.Outcome = switch result {
+        case .success: .completed
+        case .failure where Task.isCancelled: .cancelled
+        case .failure(let error): TaskMetrics.outcome(of: error)
+        }
+        metrics.record(job: work.task.job, outcome: outcome, seconds: seconds)
+    }
+
     /// Whether running the task again cannot help (the coordinator's own refusal of a path, a
     /// file over its limit: issue 21): it is given up after this attempt.
     static func isFinal(_ error: any Error) -> Bool {

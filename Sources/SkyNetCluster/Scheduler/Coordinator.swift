@@ -21,6 +21,8 @@ public struct Coordinator: Sendable {
     /// oldest sector without an outcome, so output in input order (`--keep-order`) holds at
     /// most this many results. Nil: tasks start as slots free.
     public var orderWindow: Int?
+    /// Where each attempt's outcome is counted for `/metrics` (the dashboard's); nil: nowhere.
+    public var metrics: TaskMetrics?
 
     /// - Parameter onEvent: called for each event, one at a time, in order. It may suspend (an
     ///   output that is full): the scan then waits for it, holding no thread.
@@ -85,6 +87,7 @@ public struct Coordinator: Sendable {
                     }
                 case .finished(let work, let reservation, .failure(let failure as ScanFailure), _)
                     where failure.code == .busy && !Task.isCancelled:
+                    metrics?.record(job: work.task.job, outcome: .busy, seconds: nil)
                     queue.finished()
                     queue.bounce(work)
                     report.busyBounces += 1
@@ -101,6 +104,7 @@ public struct Coordinator: Sendable {
                     // goes to the next free slot at once, and the slot is released with no rest.
                     queue.finished()
                     queue.bounce(work)
+                    metrics?.record(job: work.task.job, outcome: .cancelled, seconds: nil)
                     await systems.release(reservation)
                 case .finished(let work, let reservation, let result, let seconds):
                     queue.finished()
@@ -148,8 +152,11 @@ public struct Coordinator: Sendable {
                                       in: &report, queue: &queue) {
                     await onEvent(outcome)
                 }
-            case .slot(let reservation, _)?, .rested(let reservation)?, .finished(_, let reservation, _, _)?:
+            case .finished(let work, let reservation, .failure, let seconds)?:
+                metrics?.record(job: work.task.job, outcome: .cancelled, seconds: seconds)
                 await systems.release(reservation)  // a cancelled attempt's task counts as not run
+            case .slot(let reservation, _)?, .rested(let reservation)?:
+                await systems.release(reservation)
             case nil:
                 return
             }
