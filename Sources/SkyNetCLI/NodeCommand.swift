@@ -160,6 +160,7 @@ struct NodeCommand: Command {
         // What stderr said so far comes first on a shared terminal, but never waits long.
         await Console.flush(within: .seconds(1))
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
+        let service = NodeService.ready(node) { Self.log($0) }
         if exitWithParent {
             ParentWatch.start {
                 Self.log("[Node] Parent gone: stopping")
@@ -173,10 +174,12 @@ struct NodeCommand: Command {
         }
         let signal = await signals.received.value
         Self.log("[Node] Stopping (signal \(signal)): finishing running scans")
+        service.stopping(within: .seconds(10))
         await node.stop(grace: .seconds(10))
         // The scans still running were cancelled: their jobs get their kill grace, then every
         // group left (a job that ignores SIGTERM) is killed and reaped before we exit.
         await ChildProcess.endEveryGroup(grace: .seconds(3))
+        service.stopped()
         return 0
     }
 }

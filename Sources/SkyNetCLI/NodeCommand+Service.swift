@@ -1,0 +1,96 @@
+import SkyNet
+
+/// What a node started by systemd (`Type=notify`, `deploy/skynet-node.service`) tells it over
+/// `NOTIFY_SOCKET`: `READY=1` once it accepts connections, `STATUS=` lines while it runs,
+/// `WATCHDOG=1` every half `WATCHDOG_USEC`, `STOPPING=1` when it begins to stop. Without
+/// `NOTIFY_SOCKET` every call does nothing.
+///
+/// The watchdog ticks on the cooperative pool on purpose: a pool so starved that the node
+/// cannot serve must trip the watchdog, not hide from it on a thread of its own.
+final class NodeService: Sendable {
+    /// A changed status is sent at most this often (the watchdog may tick faster).
+    static let statusInterval: Duration = .seconds(5)
+
+    private let notifier: ServiceNotifier?
+    private let node: Node
+    /// The drain's bound once the node began to stop (the status says `draining`), and the
+    /// status text last sent.
+    private let state = Locked<(stopping: Duration?, lastStatus: String)>((nil, ""))
+    private let ticker = Locked<Task<Void, Never>?>(nil)
+
+    private init(notifier: ServiceNotifier?, node: Node) {
+        self.notifier = notifier
+        self.node = node
+    }
+
+    /// Tells the service manager (if `environment` names one) that `node` is ready, with its
+    /// status, and starts the watchdog and status ticks.
+    static func ready(_ node: Node, environment: [String: String] = ProcessInfo.processInfo.environment,
+                      log: @escaping @Sendable (String) -> Void) -> NodeService {
+        let service = NodeService(notifier: ServiceNotifier.fromEnvironment(environment) { log("[Node] \($0)") }, node: node)
+        guard let notifier = service.notifier else { return service }
+        notifier.notify(["READY=1", service.statusLine(force: true) ?? "STATUS="])
+        let task = Task { await service.tick(notifier) }
+        service.ticker.withLock { $0 = task }
+        return service
+    }
+
+    /// `STOPPING=1` and a `draining` status: the node stops taking tasks and gives those
+    /// running up to `timeout` (the one call a drain makes when it begins).
+    func stopping(within timeout: Duration) {
+        state.withLock { $0.stopping = timeout }
+        notifier?.notify(["STOPPING=1", statusLine(force: true) ?? "STATUS="])
+    }
+
+    /// The last word: `STATUS=stopped`; the ticks end.
+    func stopped() {
+        ticker.withLock { $0 }?.cancel()
+        notifier?.notify(["STATUS=stopped"])
+    }
+
+    /// Sends `WATCHDOG=1` when due and a changed status at most every `statusInterval`, until
+    /// cancelled.
+    private func tick(_ notifier: ServiceNotifier) async {
+        let clock = DeadlineTimer.shared
+        let watchdog = notifier.watchdogInterval
+        var nextWatchdog = watchdog.map { clock.now + $0 }
+        var nextStatus = clock.now + Self.statusInterval
+        while !Task.isCancelled {
+            let wake = nextWatchdog.map { min($0, nextStatus) } ?? nextStatus
+            do { try await clock.sleep(until: wake) } catch { return }
+            let now = clock.now
+            var lines: [String] = []
+            if let due = nextWatchdog, let watchdog, now >= due {
+                lines.append("WATCHDOG=1")
+                // Late (a starved pool): the next one is an interval from now, not a burst.
+                nextWatchdog = max(due + watchdog, now)
+            }
+            if now >= nextStatus {
+                nextStatus = now + Self.statusInterval
+                if let status = statusLine(force: false) { lines.append(status) }
+            }
+            if !lines.isEmpty { notifier.notify(lines) }
+        }
+    }
+
+    /// `STATUS=…` as the node stands, remembered as sent; nil when unchanged and not `force`d.
+    private func statusLine(force: Bool) -> String? {
+        let running = node.system.counters.running
+        return state.withLock { state in
+            let text = if let timeout = state.stopping {
+                "draining: \(running) running, timeout \(Self.format(timeout)) s"
+            } else {
+                "accepting: \(running)/\(node.system.capacity) running, \(node.connectionCount) connections"
+            }
+            guard force || text != state.lastStatus else { return nil }
+            state.lastStatus = text
+            return "STATUS=" + text
+        }
+    }
+
+    /// Whole seconds without a fraction, else one decimal.
+    private static func format(_ duration: Duration) -> String {
+        let seconds = duration.seconds
+        return seconds == seconds.rounded() && seconds < 1e9 ? String(Int(seconds)) : String(cFormat: "%.1f", seconds)
+    }
+}
