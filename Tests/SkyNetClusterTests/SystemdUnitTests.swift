@@ -5,21 +5,23 @@ import Testing
 @testable import SkyNetTestSupport
 
 /// deploy/skynet-node.service, as the repository ships it.
-private let unitFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+let unitFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent("deploy/skynet-node.service")
-private let systemdAnalyze = "/usr/bin/systemd-analyze"
+let systemdAnalyze = "/usr/bin/systemd-analyze"
 
 extension ProcessTests {
     /// The systemd unit: Debian's systemd accepts it, scores its hardening OK, it is a notify
     /// service that drains before it can be killed, and its ExecStart runs as systemd would.
     @Suite(.serialized, .timeLimit(.minutes(2)))
     struct SystemdUnitTests {
-        private var text: String { get throws { try String(contentsOf: unitFile, encoding: .utf8) } }
+        private var text: String { get throws { try Self.text } }
+        static var text: String { get throws { try String(contentsOf: unitFile, encoding: .utf8) } }
+        private func settings() throws -> [String: [String]] { try Self.settings() }
 
         /// The `[Service]` settings, each name's values in order (a name may repeat).
-        private func settings() throws -> [String: [String]] {
+        static func settings() throws -> [String: [String]] {
             var found: [String: [String]] = [:]
-            for line in try text.split(separator: "\n") where !line.hasPrefix("#") && !line.hasPrefix("[") {
+            for line in try Self.text.split(separator: "\n") where !line.hasPrefix("#") && !line.hasPrefix("[") {
                 guard let equals = line.firstIndex(of: "=") else { continue }
                 found[String(line[..<equals]), default: []].append(String(line[line.index(after: equals)...]))
             }
@@ -27,10 +29,11 @@ extension ProcessTests {
         }
 
         /// The ExecStart's words after the program.
-        private func execStartArguments() throws -> [String] {
+        static func execStartArguments() throws -> [String] {
             let line = try #require(try settings()["ExecStart"]?.first)
             return line.split(separator: " ").dropFirst().map(String.init)
         }
+        private func execStartArguments() throws -> [String] { try Self.execStartArguments() }
 
         /// The unit with ExecStart's program made the built `skynet` (verify wants it to exist),
         /// written as `skynet-node.service` in `folder`.
