@@ -24,12 +24,15 @@ final class NodeService: Sendable {
     }
 
     /// Tells the service manager (if `environment` names one) that `node` is ready, with its
-    /// status, and starts the watchdog and status ticks.
-    static func ready(_ node: Node, environment: [String: String] = ProcessInfo.processInfo.environment,
+    /// status, and starts the watchdog and status ticks. A node that a scan spawned
+    /// (`spawned`) is not the service, whatever its inherited environment says.
+    static func ready(_ node: Node, spawned: Bool, environment: [String: String] = ProcessInfo.processInfo.environment,
                       log: @escaping @Sendable (String) -> Void) -> NodeService {
-        let service = NodeService(notifier: ServiceNotifier.fromEnvironment(environment) { log("[Node] \($0)") }, node: node)
-        guard let notifier = service.notifier else { return service }
-        notifier.notify(["READY=1", service.statusLine(force: true) ?? "STATUS="])
+        let notifier = spawned ? nil : ServiceNotifier.fromEnvironment(environment) { log("[Node] \($0)") }
+        let service = NodeService(notifier: notifier, node: node)
+        guard let notifier else { return service }
+        notifier.notify(["READY=1", service.status()])
+        // The task holds the service until `stopped()` cancels it: the node's lifetime.
         let task = Task { await service.tick(notifier) }
         service.ticker.withLock { $0 = task }
         return service
@@ -39,7 +42,7 @@ final class NodeService: Sendable {
     /// running up to `timeout` (the one call a drain makes when it begins).
     func stopping(within timeout: Duration) {
         state.withLock { $0.stopping = timeout }
-        notifier?.notify(["STOPPING=1", statusLine(force: true) ?? "STATUS="])
+        notifier?.notify(["STOPPING=1", status()])
     }
 
     /// The last word: `STATUS=stopped`; the ticks end.
@@ -67,14 +70,19 @@ final class NodeService: Sendable {
             }
             if now >= nextStatus {
                 nextStatus = now + Self.statusInterval
-                if let status = statusLine(force: false) { lines.append(status) }
+                if let status = status(onlyIfChanged: true) { lines.append(status) }
             }
             if !lines.isEmpty { notifier.notify(lines) }
         }
     }
 
-    /// `STATUS=…` as the node stands, remembered as sent; nil when unchanged and not `force`d.
-    private func statusLine(force: Bool) -> String? {
+    /// `STATUS=…` as the node stands, remembered as sent.
+    private func status() -> String {
+        status(onlyIfChanged: false) ?? "STATUS="
+    }
+
+    /// `STATUS=…` as the node stands, remembered as sent; nil when `onlyIfChanged` and it has not.
+    private func status(onlyIfChanged: Bool) -> String? {
         let running = node.system.counters.running
         return state.withLock { state in
             let text = if let timeout = state.stopping {
@@ -82,7 +90,7 @@ final class NodeService: Sendable {
             } else {
                 "accepting: \(running)/\(node.system.capacity) running, \(node.connectionCount) connections"
             }
-            guard force || text != state.lastStatus else { return nil }
+            guard !onlyIfChanged || text != state.lastStatus else { return nil }
             state.lastStatus = text
             return "STATUS=" + text
         }

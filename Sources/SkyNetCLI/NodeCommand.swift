@@ -166,7 +166,7 @@ struct NodeCommand: Command {
         // What stderr said so far comes first on a shared terminal, but never waits long.
         await Console.flush(within: .seconds(1))
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
-        let service = NodeService.ready(node) { Self.log($0) }
+        let service = NodeService.ready(node, spawned: exitWithParent) { Self.log($0) }
         if exitWithParent {
             ParentWatch.start {
                 Self.log("[Node] Parent gone: stopping")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
 @testable import SkyNetRuntime
 @testable import SkyNetTestSupport
 
@@ -62,6 +63,31 @@ extension ProcessTests {
 
         @Test func aNodeNotifiesAnAbstractSocket() async throws {
             try await notifiesTheServiceManager(abstract: true)
+        }
+
+        /// A node a scan spawned (`--exit-with-parent`) inherits the scan's environment but is
+        /// not the service: it tells the service manager nothing.
+        @Test func aNodeThatAScanSpawnedSendsNothing() async throws {
+            let socket = try NotifySocket(abstract: true)
+            let node: RunningProcess
+            do {
+                // Its stdin is /dev/null: the "parent" is gone at once, and the node stops.
+                node = try RunningProcess(["node", "--port", "0", NodeProcess.exitWithParentFlag],
+                                          environment: ["NOTIFY_SOCKET": socket.address, "WATCHDOG_USEC": "200000"])
+            } catch {
+                await socket.close()
+                throw error
+            }
+            let finished = try? await node.finish(timeout: .seconds(20))
+            node.kill()
+            // A datagram of ours after the node's end: once it is read, so is all the node sent.
+            let marker = ServiceNotifier.fromEnvironment(["NOTIFY_SOCKET": socket.address])
+            #expect(marker?.notify(["MARKER=1"]) == true)
+            #expect(await socket.wait { $0 == "MARKER=1" })
+            await socket.close()
+            #expect(finished?.status == 0)
+            #expect(finished?.stdout.hasPrefix("listening on ") == true, "\(finished?.stderr ?? "")")
+            #expect(socket.datagrams == ["MARKER=1"])
         }
     }
 }
