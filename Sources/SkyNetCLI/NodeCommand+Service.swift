@@ -8,28 +8,28 @@ import SkyNet
 /// The watchdog ticks on the cooperative pool on purpose: a pool so starved that the node
 /// cannot serve must trip the watchdog, not hide from it on a thread of its own.
 final class NodeService: Sendable {
-    /// A changed status is sent at most this often (the watchdog may tick faster).
-    static let statusInterval: Duration = .seconds(5)
-
     private let notifier: ServiceNotifier?
     private let node: Node
+    /// A changed status is sent at most this often (the watchdog may tick faster).
+    private let statusInterval: Duration
     /// The drain's bound once the node began to stop (the status says `draining`), and the
     /// status text last sent.
     private let state = Locked<(stopping: Duration?, lastStatus: String)>((nil, ""))
     private let ticker = Locked<Task<Void, Never>?>(nil)
 
-    private init(notifier: ServiceNotifier?, node: Node) {
+    private init(notifier: ServiceNotifier?, node: Node, statusInterval: Duration) {
         self.notifier = notifier
         self.node = node
+        self.statusInterval = statusInterval
     }
 
     /// Tells the service manager (if `environment` names one) that `node` is ready, with its
     /// status, and starts the watchdog and status ticks. A node that a scan spawned
     /// (`spawned`) is not the service, whatever its inherited environment says.
     static func ready(_ node: Node, spawned: Bool, environment: [String: String] = ProcessInfo.processInfo.environment,
-                      log: @escaping @Sendable (String) -> Void) -> NodeService {
+                      statusInterval: Duration = .seconds(5), log: @escaping @Sendable (String) -> Void) -> NodeService {
         let notifier = spawned ? nil : ServiceNotifier.fromEnvironment(environment) { log("[Node] \($0)") }
-        let service = NodeService(notifier: notifier, node: node)
+        let service = NodeService(notifier: notifier, node: node, statusInterval: statusInterval)
         guard let notifier else { return service }
         notifier.notify(["READY=1", service.status()])
         // The task holds the service until `stopped()` cancels it: the node's lifetime.
@@ -57,7 +57,7 @@ final class NodeService: Sendable {
         let clock = DeadlineTimer.shared
         let watchdog = notifier.watchdogInterval
         var nextWatchdog = watchdog.map { clock.now + $0 }
-        var nextStatus = clock.now + Self.statusInterval
+        var nextStatus = clock.now + statusInterval
         while !Task.isCancelled {
             let wake = nextWatchdog.map { min($0, nextStatus) } ?? nextStatus
             do { try await clock.sleep(until: wake) } catch { return }
@@ -69,7 +69,7 @@ final class NodeService: Sendable {
                 nextWatchdog = max(due + watchdog, now)
             }
             if now >= nextStatus {
-                nextStatus = now + Self.statusInterval
+                nextStatus = now + statusInterval
                 if let status = status(onlyIfChanged: true) { lines.append(status) }
             }
             if !lines.isEmpty { notifier.notify(lines) }
@@ -88,12 +88,17 @@ final class NodeService: Sendable {
             let text = if let timeout = state.stopping {
                 "draining: \(running) running, timeout \(Self.format(timeout)) s"
             } else {
-                "accepting: \(running)/\(node.system.capacity) running, \(node.connectionCount) connections"
+                "accepting: \(running)/\(node.system.capacity) running, \(Self.count(node.connectionCount, "connection"))"
             }
             guard !onlyIfChanged || text != state.lastStatus else { return nil }
             state.lastStatus = text
             return "STATUS=" + text
         }
+    }
+
+    /// `1 connection`, `2 connections`.
+    private static func count(_ number: Int, _ noun: String) -> String {
+        "\(number) \(noun)\(number == 1 ? "" : "s")"
     }
 
     /// Whole seconds without a fraction, else one decimal.
