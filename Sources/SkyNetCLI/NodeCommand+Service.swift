@@ -66,7 +66,7 @@ final class NodeService: Sendable {
             if let due = nextWatchdog, let watchdog, now >= due {
                 lines.append("WATCHDOG=1")
                 // Late (a starved pool): the next one is an interval from now, not a burst.
-                nextWatchdog = max(due + watchdog, now)
+                nextWatchdog = due + watchdog > now ? due + watchdog : now + watchdog
             }
             if now >= nextStatus {
                 nextStatus = now + statusInterval
@@ -83,12 +83,13 @@ final class NodeService: Sendable {
 
     /// `STATUS=…` as the node stands, remembered as sent; nil when `onlyIfChanged` and it has not.
     private func status(onlyIfChanged: Bool) -> String? {
-        let running = node.system.counters.running
+        // Read before our lock: each count has a lock of its own.
+        let running = node.system.counters.running, connections = node.connectionCount
         return state.withLock { state in
             let text = if let timeout = state.stopping {
                 "draining: \(running) running, timeout \(Self.format(timeout)) s"
             } else {
-                "accepting: \(running)/\(node.system.capacity) running, \(Self.count(node.connectionCount, "connection"))"
+                "accepting: \(running)/\(node.system.capacity) running, \(Self.count(connections, "connection"))"
             }
             guard !onlyIfChanged || text != state.lastStatus else { return nil }
             state.lastStatus = text
