@@ -38,6 +38,9 @@ public final class ServiceNotifier: Sendable {
         return ServiceNotifier(address: address, socket: socket, watchdogInterval: watchdog, log: log)
     }
 
+    /// The longest `WATCHDOG_USEC` taken as it is: a day.
+    static let longestWatchdog: UInt64 = 86_400_000_000
+
     /// Half of `WATCHDOG_USEC`, when it is a positive number of microseconds meant for `pid`.
     static func watchdogInterval(_ env: [String: String], pid: pid_t, log: @Sendable (String) -> Void) -> Duration? {
         guard let text = env["WATCHDOG_USEC"], !text.isEmpty else { return nil }
@@ -46,7 +49,10 @@ public final class ServiceNotifier: Sendable {
             log("No watchdog: WATCHDOG_USEC is not a positive number of microseconds: \(text.escapingControlCharacters)")
             return nil
         }
-        return .microseconds(microseconds / 2)
+        // UInt64.max is systemd's "infinity"; past a day, a ping every half day is as good
+        // (early is never wrong) and keeps the clock's arithmetic small.
+        guard microseconds != UInt64.max else { return nil }
+        return .microseconds(min(microseconds, Self.longestWatchdog) / 2)
     }
 
     private init(address: UnixSocketAddress, socket: Socket, watchdogInterval: Duration?, log: @escaping @Sendable (String) -> Void) {

@@ -73,6 +73,8 @@ import Testing
         #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"], pid: 4242, log: nobody) == nil)
         #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "200000", "WATCHDOG_PID": "4242"], pid: 4242, log: nobody) == .milliseconds(100))
         #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "0"], pid: 4242, log: nobody) == nil)
+        #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": String(UInt64.max)], pid: 4242, log: nobody) == nil)
+        #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": String(UInt64.max - 1)], pid: 4242, log: nobody) == .seconds(43_200))
         let lines = Lines()
         #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "-5"], pid: 4242, log: lines.log) == nil)
         #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "30s"], pid: 4242, log: lines.log) == nil)
