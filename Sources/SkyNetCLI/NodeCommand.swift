@@ -167,6 +167,8 @@ struct NodeCommand: Command {
         await Console.flush(within: .seconds(1))
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
         let service = NodeService.ready(node, spawned: exitWithParent) { Self.log($0) }
+        signals.received.whenFulfilled { _ in service.stopping(within: .seconds(10)) }  // STOPPING=1 as the stop begins
+        defer { service.stopped() }
         if exitWithParent {
             ParentWatch.start {
                 Self.log("[Node] Parent gone: stopping")
@@ -180,12 +182,10 @@ struct NodeCommand: Command {
         }
         let signal = await signals.received.value
         Self.log("[Node] Stopping (signal \(signal)): finishing running scans")
-        service.stopping(within: .seconds(10))
         await node.stop(grace: .seconds(10))
         // The scans still running were cancelled: their jobs get their kill grace, then every
         // group left (a job that ignores SIGTERM) is killed and reaped before we exit.
         await ChildProcess.endEveryGroup(grace: .seconds(3))
-        service.stopped()
         return 0
     }
 }
