@@ -15,7 +15,7 @@ extension ProcessTests.SystemdUnitTests {
         return options.allSatisfy { help.contains($0 + " ") }
     }
 
-    /// A credential as systemd ≥ 254 gives it: 0400 plus an ACL entry for the service's user,
+    /// A credential as systemd gives it on tmpfs: 0400 plus an ACL entry for the service's user,
     /// whose mask `stat` shows as group read (0440). Only in `$CREDENTIALS_DIRECTORY` is that
     /// bit taken for what it is; anywhere else, and with any other bit, the token is refused.
     @Test func aCredentialWithSystemdsACLMaskIsTakenInTheCredentialsDirectoryOnly() async throws {
