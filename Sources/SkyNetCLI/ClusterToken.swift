@@ -46,6 +46,14 @@ struct ClusterToken {
         }
     }
 
+    /// Whether `path` names a file directly in `$CREDENTIALS_DIRECTORY`, where systemd put the
+    /// credentials of the service it started us as.
+    private static func isCredential(_ path: String) -> Bool {
+        guard let directory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"], directory.hasPrefix("/") else { return false }
+        let parent = URL(fileURLWithPath: path).standardizedFileURL.deletingLastPathComponent().path
+        return parent == URL(fileURLWithPath: directory).standardizedFileURL.path
+    }
+
     /// The file's text without its final newline. Refused unless it is a regular file that only
     /// its owner can read: a token others can read is no secret.
     private static func contents(of path: String) throws(UsageError) -> String {
@@ -60,7 +68,11 @@ struct ClusterToken {
             throw UsageError("--token-file \(path) is not a regular file")
         }
         let mode = info.st_mode & 0o777
-        guard mode & 0o077 == 0 else {
+        // systemd gives a service its credential (LoadCredential=) with an ACL entry for the
+        // service's user alone, and `stat` shows the ACL's mask as group read (0440). In the
+        // credentials directory that bit is no group's; any other bit still refuses the file.
+        let refused: mode_t = isCredential(path) ? 0o037 : 0o077
+        guard mode & refused == 0 else {
             throw UsageError("refusing --token-file \(path): its group or others have access to it (mode \(String(mode, radix: 8))); "
                              + "run: chmod 600 \(path)")
         }

@@ -36,7 +36,8 @@ struct NodeCommand: Command {
         number (0-based), {%} the job slot (1...capacity, distinct among the tasks running at
         once); with none, the input is the last argument. The task's result is the command's
         stdout (one trailing newline removed); stdin is /dev/null; the environment adds
-        SKYNET_INPUT, SKYNET_SECTOR and SKYNET_JOB, and never holds SKYNET_TOKEN. Each task runs
+        SKYNET_INPUT, SKYNET_SECTOR and SKYNET_JOB, and never holds SKYNET_TOKEN (nor systemd's
+        NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID, CREDENTIALS_DIRECTORY). Each task runs
         in a process group of its own, killed whole at the task's deadline or when the task is
         cancelled. Protected mode: a node that declares a --job and binds an address other than
         loopback refuses to start without a token (anyone reaching the port could run it).
@@ -46,6 +47,11 @@ struct NodeCommand: Command {
         authority: no token is asked for, SKYNET_TOKEN included). It prints nothing on stdout
         but protocol lines, logs only what matters to stderr, and exits within 1 s of stdin
         closing (the coordinator gone, however it ended), its jobs' process groups stopped.
+
+        Under systemd (NOTIFY_SOCKET set; deploy/skynet-node.service) the node sends READY=1
+        once it accepts connections, STATUS= lines, WATCHDOG=1 every half WATCHDOG_USEC, and
+        STOPPING=1 when it begins to stop. In $CREDENTIALS_DIRECTORY, --token-file takes a
+        token whose group bit is the mask of systemd's ACL (mode 0440).
 
         \(usage)
 
@@ -168,6 +174,9 @@ struct NodeCommand: Command {
         // What stderr said so far comes first on a shared terminal, but never waits long.
         await Console.flush(within: .seconds(1))
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
+        let service = NodeService.ready(node, spawned: exitWithParent) { Self.log($0) }
+        signals.received.whenFulfilled { _ in service.stopping(within: .seconds(10)) }  // STOPPING=1 as the stop begins
+        defer { service.stopped() }
         if exitWithParent {
             ParentWatch.start {
                 Self.log("[Node] Parent gone: stopping")

@@ -11,6 +11,9 @@ private let noSignal: Int32 = 0  // Darwin: SO_NOSIGPIPE is set per socket inste
 #endif
 
 // The C calls whose names the methods below reuse, reachable under other names.
+private func system_bind(_ fd: Int32, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> Int32 {
+    bind(fd, address, length)
+}
 private func system_listen(_ fd: Int32, _ backlog: Int32) -> Int32 { listen(fd, backlog) }
 private func system_accept(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: UnsafeMutablePointer<socklen_t>?) -> Int32 {
     #if canImport(Glibc)
@@ -88,7 +91,7 @@ public struct Socket: Sendable, Hashable {
             let socket = Socket(descriptor: fd)
             socket.setOption(SOL_SOCKET, SO_REUSEADDR, 1)
             let bound = candidate.address.withUnsafeBytes {
-                bind(fd, $0.baseAddress?.assumingMemoryBound(to: sockaddr.self), candidate.length)
+                system_bind(fd, $0.baseAddress?.assumingMemoryBound(to: sockaddr.self), candidate.length)
             }
             guard bound == 0 else { lastError = SocketError("bind \(address)"); socket.close(); continue }
             guard system_listen(fd, backlog) == 0 else { lastError = SocketError("listen \(address)"); socket.close(); continue }
@@ -227,5 +230,46 @@ public struct Socket: Sendable, Hashable {
             guard failure == 0 else { throw SocketError("connect \(address)", code: failure) }
         }
         _ = fcntl(descriptor, F_SETFL, flags)
+    }
+}
+
+#if canImport(Glibc)
+private let datagramType = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+#elseif canImport(Darwin)
+private let datagramType = SOCK_DGRAM
+#endif
+
+// Unix datagram sockets: systemd's notify channel (`ServiceNotifier`) and, in tests, its
+// receiving end.
+extension Socket {
+    /// An unbound `AF_UNIX` datagram socket, close-on-exec from birth.
+    public static func unixDatagram() throws(SocketError) -> Socket {
+        let fd = socket(AF_UNIX, datagramType, 0)
+        guard fd >= 0 else { throw SocketError("socket AF_UNIX") }
+        #if canImport(Darwin)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        Socket(descriptor: fd).setOption(SOL_SOCKET, SO_NOSIGPIPE, 1)
+        #endif
+        return Socket(descriptor: fd)
+    }
+
+    /// Sends `bytes` as one datagram to `address`, never waiting: a receiver whose queue is
+    /// full fails the send (EAGAIN) rather than holding up the caller, who may be on the pool.
+    public func send(datagram bytes: [UInt8], to address: UnixSocketAddress) throws(SocketError) {
+        let flags = noSignal | Int32(MSG_DONTWAIT)
+        while true {
+            let sent = address.withSockaddr { pointer, length in
+                bytes.withUnsafeBytes { sendto(descriptor, $0.baseAddress, $0.count, flags, pointer, length) }
+            }
+            if sent >= 0 { return }
+            if errno == EINTR { continue }
+            throw SocketError("send to \(address)")
+        }
+    }
+
+    /// Binds this (unix) socket to `address`: the receiving end of a datagram channel.
+    package func bind(to address: UnixSocketAddress) throws(SocketError) {
+        let bound = address.withSockaddr { system_bind(descriptor, $0, $1) }
+        guard bound == 0 else { throw SocketError("bind \(address)") }
     }
 }

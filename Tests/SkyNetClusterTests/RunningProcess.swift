@@ -7,12 +7,13 @@ import Foundation
 final class RunningProcess: Sendable {
     private let child: ChildProcess
 
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `program` (default: `skynet`) with `arguments`; `environment` adds to ours.
+    init(_ arguments: [String], environment: [String: String] = [:], program: String = skynetBinary.path) throws {
         var options = ChildProcess.Options(
             arguments: arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
         options.stdout = .lines(keep: 1_000_000)
         options.stderr = .lines(keep: 100_000)
-        child = try ChildProcess.spawn(skynetBinary.path, options)
+        child = try ChildProcess.spawn(program, options)
     }
 
     var lines: [String] { child.stdoutLines?.lines ?? [] }

@@ -5,7 +5,8 @@ import SkyNetRuntime
 ///
 /// Each task runs `command.arguments(input:sector:slot:)` as argv (the program looked up in PATH
 /// when it holds no slash) in a process group of its own, with stdin from /dev/null and this
-/// process's environment minus every `SKYNET_TOKEN*` variable, plus `SKYNET_INPUT`,
+/// process's environment minus every `SKYNET_TOKEN*` variable and systemd's `NOTIFY_SOCKET`,
+/// `WATCHDOG_USEC`, `WATCHDOG_PID` and `CREDENTIALS_DIRECTORY`, plus `SKYNET_INPUT`,
 /// `SKYNET_SECTOR` and `SKYNET_JOB`. Its stdout, one trailing newline removed, is the result;
 /// it must be UTF-8 text of at most `maxOutput` bytes. Exit status ≠ 0, death by a signal, a
 /// program that cannot start and output over the bound fail the task (`task-failed`), naming
@@ -44,8 +45,18 @@ public struct CommandJob: Job {
         self.command = command
         self.maxOutput = max(0, maxOutput)
         self.killGrace = killGrace
-        self.environment = environment.filter { !$0.key.hasPrefix("SKYNET_TOKEN") }
+        self.environment = environment.filter { !Self.isWithheld($0.key) }
     }
+
+    /// The variables a task never inherits: any token, and systemd's channel to this process
+    /// (a job that wrote to `NOTIFY_SOCKET` could claim the node ready or stopping; its
+    /// watchdog and credentials directory are ours too).
+    static func isWithheld(_ name: String) -> Bool {
+        name.hasPrefix("SKYNET_TOKEN") || Self.serviceVariables.contains(name)
+    }
+
+    /// What systemd gives the service it starts, for that process only.
+    static let serviceVariables: Set<String> = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "CREDENTIALS_DIRECTORY"]
 
     public func run(_ request: JobRequest) async throws -> String {
         try Task.checkCancellation()

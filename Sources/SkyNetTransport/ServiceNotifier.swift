@@ -1,0 +1,93 @@
+import SkyNetRuntime
+
+/// systemd's notify channel (sd_notify's datagram protocol, written here without libsystemd):
+/// one datagram of `NAME=value` lines, such as `READY=1\nSTATUS=accepting`, sent to the
+/// `AF_UNIX` socket that `NOTIFY_SOCKET` names.
+///
+/// A service manager that watches us sets `WATCHDOG_USEC`: a `WATCHDOG=1` is then due at
+/// least that often, and we send one every half of it (`watchdogInterval`). `WATCHDOG_PID`,
+/// when set, names the process it is meant for: another process (a parent that exec'd us
+/// without clearing it) gets no watchdog.
+///
+/// Sends never wait (a full receiver fails them), so any thread may notify, the pool's
+/// included. The first failure is logged, later ones are not (a lost manager would otherwise
+/// fill the log every watchdog tick).
+public final class ServiceNotifier: Sendable {
+    /// Where the datagrams go.
+    public let address: UnixSocketAddress
+    /// How often `WATCHDOG=1` is due: half of `WATCHDOG_USEC`; nil for no watchdog.
+    public let watchdogInterval: Duration?
+    private let socket: Socket
+    private let log: @Sendable (String) -> Void
+    /// Whether a failed send has been logged already.
+    private let failureLogged = Locked(false)
+
+    /// The notifier `env` asks for: nil when `NOTIFY_SOCKET` is unset or empty, or when it
+    /// (or the socket) is unusable, which `log` is told once.
+    public static func fromEnvironment(_ env: [String: String], log: @escaping @Sendable (String) -> Void = { _ in }) -> ServiceNotifier? {
+        guard let text = env["NOTIFY_SOCKET"], !text.isEmpty else { return nil }
+        let address: UnixSocketAddress, socket: Socket
+        do throws(SocketError) {
+            address = try UnixSocketAddress(text)
+            socket = try Socket.unixDatagram()
+        } catch {
+            log("Not notifying the service manager: NOTIFY_SOCKET: \(error)")
+            return nil
+        }
+        let watchdog = watchdogInterval(env, pid: getpid(), log: log)
+        return ServiceNotifier(address: address, socket: socket, watchdogInterval: watchdog, log: log)
+    }
+
+    /// The longest `WATCHDOG_USEC` taken as it is: a day.
+    static let longestWatchdog: UInt64 = 86_400_000_000
+
+    /// Half of `WATCHDOG_USEC`, when it is a positive number of microseconds meant for `pid`.
+    static func watchdogInterval(_ env: [String: String], pid: pid_t, log: @Sendable (String) -> Void) -> Duration? {
+        guard let text = env["WATCHDOG_USEC"], !text.isEmpty else { return nil }
+        if let owner = env["WATCHDOG_PID"], !owner.isEmpty, owner != String(pid) { return nil }
+        guard let microseconds = UInt64(text), microseconds > 0 else {
+            log("No watchdog: WATCHDOG_USEC is not a positive number of microseconds: \(text.escapingControlCharacters)")
+            return nil
+        }
+        // UInt64.max is systemd's "infinity"; past a day, a ping every half day is as good
+        // (early is never wrong) and keeps the clock's arithmetic small.
+        guard microseconds != UInt64.max else { return nil }
+        return .microseconds(min(microseconds, Self.longestWatchdog) / 2)
+    }
+
+    private init(address: UnixSocketAddress, socket: Socket, watchdogInterval: Duration?, log: @escaping @Sendable (String) -> Void) {
+        self.address = address
+        self.socket = socket
+        self.watchdogInterval = watchdogInterval
+        self.log = log
+    }
+
+    /// Sends `lines` as one datagram; false if it could not be sent (logged the first time).
+    @discardableResult
+    public func notify(_ lines: [String]) -> Bool {
+        // A state is one line: a newline in a value (a STATUS text) would start another.
+        let text = lines.map { $0.replacingNewlines }.joined(separator: "\n")
+        do throws(SocketError) {
+            try socket.send(datagram: Array(text.utf8), to: address)
+            return true
+        } catch {
+            let first = failureLogged.withLock { logged in
+                defer { logged = true }
+                return !logged
+            }
+            if first { log("Cannot notify the service manager (further failures are not logged): \(error)") }
+            return false
+        }
+    }
+
+    deinit {
+        socket.close()
+    }
+}
+
+private extension String {
+    /// This text with each CR or LF made a space.
+    var replacingNewlines: String {
+        String(decoding: utf8.map { $0 == 10 || $0 == 13 ? 32 : $0 }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+@testable import SkyNet
+@testable import SkyNetCLI
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetTestSupport
+@testable import SkyNetTransport
+
+/// What `NodeService` tells systemd about an in-process node: its status when it changes and
+/// only then, the watchdog meanwhile, the drain and the end.
+@Suite(.timeLimit(.minutes(1)))
+struct NodeServiceTests {
+    @Test func theStatusFollowsTheNodeAndIsSentOnlyWhenItChanges() async throws {
+        var options = Node.Options(name: "served")
+        options.capacity = 2
+        let node = try await Node.start(options)
+        let socket: NotifySocket
+        do { socket = try NotifySocket(abstract: true) } catch {
+            await node.stop(grace: .zero)
+            throw error
+        }
+        let environment = ["NOTIFY_SOCKET": socket.address, "WATCHDOG_USEC": "200000"]
+        let service = NodeService.ready(node, spawned: false, environment: environment, statusInterval: .milliseconds(20)) { _ in }
+        let outcome = await Result { try await follow(node, socket: socket, service: service) }
+        service.stopped()
+        await node.stop(grace: .zero)
+        await socket.close()
+        try outcome.get()
+    }
+
+    private func follow(_ node: Node, socket: NotifySocket, service: NodeService) async throws {
+        #expect(await socket.wait { $0 == "READY=1\nSTATUS=accepting: 0/2 running, 0 connections" }, "\(socket.datagrams)")
+        let client = try Socket.connect(host: "127.0.0.1", port: node.port, timeout: .seconds(5))
+        defer { client.close() }
+        #expect(await socket.wait { $0.hasSuffix("STATUS=accepting: 0/2 running, 1 connection") }, "\(socket.datagrams)")
+        // Three more watchdog ticks (300 ms, some fifteen status checks) repeat no status.
+        let seen = socket.datagrams.count
+        #expect(await socket.wait(for: seen + 3) { _ in true })
+        #expect(socket.datagrams.filter { $0.contains("STATUS=") }.count == 2, "\(socket.datagrams)")
+        #expect(socket.datagrams.filter { $0.contains("WATCHDOG=1") }.count >= 3)
+
+        service.stopping(within: .seconds(30))
+        #expect(await socket.wait { $0 == "STOPPING=1\nSTATUS=draining: 0 running, timeout 30 s" }, "\(socket.datagrams)")
+        service.stopped()
+        #expect(await socket.wait { $0 == "STATUS=stopped" }, "\(socket.datagrams)")
+    }
+}
+
+private extension Result where Failure == any Error {
+    /// The outcome of `body`, thrown or returned.
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
