@@ -175,7 +175,7 @@ struct NodeCommand: Command {
         await Console.flush(within: .seconds(1))
         Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
         let service = NodeService.ready(node, spawned: exitWithParent) { Self.log($0) }
-        signals.received.whenFulfilled { _ in service.stopping(within: .seconds(10)) }  // STOPPING=1 as the stop begins
+        signals.received.whenFulfilled { [drainTimeout = options.drainTimeout] _ in service.stopping(within: drainTimeout) }  // STOPPING=1 as the drain begins
         defer { service.stopped() }
         if exitWithParent {
             ParentWatch.start {
