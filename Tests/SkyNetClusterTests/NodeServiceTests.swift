@@ -14,6 +14,9 @@ struct NodeServiceTests {
     @Test func theStatusFollowsTheNodeAndIsSentOnlyWhenItChanges() async throws {
         var options = Node.Options(name: "served")
         options.capacity = 2
+        // The raw client never says hello: under load the watchdog ticks below may take longer
+        // than the default hello deadline (3 s), which would close it and change the status.
+        options.helloTimeout = .seconds(60)
         let node = try await Node.start(options)
         let socket: NotifySocket
         do { socket = try NotifySocket(abstract: true) } catch {
