@@ -33,27 +33,13 @@ enum ReturnedFileCheck {
         defer { file.close() }
         do {
             guard try file.status().size == recorded.size else { return "\(target) changed (size)" }
-            let (size, digest) = try hash(file)
+            let (size, digest) = try file.sizeAndSHA256()
             if size != recorded.size { return "\(target) changed (size)" }
             if digest != recorded.sha256 { return "\(target) changed (SHA-256)" }
             return nil
         } catch {
             return "\(target) could not be read: \(error)"
         }
-    }
-
-    /// The bytes read from `file` up to its end, and their SHA-256, in 256 KiB reads.
-    private static func hash(_ file: OpenFile) throws -> (size: Int64, digest: [UInt8]) {
-        var hash = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 18)
-        var size: Int64 = 0
-        while true {
-            let count = try buffer.withUnsafeMutableBytes { (raw) throws(FileError) in try file.read(into: raw, at: size) }
-            if count == 0 { break }
-            buffer.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
-            size += Int64(count)
-        }
-        return (size, hash.finalize())
     }
 
     /// Why a returned file could not be opened, in a resume's words.

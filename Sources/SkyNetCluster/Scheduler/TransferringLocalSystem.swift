@@ -55,20 +55,13 @@ public actor TransferringLocalSystem: ScanSystem {
             throw Self.missing(target, error, inDirectory: false)
         }
         defer { file.close() }
-        var hash = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 18)
-        var size: Int64 = 0
+        let size: Int64, digest: [UInt8]
         do {
-            while true {
-                let count = try buffer.withUnsafeMutableBytes { (raw) throws(FileError) in try file.read(into: raw, at: size) }
-                if count == 0 { break }
-                buffer.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
-                size += Int64(count)
-            }
+            (size, digest) = try file.sizeAndSHA256()
         } catch {
             throw ScanFailure(code: .missingReturn, message: "\(target) could not be read on \(system): \(error)")
         }
-        return ReturnedFile(path: target.text, size: size, sha256: hash.finalize())
+        return ReturnedFile(path: target.text, size: size, sha256: digest)
     }
 
     /// The failure for a return that is not there as a regular file, by name.
