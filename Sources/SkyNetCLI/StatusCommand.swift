@@ -73,13 +73,15 @@ struct StatusCommand: Command {
         return statuses.allSatisfy(\.isUp) ? 0 : 1
     }
 
-    /// Probes every node at once, each bounded by --timeout; in the cluster file's order.
+    /// Probes every node at once, each bounded by --timeout; in the cluster file's order. An
+    /// address group is resolved first: one row per address (one `unknown host` row if none).
     func probeAll() async -> [PeerStatus] {
         let token = self.token
         let limit = Duration.seconds(timeout)
         let ssh = SSHSettings(command: sshCommand)
+        let nodes = await cluster.expandingAddressGroups()
         return await withTaskGroup(of: (Int, PeerStatus).self) { group in
-            for (index, node) in cluster.nodes.enumerated() {
+            for (index, node) in nodes.enumerated() {
                 group.addTask { (index, await PeerStatus.probe(node, token: token, timeout: limit, ssh: ssh)) }
             }
             return await group.reduce(into: [(Int, PeerStatus)]()) { $0.append($1) }.sorted { $0.0 < $1.0 }.map(\.1)
