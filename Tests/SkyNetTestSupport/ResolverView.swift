@@ -16,12 +16,13 @@ public final class ResolverView: Sendable {
     /// The size of `hosts`, always.
     static let blockSize = 4096
 
+    /// Where `unshare` (util-linux) is, if it is.
+    static let unsharePath: String? = ["/usr/bin/unshare", "/bin/unshare"].first(where: FileManager.default.isExecutableFile(atPath:))
+
     /// Why no view can be made here, or nil when one can.
     public static let unavailableReason: String? = {
         guard geteuid() == 0 else { return "a mount namespace needs root" }
-        guard ["/usr/bin/unshare", "/bin/unshare"].contains(where: FileManager.default.isExecutableFile(atPath:)) else {
-            return "`unshare` (util-linux) is not installed"
-        }
+        guard unsharePath != nil else { return "`unshare` (util-linux) is not installed" }
         return nil
     }()
 
@@ -43,7 +44,7 @@ public final class ResolverView: Sendable {
     /// The words that run a program with this view of /etc/hosts (append the program and its
     /// arguments). The shell gets the paths as arguments, never inside its script.
     public var launcher: [String] {
-        ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+        [Self.unsharePath ?? "unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
          "mount --bind \"$1\" /etc/hosts && mount --bind \"$2\" /etc/host.conf && shift 2 && exec \"$@\"",
          "resolver", hostsPath, hostConfPath]
     }
