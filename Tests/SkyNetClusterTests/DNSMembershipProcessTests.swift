@@ -68,6 +68,10 @@ struct DNSMembershipProcessTests {
             let drained = all.firstIndex { $0["event"] as? String == "draining" && $0["system"] as? String == memberB }
             let left = all.firstIndex { $0["event"] as? String == "disconnected" && $0["system"] as? String == memberB }
             #expect(drained != nil && left != nil && drained! < left!)
+            // b's tasks that ran when it was drained completed on b, before its link closed.
+            if let drained, let left, drained < left {
+                #expect(all[drained..<left].contains { $0["event"] as? String == "completed" && $0["system"] as? String == memberB })
+            }
             // Nothing of b's was cut short: no failed or retried task anywhere.
             #expect(!all.contains { ["failed", "retry"].contains($0["event"] as? String) })
             // The coordinator let go of b; b itself still runs.
