@@ -79,7 +79,10 @@ struct StatusCommand: Command {
         let token = self.token
         let limit = Duration.seconds(timeout)
         let ssh = SSHSettings(command: sshCommand)
-        let nodes = await cluster.expandingAddressGroups()
+        // A lookup that hangs (a dead DNS server) is given up after --timeout: its thread ends on its own.
+        let nodes = await cluster.expandingAddressGroups { host, port in
+            try await withTimeout(limit) { try await Socket.addresses(of: host, port: port) }
+        }
         return await withTaskGroup(of: (Int, PeerStatus).self) { group in
             for (index, node) in nodes.enumerated() {
                 group.addTask { (index, await PeerStatus.probe(node, token: token, timeout: limit, ssh: ssh)) }
