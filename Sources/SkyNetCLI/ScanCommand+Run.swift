@@ -37,8 +37,9 @@ extension ScanCommand {
 
     /// Starts the services, runs the scan and prints its summary; returns how to read the exit status.
     private func scan(in group: ServiceGroup, signals: TerminationSignals) async throws(ScanExit) -> () async -> Int32 {
-        // An ssh host's name is ssh's to resolve (~/.ssh/config may alias it).
-        for node in cluster.nodes where node.ssh == nil {
+        // An ssh host's name is ssh's to resolve (~/.ssh/config may alias it). An address
+        // group's name may have no address yet (no node is ready): it is watched, not checked.
+        for node in cluster.nodes where node.ssh == nil && !node.everyAddress {
             guard !(await Socket.resolves(host: node.host)) else { continue }
             await Console.printError("error: cluster file \(clusterPath ?? "cluster.json"): node \(node.name) has an unknown host \"\(node.host)\"".escapingControlCharacters)
             throw .failed(2)
@@ -84,10 +85,11 @@ extension ScanCommand {
         let peers = ClusterConfig(
             nodes: cluster.nodes + spawned.map { .init(name: $0.name, host: $0.host, port: $0.port) },
             capacity: cluster.capacity)
-        // The dashboard lists from the start this process's own system, then every peer.
+        // The dashboard lists from the start this process's own system, then every peer; an
+        // address group has no row of its own, each member gets one when it is found.
         let board = dashboard == nil ? nil : ScanBoard(total: count - done.count, resumed: done.count, systems:
             [ScanBoard.System(name: ClusterConfig.localName, address: "this process", isLocal: true)]
-                + peers.nodes.map { ScanBoard.System(name: $0.name, address: $0.address) })
+                + peers.nodes.filter { !$0.everyAddress }.map { ScanBoard.System(name: $0.name, address: $0.address) })
         // `/metrics`: the coordinator's tasks, and its links' bytes once the links have started.
         let taskMetrics = board == nil ? nil : TaskMetrics(jobs: [job])
         let linked = Locked<PeerLinks?>(nil)

@@ -73,13 +73,18 @@ struct StatusCommand: Command {
         return statuses.allSatisfy(\.isUp) ? 0 : 1
     }
 
-    /// Probes every node at once, each bounded by --timeout; in the cluster file's order.
+    /// Probes every node at once, each bounded by --timeout; in the cluster file's order. An
+    /// address group is resolved first: one row per address (one `unknown host` row if none).
     func probeAll() async -> [PeerStatus] {
         let token = self.token
         let limit = Duration.seconds(timeout)
         let ssh = SSHSettings(command: sshCommand)
+        // A lookup that hangs (a dead DNS server) is given up after --timeout: its thread ends on its own.
+        let nodes = await cluster.expandingAddressGroups { host, port in
+            try await withTimeout(limit) { try await Socket.addresses(of: host, port: port) }
+        }
         return await withTaskGroup(of: (Int, PeerStatus).self) { group in
-            for (index, node) in cluster.nodes.enumerated() {
+            for (index, node) in nodes.enumerated() {
                 group.addTask { (index, await PeerStatus.probe(node, token: token, timeout: limit, ssh: ssh)) }
             }
             return await group.reduce(into: [(Int, PeerStatus)]()) { $0.append($1) }.sorted { $0.0 < $1.0 }.map(\.1)

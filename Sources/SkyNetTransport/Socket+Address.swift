@@ -21,6 +21,32 @@ extension Socket {
         (try? await onOwnThread(named: "skynet-resolve") { try resolve(host: host, port: 1, passive: false) }) != nil
     }
 
+    /// Every address `host` resolves to, as numeric text (`10.0.3.7`, `fd00::7`), without
+    /// repeats and sorted. The lookup runs on a thread of its own (getaddrinfo blocks, for as long
+    /// as the resolver takes), never on the cooperative pool.
+    public static func addresses(of host: String, port: Int) async throws(SocketError) -> [String] {
+        let found: [ResolvedAddress]
+        do {
+            found = try await onOwnThread(named: "skynet-resolve") { try resolve(host: host, port: port, passive: false) }
+        } catch let error as SocketError {
+            throw error
+        } catch {
+            throw SocketError("resolve \(host)", reason: "\(error)")
+        }
+        return Set(found.compactMap(numericHost)).sorted()
+    }
+
+    /// The numeric host of one resolved address, without its port; nil if it has none.
+    private static func numericHost(_ resolved: ResolvedAddress) -> String? {
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        let status = resolved.address.withUnsafeBytes { bytes -> Int32 in
+            guard let base = bytes.baseAddress else { return EAI_FAIL }
+            return getnameinfo(base.assumingMemoryBound(to: sockaddr.self), resolved.length,
+                               &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST)
+        }
+        return status == 0 ? text(host) : nil
+    }
+
     /// The addresses of `host:port`, IPv4 and IPv6, in the resolver's order.
     static func resolve(host: String, port: Int, passive: Bool) throws(SocketError) -> [ResolvedAddress] {
         var hints = addrinfo()

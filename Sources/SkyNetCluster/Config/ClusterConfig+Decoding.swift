@@ -15,15 +15,27 @@ extension ClusterConfig {
         return ClusterConfig(nodes: nodes, capacity: try root.optionalInt("capacity"), timeout: try root.optionalNumber("timeout"))
     }
 
-    /// One entry of `nodes`: `"ssh"` (a login) or `"host"` and `"port"`, never both.
+    /// One entry of `nodes`: `"ssh"` (a login) or `"host"` and `"port"`, never both; with
+    /// `"every_address"`, `host` names a group of nodes (one per address).
     private static func decodeNode(_ node: Fields, label: String) throws(ConfigError) -> Node {
         let name = try node.string("name")
         let capacity = try node.optionalInt("capacity")
+        let everyAddress = try node.optionalBool("every_address") ?? false
+        let refresh = try node.optionalNumber("refresh")
         guard node.fields["ssh"] != nil else {
-            return Node(name: name, host: try node.string("host"), port: try node.int("port"), capacity: capacity)
+            var entry = Node(name: name, host: try node.string("host"), port: try node.int("port"), capacity: capacity)
+            entry.everyAddress = everyAddress
+            entry.refresh = refresh
+            return entry
         }
         if node.fields["host"] != nil || node.fields["port"] != nil {
             throw node.fail("\(label) (\(name)) has both \"ssh\" and \"host\"/\"port\": give one of them")
+        }
+        if everyAddress {
+            throw node.fail("\(label) (\(name)): \"every_address\" needs \"host\" and \"port\", not \"ssh\"")
+        }
+        if refresh != nil {
+            throw node.fail("\(label) (\(name)) has \"refresh\" without \"every_address\": true")
         }
         let text = try node.string("ssh")
         let login: SSHLogin
@@ -75,6 +87,14 @@ private struct Fields {
         case .double(let value)?: throw fail("\(name(key)) is not an integer: \(value.asWritten)")
         case .outOfRange(let text)?: throw fail("\(name(key)) is not an integer: \(text) is out of range")
         default: throw fail("\(name(key)) is not an integer")
+        }
+    }
+
+    func optionalBool(_ key: String) throws(ConfigError) -> Bool? {
+        switch fields[key] {
+        case nil, .null?: return nil
+        case .bool(let value)?: return value
+        default: throw fail("\(name(key)) is not true or false")
         }
     }
 

@@ -14,6 +14,11 @@ public struct ClusterConfig: Sendable, Equatable {
         public var capacity: Int?
         /// The login of a node reached over ssh (`skynet node --stdio` on the host); nil: TCP.
         public var ssh: SSHLogin?
+        /// Whether this entry is an address group (`every_address`): one peer `NAME/ADDRESS` per
+        /// address `host` resolves to, re-resolved every `refresh` seconds.
+        public var everyAddress = false
+        /// Seconds between two lookups of an address group; nil: `defaultRefresh`.
+        public var refresh: Double?
 
         public init(name: String, host: String = "127.0.0.1", port: Int, capacity: Int? = nil) {
             self.name = name
@@ -79,7 +84,7 @@ public struct ClusterConfig: Sendable, Equatable {
         return config
     }
 
-    private func validate(file: String) throws(ConfigError) {
+    func validate(file: String) throws(ConfigError) {
         func fail(_ problem: String) -> ConfigError { ConfigError(file: file, problem: problem) }
         if let capacity, !(0...Self.maxCapacity).contains(capacity) {
             throw fail("capacity \(capacity) is outside 0...\(Self.maxCapacity)")
@@ -104,6 +109,7 @@ public struct ClusterConfig: Sendable, Equatable {
                 throw fail("\(label) (\(node.name)) has capacity \(capacity), outside 0...\(Self.maxCapacity)")
             }
         }
+        try validateAddressGroups(file: file)
     }
 
     /// The name of a coordinator's own system; no peer may take it.

@@ -47,6 +47,8 @@ public final class PeerLinks: Sendable {
         public var returnRecords = ReturnRecords()
         /// Where returned files are written and inputs read (nil: the working directory and `/`).
         public var returnRoots: ReturnRoots?
+        /// How an address group's host becomes addresses (tests give their own answers).
+        public var resolve: ClusterConfig.Resolver = ClusterConfig.systemResolver
 
         public init(capacity: Int = 4, timeout: Duration = .seconds(5), token: String? = nil,
                     job: String = JobRegistry.scan, jobSummary: String? = nil, allowJobMismatch: Bool = false) {
@@ -59,9 +61,12 @@ public final class PeerLinks: Sendable {
         }
     }
 
-    private let tasks: [Task<Void, Never>]
-    /// The links to ssh nodes: `stop()` waits (a little) for their `ssh` processes to end.
-    private let sshTasks: [Task<Void, Never>]
+    /// Every link task by peer name, and the address groups' watchers.
+    let links = PeerLinkTable()
+    /// The names of the ssh nodes: `stop()` waits (a little) for their `ssh` processes to end.
+    private let sshNames: Set<String>
+    /// What every link is started with (`startLink`).
+    let context: LinkContext
     /// The reports under way: `stop()` closes it and waits for those, since a report may
     /// suspend on a full output after it passed the check.
     private let reporting = InFlight()
@@ -83,6 +88,8 @@ public final class PeerLinks: Sendable {
         let reporting = self.reporting, refusing = self.refusing, everyPeerRefused = self.everyPeerRefused, traffic = peerTraffic
         let sshHosts = SSHHostFailures(hosts: cluster.nodes.filter { $0.ssh != nil }.map(\.name), signal: everySSHHostFailed)
         let count = cluster.nodes.count
+        // A group can bring new members at any time: its refusals never mean "every peer".
+        let groups = cluster.hasAddressGroups
         let log: @Sendable (ClusterEvent) async -> Void = { event in
             var refused = false
             switch event {
@@ -101,21 +108,34 @@ public final class PeerLinks: Sendable {
             sshHosts.record(event)
             // After the report, so whoever stops the scan on this signal sees the refusal printed;
             // decided and done in one step, so a peer that connected meanwhile counts.
-            guard refused else { return }
+            guard refused, !groups else { return }
             refusing.withLock { refusing in
                 if refusing.count == count { everyPeerRefused.fulfil(event.everyPeerUnusable) }
             }
         }
         let jobCheck = JobCheck(job: settings.job, expected: settings.jobSummary, allowsMismatch: settings.allowJobMismatch)
-        tasks = cluster.nodes.map { node in
+        context = LinkContext(systems: systems, settings: settings, jobCheck: jobCheck, traffic: traffic, log: log)
+        sshNames = Set(cluster.nodes.filter { $0.ssh != nil }.map(\.name))
+        for node in cluster.nodes {
             // An ssh node's own slots are its login's N/ or its cores, as its welcome says.
             let capacity = node.ssh == nil ? node.capacity ?? cluster.capacity ?? settings.capacity
                                            : node.capacity ?? ClusterConfig.maxCapacity
-            return Task {
-                await Self.link(node, capacity: capacity, systems: systems, settings: settings, jobCheck: jobCheck, traffic: traffic, log: log)
+            if node.everyAddress {
+                watch(group: node, capacity: capacity)
+            } else {
+                startLink(node, capacity: capacity)
             }
         }
-        sshTasks = zip(cluster.nodes, tasks).filter { $0.0.ssh != nil }.map(\.1)
+    }
+
+    /// Starts the link to `node` (unless stopped, or it has one).
+    @discardableResult
+    func startLink(_ node: ClusterConfig.Node, capacity: Int) -> Bool {
+        let context = context
+        return links.start(node.name) {
+            await Self.link(node, capacity: capacity, systems: context.systems, settings: context.settings,
+                            jobCheck: context.jobCheck, traffic: context.traffic, log: context.log)
+        }
     }
 
     /// Stops every link: open connections close, and no link reports anything after this
@@ -123,10 +143,10 @@ public final class PeerLinks: Sendable {
     /// (within the timeout), unawaited. The `ssh` processes of ssh links are awaited for up to
     /// `sshGrace` (each closes its channel, so the host's node exits, then ssh does).
     public func stop(sshGrace: Duration = .seconds(3)) async {
-        for task in tasks { task.cancel() }
+        let tasks = links.stop()
         reporting.close()
         await reporting.waitUntilNone()
-        let sshTasks = sshTasks
+        let sshTasks = tasks.filter { sshNames.contains($0.key) }.map(\.value)
         guard !sshTasks.isEmpty else { return }
         _ = try? await withTimeout(sshGrace) { for task in sshTasks { await task.value } }
     }
