@@ -100,19 +100,23 @@ public final class SSHChannel: Sendable {
         await startClosing().value
     }
 
-    /// Reaps ssh once: after the end of its input it has 2 s to leave. `stopAtOnce` (by
-    /// default when we close before the node's welcome): ssh may still be logging in, and would
-    /// not see the end of its input, so it is stopped without waiting.
+    /// Reaps ssh once: after the end of its input it has 2 s to leave, and its stderr 1 s more
+    /// to end. `stopAtOnce` (by default when we close before the node's welcome): ssh may still
+    /// be logging in, and would not see the end of its input, so it is stopped without waiting.
     @discardableResult
     private func startClosing(stopAtOnce: Bool? = nil) -> Task<Void, Never> {
         closing.withLock { closing in
             if let closing { return closing }
             let child = self.child
             let wait = Self.closingWait(stopAtOnce: stopAtOnce, welcomed: stderr.isForwarding)
+            let ended = stderr.ended
             let task = Task {
                 if (try? await withTimeout(wait) { await child.exit.value }) == nil {
                     await child.stop(grace: .milliseconds(500))
                 }
+                // The host's last lines, and the count of those dropped, are said before the
+                // channel is closed: a scan's summary must not overtake them.
+                _ = try? await withTimeout(.seconds(1)) { await ended.value }
             }
             closing = task
             return task
