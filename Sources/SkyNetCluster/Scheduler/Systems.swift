@@ -129,6 +129,8 @@ public actor Systems {
         let id = nextID()
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
+                // Cancelled already: `onCancel`'s removal may have run before this append.
+                if Task.isCancelled { return continuation.resume() }
                 idleWaiters.append((id, name, continuation))
             }
         } onCancel: {
