@@ -106,8 +106,8 @@ final class ScanOutput: Sendable {
         case .unresponsive: json = self.event("unresponsive")
         case .responsive: json = self.event("responsive")
         case .draining(_, let reason): json = self.event("draining"); json.add("reason", reason)
-        case .discovered(_, let group, let address):
-            json = self.event("discovered"); json.add("group", group); json.add("address", address)
+        case .discovered(_, let group, let host, let address):
+            json = self.event("discovered"); json.add("group", group); json.add("host", host); json.add("address", address)
         }
         json.add("system", event.peer)
         await emit(json, peerEvent: true)

@@ -170,7 +170,7 @@ public final class ScanBoard: Sendable {
 
     public func record(_ event: ClusterEvent) {
         state.withLock { state in
-            if case .discovered(let name, _, let address) = event, state.rowIndex[name] == nil {
+            if case .discovered(let name, _, _, let address) = event, state.rowIndex[name] == nil {
                 // A new member of an address group: its row shows the address it was found at.
                 state.rowIndex[name] = state.rows.count
                 state.rows.append(.init(system: .init(name: name, address: address), state: .connecting))

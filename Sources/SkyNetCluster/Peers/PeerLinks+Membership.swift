@@ -65,7 +65,7 @@ extension PeerLinks {
             if links.cancelLeave(member.name) {
                 await context.systems.setDraining(false, named: member.name)
             } else {
-                await context.log(.discovered(member.name, group: group.name, address: address))
+                await context.log(.discovered(member.name, group: group.name, host: group.host, address: address))
                 startLink(member, capacity: capacity)
             }
         }

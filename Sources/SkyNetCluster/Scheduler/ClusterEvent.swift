@@ -29,15 +29,16 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// its address left DNS. Its running tasks may finish; `reason` says which and how long.
     case draining(String, reason: String)
     /// A new address of a cluster.json group with `every_address` (issue 22): the peer
-    /// `group/ADDRESS` joins, its link reports `connected` or `unreachable` as any other.
-    case discovered(String, group: String, address: String)
+    /// `group/ADDRESS` joins, its link reports `connected` or `unreachable` as any other;
+    /// `host` is the name the group resolves.
+    case discovered(String, group: String, host: String, address: String)
 
     /// The peer's name.
     public var peer: String {
         switch self {
         case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _), .sshUnreachable(let name, _, _, _),
              .refused(let name, _, _), .unauthorized(let name, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _, _),
-             .unresponsive(let name), .responsive(let name), .draining(let name, _), .discovered(let name, _, _): name
+             .unresponsive(let name), .responsive(let name), .draining(let name, _), .discovered(let name, _, _, _): name
         }
     }
 
@@ -59,7 +60,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         case .unresponsive(let name): "[Cluster] Unresponsive: \(name)"
         case .responsive(let name): "[Cluster] Responsive: \(name)"
         case .draining(let name, let reason): "[Cluster] Draining: \(name) (\(reason))"
-        case .discovered(let name, let group, _): "[Cluster] Found: \(name) (\(group))"
+        case .discovered(let name, _, let host, _): "[Cluster] Found: \(name) (an address of \(host))"
         }
     }
 
