@@ -89,6 +89,7 @@ final class Progress: Sendable {
                 state.peers -= 1
                 state.draining.remove(name)
             case .draining(let name, _): state.draining.insert(name)
+            case .returned(let name, _): state.draining.remove(name)
             default: break
             }
         }

@@ -106,6 +106,9 @@ final class ScanOutput: Sendable {
         case .unresponsive: json = self.event("unresponsive")
         case .responsive: json = self.event("responsive")
         case .draining(_, let reason): json = self.event("draining"); json.add("reason", reason)
+        case .returned(_, let reason): json = self.event("returned"); json.add("reason", reason)
+        case .tooManyAddresses(_, let host, let found, let used):
+            json = self.event("too-many-addresses"); json.add("host", host); json.add("found", found); json.add("used", used)
         case .discovered(_, let group, let host, let address):
             json = self.event("discovered"); json.add("group", group); json.add("host", host); json.add("address", address)
         }

@@ -169,6 +169,7 @@ public final class ScanBoard: Sendable {
     }
 
     public func record(_ event: ClusterEvent) {
+        if case .tooManyAddresses = event { return }  // about a group, which has no row
         state.withLock { state in
             if case .discovered(let name, _, _, let address) = event, state.rowIndex[name] == nil {
                 // A new member of an address group: its row shows the address it was found at.
@@ -177,7 +178,7 @@ public final class ScanBoard: Sendable {
             }
             let index = state.row(named: event.peer)
             switch event {
-            case .connected, .responsive: state.rows[index].state = .connected; state.rows[index].detail = ""
+            case .connected, .responsive, .returned: state.rows[index].state = .connected; state.rows[index].detail = ""
             case .unresponsive: state.rows[index].state = .unresponsive
             case .disconnected(_, let reason): state.rows[index].state = .gone; state.rows[index].detail = reason
             case .unreachable(_, _, let error): state.rows[index].state = .unreachable; state.rows[index].detail = error
@@ -189,7 +190,7 @@ public final class ScanBoard: Sendable {
             case .lacksJob: state.rows[index].state = .lacksJob; state.rows[index].detail = event.refusalHint
             case .jobDiffers: state.rows[index].detail = event.description
             case .draining(_, let reason): state.rows[index].state = .draining; state.rows[index].detail = reason
-            case .discovered: break
+            case .discovered, .tooManyAddresses: break
             }
         }
     }

@@ -18,6 +18,7 @@ struct MembershipTests {
         struct ResolverDown: Error, CustomStringConvertible { var description: String { "resolver down" } }
 
         func set(_ addresses: [String]) { state.update { $0.answer = .success(addresses) } }
+        var current: [String] { (try? state.value.answer.get()) ?? [] }
         func fail() { state.update { $0.answer = .failure(ResolverDown()) } }
 
         func resolve(_ host: String, _ port: Int) throws -> [String] {
@@ -157,7 +158,47 @@ struct MembershipTests {
             try await answers.waitForLookups(3)
             #expect(Set(await systems.names) == ["g/127.0.0.1", "g/127.0.0.2"])
             #expect(!events.all.contains { if case .disconnected("g/127.0.0.1", _) = $0 { true } else { false } })
+            // Its return is said (the board and the progress line show it taking work again),
+            // and its leave's wait for idle was cancelled, not left parked.
+            #expect(events.lines.contains("[Cluster] Returned: g/127.0.0.1 (an address of nodes.test again)"))
+            #expect(await systems.idleWaiterCount == 0)
         }
         await stop(nodes)
+    }
+
+    /// A member whose node went away, then whose address left: its link said `disconnected`
+    /// once; the leave says nothing more (it said `draining` and `disconnected` again, and the
+    /// progress line's count of systems went down twice).
+    @Test func aMemberDownBeforeItsAddressLeavesIsReportedGoneOnce() async throws {
+        let nodes = try await startNodes()
+        let answers = Answers()
+        answers.set(["127.0.0.1", "127.0.0.2"])
+        try await withGroup(answers, port: nodes[0].port) { systems, events in
+            try await awaitState(upTo: .seconds(10)) { await systems.names.count == 2 }
+            await nodes[0].stop(grace: .seconds(1))
+            try await events.waitFor(upTo: .seconds(10)) { if case .disconnected("g/127.0.0.1", _) = $0 { true } else { false } }
+            answers.set(["127.0.0.2"])
+            try await answers.waitForLookups(5)
+            let about = events.all.filter { $0.peer == "g/127.0.0.1" }
+            #expect(about.filter { if case .disconnected = $0 { true } else { false } }.count == 1, "\(about)")
+            #expect(!about.contains { if case .draining = $0 { true } else { false } }, "\(about)")
+        }
+        await stop(nodes)
+    }
+
+    /// A name that resolves to more addresses than a group may have gives the first ones, in
+    /// sorted order, and says so once.
+    @Test func aGroupHasAtMostItsBoundOfMembersAndSaysSoOnce() async throws {
+        let answers = Answers()
+        // 300 loopback addresses where nothing listens: each member's link is refused, quickly.
+        answers.set((0..<300).map { "127.1.\($0 / 200).\($0 % 200 + 1)" }.shuffled())
+        try await withGroup(answers, port: 9) { _, events in
+            try await answers.waitForLookups(4)
+            let found = events.all.filter { if case .discovered = $0 { true } else { false } }
+            #expect(found.count == ClusterConfig.maxGroupMembers)
+            #expect(Set(found.map(\.peer)) == Set(ClusterConfig.groupMembers(of: answers.current).map { "g/\($0)" }))
+            let warnings = events.lines.filter { $0.hasPrefix("[Cluster] Warning: nodes.test resolves to 300 addresses; g uses the first 256") }
+            #expect(warnings.count == 1, "\(warnings)")
+        }
     }
 }

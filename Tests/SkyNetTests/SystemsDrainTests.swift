@@ -57,4 +57,66 @@ struct SystemsDrainTests {
         // Nothing reserved, or no such system: at once.
         #expect(await within(.seconds(10)) { await systems.idle(named: "nobody") } != nil)
     }
+
+    /// Two reasons to give a member no work, kept apart: an address that returns to DNS takes
+    /// back its leave, never a drain its node announced (it would refuse every task `busy`).
+    @Test func anAddressThatReturnsDoesNotUndrainANodeThatIsStopping() async throws {
+        let systems = await systemsTests.makeSystems(local: 0, peers: [("beta", 2)])
+        #expect(await systems.setLeaving(true, named: "beta"))  // here and taking work: worth saying
+        #expect(await systems.tryReserve() == nil)
+        #expect(await systems.setLeaving(false, named: "beta"))
+        #expect(await systems.tryReserve()?.name == "beta")
+
+        await systems.setDraining(true, named: "beta")  // the node said it drains
+        #expect(await systems.setLeaving(true, named: "beta") == false)  // shown as draining already
+        #expect(await systems.setLeaving(false, named: "beta") == false)
+        #expect(await systems.tryReserve() == nil)
+        #expect(await systems.slotUse.first { $0.name == "beta" }?.draining == true)
+    }
+
+    /// A leaving member's link that drops and registers again stays without work; the mark is
+    /// forgotten only once no system of that name is there.
+    @Test func theLeavingMarkOutlivesARedialAndIsForgottenOnceTheMemberIsGone() async throws {
+        let systems = await systemsTests.makeSystems(local: 0, peers: [("beta", 2)])
+        await systems.setLeaving(true, named: "beta")
+        await systems.remove(named: "beta")
+        #expect(await systems.setLeaving(true, named: "beta") == false)  // marked already, and gone
+        await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 2)
+        #expect(await systems.tryReserve() == nil)
+        #expect(await systems.slotUse.first { $0.name == "beta" }?.draining == true)
+        await systems.forgetLeaving(named: "beta")  // it is here: kept
+        #expect(await systems.tryReserve() == nil)
+        await systems.remove(named: "beta")
+        await systems.forgetLeaving(named: "beta")
+        await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 2)
+        #expect(await systems.tryReserve()?.name == "beta")
+    }
+
+    /// A node already draining when it welcomed us is added as such, in one step: no task is
+    /// offered to it in between (each would bounce `busy`).
+    @Test func aSystemAddedDrainingIsNeverOfferedWork() async throws {
+        let systems = await systemsTests.makeSystems(local: 0, peers: [])
+        let waiter = Task { try await systems.reserve() }
+        defer { waiter.cancel() }
+        try await awaitState(upTo: .seconds(10)) { await systems.waiterCount == 1 }
+        await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 2, draining: true)
+        #expect(await systems.waiterCount == 1)
+        #expect(await systems.slotUse.first { $0.name == "beta" }?.draining == true)
+    }
+
+    /// `idle` called by a task cancelled already returns at once, and leaves no waiter behind.
+    @Test func aCancelledIdleCallerReturnsAndLeavesNoWaiter() async throws {
+        let systems = await systemsTests.makeSystems(local: 0, peers: [("beta", 2)])
+        _ = try #require(await systems.tryReserve())
+        let before = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            await systems.idle(named: "beta")
+        }
+        #expect(await within(.seconds(10)) { await before.value } != nil)
+        let parked = Task { await systems.idle(named: "beta") }
+        try await awaitState(upTo: .seconds(10)) { await systems.idleWaiterCount == 1 }
+        parked.cancel()
+        #expect(await within(.seconds(10)) { await parked.value } != nil)
+        try await awaitState(upTo: .seconds(10)) { await systems.idleWaiterCount == 0 }
+    }
 }

@@ -9,6 +9,15 @@ extension ClusterConfig {
     /// Seconds between two lookups of a group when its entry names none.
     public static let defaultRefresh = 10.0
 
+    /// The most members a group has: a name that resolves to more addresses (a big or wrong
+    /// Service, a hostile resolver) gives its first ones, in sorted order, and no more links.
+    public static let maxGroupMembers = 256
+
+    /// The addresses of an answer a group uses: distinct, sorted, at most `maxGroupMembers`.
+    static func groupMembers(of answer: [String]) -> [String] {
+        Array(Set(answer).sorted().prefix(maxGroupMembers))
+    }
+
     /// The shortest and longest `refresh` a group may have, in seconds.
     public static let refreshRange = 0.5...3600.0
 
@@ -19,8 +28,9 @@ extension ClusterConfig {
     public var hasAddressGroups: Bool { nodes.contains { $0.everyAddress } }
 
     /// The nodes with every group replaced by one node per address its host resolves to now
-    /// (each group looked up once, all at the same time). A group that does not resolve, or to
-    /// nothing, stays itself, so that a status probe says its host is unknown.
+    /// (each group looked up once, all at the same time; at most `maxGroupMembers` each). A
+    /// group that does not resolve, or to nothing, stays itself, so that a status probe says
+    /// its host is unknown.
     public func expandingAddressGroups(resolve: @escaping Resolver = ClusterConfig.systemResolver) async -> [Node] {
         let answers = await withTaskGroup(of: (Int, [String]).self) { group in
             for (index, node) in nodes.enumerated() where node.everyAddress {
@@ -32,7 +42,7 @@ extension ClusterConfig {
         }
         return nodes.enumerated().flatMap { index, node -> [Node] in
             guard let addresses = answers[index], !addresses.isEmpty else { return [node] }
-            return addresses.map { node.member(address: $0) }
+            return Self.groupMembers(of: addresses).map { node.member(address: $0) }
         }
     }
 

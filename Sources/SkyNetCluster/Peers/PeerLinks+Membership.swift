@@ -27,6 +27,7 @@ extension PeerLinks {
         var lookup: Task<[String], any Error>?
         var members: Set<String> = []
         var reportedFailure = false
+        var reportedTooMany = false
         while !Task.isCancelled {
             let running = lookup ?? Task { try await resolve(group.host, group.port) }
             lookup = running
@@ -43,7 +44,13 @@ extension PeerLinks {
             switch answer {
             case .success(let addresses) where !addresses.isEmpty:
                 reportedFailure = false
-                await update(group: group, capacity: capacity, from: &members, to: Set(addresses))
+                let used = ClusterConfig.groupMembers(of: addresses)
+                let found = Set(addresses).count
+                if found > used.count, !reportedTooMany {
+                    await context.log(.tooManyAddresses(group.name, host: group.host, found: found, used: used.count))
+                }
+                reportedTooMany = found > used.count
+                await update(group: group, capacity: capacity, from: &members, to: Set(used))
             case .some(let result):
                 if !reportedFailure {
                     let error = if case .failure(let error) = result { "\(error)" } else { "it resolves to no address" }
@@ -60,28 +67,39 @@ extension PeerLinks {
     /// Links the addresses new in `now`, takes back the leave of those that returned, and
     /// starts the leave of those gone.
     private func update(group: ClusterConfig.Node, capacity: Int, from members: inout Set<String>, to now: Set<String>) async {
+        let systems = context.systems, log = context.log
         for address in now.subtracting(members).sorted() {
             let member = group.member(address: address)
             if links.cancelLeave(member.name) {
-                await context.systems.setDraining(false, named: member.name)
+                if await systems.setLeaving(false, named: member.name) {
+                    await log(.returned(member.name, reason: "an address of \(group.host) again"))
+                }
             } else {
-                await context.log(.discovered(member.name, group: group.name, host: group.host, address: address))
+                await systems.setLeaving(false, named: member.name)  // a mark its last leave may have left
+                await log(.discovered(member.name, group: group.name, host: group.host, address: address))
                 startLink(member, capacity: capacity)
             }
         }
+        let reason = "no longer an address of \(group.host)"
         for address in members.subtracting(now).sorted() {
-            let member = group.member(address: address)
-            guard links.beginLeave(member.name) else { continue }
-            // Drained here, in the watcher's order, so that a return in a later round (which
-            // un-drains) always comes after; only the wait for idle runs on its own.
-            await context.systems.setDraining(true, named: member.name)
-            await context.log(.draining(member.name, reason: "no longer an address of \(group.host)"))
-            let context = context, links = links
-            Task {
-                await context.systems.idle(named: member.name)
-                guard let link = links.completeLeave(member.name) else { return }
-                await link.value
-                await context.log(.disconnected(member.name, reason: "no longer an address of \(group.host)"))
+            let name = group.member(address: address).name
+            // Marked here, in the watcher's order, so that a return in a later round (which
+            // takes the mark back) always comes after, and before the wait for idle starts, so
+            // that no task is sent to it meanwhile; only that wait runs on its own.
+            let shown = await systems.setLeaving(true, named: name)
+            let links = links
+            let started = links.beginLeave(name) {
+                await systems.idle(named: name)
+                guard let link = links.completeLeave(name) else { return }
+                // Said only for a link that was up when it ended: one that dropped said so.
+                if await link.value { await log(.disconnected(name, reason: reason)) }
+                await systems.forgetLeaving(named: name)
+                links.forgetRetired(name, ifStill: link)
+            }
+            if !started {
+                await systems.setLeaving(false, named: name)  // the links have stopped
+            } else if shown {
+                await log(.draining(name, reason: reason))  // a member down, or draining on its own, is not
             }
         }
         members = now

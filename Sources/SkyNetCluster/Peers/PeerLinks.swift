@@ -148,7 +148,7 @@ public final class PeerLinks: Sendable {
         await reporting.waitUntilNone()
         let sshTasks = tasks.filter { sshNames.contains($0.key) }.map(\.value)
         guard !sshTasks.isEmpty else { return }
-        _ = try? await withTimeout(sshGrace) { for task in sshTasks { await task.value } }
+        _ = try? await withTimeout(sshGrace) { for task in sshTasks { _ = await task.value } }
     }
 
     /// The event of a hello that `peer` refused for good (it will be refused again, whatever
@@ -160,10 +160,12 @@ public final class PeerLinks: Sendable {
         return (error as? PeerUnauthenticated).map { ClusterEvent.unauthorized(peer, reason: $0.reason) }
     }
 
+    /// The link to `node`, until cancelled: returns whether it was linked (the peer in
+    /// `systems`) when it was cancelled, so that a leave says `disconnected` for it.
     private static func link(
         _ node: ClusterConfig.Node, capacity: Int, systems: Systems, settings: Settings, jobCheck: JobCheck,
         traffic: PeerTraffic, log: @escaping @Sendable (ClusterEvent) async -> Void
-    ) async {
+    ) async -> Bool {
         let dialer = dialer(for: node, settings: settings)
         let retryDelays = node.ssh == nil ? settings.retryDelays : settings.ssh.retryDelays
         var delay = retryDelays.first
@@ -176,7 +178,7 @@ public final class PeerLinks: Sendable {
                 peer = try await PeerConnection.open(name: node.name, dialer: dialer, token: dialer.sendsToken ? settings.token : nil,
                                                      timeout: settings.timeout)
             } catch {
-                if Task.isCancelled { return }
+                if Task.isCancelled { return false }
                 guard let error = await shipIfNeeded(after: error, by: dialer, again: justShipped, timeout: settings.timeout) else {
                     justShipped = true
                     continue  // the copy is there now: dial again at once
@@ -229,7 +231,10 @@ public final class PeerLinks: Sendable {
                 filesRefusal = try await readyForFiles(peer, named: node.name, settings: settings)
             } catch {
                 peer.close()
-                if Task.isCancelled { return await peer.finish() }
+                if Task.isCancelled {
+                    await peer.finish()
+                    return false
+                }
                 await log(.disconnected(node.name, reason: await lastWords(of: peer, peer.closed.value)))
                 try? await DeadlineTimer.shared.sleep(for: delay)
                 delay = min(delay * 2, retryDelays.most)
@@ -249,14 +254,17 @@ public final class PeerLinks: Sendable {
                 await systems.setSuspended(!responsive, named: node.name)
                 await log(responsive ? .responsive(node.name) : .unresponsive(node.name))
             }
-            await systems.add(remote, capacity: slots)
+            await systems.add(remote, capacity: slots, draining: peer.isDraining)
             traffic.linked(peer, named: node.name)
             await log(.connected(node.name))
             let linked = ContinuousClock.now
             let reason = await awaitClose(of: peer, named: node.name, systems: systems, log: log)
             await systems.remove(named: node.name)
             traffic.unlinked(named: node.name)
-            if Task.isCancelled { return await peer.finish() }
+            if Task.isCancelled {
+                await peer.finish()
+                return true
+            }
             await log(.disconnected(node.name, reason: await lastWords(of: peer, reason)))
             // A peer that welcomes and then drops the link at once (crashing, or full) would
             // otherwise be redialled in a hot loop: only a link that lasted resets the backoff.
@@ -267,5 +275,6 @@ public final class PeerLinks: Sendable {
                 delay = min(delay * 2, retryDelays.most)
             }
         }
+        return false
     }
 }

@@ -32,13 +32,20 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// `group/ADDRESS` joins, its link reports `connected` or `unreachable` as any other;
     /// `host` is the name the group resolves.
     case discovered(String, group: String, host: String, address: String)
+    /// A member of an address group whose address returned while it drained: it takes new
+    /// work again (issue 22).
+    case returned(String, reason: String)
+    /// An address group's host resolves to more addresses than a group may have: only the
+    /// first `used`, in sorted order, are members (said once, until the answer fits again).
+    case tooManyAddresses(String, host: String, found: Int, used: Int)
 
     /// The peer's name.
     public var peer: String {
         switch self {
         case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _), .sshUnreachable(let name, _, _, _),
              .refused(let name, _, _), .unauthorized(let name, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _, _),
-             .unresponsive(let name), .responsive(let name), .draining(let name, _), .discovered(let name, _, _, _): name
+             .unresponsive(let name), .responsive(let name), .draining(let name, _), .discovered(let name, _, _, _), .returned(let name, _),
+             .tooManyAddresses(let name, _, _, _): name
         }
     }
 
@@ -61,6 +68,9 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         case .responsive(let name): "[Cluster] Responsive: \(name)"
         case .draining(let name, let reason): "[Cluster] Draining: \(name) (\(reason))"
         case .discovered(let name, _, let host, _): "[Cluster] Found: \(name) (an address of \(host))"
+        case .returned(let name, let reason): "[Cluster] Returned: \(name) (\(reason))"
+        case .tooManyAddresses(let name, let host, let found, let used):
+            "[Cluster] Warning: \(host) resolves to \(found) addresses; \(name) uses the first \(used), in sorted order"
         }
     }
 

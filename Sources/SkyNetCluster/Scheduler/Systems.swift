@@ -40,7 +40,7 @@ public actor Systems {
         var inFlight = 0
         /// A peer that stopped answering gets no new work until it answers again.
         var suspended = false
-        /// A peer that drains (it said so, or it left DNS) gets no new work, for good.
+        /// A peer that said it drains (it is stopping) gets no new work, for good.
         var draining = false
         var isFree: Bool { !suspended && !draining && inFlight < capacity }
     }
@@ -55,6 +55,10 @@ public actor Systems {
     private var waiters: [Waiter] = []
     /// Callers of `idle(named:)`, each waiting for its system to have no slot reserved.
     private var idleWaiters: [(id: UInt64, name: String, continuation: CheckedContinuation<Void, Never>)] = []
+    /// Members of address groups that left DNS (issue 22), by name: no new work while they
+    /// drain, also on a link that redials and registers again; a reason apart from `draining`,
+    /// so that an address that returns never un-drains a node that is stopping.
+    private var leaving: Set<String> = []
     private var lastID: UInt64 = 0
     /// The most slots ever reserved at once on each system, by name: a witness for tests.
     public private(set) var highWater: [String: Int] = [:]
@@ -74,7 +78,10 @@ public actor Systems {
 
     /// Every system's slots right now, in order: what a live view shows.
     public var slotUse: [SlotUse] {
-        entries.map { SlotUse(name: $0.system.name, capacity: $0.capacity, inFlight: $0.inFlight, suspended: $0.suspended, draining: $0.draining) }
+        entries.map {
+            SlotUse(name: $0.system.name, capacity: $0.capacity, inFlight: $0.inFlight, suspended: $0.suspended,
+                    draining: $0.draining || leaving.contains($0.system.name))
+        }
     }
 
     /// How many callers wait in line for a slot: lets tests await a waiter instead of sleeping.
@@ -86,9 +93,10 @@ public actor Systems {
     public var localCapacity: Int { entries.filter(\.system.isLocal).reduce(0) { $0 + $1.capacity } }
 
     /// Adds a system with `capacity` slots; one with the same name is replaced in place.
-    /// Local systems go before peers.
-    public func add(_ system: any ScanSystem, capacity: Int) {
-        let entry = Entry(id: nextID(), system: system, capacity: max(0, capacity))
+    /// Local systems go before peers. A peer that said it drains before it was added (a node
+    /// stopping when it welcomed us) is added `draining`, in the same step: it is never offered work.
+    public func add(_ system: any ScanSystem, capacity: Int, draining: Bool = false) {
+        let entry = Entry(id: nextID(), system: system, capacity: max(0, capacity), draining: draining)
         if capacity > 0 { joinedNames.insert(system.name) }
         if let index = entries.firstIndex(where: { $0.system.name == system.name }) {
             entries[index] = entry
@@ -114,12 +122,31 @@ public actor Systems {
         if !suspended { serveWaiters() }
     }
 
-    /// Gives the system called `name` no new work while it drains (issue 22), or gives it
-    /// work again (an address that came back to DNS). Its reserved slots keep running.
+    /// Gives the system called `name` no new work: it said it drains (issue 22). (`false` is
+    /// for tests: a node that stops never takes work again.)
     public func setDraining(_ draining: Bool, named name: String) {
         guard let index = entries.firstIndex(where: { $0.system.name == name }) else { return }
         entries[index].draining = draining
         if !draining { serveWaiters() }
+    }
+
+    /// Marks the member `name` of an address group as leaving (its address left DNS), or takes
+    /// the mark back (it returned). Returns whether that changes what it is seen to do: it is
+    /// here and not draining on its own (so `Draining` or its return is worth saying).
+    @discardableResult
+    public func setLeaving(_ isLeaving: Bool, named name: String) -> Bool {
+        let changed = isLeaving ? leaving.insert(name).inserted : leaving.remove(name) != nil
+        guard changed, let entry = entries.first(where: { $0.system.name == name }) else { return false }
+        if !isLeaving { serveWaiters() }
+        return !entry.draining
+    }
+
+    /// Drops the leaving mark of a member whose leave is over, unless a system of that name is
+    /// here again (its address returned, and left again, meanwhile): the marks of members gone
+    /// for good do not pile up.
+    public func forgetLeaving(named name: String) {
+        guard !entries.contains(where: { $0.system.name == name }) else { return }
+        leaving.remove(name)
     }
 
     /// Returns once the system called `name` has no slot reserved, or is gone (also at once).
@@ -161,8 +188,9 @@ public actor Systems {
 
     /// Reserves a slot at once, or returns nil when no system (local: no local system) has one.
     public func tryReserve(localOnly: Bool = false) -> Reservation? {
-        guard let index = entries.firstIndex(where: { $0.isFree && (!localOnly || $0.system.isLocal) })
-        else { return nil }
+        guard let index = entries.firstIndex(where: {
+            $0.isFree && (!localOnly || $0.system.isLocal) && (leaving.isEmpty || !leaving.contains($0.system.name))
+        }) else { return nil }
         entries[index].inFlight += 1
         let entry = entries[index]
         highWater[entry.system.name] = max(highWater[entry.system.name] ?? 0, entry.inFlight)
