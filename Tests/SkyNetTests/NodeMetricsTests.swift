@@ -123,6 +123,38 @@ struct NodeMetricsTests {
         #expect(value(metrics.text, "skynet_draining") == 1)
     }
 
+    /// The node's `skynet_slots`, as a scrape shows them.
+    func slots(_ node: Node) -> (running: Double?, free: Double?) {
+        let text = String(decoding: PrometheusText.render(node.metricFamilies()), as: UTF8.self)
+        return (value(text, #"skynet_slots{state="running"}"#), value(text, #"skynet_slots{state="free"}"#))
+    }
+
+    /// While the node drains it takes no task, so no slot is free (as a coordinator counts a
+    /// draining peer), whatever its capacity; the running ones still show, and it says it drains.
+    @Test func aDrainingNodeHasNoFreeSlot() async throws {
+        let gate = try DrainGate.make(1)
+        defer { gate.remove() }
+        var options = try options()
+        try DrainGate.register(in: &options.jobs)
+        try await NodeTests().withNode(options) { node in
+            let peer = try await NodeTests().connect(node, token: Self.token)
+            defer { peer.close() }
+            let id = peer.nextID()
+            async let held = peer.request(id: id, .run(id: id, task: gate.task(0)), timeout: .seconds(60))
+            try await awaitState(upTo: .seconds(10)) { node.system.counters.running == 1 }
+            #expect(slots(node) == (1, 1))
+
+            let drain = Task { await node.drain(within: .seconds(60)) }
+            _ = try await withTimeout(.seconds(10)) { await peer.draining.value }
+            #expect(slots(node) == (1, 0))
+            #expect(node.metricFamilies().first { $0.name == "skynet_draining" }?.samples.first?.value == 1)
+            try await gate.release(0)
+            guard case .result = try await held else { throw TestFailure("the held task did not complete") }
+            try await withTimeout(.seconds(10)) { await drain.value }
+            #expect(slots(node) == (0, 0))
+        }
+    }
+
     /// A task refused for want of a slot is counted `busy` and stays out of the histogram.
     @Test func aBusyRefusalIsCountedAndNotTimed() async throws {
         let gate = AsyncSignal<Void>()
