@@ -89,13 +89,15 @@ struct NodeMetricsTests {
         await node.stop(grace: .seconds(1))
     }
 
-    /// Bytes of a connection that ended stay counted: the counter never goes down.
-    @Test func bytesOfClosedConnectionsStayCounted() async throws {
+    /// Bytes of a connection that ended stay counted, once: the counter never goes down, and
+    /// it holds exactly what the client read and wrote (a double count of live and closed fails).
+    @Test func bytesOfClosedConnectionsStayCountedOnce() async throws {
         try await NodeTests().withNode(try options()) { node in
-            func sent() -> Double {
+            func bytes(_ direction: String) -> Double {
                 let text = String(decoding: PrometheusText.render(node.metricFamilies()), as: UTF8.self)
-                return value(text, #"skynet_bytes_total{direction="sent"}"#) ?? -1
+                return value(text, #"skynet_bytes_total{direction="\#(direction)"}"#) ?? -1
             }
+            func sent() -> Double { bytes("sent") }
             let peer = try await NodeTests().connect(node, token: Self.token)
             _ = try await job(peer, "echo", input: "a")
             let before = sent()
@@ -107,6 +109,11 @@ struct NodeMetricsTests {
             while node.connectionCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             #expect(node.connectionCount == 0)
             #expect(sent() >= before)
+            // Closed, the client's own counts are final: the node sent what it read, and read
+            // what it sent (the node sends nothing after the reply, nothing unsolicited).
+            let client = peer.connection.progress
+            #expect(sent() == Double(client.received))
+            #expect(bytes("received") == Double(client.sent))
         }
     }
 
