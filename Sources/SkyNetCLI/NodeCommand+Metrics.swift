@@ -28,7 +28,8 @@ extension NodeCommand {
                                                      metrics: { node.metricFamilies() },
                                                      // While the node drains or stops, it takes no new task.
                                                      accepting: { !node.isStopping },
-                                                     log: { Self.log("[Node] Metrics: \($0)") })
+                                                     // Not `[Node] Metrics: `: that is the URL line's, which scripts match.
+                                                     logPrefix: "[Node] Metrics server: ", log: Self.log)
         } catch {
             await Console.printError("error: --metrics \(ListenAddress.urlAuthority(host: address.host, port: address.port)): \(error)".escapingControlCharacters)
             await node.stop(grace: .zero)

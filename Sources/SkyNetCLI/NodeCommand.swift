@@ -13,10 +13,12 @@ struct NodeCommand: Command {
         A log never holds the node up: while stderr is not being read, log lines are dropped
         and counted, and a line says how many once it is read again.
         SIGINT, SIGTERM or SIGHUP drain the node: it takes no new tasks (`busy`), tells every
-        coordinator (`draining`, which then sends it nothing more), stops accepting, lets running
-        tasks finish for up to --drain-timeout seconds, then cancels the rest (their coordinators
-        run them elsewhere at once) and stops their jobs (SIGTERM, SIGKILL 2 s later, every job's
-        whole process group), and exits 0. A second signal exits at once.
+        coordinator (`draining`, which then sends it nothing more), lets running tasks finish
+        for up to --drain-timeout seconds, then cancels the rest (their coordinators run them
+        elsewhere at once) and stops their jobs (SIGTERM, SIGKILL 2 s later, every job's whole
+        process group), and exits 0. It keeps accepting connections until the drain ends: a
+        client that connects meanwhile is told at once (`skynet status` shows it draining) and
+        given no task. A second signal exits at once.
         Jobs also die with a node that is killed (SIGKILL): a small helper process kills them.
         With a token (SKYNET_TOKEN in the environment, or --token-file), only clients that prove
         they know it are served: the token itself never crosses the wire, and every line after

@@ -27,6 +27,7 @@ public final class Dashboard: Sendable {
         configuration.host = host
         configuration.port = port
         configuration.log = log
+        configuration.logPrefix = "dashboard: "
         // The port is known only once bound: the Host check is made for the real one.
         let access = Locked<DashboardAccess?>(nil)
         configuration.admit = { request in

@@ -25,14 +25,16 @@ public enum MetricsEndpoint {
     }
 
     /// Serves only those two routes on `host:port` (0: a free port), as `skynet node --metrics`
-    /// does; returns once it accepts connections.
+    /// does; returns once it accepts connections. A connection's failure is logged after
+    /// `logPrefix`.
     public static func start(host: String, port: Int, metrics: @escaping @Sendable () -> [MetricFamily],
-                             accepting: @escaping @Sendable () -> Bool,
+                             accepting: @escaping @Sendable () -> Bool, logPrefix: String = "Metrics server: ",
                              log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> HTTPServer {
         var configuration = HTTPServer.Configuration()
         configuration.host = host
         configuration.port = port
         configuration.log = log
+        configuration.logPrefix = logPrefix
         return try await HTTPServer.start(configuration, routes: routes(metrics: metrics, accepting: accepting))
     }
 }

@@ -54,7 +54,7 @@ extension HTTPServer {
                 if error.code == EAGAIN || error.code == EWOULDBLOCK {
                     return respond(id, socket, .error(.requestTimeout), body: true)
                 }
-                return configuration.log("dashboard: \(error)")
+                return configuration.log(configuration.logPrefix + "\(error)")
             }
             guard count > 0 else { return }  // the client left, or stop() shut the socket
             switch parser.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count])) {

@@ -24,14 +24,14 @@ public enum HTTPServerError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .invalidConfiguration(let reason): "dashboard server: \(reason)"
+        case .invalidConfiguration(let reason): "HTTP server: \(reason)"
         case .frameTooLarge(let bytes, let limit): "event frame of \(bytes) bytes is over the limit of \(limit)"
         }
     }
 }
 
-/// A small HTTP/1.1 server for the dashboard: GET and HEAD on a fixed table of in-memory
-/// routes, and one Server-Sent Events stream.
+/// A small HTTP/1.1 server for the dashboard and a node's `/metrics`: GET and HEAD on a fixed
+/// table of in-memory routes, and one Server-Sent Events stream.
 ///
 /// Contract:
 /// - Each connection runs on a thread of its own (blocking I/O never touches the cooperative
@@ -69,8 +69,12 @@ public final class HTTPServer: Sendable {
         /// The largest frame `publish` takes (at most half the stream buffer).
         public var maxFrameBytes = 256 * 1024
         public var keepaliveInterval: Duration = .seconds(15)
-        /// Hears a connection's failure (never the token: requests are not logged).
+        /// Hears a connection's failure (never the token: requests are not logged), after
+        /// `logPrefix`.
         public var log: @Sendable (String) -> Void = { _ in }
+        /// What each line `log` hears begins with: the server's name in its process's log
+        /// (`dashboard: `; a node's metrics server has a name of its own).
+        public var logPrefix = ""
         /// Looks at every GET or HEAD before it is routed: a response refuses it (a wrong
         /// `Host`, no session), nil lets it through.
         public var admit: @Sendable (HTTPRequest) -> HTTPResponse? = { _ in nil }
@@ -143,7 +147,7 @@ public final class HTTPServer: Sendable {
         server.scheduleTick()
         server.startRefuser()
         listener.start(onAccept: { [server] socket, peer in server.accept(socket, from: peer) },
-                       onFailure: { [configuration] error in configuration.log("dashboard: \(error)") })
+                       onFailure: { [configuration] error in configuration.log(configuration.logPrefix + "\(error)") })
         return server
     }
 

@@ -5,9 +5,9 @@ import SkyNetRuntime
 /// `AF_UNIX` socket that `NOTIFY_SOCKET` names.
 ///
 /// A service manager that watches us sets `WATCHDOG_USEC`: a `WATCHDOG=1` is then due at
-/// least that often, and we send one every half of it (`watchdogInterval`). `WATCHDOG_PID`,
-/// when set, names the process it is meant for: another process (a parent that exec'd us
-/// without clearing it) gets no watchdog.
+/// least that often, and we send one every half of it, but not more often than every 10 ms
+/// (`watchdogInterval`). `WATCHDOG_PID`, when set, names the process it is meant for: another
+/// process (a parent that exec'd us without clearing it) gets no watchdog.
 ///
 /// Sends never wait (a full receiver fails them), so any thread may notify, the pool's
 /// included. The first failure is logged, later ones are not (a lost manager would otherwise
@@ -15,7 +15,7 @@ import SkyNetRuntime
 public final class ServiceNotifier: Sendable {
     /// Where the datagrams go.
     public let address: UnixSocketAddress
-    /// How often `WATCHDOG=1` is due: half of `WATCHDOG_USEC`; nil for no watchdog.
+    /// How often `WATCHDOG=1` is due: half of `WATCHDOG_USEC`, at least 10 ms; nil for no watchdog.
     public let watchdogInterval: Duration?
     private let socket: Socket
     private let log: @Sendable (String) -> Void
@@ -41,7 +41,18 @@ public final class ServiceNotifier: Sendable {
     /// The longest `WATCHDOG_USEC` taken as it is: a day.
     static let longestWatchdog: UInt64 = 86_400_000_000
 
-    /// Half of `WATCHDOG_USEC`, when it is a positive number of microseconds meant for `pid`.
+    /// The shortest interval between two `WATCHDOG=1`: what half of a `WATCHDOG_USEC` under
+    /// 20 ms becomes.
+    ///
+    /// A floor rather than a refusal: a node that sent no watchdog at all would be killed by
+    /// systemd after the first period, whatever it asked for, while a ping every 10 ms meets
+    /// any period of 20 ms or more (and one a little shorter). A period shorter still (`1`, a
+    /// unit forgotten) no process can meet: systemd then says so in its log, and ours says why.
+    /// Without the floor, 1 µs would make the tick a loop with no wait (half of 1 is 0).
+    static let shortestWatchdogInterval: Duration = .milliseconds(10)
+
+    /// Half of `WATCHDOG_USEC` (at least `shortestWatchdogInterval`), when it is a positive
+    /// number of microseconds meant for `pid`.
     static func watchdogInterval(_ env: [String: String], pid: pid_t, log: @Sendable (String) -> Void) -> Duration? {
         guard let text = env["WATCHDOG_USEC"], !text.isEmpty else { return nil }
         if let owner = env["WATCHDOG_PID"], !owner.isEmpty, owner != String(pid) { return nil }
@@ -52,7 +63,12 @@ public final class ServiceNotifier: Sendable {
         // UInt64.max is systemd's "infinity"; past a day, a ping every half day is as good
         // (early is never wrong) and keeps the clock's arithmetic small.
         guard microseconds != UInt64.max else { return nil }
-        return .microseconds(min(microseconds, Self.longestWatchdog) / 2)
+        let half = Duration.microseconds(min(microseconds, Self.longestWatchdog) / 2)
+        guard half >= Self.shortestWatchdogInterval else {
+            log("WATCHDOG_USEC=\(microseconds) is under 20 ms: WATCHDOG=1 is sent every 10 ms, not more often")
+            return Self.shortestWatchdogInterval
+        }
+        return half
     }
 
     private init(address: UnixSocketAddress, socket: Socket, watchdogInterval: Duration?, log: @escaping @Sendable (String) -> Void) {

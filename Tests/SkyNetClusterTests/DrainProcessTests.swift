@@ -113,6 +113,73 @@ extension ProcessTests {
             }
         }
 
+        /// `--metrics` through a drain: once SIGTERM'd, while its task still runs, `/healthz`
+        /// says 503 and `/metrics` says it drains (no slot free); when the task ends, the node
+        /// exits 0. A metrics server stopped before the drain, or a health check that waits for
+        /// the end, fails here.
+        @Test func whileItDrainsHealthzSays503AndMetricsSayDrainingThenItExitsZero() async throws {
+            // A FIFO holds the task (`cat` blocks in its open) until the test writes it.
+            let gate = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-drain-fifo-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: gate, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: gate) }
+            let fifo = gate.appendingPathComponent("held").path
+            try #require(mkfifo(fifo, 0o600) == 0)
+            try await withNodes([("beta", ["--job", "hold=cat {}", "--metrics", "127.0.0.1:0", "--drain-timeout", "120"])]) { cluster in
+                let beta = try #require(cluster.node("beta"))
+                let log = try #require(beta.child.stderrLines)
+                let announced = try #require(try await withTimeout(.seconds(20)) { await log.first { $0.hasPrefix("[Node] Metrics: ") } })
+                let metricsPort = try #require(announced.wholeMatch(of: /\[Node\] Metrics: http:\/\/127\.0\.0\.1:(\d+)\/metrics/).flatMap { Int($0.1) })
+                #expect(try await dashboardGet(port: metricsPort, "/healthz").status == 200)
+
+                // An old client's task holds the node.
+                let request = #"{"type":"hello","version":1,"name":"raw"}"# + "\n"
+                    + #"{"type":"job","id":1,"job":"hold","task":{"id":"\#(UUID().uuidString)","sector":0,"input":"\#(fifo)"}}"# + "\n"
+                let (host, port) = (beta.host, beta.port)
+                let socket = try await onOwnThread(named: "test-raw") { () throws -> Socket in
+                    let socket = try Socket.connect(host: host, port: port, timeout: .seconds(5))
+                    let bytes = Array(request.utf8)
+                    var offset = 0
+                    while offset < bytes.count { offset += try bytes[offset...].withUnsafeBytes { try socket.send($0, wait: true) } }
+                    return socket
+                }
+                defer { socket.close() }
+                try await awaitJobs(1, named: "cat", on: beta)
+                beta.send(SIGTERM)
+                _ = try #require(try await withTimeout(.seconds(10)) { await log.first { $0.hasPrefix("[Node] Draining (signal 15)") } })
+
+                let health = try await dashboardGet(port: metricsPort, "/healthz")
+                #expect(health.status == 503)
+                #expect(String(decoding: health.body, as: UTF8.self) == "draining\n")
+                let metrics = String(decoding: try await dashboardGet(port: metricsPort, "/metrics").body, as: UTF8.self)
+                let samples = Set(metrics.split(separator: "\n").map(String.init))
+                for sample in ["skynet_draining 1", #"skynet_slots{state="running"} 1"#, #"skynet_slots{state="free"} 0"#] {
+                    #expect(samples.contains(sample), "no \(sample) in \(metrics)")
+                }
+                // All of that while the task still ran.
+                #expect(HostProcesses.descendants(of: beta.processIdentifier).contains { $0.name == "cat" })
+                #expect(beta.exitStatus.current == nil)
+
+                // Released, the task completes, the drain ends and the node exits 0.
+                try await onOwnThread(named: "test-gate") { () throws in
+                    let descriptor = open(fifo, O_WRONLY | O_NONBLOCK)
+                    guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                    defer { close(descriptor) }
+                    _ = write(descriptor, "released", 8)
+                }
+                #expect(try await withTimeout(.seconds(20)) { await beta.exitStatus.value } == 0)
+                let reply = try await onOwnThread(named: "test-raw-read") { () -> String in
+                    socket.setReceiveTimeout(.seconds(10))
+                    var bytes: [UInt8] = []
+                    let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+                    defer { chunk.deallocate() }
+                    while bytes.count < 1 << 20, let count = try? socket.receive(into: chunk), count > 0 { bytes += chunk[..<count] }
+                    return String(decoding: bytes, as: UTF8.self)
+                }
+                #expect(reply.contains("released"), "\(reply)")
+                #expect(!log.lines.contains { $0.contains("cancel") }, "\(log.lines)")
+            }
+        }
+
         @Test func statusShowsANodeThatDrainsAsUpDraining() async throws {
             try await withNodes([("beta", ["--job", "nap=sleep 30", "--drain-timeout", "3"])]) { cluster in
                 let beta = try #require(cluster.node("beta"))

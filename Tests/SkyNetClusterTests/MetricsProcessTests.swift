@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SkyNet
 @testable import SkyNetRuntime
+@testable import SkyNetTransport
 
 /// Where `promtool` is, if installed (Debian's `prometheus` package; `.ci/run` installs it).
 let promtoolPath: String? = ["/usr/bin/promtool", "/usr/local/bin/promtool"].first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -95,6 +96,30 @@ extension ProcessTests {
             }
             scan.send(SIGINT)  // ends the linger
             #expect(try await scan.finish(timeout: .seconds(20)).status == 0)
+            node.send(SIGTERM)
+            #expect(try await node.finish(timeout: .seconds(20)).status == 0)
+        }
+
+        /// A metrics connection that fails is logged as the metrics server's (`[Node] Metrics
+        /// server: …`), never under `[Node] Metrics: `, the prefix of the URL line that scripts
+        /// match, and never as a dashboard's.
+        @Test func aFailedMetricsConnectionIsLoggedAsTheMetricsServersNotAsTheURLLine() async throws {
+            let scratch = try TokenScratch()
+            let node = try Self.startNode(scratch, token: "metrics-process-token-0123456789")
+            defer { node.kill() }
+            let port = try await Self.metricsPort(node)
+            _ = try await Self.nodePort(node)
+            // A client that resets its connection (SO_LINGER 0): the server's read fails.
+            try await onOwnThread(named: "test-reset") { () throws in
+                let socket = try Socket.connect(host: "127.0.0.1", port: port, timeout: .seconds(10))
+                var abort = linger(l_onoff: 1, l_linger: 0)
+                _ = setsockopt(socket.descriptor, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<linger>.size))
+                socket.close()
+            }
+            let line = try await node.waitForErrorLine(timeout: .seconds(20)) { $0.lowercased().contains("reset") }
+            #expect(line.hasPrefix("[Node] Metrics server: "), "\(line)")
+            #expect(!line.contains("dashboard"), "\(line)")
+            #expect(node.errorLines.filter { $0.hasPrefix("[Node] Metrics: ") }.count == 1, "\(node.errorLines)")
             node.send(SIGTERM)
             #expect(try await node.finish(timeout: .seconds(20)).status == 0)
         }

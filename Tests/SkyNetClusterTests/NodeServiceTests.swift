@@ -32,6 +32,34 @@ struct NodeServiceTests {
         try outcome.get()
     }
 
+    /// `WATCHDOG_USEC=1` (a typo of a unit) would be a ping loop with no wait: with the 10 ms
+    /// floor, half a second holds some 50 pings, not thousands.
+    @Test func aWatchdogOfOneMicrosecondPingsEveryTenMillisecondsNotInALoop() async throws {
+        let node = try await Node.start(Node.Options(name: "served"))
+        let socket: NotifySocket
+        do { socket = try NotifySocket(abstract: true) } catch {
+            await node.stop(grace: .zero)
+            throw error
+        }
+        let lines = Locked<[String]>([])
+        let service = NodeService.ready(node, spawned: false, environment: ["NOTIFY_SOCKET": socket.address, "WATCHDOG_USEC": "1"]) { line in
+            lines.withLock { $0.append(line) }
+        }
+        let started = ContinuousClock.now
+        let seen = await socket.wait(for: 5, timeout: .seconds(10)) { $0 == "WATCHDOG=1" }
+        try? await Task.sleep(for: .milliseconds(500))
+        service.stopped()
+        let elapsed = ContinuousClock.now - started
+        _ = await socket.wait(timeout: .seconds(10)) { $0 == "STATUS=stopped" }
+        await node.stop(grace: .zero)
+        await socket.close()
+        #expect(seen, "\(socket.datagrams.prefix(10))")
+        let pings = socket.datagrams.filter { $0 == "WATCHDOG=1" }.count
+        // At most one per 10 ms of the time it ran (and a few for a late start).
+        #expect(pings <= Int(elapsed / .milliseconds(10)) + 5, "\(pings) pings in \(elapsed)")
+        #expect(lines.withLock { $0 }.count { $0.contains("WATCHDOG_USEC=1") } == 1, "\(lines.withLock { $0 })")
+    }
+
     private func follow(_ node: Node, socket: NotifySocket, service: NodeService) async throws {
         #expect(await socket.wait { $0 == "READY=1\nSTATUS=accepting: 0/2 running, 0 connections" }, "\(socket.datagrams)")
         let client = try Socket.connect(host: "127.0.0.1", port: node.port, timeout: .seconds(5))

@@ -50,6 +50,15 @@ struct OptionTableTests {
         #expect(ScanCommand.optionTable.spawnedArguments(for: plain) == ["--capacity", "4", "--failing-every", "0"])
     }
 
+    /// The node's help tells a drain as the node does it: it keeps accepting (a late client
+    /// is told at once) until the drain ends, and says nothing of stopping to accept before.
+    @Test func theNodesHelpSaysADrainingNodeKeepsAcceptingUntilItsDrainEnds() {
+        let help = NodeCommand.help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(!help.contains("stops accepting"))
+        #expect(help.contains("keeps accepting connections until the drain ends"))
+        #expect(help.contains("a client that connects meanwhile is told at once"))
+    }
+
     @Test func helpStatesTheRangesParsingEnforces() {
         #expect(ScanCommand.help.contains("--spawn N            start N local"))
         #expect(ScanCommand.help.contains("afterwards, 0...64\n"))

@@ -28,7 +28,9 @@ struct CoordinatorDrainTests {
         try await linksTests.withLinks(to: [beta, gamma], settings: settings) { _, systems, events in
             try await awaitState(upTo: .seconds(10)) { await systems.names.count == 2 }
             let scanEvents = Locked<[ScanEvent]>([])
-            let coordinator = Coordinator(systems: systems) { event in scanEvents.withLock { $0.append(event) } }
+            var coordinator = Coordinator(systems: systems) { event in scanEvents.withLock { $0.append(event) } }
+            let metrics = TaskMetrics(jobs: ["hold"])
+            coordinator.metrics = metrics
             let scan = Task { await coordinator.run((0..<4).map { gate.task($0) }) }
             defer { scan.cancel() }
             try await awaitState(upTo: .seconds(10)) {
@@ -61,6 +63,10 @@ struct CoordinatorDrainTests {
                 if case .completed(_, let result, _, _, let attempt, _) = event { (attempt, result) } else { nil }
             }
             #expect(completed.map(\.0) == [1, 1, 1, 1])
+            // The two tasks beta gave back count as `cancelled` attempts, none as `failed`.
+            #expect(metrics.count(job: "hold", outcome: .cancelled) == 2)
+            #expect(metrics.count(job: "hold", outcome: .failed) == 0)
+            #expect(metrics.count(job: "hold", outcome: .completed) == 4)
             #expect(Set(completed.map(\.1)) == Set((0..<4).map { "released \($0)" }))
             #expect(events.lines.contains { $0.hasPrefix("[Cluster] Draining: beta (it is stopping; its running tasks may finish within 0.2 s)") })
         }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetDashboard
 @testable import SkyNetHTTP
 @testable import SkyNetRuntime
 @testable import SkyNetTransport
@@ -32,6 +33,41 @@ struct HTTPServerTests {
             #expect(head.headers == get.headers)
             #expect(head.body.isEmpty)
         }
+    }
+
+    /// A connection's failure is logged after the server's own prefix: a node's metrics server
+    /// says `Metrics server: ` unless told otherwise, never `dashboard: `.
+    @Test(arguments: [nil, "test server: "])
+    func aFailedConnectionIsLoggedAfterTheServersPrefix(prefix: String?) async throws {
+        let lines = Locked<[String]>([])
+        let log: @Sendable (String) -> Void = { line in lines.withLock { $0.append(line) } }
+        let server: HTTPServer
+        if let prefix {
+            var configuration = HTTPServer.Configuration()
+            configuration.logPrefix = prefix
+            configuration.log = log
+            server = try await HTTPServer.start(configuration, routes: ["/": .fixed(contentType: "text/plain", [])])
+        } else {
+            server = try await MetricsEndpoint.start(host: "127.0.0.1", port: 0, metrics: { [] }, accepting: { true }, log: log)
+        }
+        let port = server.port
+        // A client that resets its connection (SO_LINGER 0): the server's read fails.
+        do {
+            try await onOwnThread(named: "test-reset") { () throws in
+                let socket = try Socket.connect(host: "127.0.0.1", port: port, timeout: .seconds(10))
+                var abort = linger(l_onoff: 1, l_linger: 0)
+                _ = setsockopt(socket.descriptor, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<linger>.size))
+                socket.close()
+            }
+            try await awaitState(upTo: .seconds(10)) { !lines.withLock { $0 }.isEmpty }
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+        let logged = lines.withLock { $0 }
+        #expect(logged.count == 1, "\(logged)")
+        #expect(logged.allSatisfy { $0.hasPrefix(prefix ?? "Metrics server: ") && $0.contains("reset") }, "\(logged)")
     }
 
     @Test func anUnknownPathIs404() async throws {

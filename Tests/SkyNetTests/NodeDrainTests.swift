@@ -116,6 +116,10 @@ struct NodeDrainTests {
             // The job's kill grace is 2 s; `cat` ends on SIGTERM at once.
             #expect(ContinuousClock.now - started < .seconds(8))
             #expect(node.phase == .stopped)
+            // The drain cancelled them: `cancelled` in the node's metrics, not `failed`.
+            #expect(node.taskMetrics.count(job: "hold", outcome: .cancelled) == 2)
+            #expect(node.taskMetrics.count(job: "hold", outcome: .failed) == 0)
+            #expect(node.taskMetrics.count(job: "hold", outcome: .completed) == 0)
         }
     }
 

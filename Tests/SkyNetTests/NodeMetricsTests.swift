@@ -89,13 +89,15 @@ struct NodeMetricsTests {
         await node.stop(grace: .seconds(1))
     }
 
-    /// Bytes of a connection that ended stay counted: the counter never goes down.
-    @Test func bytesOfClosedConnectionsStayCounted() async throws {
+    /// Bytes of a connection that ended stay counted, once: the counter never goes down, and
+    /// it holds exactly what the client read and wrote (a double count of live and closed fails).
+    @Test func bytesOfClosedConnectionsStayCountedOnce() async throws {
         try await NodeTests().withNode(try options()) { node in
-            func sent() -> Double {
+            func bytes(_ direction: String) -> Double {
                 let text = String(decoding: PrometheusText.render(node.metricFamilies()), as: UTF8.self)
-                return value(text, #"skynet_bytes_total{direction="sent"}"#) ?? -1
+                return value(text, #"skynet_bytes_total{direction="\#(direction)"}"#) ?? -1
             }
+            func sent() -> Double { bytes("sent") }
             let peer = try await NodeTests().connect(node, token: Self.token)
             _ = try await job(peer, "echo", input: "a")
             let before = sent()
@@ -107,6 +109,11 @@ struct NodeMetricsTests {
             while node.connectionCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             #expect(node.connectionCount == 0)
             #expect(sent() >= before)
+            // Closed, the client's own counts are final: the node sent what it read, and read
+            // what it sent (the node sends nothing after the reply, nothing unsolicited).
+            let client = peer.connection.progress
+            #expect(sent() == Double(client.received))
+            #expect(bytes("received") == Double(client.sent))
         }
     }
 
@@ -121,6 +128,38 @@ struct NodeMetricsTests {
         #expect(health.status == 503)
         #expect(health.text == "draining\n")
         #expect(value(metrics.text, "skynet_draining") == 1)
+    }
+
+    /// The node's `skynet_slots`, as a scrape shows them.
+    func slots(_ node: Node) -> (running: Double?, free: Double?) {
+        let text = String(decoding: PrometheusText.render(node.metricFamilies()), as: UTF8.self)
+        return (value(text, #"skynet_slots{state="running"}"#), value(text, #"skynet_slots{state="free"}"#))
+    }
+
+    /// While the node drains it takes no task, so no slot is free (as a coordinator counts a
+    /// draining peer), whatever its capacity; the running ones still show, and it says it drains.
+    @Test func aDrainingNodeHasNoFreeSlot() async throws {
+        let gate = try DrainGate.make(1)
+        defer { gate.remove() }
+        var options = try options()
+        try DrainGate.register(in: &options.jobs)
+        try await NodeTests().withNode(options) { node in
+            let peer = try await NodeTests().connect(node, token: Self.token)
+            defer { peer.close() }
+            let id = peer.nextID()
+            async let held = peer.request(id: id, .run(id: id, task: gate.task(0)), timeout: .seconds(60))
+            try await awaitState(upTo: .seconds(10)) { node.system.counters.running == 1 }
+            #expect(slots(node) == (1, 1))
+
+            let drain = Task { await node.drain(within: .seconds(60)) }
+            _ = try await withTimeout(.seconds(10)) { await peer.draining.value }
+            #expect(slots(node) == (1, 0))
+            #expect(node.metricFamilies().first { $0.name == "skynet_draining" }?.samples.first?.value == 1)
+            try await gate.release(0)
+            guard case .result = try await held else { throw TestFailure("the held task did not complete") }
+            try await withTimeout(.seconds(10)) { await drain.value }
+            #expect(slots(node) == (0, 0))
+        }
     }
 
     /// A task refused for want of a slot is counted `busy` and stays out of the histogram.

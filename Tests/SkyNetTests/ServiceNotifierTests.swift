@@ -81,6 +81,33 @@ import Testing
         #expect(lines.all.count == 2)
     }
 
+    /// A `WATCHDOG_USEC` so short that half of it is under 10 ms (1 µs would be no wait at all:
+    /// a hot loop) pings every 10 ms, and one line says so.
+    @Test(arguments: ["1", "2", "999", "19999"])
+    func aWatchdogShorterThanTheFloorPingsEveryTenMillisecondsAndSaysSoOnce(text: String) {
+        let lines = Lines()
+        #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": text], pid: 4242, log: lines.log) == .milliseconds(10))
+        #expect(lines.all.count == 1)
+        #expect(lines.all.first?.contains("WATCHDOG_USEC=\(text)") == true, "\(lines.all)")
+    }
+
+    @Test func aWatchdogOfTwentyMillisecondsOrMoreIsTakenAsItIsAndSaysNothing() {
+        let lines = Lines()
+        #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "20000"], pid: 4242, log: lines.log) == .milliseconds(10))
+        #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "20002"], pid: 4242, log: lines.log) == .microseconds(10_001))
+        #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "86400000000"], pid: 4242, log: lines.log) == .seconds(43_200))
+        #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "86400000002"], pid: 4242, log: lines.log) == .seconds(43_200))
+        #expect(lines.all.isEmpty, "\(lines.all)")
+    }
+
+    /// Garbage (and a number past UInt64) is no watchdog, each said in one line.
+    @Test(arguments: ["garbage", " 200000", "200000 ", "0x30", "1e6", "+", "-1", "99999999999999999999999"])
+    func aWatchdogUsecThatIsNoNumberIsNoWatchdogAndSaysSo(text: String) {
+        let lines = Lines()
+        #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": text], pid: 4242, log: lines.log) == nil)
+        #expect(lines.all.count == 1, "\(lines.all)")
+    }
+
     @Test func aFailedSendReturnsFalseAndIsLoggedOnce() throws {
         let lines = Lines()
         // No one has bound this name: each send is refused.

@@ -17,10 +17,14 @@ extension Node {
             return (admission.greeted.count, admission.pending.count, bytes)
         }
         let loginFailures = logins.withLock { $0.total }
+        // A node that drains or stops takes no task: none of its slots is free, as a
+        // coordinator counts a draining peer (one family, one meaning).
+        let stopping = isStopping
+        let free = stopping ? 0 : max(0, system.capacity - running)
         return taskMetrics.families() + [
             MetricFamily(name: "skynet_slots", help: "Task slots, running and free.", kind: .gauge, samples: [
                 .init(labels: [("state", "running")], value: Double(running)),
-                .init(labels: [("state", "free")], value: Double(max(0, system.capacity - running))),
+                .init(labels: [("state", "free")], value: Double(free)),
             ]),
             MetricFamily(name: "skynet_connections", help: "Client connections: past their hello, and still owing it or its proof.",
                          kind: .gauge, samples: [
@@ -34,7 +38,7 @@ extension Node {
                 .init(labels: [("direction", "received")], value: Double(bytes.received)),
             ]),
             .single("skynet_draining", help: "1 while the node drains or stops (it takes no new tasks), else 0.",
-                    kind: .gauge, value: isStopping ? 1 : 0),
+                    kind: .gauge, value: stopping ? 1 : 0),
         ]
     }
 }
