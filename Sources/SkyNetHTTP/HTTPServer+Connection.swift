@@ -7,17 +7,20 @@ extension HTTPServer {
     func accept(_ socket: Socket, from peer: String) {
         enum Decision { case serve(Int), refuse(String), drop }
         let address = Socket.address(of: peer)
+        let now = ContinuousClock.now
         let decision = state.withLock { state -> Decision in
             if state.stopping { return .drop }
-            if state.clients.count >= configuration.maxClients {
-                return .refuse("\(configuration.maxClients) connections are open: try again later")
-            }
             if state.perAddress[address, default: 0] >= configuration.maxClientsPerAddress {
                 return .refuse("\(configuration.maxClientsPerAddress) connections from \(address) are open: close some")
             }
+            if state.clients.count >= configuration.maxClients {
+                guard let silent = configuration.silentEviction, state.evictLongestSilent(since: now - silent) else {
+                    return .refuse("\(configuration.maxClients) connections are open: try again later")
+                }
+            }
             let id = state.nextID
             state.nextID += 1
-            state.clients[id] = Client(socket: socket, peer: peer, address: address, stage: .readingHead)
+            state.clients[id] = Client(socket: socket, peer: peer, address: address, stage: .readingHead(since: now))
             state.perAddress[address, default: 0] += 1
             state.liveThreads += 1
             return .serve(id)
@@ -153,6 +156,21 @@ extension HTTPServer {
 
 extension HTTPServer.State {
     /// Forgets a connection and its share of its address's count.
+    /// Closes the connection that has waited longest for its request head, if it connected
+    /// before `cutoff`: its thread sees the end and leaves; its slot is free now. The socket
+    /// is shut down here, under the lock, while its thread (which closes it only after
+    /// `remove`) cannot have closed it yet.
+    mutating func evictLongestSilent(since cutoff: ContinuousClock.Instant) -> Bool {
+        let silent = clients.compactMap { id, client -> (Int, ContinuousClock.Instant)? in
+            guard case .readingHead(let since) = client.stage, since <= cutoff else { return nil }
+            return (id, since)
+        }
+        guard let (id, _) = silent.min(by: { $0.1 < $1.1 }), let client = clients[id] else { return false }
+        client.socket.shutdown(reading: true, writing: true)
+        remove(id)
+        return true
+    }
+
     mutating func remove(_ id: Int) {
         guard let client = clients.removeValue(forKey: id) else { return }
         let left = perAddress[client.address, default: 1] - 1

@@ -42,7 +42,8 @@ public enum HTTPServerError: Error, Equatable, CustomStringConvertible {
 /// - The whole head must arrive within `requestDeadline` (a slowloris client gets 408 and is
 ///   closed), and a plain response must be sent within it too (else the connection is cut).
 /// - At most `maxClients` connections at once, streams included, and `maxClientsPerAddress`
-///   from one client address: one more gets 503 and is closed. The 503 is sent without
+///   from one client address: one more gets 503 and is closed, unless a connection silent for
+///   `silentEviction` makes room for it. The 503 is sent without
 ///   waiting on the accept thread; one thread then closes every refused connection once the
 ///   client has closed its side or `refusalDeadline` has passed, whichever comes first (at
 ///   most `maxRefusing` of them at once: beyond that one is closed at once). So a flood
@@ -64,6 +65,11 @@ public final class HTTPServer: Sendable {
         /// How long a refused connection may wait for the client to close.
         public var refusalDeadline: Duration = .seconds(1)
         public var requestDeadline: Duration = .seconds(10)
+        /// When every slot is taken, the connection that has waited longest without a whole
+        /// request head, if for at least this long, is closed to make room (nil: never). Clients
+        /// that connect and say nothing cannot starve a readiness probe (`/healthz`) or a
+        /// scrape; a real client sends its request at once.
+        public var silentEviction: Duration? = .seconds(1)
         /// Bytes queued per event-stream client before it skips to the latest snapshot.
         public var streamBufferBytes = 1 << 20
         /// The largest frame `publish` takes (at most half the stream buffer).
@@ -85,6 +91,7 @@ public final class HTTPServer: Sendable {
             guard maxClients >= 1, maxClientsPerAddress >= 1, maxRefusing >= 1 else {
                 throw .invalidConfiguration("maxClients, maxClientsPerAddress and maxRefusing must be at least 1")
             }
+            guard silentEviction.map({ $0 >= .zero }) ?? true else { throw .invalidConfiguration("the silent eviction must not be negative") }
             guard refusalDeadline > .zero else { throw .invalidConfiguration("the refusal deadline must be positive") }
             guard requestDeadline > .zero, keepaliveInterval > .zero else {
                 throw .invalidConfiguration("the request deadline and the keepalive interval must be positive")
@@ -97,7 +104,7 @@ public final class HTTPServer: Sendable {
 
     /// Where a connection is in its life; the ticker cuts `.writing` ones past their deadline.
     enum Stage {
-        case readingHead
+        case readingHead(since: ContinuousClock.Instant)
         case writing(deadline: ContinuousClock.Instant)
         case streaming(EventStreamClient)
     }

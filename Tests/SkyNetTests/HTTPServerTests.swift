@@ -189,6 +189,7 @@ struct HTTPServerTests {
     @Test func aClientOverTheCapGets503() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.maxClients = 4
+        configuration.silentEviction = nil  // the four hold their slots: eviction is the next test's
         // Silent clients hold the slots: the head deadline is not what this tests, and with
         // the default 10 s a starved or loaded run cut them before the test was done.
         configuration.requestDeadline = .seconds(120)
@@ -203,11 +204,42 @@ struct HTTPServerTests {
         }
     }
 
+    /// Clients that connect and say nothing cannot starve the others: once every slot is
+    /// taken, a new client closes the one silent longest (if silent for `silentEviction`) and
+    /// is served; clients silent for less than that still hold their slots. (Before, 256
+    /// silent connections from 8 addresses made a node's `/healthz` answer 503 at will.)
+    @Test func aSilentClientMakesRoomForANewOneOnceEverySlotIsTaken() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.maxClients = 4
+        configuration.requestDeadline = .seconds(120)
+        configuration.silentEviction = .milliseconds(300)
+        try await withHTTPServer(configuration) { server in
+            var held: [Socket] = []
+            defer { for socket in held { socket.close() } }
+            for _ in 0..<4 { held.append(try await HTTPClientForTests.connect(server)) }
+            try await Task.sleep(for: .milliseconds(400))  // not a wait for readiness: the silence being measured
+            let served = try await HTTPClientForTests.get(server, "GET / HTTP/1.1\r\n\r\n")
+            #expect(served.status == 200)
+            // The oldest silent one was closed (an end, nothing sent), the others still wait.
+            let closed = try await onOwnThread(named: "test-evicted") { [held] in
+                held.map { socket -> Bool in
+                    socket.setReceiveTimeout(.milliseconds(300))
+                    let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 1)
+                    defer { chunk.deallocate() }
+                    return (try? socket.receive(into: chunk)) == 0
+                }
+            }
+            #expect(closed == [true, false, false, false])
+            #expect(server.clientCount <= 4)
+        }
+    }
+
     /// A client refused with 503 that goes on sending a byte now and then: the thread that
     /// answered it drains for a bounded time, so it cannot hold `stop()` (and a scan's exit).
     @Test func aRefusedClientThatKeepsTricklingCannotHoldUpStop() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.maxClients = 1
+        configuration.silentEviction = nil
         // Silent clients hold the slots: the head deadline is not what this tests, and with
         // the default 10 s a starved or loaded run cut them before the test was done.
         configuration.requestDeadline = .seconds(120)
