@@ -67,6 +67,9 @@ struct CoordinatorDrainTests {
             #expect(metrics.count(job: "hold", outcome: .cancelled) == 2)
             #expect(metrics.count(job: "hold", outcome: .failed) == 0)
             #expect(metrics.count(job: "hold", outcome: .completed) == 4)
+            // Every attempt that ran is timed, the two given back too: `_count` equals the
+            // total of the outcomes but `busy` (it left out the two).
+            #expect(metrics.timedCount(job: "hold") == 6)
             #expect(Set(completed.map(\.1)) == Set((0..<4).map { "released \($0)" }))
             #expect(events.lines.contains { $0.hasPrefix("[Cluster] Draining: beta (it is stopping; its running tasks may finish within 0.2 s)") })
         }

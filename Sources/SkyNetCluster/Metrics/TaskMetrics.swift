@@ -76,6 +76,11 @@ public final class TaskMetrics: Sendable {
         state.withLock { $0.counts[Key(job: job, outcome: outcome)] ?? 0 }
     }
 
+    /// How many tasks of `job` are in the histogram (its `_count`).
+    public func timedCount(job: String) -> Int {
+        state.withLock { Int($0.seconds[job]?.count ?? 0) }
+    }
+
     public func families() -> [MetricFamily] {
         let state = state.withLock { $0 }
         let order = Dictionary(uniqueKeysWithValues: Outcome.allCases.enumerated().map { ($1, $0) })

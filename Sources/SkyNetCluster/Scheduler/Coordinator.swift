@@ -99,12 +99,13 @@ public struct Coordinator: Sendable {
                         try? await DeadlineTimer.shared.sleep(for: rest)
                         return .rested(reservation)
                     }
-                case .finished(let work, let reservation, .failure(is PeerDrained), _) where !Task.isCancelled:
+                case .finished(let work, let reservation, .failure(is PeerDrained), let seconds) where !Task.isCancelled:
                     // A draining node gave the task back: not a failure, no attempt spent; it
                     // goes to the next free slot at once, and the slot is released with no rest.
                     queue.finished()
                     queue.bounce(work)
-                    metrics?.record(job: work.task.job, outcome: .cancelled, seconds: nil)
+                    // Timed like every attempt that ran: the histogram counts what the total does.
+                    metrics?.record(job: work.task.job, outcome: .cancelled, seconds: seconds)
                     await systems.release(reservation)
                 case .finished(let work, let reservation, let result, let seconds):
                     queue.finished()
