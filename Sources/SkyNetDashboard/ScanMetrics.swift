@@ -41,13 +41,17 @@ extension ScanBoard {
         state.withLock { state in
             var picture = (running: 0, free: 0, connected: 0, connecting: 0)
             for row in state.rows {
+                // Only a system linked now has slots: a gone one's last picture is history.
+                let linked: Bool
+                switch row.state {
+                case .connected, .unresponsive, .draining: picture.connected += 1; linked = true
+                case .connecting, .unreachable: picture.connecting += 1; linked = false
+                case .local: linked = true
+                case .gone, .unauthorized, .refused, .lacksJob: linked = false
+                }
+                guard linked else { continue }
                 picture.running += row.slots.inFlight
                 if !row.slots.suspended, !row.slots.draining { picture.free += max(0, row.slots.capacity - row.slots.inFlight) }
-                switch row.state {
-                case .connected, .unresponsive, .draining: picture.connected += 1
-                case .connecting, .unreachable: picture.connecting += 1
-                case .local, .gone, .unauthorized, .refused, .lacksJob: break
-                }
             }
             return picture
         }

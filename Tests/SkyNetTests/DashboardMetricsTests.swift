@@ -53,4 +53,21 @@ struct DashboardMetricsTests {
             #expect(!text.contains("alpha") && !text.contains("9001"), "a peer's name or address shows")
         }
     }
+
+    /// A peer that went away keeps its row (and its last slot picture) on the board, but no
+    /// slots in `/metrics`: they counted as running and free after it was gone.
+    @Test func aGonePeersLastSlotsAreNotCounted() async throws {
+        let board = dashboardTestBoard()
+        board.update([SlotUse(name: "local", capacity: 2, inFlight: 1, suspended: false),
+                      SlotUse(name: "alpha", capacity: 4, inFlight: 3, suspended: false)])
+        board.record(ClusterEvent.connected("alpha"))
+        board.record(ClusterEvent.disconnected("alpha", reason: "closed by peer"))
+        board.update([SlotUse(name: "local", capacity: 2, inFlight: 1, suspended: false)])
+        try await withDashboard(token: Self.token, board: board) { dashboard in
+            let text = try await HTTPClientForTests.get(dashboard, "/metrics").text
+            #expect(value(text, #"skynet_slots{state="running"}"#) == 1)
+            #expect(value(text, #"skynet_slots{state="free"}"#) == 1)
+            #expect(value(text, #"skynet_connections{state="authenticated"}"#) == 0)
+        }
+    }
 }
