@@ -31,6 +31,7 @@ struct ClusterConfigMembershipTests {
         #expect(member.address == "10.0.3.7:9001")
         #expect(member.everyAddress == false)
         #expect(group.member(address: "fd00::7").name == "workers/fd00::7")
+        #expect(group.member(address: "fd00::7").address == "[fd00::7]:9001")  // was fd00::7:9001, which reads as one address
     }
 
     @Test(arguments: [

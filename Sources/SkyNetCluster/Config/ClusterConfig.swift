@@ -36,10 +36,11 @@ public struct ClusterConfig: Sendable, Equatable {
             self.ssh = ssh
         }
 
-        /// How the node is reached, for people: `127.0.0.1:9001`, `ssh alice@gpu1:2222`.
+        /// How the node is reached, for people: `127.0.0.1:9001`, `[fd00::7]:9001`,
+        /// `ssh alice@gpu1:2222`.
         public var address: String {
             if let ssh { return "ssh \(ssh)" }
-            return "\(host):\(port)"
+            return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         }
     }
 
