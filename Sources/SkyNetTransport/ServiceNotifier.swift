@@ -55,7 +55,12 @@ public final class ServiceNotifier: Sendable {
     /// number of microseconds meant for `pid`.
     static func watchdogInterval(_ env: [String: String], pid: pid_t, log: @Sendable (String) -> Void) -> Duration? {
         guard let text = env["WATCHDOG_USEC"], !text.isEmpty else { return nil }
-        if let owner = env["WATCHDOG_PID"], !owner.isEmpty, owner != String(pid) { return nil }
+        if let owner = env["WATCHDOG_PID"], !owner.isEmpty, owner != String(pid) {
+            // Another process's (a parent that exec'd us without clearing it): not ours, quietly.
+            if let other = pid_t(owner), other > 0 { return nil }
+            log("No watchdog: WATCHDOG_PID is not a process ID: \(owner.escapingControlCharacters)")
+            return nil
+        }
         guard let microseconds = UInt64(text), microseconds > 0 else {
             log("No watchdog: WATCHDOG_USEC is not a positive number of microseconds: \(text.escapingControlCharacters)")
             return nil

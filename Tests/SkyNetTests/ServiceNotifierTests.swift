@@ -73,6 +73,13 @@ import Testing
         #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"], pid: 4242, log: nobody) == nil)
         #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "200000", "WATCHDOG_PID": "4242"], pid: 4242, log: nobody) == .milliseconds(100))
         #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "0"], pid: 4242, log: nobody) == nil)
+        // A WATCHDOG_PID that names no process is said once (it turned the watchdog off silently).
+        for garbage in ["garbage", "0", "-1", "4242x"] {
+            let said = Locked<[String]>([])
+            #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": "200000", "WATCHDOG_PID": garbage], pid: 4242,
+                                                     log: { line in said.withLock { $0.append(line) } }) == nil)
+            #expect(said.withLock { $0 } == ["No watchdog: WATCHDOG_PID is not a process ID: \(garbage)"])
+        }
         #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": String(UInt64.max)], pid: 4242, log: nobody) == nil)
         #expect(ServiceNotifier.watchdogInterval(["WATCHDOG_USEC": String(UInt64.max - 1)], pid: 4242, log: nobody) == .seconds(43_200))
         let lines = Lines()
