@@ -38,19 +38,25 @@ func withCluster<T: Sendable>(
     nodes count: Int, nodeArguments: [String] = [], _ body: (TestCluster) async throws -> T
 ) async throws -> T {
     let names = ["beta", "gamma", "delta", "epsilon", "zeta", "eta"]
+    return try await withCluster(nodes: names.prefix(count).map { ($0, nodeArguments) }, body)
+}
+
+/// The same with each node's name and arguments of its own, and where its stderr goes.
+func withCluster<T: Sendable>(
+    nodes: [(name: String, arguments: [String])], stderr: ChildProcess.Output = .null, _ body: (TestCluster) async throws -> T
+) async throws -> T {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-cluster-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    var nodes: [NodeProcess] = []
+    var started: [NodeProcess] = []
     func stopAll() async {
-        for node in nodes { await node.stop(grace: .seconds(3)) }
+        for node in started { await node.stop(grace: .seconds(3)) }
         try? FileManager.default.removeItem(at: folder)
     }
     do {
-        for index in 0..<count {
-            nodes.append(try await NodeProcess.start(
-                executable: skynetBinary, name: names[index], arguments: nodeArguments))
+        for (name, arguments) in nodes {
+            started.append(try await NodeProcess.start(executable: skynetBinary, name: name, arguments: arguments, stderr: stderr))
         }
-        let cluster = TestCluster(nodes: nodes, folder: folder)
+        let cluster = TestCluster(nodes: started, folder: folder)
         try cluster.writeClusterFile()
         let result = try await body(cluster)
         await stopAll()

@@ -27,15 +27,7 @@ extension ProcessTests.DrainProcessTests {
         let (host, port) = try #require(parseListening(listening))
         let node = try #require(HostProcesses.descendants(of: unshare.pid).first { $0.name == "skynet" })
 
-        let request = #"{"type":"hello","version":1,"name":"raw"}"# + "\n"
-            + #"{"type":"job","id":1,"job":"nap","task":{"id":"\#(UUID().uuidString)","sector":0,"input":"0"}}"# + "\n"
-        let socket = try await onOwnThread(named: "test-raw") { () throws -> Socket in
-            let socket = try Socket.connect(host: host, port: port, timeout: .seconds(5))
-            let bytes = Array(request.utf8)
-            var offset = 0
-            while offset < bytes.count { offset += try bytes[offset...].withUnsafeBytes { try socket.send($0, wait: true) } }
-            return socket
-        }
+        let socket = try await Self.rawClient(asking: "nap", input: "0", of: host, port)
         defer { socket.close() }
         let pid = node.pid
         try await withTimeout(.seconds(20)) {

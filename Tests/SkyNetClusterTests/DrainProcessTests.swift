@@ -12,30 +12,24 @@ extension ProcessTests {
     /// node exits 0.
     @Suite(.serialized, .timeLimit(.minutes(3)))
     struct DrainProcessTests {
-        /// Nodes started with their own arguments, a cluster file naming them, every process
-        /// stopped on every path.
+        /// A raw v1 client (no token) that says hello and asks for one task of `job` on `input`:
+        /// the socket stays open while the task runs (the test closes it).
+        static func rawClient(asking job: String, input: String, of host: String, _ port: Int) async throws -> Socket {
+            let request = #"{"type":"hello","version":1,"name":"raw"}"# + "\n"
+                + #"{"type":"job","id":1,"job":"\#(job)","task":{"id":"\#(UUID().uuidString)","sector":0,"input":"\#(input)"}}"# + "\n"
+            return try await onOwnThread(named: "test-raw") { () throws -> Socket in
+                let socket = try Socket.connect(host: host, port: port, timeout: .seconds(5))
+                let bytes = Array(request.utf8)
+                var offset = 0
+                while offset < bytes.count { offset += try bytes[offset...].withUnsafeBytes { try socket.send($0, wait: true) } }
+                return socket
+            }
+        }
+
+        /// Nodes started with their own arguments (their stderr kept), a cluster file naming
+        /// them, every process stopped on every path.
         func withNodes<T: Sendable>(_ arguments: [(String, [String])], _ body: (TestCluster) async throws -> T) async throws -> T {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-drain-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            var nodes: [NodeProcess] = []
-            func stopAll() async {
-                for node in nodes { await node.stop(grace: .seconds(3)) }
-                try? FileManager.default.removeItem(at: folder)
-            }
-            do {
-                for (name, extra) in arguments {
-                    nodes.append(try await NodeProcess.start(executable: skynetBinary, name: name, arguments: extra,
-                                                             stderr: .lines(maxLength: 4096, keep: 64)))
-                }
-                let cluster = TestCluster(nodes: nodes, folder: folder)
-                try cluster.writeClusterFile()
-                let result = try await body(cluster)
-                await stopAll()
-                return result
-            } catch {
-                await stopAll()
-                throw error
-            }
+            try await withCluster(nodes: arguments.map { (name: $0.0, arguments: $0.1) }, stderr: .lines(maxLength: 4096, keep: 64), body)
         }
 
         /// Waits until `node` runs `count` jobs named `program` (its children, seen in /proc).
@@ -132,16 +126,7 @@ extension ProcessTests {
                 #expect(try await dashboardGet(port: metricsPort, "/healthz").status == 200)
 
                 // An old client's task holds the node.
-                let request = #"{"type":"hello","version":1,"name":"raw"}"# + "\n"
-                    + #"{"type":"job","id":1,"job":"hold","task":{"id":"\#(UUID().uuidString)","sector":0,"input":"\#(fifo)"}}"# + "\n"
-                let (host, port) = (beta.host, beta.port)
-                let socket = try await onOwnThread(named: "test-raw") { () throws -> Socket in
-                    let socket = try Socket.connect(host: host, port: port, timeout: .seconds(5))
-                    let bytes = Array(request.utf8)
-                    var offset = 0
-                    while offset < bytes.count { offset += try bytes[offset...].withUnsafeBytes { try socket.send($0, wait: true) } }
-                    return socket
-                }
+                let socket = try await Self.rawClient(asking: "hold", input: fifo, of: beta.host, beta.port)
                 defer { socket.close() }
                 try await awaitJobs(1, named: "cat", on: beta)
                 beta.send(SIGTERM)
@@ -184,16 +169,7 @@ extension ProcessTests {
             try await withNodes([("beta", ["--job", "nap=sleep 30", "--drain-timeout", "3"])]) { cluster in
                 let beta = try #require(cluster.node("beta"))
                 // An old client's task keeps the drain going (it is cancelled after 3 s).
-                let request = #"{"type":"hello","version":1,"name":"raw"}"# + "\n"
-                    + #"{"type":"job","id":1,"job":"nap","task":{"id":"\#(UUID().uuidString)","sector":0,"input":"0"}}"# + "\n"
-                let (host, port) = (beta.host, beta.port)
-                let socket = try await onOwnThread(named: "test-raw") { () throws -> Socket in
-                    let socket = try Socket.connect(host: host, port: port, timeout: .seconds(5))
-                    let bytes = Array(request.utf8)
-                    var offset = 0
-                    while offset < bytes.count { offset += try bytes[offset...].withUnsafeBytes { try socket.send($0, wait: true) } }
-                    return socket
-                }
+                let socket = try await Self.rawClient(asking: "nap", input: "0", of: beta.host, beta.port)
                 defer { socket.close() }
                 try await awaitJobs(1, named: "sleep", on: beta)
                 beta.send(SIGTERM)
