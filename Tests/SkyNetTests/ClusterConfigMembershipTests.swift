@@ -2,18 +2,7 @@ import Foundation
 import Testing
 @testable import SkyNetCluster
 
-struct ClusterConfigMembershipTests {
-    func parse(_ text: String) throws -> ClusterConfig { try ClusterConfig.parse(Data(text.utf8), file: "c.json") }
-
-    func problem(_ text: String) -> String? {
-        do {
-            _ = try parse(text)
-            return nil
-        } catch {
-            return "\(error)"
-        }
-    }
-
+struct ClusterConfigMembershipTests: ClusterConfigParsing {
     @Test func aGroupEntryKeepsItsFieldsAndDefaultsToTenSeconds() throws {
         let config = try parse(#"{"nodes":[{"name":"workers","host":"skynet-nodes.prod.svc","port":9001,"every_address":true,"capacity":3},{"name":"quick","host":"q.svc","port":9002,"every_address":true,"refresh":1},{"name":"alpha","host":"127.0.0.1","port":9003,"every_address":false}]}"#)
         #expect(config.nodes.map(\.everyAddress) == [true, true, false])

@@ -2,18 +2,7 @@ import Foundation
 import Testing
 @testable import SkyNetCluster
 
-struct ClusterConfigSSHTests {
-    func parse(_ text: String) throws -> ClusterConfig { try ClusterConfig.parse(Data(text.utf8), file: "c.json") }
-
-    func problem(_ text: String) -> String? {
-        do {
-            _ = try parse(text)
-            return nil
-        } catch {
-            return "\(error)"
-        }
-    }
-
+struct ClusterConfigSSHTests: ClusterConfigParsing {
     @Test func sshEntriesMixWithTCPOnes() throws {
         let config = try parse(#"{"nodes":[{"name":"gpu1","ssh":"4/alice@gpu1.lab:2222"},{"name":"alpha","host":"127.0.0.1","port":9001},{"name":"b","ssh":"b"}]}"#)
         let login = SSHLogin(slots: 4, user: "alice", host: "gpu1.lab", port: 2222)
