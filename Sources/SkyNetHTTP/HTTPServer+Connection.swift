@@ -109,14 +109,24 @@ extension HTTPServer {
 
     /// Feeds the client every frame published from now on, after the latest snapshot.
     private func stream(_ id: Int, _ socket: Socket) {
-        let client = state.withLock { state -> EventStreamClient? in
-            guard !state.stopping, state.clients[id] != nil else { return nil }
+        enum Start { case stream(EventStreamClient), full, gone }
+        let start = state.withLock { state -> Start in
+            guard !state.stopping, state.clients[id] != nil else { return .gone }
+            let streams = state.clients.values.count { if case .streaming = $0.stage { true } else { false } }
+            guard streams < configuration.maxStreams else { return .full }
             let client = EventStreamClient(first: HTTPResponse.eventStreamHead + (state.snapshot ?? []),
                                            limit: configuration.streamBufferBytes)
             state.clients[id]?.stage = .streaming(client)
-            return client
+            return .stream(client)
         }
-        guard let client else { return }
+        let client: EventStreamClient
+        switch start {
+        case .gone: return
+        case .full:
+            let detail = "\(configuration.maxStreams) event streams are open: try again later"
+            return respond(id, socket, .error(.serviceUnavailable, detail: detail), body: true)
+        case .stream(let started): client = started
+        }
         // A send blocks while the browser does not read: only this thread waits; the
         // publisher keeps queueing into the bounded buffer, which skips when full.
         while let bytes = client.take(), send(bytes, to: socket) {}

@@ -43,7 +43,7 @@ public enum HTTPServerError: Error, Equatable, CustomStringConvertible {
 ///   closed), and a plain response must be sent within it too (else the connection is cut).
 /// - At most `maxClients` connections at once, streams included, and `maxClientsPerAddress`
 ///   from one client address: one more gets 503 and is closed, unless a connection silent for
-///   `silentEviction` makes room for it. The 503 is sent without
+///   `silentEviction` makes room for it; at most `maxStreams` of them event streams. The 503 is sent without
 ///   waiting on the accept thread; one thread then closes every refused connection once the
 ///   client has closed its side or `refusalDeadline` has passed, whichever comes first (at
 ///   most `maxRefusing` of them at once: beyond that one is closed at once). So a flood
@@ -67,9 +67,14 @@ public final class HTTPServer: Sendable {
         public var requestDeadline: Duration = .seconds(10)
         /// When every slot is taken, the connection that has waited longest without a whole
         /// request head, if for at least this long, is closed to make room (nil: never). Clients
-        /// that connect and say nothing cannot starve a readiness probe (`/healthz`) or a
-        /// scrape; a real client sends its request at once.
-        public var silentEviction: Duration? = .seconds(1)
+        /// that connect and say nothing, however often they reconnect, cannot starve a readiness
+        /// probe (`/healthz`) or a scrape: a real client sends its request at once, and the one
+        /// closed is always the oldest. (A threshold of 1 s was beaten by clients that reconnect
+        /// every half second.)
+        public var silentEviction: Duration? = .zero
+        /// Event streams open at once: the other slots stay for plain requests (a stream is
+        /// never evicted).
+        public var maxStreams = 128
         /// Bytes queued per event-stream client before it skips to the latest snapshot.
         public var streamBufferBytes = 1 << 20
         /// The largest frame `publish` takes (at most half the stream buffer).
@@ -88,8 +93,8 @@ public final class HTTPServer: Sendable {
         public init() {}
 
         func validate() throws(HTTPServerError) {
-            guard maxClients >= 1, maxClientsPerAddress >= 1, maxRefusing >= 1 else {
-                throw .invalidConfiguration("maxClients, maxClientsPerAddress and maxRefusing must be at least 1")
+            guard maxClients >= 1, maxClientsPerAddress >= 1, maxRefusing >= 1, maxStreams >= 1 else {
+                throw .invalidConfiguration("maxClients, maxClientsPerAddress, maxRefusing and maxStreams must be at least 1")
             }
             guard silentEviction.map({ $0 >= .zero }) ?? true else { throw .invalidConfiguration("the silent eviction must not be negative") }
             guard refusalDeadline > .zero else { throw .invalidConfiguration("the refusal deadline must be positive") }

@@ -204,20 +204,19 @@ struct HTTPServerTests {
         }
     }
 
-    /// Clients that connect and say nothing cannot starve the others: once every slot is
-    /// taken, a new client closes the one silent longest (if silent for `silentEviction`) and
-    /// is served; clients silent for less than that still hold their slots. (Before, 256
-    /// silent connections from 8 addresses made a node's `/healthz` answer 503 at will.)
-    @Test func aSilentClientMakesRoomForANewOneOnceEverySlotIsTaken() async throws {
+    /// Clients that connect and say nothing cannot starve the others, however often they
+    /// reconnect: once every slot is taken, a new client closes the one silent longest and is
+    /// served. (Before, 256 silent connections from 8 addresses made a node's `/healthz` answer
+    /// 503 at will; then, with a 1 s threshold, clients that reconnected every 0.5 s did.)
+    @Test func theClientSilentLongestMakesRoomForANewOneOnceEverySlotIsTaken() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.maxClients = 4
         configuration.requestDeadline = .seconds(120)
-        configuration.silentEviction = .milliseconds(300)
         try await withHTTPServer(configuration) { server in
             var held: [Socket] = []
             defer { for socket in held { socket.close() } }
             for _ in 0..<4 { held.append(try await HTTPClientForTests.connect(server)) }
-            try await Task.sleep(for: .milliseconds(400))  // not a wait for readiness: the silence being measured
+            try await awaitState(upTo: .seconds(20)) { server.clientCount == 4 }
             let served = try await HTTPClientForTests.get(server, "GET / HTTP/1.1\r\n\r\n")
             #expect(served.status == 200)
             // The oldest silent one was closed (an end, nothing sent), the others still wait.
@@ -231,6 +230,32 @@ struct HTTPServerTests {
             }
             #expect(closed == [true, false, false, false])
             #expect(server.clientCount <= 4)
+        }
+    }
+
+    /// Event streams hold at most `maxStreams` slots (a stream is never evicted): one more is
+    /// refused with 503, and plain requests are still served. (260 streams from 8 addresses
+    /// held every slot of a dashboard, and its `/healthz` answered 503.)
+    @Test func eventStreamsHoldAtMostTheirShareOfTheSlots() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.maxClients = 4
+        configuration.maxStreams = 2
+        try await withHTTPServer(configuration) { server in
+            var streams: [Socket] = []
+            defer { for socket in streams { socket.close() } }
+            for _ in 0..<2 {
+                let stream = try await HTTPClientForTests.connect(server)
+                streams.append(stream)
+                let head = try await onOwnThread(named: "test-stream") { () -> [UInt8] in
+                    _ = try stream.send(Array("GET /events HTTP/1.1\r\n\r\n".utf8), wait: true)
+                    return HTTPClientForTests.read(stream, silence: .seconds(20)) { $0.count >= HTTPResponse.eventStreamHead.count }
+                }
+                #expect(head.starts(with: HTTPResponse.eventStreamHead))
+            }
+            let third = try await HTTPClientForTests.get(server, "GET /events HTTP/1.1\r\n\r\n")
+            #expect(third.status == 503)
+            #expect(third.text.contains("2 event streams are open"))
+            #expect(try await HTTPClientForTests.get(server, "GET / HTTP/1.1\r\n\r\n").status == 200)
         }
     }
 
