@@ -47,9 +47,7 @@ extension WorkRoot {
         defer { closedir(stream) }
         var names: [String] = []
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = String(decoding: directoryEntryName(entry), as: UTF8.self)
             guard isRootName(name) else { continue }
             var stats = stat()
             guard fstatat(dirfd(stream), name, &stats, AT_SYMLINK_NOFOLLOW) == 0,

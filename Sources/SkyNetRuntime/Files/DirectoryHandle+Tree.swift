@@ -98,9 +98,7 @@ private final class DirectoryListing {
     /// The next entry but `.` and `..`; nil at the end.
     func next() -> Entry? {
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                raw.prefix { $0 != 0 }.map { CChar(bitPattern: $0) } + [0]
-            }
+            let name = directoryEntryName(entry).map { CChar(bitPattern: $0) } + [0]
             if name == [46, 0] || name == [46, 46, 0] { continue }
             // d_type may be unknown (some file systems): then ask, without following a link.
             var isDirectory = entry.pointee.d_type == UInt8(DT_DIR)

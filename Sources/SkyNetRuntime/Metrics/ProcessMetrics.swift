@@ -70,9 +70,8 @@ public enum ProcessMetrics {
         defer { closedir(directory) }
         var count = 0
         while let entry = readdir(directory) {
-            let isDot = withUnsafeBytes(of: entry.pointee.d_name) { name in
-                name[0] == UInt8(ascii: ".") && (name[1] == 0 || (name[1] == UInt8(ascii: ".") && name[2] == 0))
-            }
+            let name = directoryEntryName(entry)
+            let isDot = name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")]
             if !isDot { count += 1 }
         }
         return count

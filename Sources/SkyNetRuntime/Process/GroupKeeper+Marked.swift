@@ -23,7 +23,7 @@ extension GroupKeeper {
         defer { closedir(directory) }
         var ids: [pid_t] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = String(decoding: directoryEntryName(entry), as: UTF8.self)
             if let pid = pid_t(name), pid > 1 { ids.append(pid) }
         }
         return ids
