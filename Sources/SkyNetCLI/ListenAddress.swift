@@ -22,9 +22,4 @@ struct ListenAddress: Equatable {
         guard let port = Int(portText), (0...65535).contains(port) else { throw UsageError(usage) }
         return ListenAddress(host: host, port: port)
     }
-
-    /// `host:port` for a URL: an IPv6 host in brackets.
-    static func urlAuthority(host: String, port: Int) -> String {
-        "\(host.contains(":") ? "[\(host)]" : host):\(port)"
-    }
 }

@@ -31,11 +31,11 @@ extension NodeCommand {
                                                      // Not `[Node] Metrics: `: that is the URL line's, which scripts match.
                                                      logPrefix: "[Node] Metrics server: ", log: Self.log)
         } catch {
-            await Console.printError("error: --metrics \(ListenAddress.urlAuthority(host: address.host, port: address.port)): \(error)".escapingControlCharacters)
+            await Console.printError("error: --metrics \(Socket.authority(host: address.host, port: address.port)): \(error)".escapingControlCharacters)
             await node.stop(grace: .zero)
             return nil
         }
-        await Console.printError("[Node] Metrics: http://\(ListenAddress.urlAuthority(host: server.host, port: server.port))/metrics")
+        await Console.printError("[Node] Metrics: http://\(Socket.authority(host: server.host, port: server.port))/metrics")
         return MetricsServer(server: server)
     }
 }

@@ -175,7 +175,7 @@ struct NodeCommand: Command {
         guard let metricsServer = await startMetrics(for: node) else { return 2 }
         // What stderr said so far comes first on a shared terminal, but never waits long.
         await Console.flush(within: .seconds(1))
-        Console.out("listening on \(node.host.contains(":") ? "[\(node.host)]" : node.host):\(node.port)")
+        Console.out("listening on \(Socket.authority(host: node.host, port: node.port))")
         let service = NodeService.ready(node, spawned: exitWithParent) { Self.log($0) }
         signals.received.whenFulfilled { [drainTimeout = options.drainTimeout] _ in service.stopping(within: drainTimeout) }  // STOPPING=1 as the drain begins
         defer { service.stopped() }

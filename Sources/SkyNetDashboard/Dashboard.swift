@@ -1,6 +1,7 @@
 import SkyNetCluster
 import SkyNetHTTP
 import SkyNetRuntime
+import SkyNetTransport
 
 /// A scan's dashboard: the page at `/`, the state at `/state` and its live frames at
 /// `/events`, served by our `HTTPServer` from a `ScanBoard`; `/metrics` and `/healthz`
@@ -76,8 +77,7 @@ public final class Dashboard: Sendable {
 
     /// The page's address, e.g. `http://127.0.0.1:8080/`.
     public var url: String {
-        let host = server.host.contains(":") ? "[\(server.host)]" : server.host
-        return "http://\(host):\(server.port)/"
+        "http://\(Socket.authority(host: server.host, port: server.port))/"
     }
 
     public var host: String { server.host }

@@ -89,6 +89,11 @@ extension Socket {
         return "\(text(host)):\(text(service))"
     }
 
+    /// `host:port` as people and URLs write it: an IPv6 host in brackets (`[fd00::7]:9001`).
+    public static func authority(host: String, port: Int) -> String {
+        (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+    }
+
     /// The host part of a peer's `host:port` (IPv6 hosts keep their colons).
     package static func address(of peer: String) -> String {
         guard let colon = peer.lastIndex(of: ":") else { return peer }

@@ -1,4 +1,5 @@
 import SkyNetRuntime
+import SkyNetTransport
 import SkyNetWire
 
 /// The static peer list of cluster.json: which nodes a coordinator hands work to.
@@ -40,7 +41,7 @@ public struct ClusterConfig: Sendable, Equatable {
         /// `ssh alice@gpu1:2222`.
         public var address: String {
             if let ssh { return "ssh \(ssh)" }
-            return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            return Socket.authority(host: host, port: port)
         }
     }
 

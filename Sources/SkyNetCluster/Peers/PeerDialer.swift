@@ -50,7 +50,7 @@ public struct TCPDialer: PeerDialer {
         self.port = port
     }
 
-    public var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var address: String { Socket.authority(host: host, port: port) }
     public var sendsToken: Bool { true }
 
     public func dial(timeout: Duration) async throws -> DialedLink {

@@ -1,4 +1,5 @@
 import SkyNetRuntime
+import SkyNetTransport
 
 /// One host to log in to, written as GNU parallel's sshlogin: `[N/][user@]host[:port]`
 /// (`4/alice@gpu1.lab:2222`, `[2001:db8::1]:2222`, `2001:db8::1`).
@@ -31,7 +32,7 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         let user = user.map { $0 + "@" } ?? ""
         guard let port else { return user + host }
-        return user + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+        return user + Socket.authority(host: host, port: port)
     }
 
     /// The most slots a login may name (`ClusterConfig.maxCapacity`).
