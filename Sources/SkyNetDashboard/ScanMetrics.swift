@@ -1,5 +1,6 @@
 import SkyNetCluster
 import SkyNetRuntime
+import SkyNetTransport
 
 /// What a coordinator's `/metrics` shows besides its tasks (`TaskMetrics`) and the process:
 /// slots and peer connections from the dashboard's board, failed dashboard logins, bytes
@@ -25,7 +26,7 @@ public enum ScanMetrics {
     }
 
     /// `skynet_bytes_total` of the peer links (`PeerLinks.traffic`); zeros before the links start.
-    public static func bytes(_ traffic: (sent: UInt64, received: UInt64)?) -> MetricFamily {
+    public static func bytes(_ traffic: ByteTally?) -> MetricFamily {
         MetricFamily(name: "skynet_bytes_total", help: "Bytes sent to and received from peers.", kind: .counter, samples: [
             .init(labels: [("direction", "sent")], value: Double(traffic?.sent ?? 0)),
             .init(labels: [("direction", "received")], value: Double(traffic?.received ?? 0)),

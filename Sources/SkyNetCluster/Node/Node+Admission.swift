@@ -41,7 +41,7 @@ struct Admission: Sendable {
     /// still closing), for `skynet_bytes_total`: their bytes so far, plus `closedBytes`.
     var open: [ObjectIdentifier: NodeSession] = [:]
     /// The bytes of the connections that ended, added when each leaves `open`.
-    var closedBytes: (sent: UInt64, received: UInt64) = (0, 0)
+    var closedBytes = ByteTally()
     var accepted = 0
     /// When pushed-out connections were last logged, and how many were pushed out since: one
     /// line per `evictionLogInterval` sums them (`evictionReport`).
@@ -163,11 +163,7 @@ extension Node {
             admission.pending[key] = nil
             admission.greeted[key] = nil
             // In the same step that drops it from the open ones: counted once, never lost.
-            if let ended = admission.open.removeValue(forKey: key) {
-                let bytes = ended.connection.progress
-                admission.closedBytes.sent &+= bytes.sent
-                admission.closedBytes.received &+= bytes.received
-            }
+            if let ended = admission.open.removeValue(forKey: key) { admission.closedBytes.add(ended.connection) }
         }
     }
 

@@ -8,13 +8,7 @@ extension Node {
     public func metricFamilies() -> [MetricFamily] {
         let running = system.counters.running
         let (authenticated, waiting, bytes) = admission.withLock { admission in
-            var bytes = admission.closedBytes
-            for session in admission.open.values {
-                let progress = session.connection.progress
-                bytes.sent &+= progress.sent
-                bytes.received &+= progress.received
-            }
-            return (admission.greeted.count, admission.pending.count, bytes)
+            (admission.greeted.count, admission.pending.count, admission.closedBytes.adding(admission.open.values.map(\.connection)))
         }
         let loginFailures = logins.withLock { $0.total }
         // A node that drains or stops takes no task: none of its slots is free, as a
