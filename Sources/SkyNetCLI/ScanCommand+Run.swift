@@ -128,6 +128,7 @@ extension ScanCommand {
             await output.scan(event)
         }
         coordinator.orderWindow = keepOrder ? Self.orderWindow : nil
+        coordinator.maxResultBytes = maxOutput ?? CommandJob.defaultMaxOutput
         coordinator.metrics = metrics
         let feed = inputs.map { $0.feed { [job, duration, taskTimeout] sector, text in
             done.contains(sector) ? nil : ScanTask(input: sector, duration: duration, job: job, text: text, timeout: taskTimeout)

@@ -94,5 +94,24 @@ extension ProcessTests {
                 #expect(run.completions.isEmpty)
             }
         }
+
+        /// Nodes whose own --max-output (their default, 256K) lets 5,000-byte results through:
+        /// the scan's --max-output 4K still bounds what the coordinator keeps (--keep-order holds
+        /// up to 256 results), with the words a local job's overflow gets.
+        @Test func aPeersResultOverTheScansMaxOutputFailsItsAttempt() async throws {
+            let big = "big=printf %05000d {}"
+            try await withNodes(betaJob: big, gammaArguments: ["--job", big]) { file in
+                let run = try await runSkynet(["scan", "--cluster", file, "--job", "big", "--local-capacity", "0", "--total", "8",
+                                               "--results", "--keep-order", "--max-output", "4K", "--max-attempts", "2"],
+                                              limit: .seconds(60))
+                // With --results, stdout holds results only: the scan's words go to stderr.
+                let gaveUp = run.stderr.split(separator: "\n").filter { $0.hasPrefix("Gave up on task ") }
+                #expect(gaveUp.count == 8, "\(run.stderr)")
+                #expect(gaveUp.allSatisfy { $0.hasSuffix(" after 2 attempts: output over 4096 bytes (--max-output)") }, "\(gaveUp)")
+                // --keep-order prints an empty line for each task that gave up.
+                #expect(run.stdout.split(separator: "\n").count == 0 && run.stdout.count == 8)
+                #expect(run.status == 1)
+            }
+        }
     }
 }

@@ -131,6 +131,39 @@ struct CoordinatorTests {
     }
 }
 
+/// `Coordinator.maxResultBytes` (`--max-output`): the bound holds for whatever system answers.
+@Suite(.timeLimit(.minutes(3)))
+struct CoordinatorResultBoundTests {
+    /// A peer answers sectors 0 and 1 with results of 4,096 and 4,097 bytes.
+    actor WordyPeer: ScanSystem {
+        nonisolated var name: String { "wordy" }
+        nonisolated var isLocal: Bool { false }
+        func run(_ task: ScanTask) async throws -> String { String(repeating: "é", count: 2048) + (task.input == 0 ? "" : "x") }
+    }
+
+    @Test func aPeersResultOverTheBoundFailsItsAttemptWithTheLocalJobsWords() async throws {
+        let systems = Systems()
+        await systems.add(LocalSystem(name: "local", capacity: 0), capacity: 0)
+        await systems.add(WordyPeer(), capacity: 2)
+        let log = EventLog()
+        var coordinator = Coordinator(systems: systems, maxAttempts: 2) { log.append($0) }
+        coordinator.maxResultBytes = 4096
+        let report = await coordinator.run([ScanTask(input: 0), ScanTask(input: 1)])
+        #expect(report.completed == 1 && report.gaveUp == 1)
+        #expect(log.resultsByInput[0]?.utf8.count == 4096)
+        let errors = log.all.compactMap { if case .gaveUp(let task, _, _, _, let error) = $0 { "\(task.input): \(error)" } else { nil } }
+        #expect(errors == ["1: output over 4096 bytes (--max-output)"])
+    }
+
+    @Test func withoutABoundAnyResultIsKept() async throws {
+        let systems = Systems()
+        await systems.add(LocalSystem(name: "local", capacity: 0), capacity: 0)
+        await systems.add(WordyPeer(), capacity: 2)
+        let report = await Coordinator(systems: systems) { _ in }.run([ScanTask(input: 0), ScanTask(input: 1)])
+        #expect(report.completed == 2)
+    }
+}
+
 /// A peer stand-in that runs tasks in process but is not local.
 actor LocalPeer: ScanSystem {
     nonisolated let name: String

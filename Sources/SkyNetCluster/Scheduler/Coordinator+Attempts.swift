@@ -20,7 +20,7 @@ extension Coordinator {
     private func attempt(_ work: Attempt, on reservation: Reservation) async -> Step {
         let started = ContinuousClock.now
         let result: Result<String, any Error>
-        do { result = .success(try await reservation.system.run(work.task)) } catch { result = .failure(error) }
+        do { result = .success(try kept(await reservation.system.run(work.task))) } catch { result = .failure(error) }
         let seconds = (ContinuousClock.now - started).seconds
         if case .failure(let error) = result, error is PeerDisconnected || (error as? PeerDrained)?.disconnected == true {
             await systems.retire(reservation)  // gone: no other task should be handed to it
@@ -28,6 +28,13 @@ extension Coordinator {
         // The slot is released by the loop when it takes this step: so no more children live
         // than there are slots, however far the loop falls behind.
         return .finished(work, reservation, result, seconds)
+    }
+
+    /// `value`, unless it is longer than `maxResultBytes`: a node's own `--max-output` may allow
+    /// more than this scan keeps.
+    private func kept(_ value: String) throws(ScanFailure) -> String {
+        if let maxResultBytes, value.utf8.count > maxResultBytes { throw .outputOver(maxResultBytes) }
+        return value
     }
 
     /// Counts the outcome of an attempt (not a `busy` one) and queues a re-run if it failed;

@@ -21,6 +21,10 @@ public struct Coordinator: Sendable {
     /// oldest sector without an outcome, so output in input order (`--keep-order`) holds at
     /// most this many results. Nil: tasks start as slots free.
     public var orderWindow: Int?
+    /// The longest result kept, in UTF-8 bytes (`--max-output`): a longer one fails its attempt,
+    /// whichever system sent it, so `orderWindow` results cost at most this much each. Nil: any
+    /// result the link carried.
+    public var maxResultBytes: Int?
     /// Where each attempt's outcome is counted for `/metrics` (the dashboard's); nil: nowhere.
     public var metrics: TaskMetrics?
 

@@ -9,7 +9,7 @@ extension CommandJob {
         if stdout.bytes.last == UInt8(ascii: "\n") { stdout.bytes.removeLast() }
         // Checked first: the overflow is why the command was killed.
         if stdout.overflowed || stdout.bytes.count > maxOutput {
-            throw failure("output over \(maxOutput) bytes (--max-output)")
+            throw .outputOver(maxOutput)
         }
         guard ended.succeeded else {
             let line = lastLine(of: output.stderr?.bytes ?? [])

@@ -18,4 +18,10 @@ public struct ScanFailure: Error, CustomStringConvertible, Equatable, Sendable {
     public static func busy(_ system: String, capacity: Int) -> ScanFailure {
         ScanFailure(code: .busy, message: "\(system) already runs \(capacity) tasks")
     }
+
+    /// A result longer than `--max-output` allows: the same words whoever produced it, a
+    /// command here or a node elsewhere.
+    public static func outputOver(_ maxOutput: Int) -> ScanFailure {
+        ScanFailure(code: .taskFailed, message: "output over \(maxOutput) bytes (--max-output)")
+    }
 }
