@@ -16,7 +16,12 @@ struct HostileWelcomeTests {
         let listener: Listener
         let connections = Locked<[Connection]>([])
 
-        init(welcome: Reply, answer: @escaping @Sendable (Int, UUID) -> Reply) async throws {
+        convenience init(welcome: Reply, answer: @escaping @Sendable (Int, UUID) -> Reply) async throws {
+            try await self.init(welcomeLine: welcome.line, answer: answer)
+        }
+
+        /// The same answering the hello with `welcomeLine`, as it is.
+        init(welcomeLine welcome: [UInt8], answer: @escaping @Sendable (Int, UUID) -> Reply) async throws {
             listener = try await Listener.bind(host: "127.0.0.1", port: 0)
             let connections = self.connections
             listener.start { socket, peer in
@@ -25,7 +30,7 @@ struct HostileWelcomeTests {
                 connection.start(onEvent: { event in
                     guard case .line(let line) = event, let request = try? Request.decode(line) else { return }
                     switch request {
-                    case .hello: try? connection.send(welcome.line)
+                    case .hello: try? connection.send(welcome)
                     case .scan(let id, let task): try? connection.send(answer(id, task.id).line)
                     default: break
                     }
@@ -47,6 +52,36 @@ struct HostileWelcomeTests {
         let node = try await ScriptedNode(welcome: welcome) { id, task in .result(id: id, task: task, result: "") }
         defer { node.stop() }
         await #expect(throws: WireError.badRequest(message)) {
+            let peer = try await PeerConnection.open(name: "n", host: "127.0.0.1", port: node.listener.port, token: nil, timeout: .seconds(10))
+            peer.close()
+        }
+    }
+
+    /// A welcome that is a protocol message with a field out of its range is the node's
+    /// `bad-request`, not what a login's start-up files printed (`NotTheProtocol`).
+    @Test(arguments: ["-1", "1.5", #""4""#, "1e300", "18446744073709551616"])
+    func aMalformedWelcomeIsABadRequestNotABanner(capacity: String) async throws {
+        let line = #"{"type":"welcome","version":1,"name":"n","capacity":\#(capacity)}"# + "\n"
+        let node = try await ScriptedNode(welcomeLine: Array(line.utf8)) { id, task in .result(id: id, task: task, result: "") }
+        defer { node.stop() }
+        do {
+            let peer = try await PeerConnection.open(name: "n", host: "127.0.0.1", port: node.listener.port, token: nil, timeout: .seconds(10))
+            peer.close()
+            Issue.record("a welcome with capacity \(capacity) was taken")
+        } catch let error as WireError {
+            #expect(error.code == .badRequest)
+            #expect(error.message?.hasPrefix("a malformed welcome: \"capacity\"") == true, "\(error)")
+        } catch {
+            Issue.record("\(type(of: error)): \(error)")
+        }
+    }
+
+    /// A first line that is not a message of the protocol at all is still `NotTheProtocol`.
+    @Test(arguments: ["Welcome to the lab", #"{"motd":"hello"}"#, "[1,2]"])
+    func aFirstLineThatIsNoMessageIsNotTheProtocol(first: String) async throws {
+        let node = try await ScriptedNode(welcomeLine: Array((first + "\n").utf8)) { id, task in .result(id: id, task: task, result: "") }
+        defer { node.stop() }
+        await #expect(throws: NotTheProtocol.self) {
             let peer = try await PeerConnection.open(name: "n", host: "127.0.0.1", port: node.listener.port, token: nil, timeout: .seconds(10))
             peer.close()
         }

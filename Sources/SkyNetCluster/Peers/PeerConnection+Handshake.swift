@@ -82,6 +82,11 @@ final class Handshake: Sendable {
         case .success(.error(let error as any Error)):
             finish(.failure(error))
         case .failure(let error):
+            // A JSON object with a type is the protocol, malformed: the node's fault, not what a
+            // login's start-up files printed.
+            if let type = try? WireFields(line).type() {
+                return finish(.failure(WireError.badRequest("a malformed \(type): \((error as? WireError)?.message ?? "\(error)")")))
+            }
             finish(.failure(NotTheProtocol(firstLine: String(decoding: line.prefix(120), as: UTF8.self), error: error)))
         case .success(let other):
             finish(.failure(WireError.badRequest("expected a \(token == nil ? "welcome" : "challenge"), got \(other)")))

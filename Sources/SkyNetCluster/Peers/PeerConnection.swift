@@ -11,9 +11,10 @@ public struct PeerDisconnected: Error, CustomStringConvertible {
     public var description: String { "\(peer) disconnected (\(reason))" }
 }
 
-/// A first answer that is not a line of the protocol at all (not JSON): over ssh, what a
-/// login's start-up files printed on stdout before the node started. Reads as the decoding
-/// error it wraps; `firstLine` is the start of what came, for a message that shows it.
+/// A first answer that is not a message of the protocol at all (no JSON object with a type: a
+/// malformed message is a `bad-request`): over ssh, what a login's start-up files printed on
+/// stdout before the node started. Reads as the decoding error it wraps; `firstLine` is the
+/// start of what came, for a message that shows it.
 public struct NotTheProtocol: Error, CustomStringConvertible {
     public let firstLine: String
     public let error: any Error
