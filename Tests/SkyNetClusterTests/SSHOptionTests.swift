@@ -64,6 +64,23 @@ extension ProcessTests {
             #expect(run.lines.contains { $0.hasPrefix("Stopped: ") }, "\(run.lines)")
         }
 
+        /// A token file given to --ssh-file by mistake: refused before any ssh starts (the fake
+        /// ssh would leave a mark), and no 9 characters of the token are printed.
+        @Test func aTokenFileGivenAsLoginsIsRefusedBeforeAnySSHAndNotEchoed() async throws {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-ssh-token-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let fake = try await Self.installScript("#!/bin/sh\ntouch \"\(folder)/ran\"\nexit 255\n", at: folder + "/ssh")
+            let token = Secrets.hex(Secrets.randomBytes(32))
+            try (token + "\n").write(toFile: folder + "/token", atomically: true, encoding: .utf8)
+            let run = try await runSkynet(["scan", "--ssh-file", folder + "/token", "--ssh-command", fake, "--total", "3"])
+            #expect(run.status == 2)
+            #expect(run.stderr.contains("error: \(folder)/token:1: ssh login '\(token.prefix(8))…' (64 characters): "), "\(run.stderr)")
+            let printed = run.stdout + run.stderr
+            #expect(!(0...(token.count - 9)).contains { printed.contains(token.dropFirst($0).prefix(9)) })
+            #expect(!FileManager.default.fileExists(atPath: folder + "/ran"))
+        }
+
         /// Writes `text` as an executable at `path` through `cp`: this process never holds the
         /// file open for writing, which a child spawned meanwhile would inherit until its exec,
         /// making an exec of the file fail (ETXTBSY).

@@ -94,13 +94,46 @@ struct SSHLoginTests {
     }
 
     /// A file given to --ssh-file by mistake (a token's, an environment) is not echoed whole:
-    /// a bad login is shown cut to 40 characters.
+    /// a bad login longer than 24 characters is shown by its first 8.
     @Test func aLongBadLoginIsShownCut() throws {
         let long = String(repeating: "k", count: 64) + "=secret"
-        #expect(throws: SSHLogin.ParseError(description: "ssh login '\(String(repeating: "k", count: 40))…': the host '"
-                + "\(String(repeating: "k", count: 40))…' may hold only letters, digits, '.', '_' and '-'")) {
+        #expect(throws: SSHLogin.ParseError(description: "ssh login 'kkkkkkkk…' (71 characters): the host 'kkkkkkkk…' (71 characters) "
+                + "may hold only letters, digits, '.', '_' and '-'")) {
             try SSHLogin(parsing: long)
         }
+    }
+
+    /// A token file given to --ssh-file (`openssl rand -hex 32`, or base64) is refused before
+    /// any ssh starts, and no error shows more than 8 of its characters: 64 hex digits are no
+    /// host name (a DNS name's parts are at most 63 characters), so no ssh looks them up.
+    @Test(arguments: [
+        "3f9a2c71d04be8855e6f1a9c0b7d3e21f4a8c6d2e9b1705c3a6f8e2d4b9c1a07",
+        "q1W2e3R4t5Y6u7I8o9P0a1S2d3F4g5H6j7K8l9Z0x1c=",
+        "Zk3/9xQe+Lr0TmB7yWc2sNd8HvKp4aUj1oGf6EiR5bA=",
+    ])
+    func aTokenFileIsRefusedWithoutEchoingTheToken(token: String) throws {
+        do {
+            _ = try SSHLogin.lines(of: token + "\n", file: "token")
+            Issue.record("the token was taken as a login")
+        } catch {
+            #expect(error.description.hasPrefix("token:1: "))
+            for start in 0...(token.count - 9) {
+                let piece = token.dropFirst(start).prefix(9)
+                #expect(!error.description.contains(piece), "\(error)")
+            }
+        }
+    }
+
+    @Test(arguments: [
+        (String(repeating: "a", count: 63) + ".lab", true),
+        (String(repeating: "a", count: 64) + ".lab", false),
+        ((0..<4).map { _ in String(repeating: "b", count: 63) }.joined(separator: "."), false),  // 255 characters
+        ((0..<3).map { _ in String(repeating: "b", count: 63) }.joined(separator: ".") + "." + String(repeating: "c", count: 61), true),
+        ("gpu1..lab", false),
+        ("gpu1.lab.", true),  // a fully qualified name
+    ])
+    func aHostNameKeepsTheDNSLimits(host: String, taken: Bool) {
+        #expect((problem(host) == nil) == taken, "\(problem(host) ?? "")")
     }
 
     @Test func aFileIsReadFromDiskAndAMissingOneIsNamed() throws {

@@ -39,7 +39,7 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
     static let maxSlots = 1024
 
     public init(parsing text: String) throws(ParseError) {
-        func fail(_ problem: String) -> ParseError { ParseError(description: "ssh login '\(Self.shown(text))': \(problem)") }
+        func fail(_ problem: String) -> ParseError { ParseError(description: "ssh login \(Self.shown(text)): \(problem)") }
         if text.isEmpty { throw ParseError(description: "an ssh login is empty: write [N/][user@]host[:port]") }
         if text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
             throw fail("a login holds no spaces: give ssh's program and options with --ssh-command")
@@ -80,7 +80,7 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
         if rest.contains("@") { throw fail("more than one '@': write user@host") }
         guard !user.isEmpty else { throw fail("the user before '@' is empty") }
         guard user.first != "-", user.allSatisfy(isNameCharacter) else {
-            throw fail("the user '\(shown(user))' may hold only letters, digits, '.', '_' and '-', not first")
+            throw fail("the user \(shown(user)) may hold only letters, digits, '.', '_' and '-', not first")
         }
         return String(user)
     }
@@ -106,14 +106,17 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
         guard !host.isEmpty else { throw fail("the host is missing") }
         if host.hasPrefix("-") { throw fail("a host may not begin with '-' (ssh would read it as an option)") }
         guard host.allSatisfy(isNameCharacter) else {
-            throw fail("the host '\(shown(host))' may hold only letters, digits, '.', '_' and '-'")
+            throw fail("the host \(shown(host)) may hold only letters, digits, '.', '_' and '-'")
+        }
+        guard keepsDNSLimits(host) else {
+            throw fail("the host \(shown(host)) is no host name: at most 253 characters, in parts of 1 to 63 between dots")
         }
         return (String(host), parts.count == 2 ? try port(parts[1], fail: fail) : nil)
     }
 
     private static func port(_ text: Substring, fail: (String) -> ParseError) throws(ParseError) -> Int {
         guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(text), (1...65535).contains(port) else {
-            throw fail("the port '\(shown(text))' is not a number in 1...65535")
+            throw fail("the port \(shown(text)) is not a number in 1...65535")
         }
         return port
     }
@@ -129,12 +132,13 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
             }
         let fits = address.contains(":") && head.allSatisfy({ $0 == ":" || $0.isHexDigit }) && (!dotted || isIPv4)
         guard fits else {
-            throw fail("'\(shown(address))' is not an IPv6 address; for a port on one write [ADDRESS]:PORT (not .PORT, pPORT or #PORT)")
+            throw fail("\(shown(address)) is not an IPv6 address; for a port on one write [ADDRESS]:PORT (not .PORT, pPORT or #PORT)")
         }
     }
 
-    /// A piece of a bad login as an error shows it: escaped, and cut to 40 characters (a file
-    /// given to --ssh-file by mistake, a token's, must not be echoed whole).
+    /// A piece of a bad login as an error shows it, quoted: escaped, and one longer than 24
+    /// characters cut to its first 8 with its length (`'3f9a2c71…' (64 characters)`): a file
+    /// given to --ssh-file by mistake, a token's, must not be echoed.
     static func shown(_ text: some StringProtocol) -> String {
         var escaped = ""
         for scalar in String(text).escapingControlCharacters.unicodeScalars {
@@ -142,8 +146,16 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
             let invisible = scalar.properties.generalCategory == .format
             escaped += invisible ? "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}" : String(scalar)
         }
-        guard escaped.count > 40 else { return escaped }
-        return String(escaped.prefix(40)) + "…"
+        guard escaped.count > 24 else { return "'\(escaped)'" }
+        return "'\(escaped.prefix(8))…' (\(text.count) characters)"
+    }
+
+    /// Whether `host` keeps DNS's limits (RFC 1035): at most 253 characters, in parts of 1 to
+    /// 63 between dots (one final dot allowed). A token's 64 hex digits are no host name.
+    static func keepsDNSLimits(_ host: Substring) -> Bool {
+        let name = host.hasSuffix(".") ? host.dropLast() : host
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return name.count <= 253 && parts.allSatisfy { (1...63).contains($0.count) }
     }
 
     private static func isNameCharacter(_ character: Character) -> Bool {
