@@ -46,12 +46,23 @@ struct ClusterToken {
         }
     }
 
-    /// Whether `path` names a file directly in `$CREDENTIALS_DIRECTORY`, where systemd put the
-    /// credentials of the service it started us as.
-    private static func isCredential(_ path: String) -> Bool {
+    /// Whether `path`, opened as `opened`, is a file directly in `$CREDENTIALS_DIRECTORY`, where
+    /// systemd put the credentials of the service it started us as: its folder is that one (links
+    /// to it resolved), and the entry there is that very file, not a link to one elsewhere.
+    private static func isCredential(_ path: String, opened: stat) -> Bool {
         guard let directory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"], directory.hasPrefix("/") else { return false }
-        let parent = URL(fileURLWithPath: path).standardizedFileURL.deletingLastPathComponent().path
-        return parent == URL(fileURLWithPath: directory).standardizedFileURL.path
+        let url = URL(fileURLWithPath: path).standardizedFileURL
+        guard let folder = resolved(url.deletingLastPathComponent().path), folder == resolved(directory) else { return false }
+        var entry = stat()
+        guard lstat(folder + "/" + url.lastPathComponent, &entry) == 0, entry.st_mode & S_IFMT == S_IFREG else { return false }
+        return entry.st_dev == opened.st_dev && entry.st_ino == opened.st_ino
+    }
+
+    /// `path` with every link resolved, or nil when it cannot be.
+    private static func resolved(_ path: String) -> String? {
+        guard let real = realpath(path, nil) else { return nil }
+        defer { free(real) }
+        return String(cString: real)
     }
 
     /// The file's text without its final newline. Refused unless it is a regular file that only
@@ -71,7 +82,7 @@ struct ClusterToken {
         // systemd gives a service its credential (LoadCredential=) with an ACL entry for the
         // service's user alone, and `stat` shows the ACL's mask as group read (0440). In the
         // credentials directory that bit is no group's; any other bit still refuses the file.
-        let refused: mode_t = isCredential(path) ? 0o037 : 0o077
+        let refused: mode_t = isCredential(path, opened: info) ? 0o037 : 0o077
         guard mode & refused == 0 else {
             throw UsageError("refusing --token-file \(path): its group or others have access to it (mode \(String(mode, radix: 8))); "
                              + "run: chmod 600 \(path)")

@@ -39,6 +39,31 @@ extension ProcessTests.SystemdUnitTests {
         #expect(try await node.finish(timeout: .seconds(30)).status == 0)
     }
 
+    /// The credentials directory's exception holds for a file that really is in it: a link
+    /// there to a 0440 file elsewhere is refused as the file named directly is; a link to the
+    /// directory itself reaches a real credential and is taken.
+    @Test func aLinkInTheCredentialsDirectoryToAFileElsewhereIsNoCredential() async throws {
+        let scratch = try TokenScratch()
+        let elsewhere = try scratch.tokenFile(Self.token + "\n", named: "elsewhere-token", mode: 0o440)
+        let credentials = scratch.path("credentials")
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: credentials + "/link", withDestinationPath: elsewhere)
+        let linked = try await runSkynet(["node", "--port", "0", "--token-file", credentials + "/link"], limit: .seconds(20),
+                                         environment: ["CREDENTIALS_DIRECTORY": credentials])
+        #expect(linked.status == 2)
+        #expect(linked.stderr.contains("refusing --token-file \(credentials)/link: its group or others have access to it (mode 440)"),
+                "\(linked.stderr)")
+
+        _ = try scratch.tokenFile(Self.token + "\n", named: "credentials/token", mode: 0o440)
+        try FileManager.default.createSymbolicLink(atPath: scratch.path("alias"), withDestinationPath: credentials)
+        let node = try RunningProcess(["node", "--port", "0", "--token-file", scratch.path("alias") + "/token"],
+                                      environment: ["CREDENTIALS_DIRECTORY": credentials])
+        defer { node.kill() }
+        try await node.waitForLine(timeout: .seconds(20)) { $0.hasPrefix("listening on ") }
+        node.send(SIGTERM)
+        #expect(try await node.finish(timeout: .seconds(30)).status == 0)
+    }
+
     /// The ExecStart line as systemd would run it (its address and ports made loopback and
     /// free): the credential read from `%d`, ready told, and a SIGTERM that stops it in order.
     @Test(.enabled("needs every option of ExecStart (--metrics, --drain-timeout)") { try await nodeKnowsEveryOptionOfExecStart() })
