@@ -51,6 +51,9 @@ extension ScanCommand {
             }
         } stop: { await $0.1.progress?.stop() }  // the progress line goes on every path out
         let count = inputs?.count ?? total
+        if let inputs, inputs.count == 0 {
+            await Console.printError((inputs.name == "stdin" ? "no inputs on stdin" : "no inputs in \(inputs.name)").escapingControlCharacters)
+        }
         let jobs = try await localJobs(output)
         // A job this process does not declare runs on the peers that do, never here.
         let localSlots = jobs.job(named: job) == nil ? 0 : localCapacity

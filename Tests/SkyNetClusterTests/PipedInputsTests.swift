@@ -17,6 +17,23 @@ extension ProcessTests {
             #expect(run.lines == Array(repeating: "y", count: 5))
         }
 
+        /// An empty inputs file runs nothing and says why on stderr (a file, and stdin), then
+        /// exits 0 as GNU parallel does.
+        @Test func anEmptyInputsFileSaysSo() async throws {
+            let empty = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-empty-\(UUID().uuidString).txt").path
+            try Data().write(to: URL(fileURLWithPath: empty))
+            defer { try? FileManager.default.removeItem(atPath: empty) }
+            let run = try await runSkynet(["scan", "--inputs", empty, "--job", "e=echo {}"], limit: .seconds(60))
+            #expect(run.status == 0)
+            #expect(run.stderr.contains("no inputs in \(empty)\n"), "\(run.stderr)")
+            #expect(run.lines.last?.hasPrefix("Finished 0 scans in ") == true)
+            let piped = try await runProgram("/bin/sh", ["-c", #"exec "$0" scan --inputs - --job e='echo {}' --results < /dev/null"#,
+                                                         skynetBinary.path], limit: .seconds(60))
+            #expect(piped.status == 0)
+            #expect(piped.stderr.contains("no inputs on stdin\n"), "\(piped.stderr)")
+            #expect(piped.stdout.isEmpty)
+        }
+
         /// `/dev/zero` is refused at its first line, by the message a file of NUL bytes gets.
         @Test func aDeviceOfNULBytesIsRefusedAtLineOne() async throws {
             let run = try await runSkynet(["scan", "--inputs", "/dev/zero", "--job", "e=echo {}", "--results"], limit: .seconds(60))
