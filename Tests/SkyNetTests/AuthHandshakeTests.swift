@@ -16,9 +16,11 @@ struct AuthHandshakeTests {
     let nodeTests = NodeTests()
 
     /// Runs `body` with a node that requires `token`, its log collected; stopped on every path.
-    func withTokenNode<T>(backoff: LoginBackoff = LoginBackoff(), _ body: (Node, LogLines) async throws -> T) async throws -> T {
+    func withTokenNode<T>(backoff: LoginBackoff = LoginBackoff(), helloTimeout: Duration? = nil,
+                          _ body: (Node, LogLines) async throws -> T) async throws -> T {
         var options = nodeTests.options(token: Self.token)
         options.loginBackoff = backoff
+        if let helloTimeout { options.helloTimeout = helloTimeout }
         let log = LogLines()
         let node = try await Node.start(options, log: { log.append($0) })
         do {
