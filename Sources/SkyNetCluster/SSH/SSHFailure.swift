@@ -4,7 +4,8 @@ import SkyNetRuntime
 /// exit status and the last lines it (or the remote shell) wrote to stderr.
 public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
     public enum Kind: Sendable, Equatable {
-        /// The login was refused (no key the host takes).
+        /// The login was refused (no key the host takes), or its stdout did not start with the
+        /// protocol (start-up files that print, a first line over the limit).
         case login
         /// The host's key is unknown or has changed.
         case hostKey
@@ -26,7 +27,7 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
         case ended
         /// ssh (or the node) ended otherwise.
         case exited
-        /// ssh ran, but no welcome came in time.
+        /// ssh ran, but no welcome came in time (the link then stopped ssh).
         case noAnswer
     }
 
