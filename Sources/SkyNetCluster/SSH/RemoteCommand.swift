@@ -22,20 +22,24 @@ public enum RemoteCommand {
         try checked("exec skynet node --stdio" + stdioArguments(arguments))
     }
 
-    /// `--ship`: checks the host's `uname -sm` (else exit 120 with the reason), then execs the
-    /// copy of this build in `~/.cache/skynet` once it starts (`--version`, its cheapest run);
-    /// no copy: exit 121 (the upload follows). A copy that does not start is hashed: a damaged
-    /// one is removed (121: shipped again); an intact one cannot run on this host (a noexec
-    /// home, missing libraries): exit 123 with the reason, as shipping it again cannot help.
-    /// PATH is never used, so no other build can run. The script holds no `'`, `\` or newline,
-    /// so `exec /bin/sh -c '…'` reads the same in every login shell.
+    /// `--ship`: checks the host's `uname -sm` (else exit 120 with the reason), then the copy of
+    /// this build in `~/.cache/skynet`: none, exit 121 (the upload follows). Its SHA-256 is
+    /// checked before each use (one read of the copy, over the same login): a copy that is not
+    /// this build (replaced, damaged, cut short; such a copy may still start) is removed unrun,
+    /// exit 125 with its hash (shipped again, and said). The intact copy is execed once it starts
+    /// (`--version`, its cheapest run); one that does not start cannot run on this host (a
+    /// noexec home, missing libraries): exit 123 with the reason, as shipping it again cannot
+    /// help. PATH is never used, so no other build can run. The script holds no `'`, `\` or
+    /// newline, so `exec /bin/sh -c '…'` reads the same in every login shell.
     public static func shipped(_ shipment: SSHShipment, arguments: [String]) throws(TooLong) -> String {
+        let hex = shipment.sha256
         let script = #"p=$(uname -sm); [ "$p" = "\#(shipment.platform)" ] || { echo "skynet --ship: this host is $p, not \#(shipment.platform)" >&2; exit \#(SSHFailure.otherPlatformStatus); }; "#
-            + #"f="$HOME/.cache/skynet/skynet-\#(shipment.sha256)"; [ -f "$f" ] || exit \#(SSHFailure.needsShipmentStatus); "#
+            + #"f="$HOME/.cache/skynet/skynet-\#(hex)"; [ -f "$f" ] || exit \#(SSHFailure.needsShipmentStatus); "#
+            + #"s=$(sha256sum "$f" 2>/dev/null || shasum -a 256 "$f"); s=${s%% *}; "#
+            + #"[ "$s" = \#(hex) ] || { rm -f "$f"; echo "skynet --ship: the copy $f does not match this build: its SHA-256 is $s" >&2; exit \#(SSHFailure.copyMismatchStatus); }; "#
             + #"if [ -x "$f" ]; then e=$("$f" --version 2>&1 </dev/null >/dev/null) && exec "$f" node --stdio\#(stdioArguments(arguments)); "#
             + #"r=$?; e=$(printf %s "$e" | tail -n 1); [ -n "$e" ] || e="$f --version exits with status $r"; "#
             + #"else e="the copy $f is there but cannot be executed"; fi; "#
-            + #"s=$(sha256sum "$f" 2>/dev/null || shasum -a 256 "$f"); [ "${s%% *}" = \#(shipment.sha256) ] || { rm -f "$f"; exit \#(SSHFailure.needsShipmentStatus); }; "#
             + #"echo "skynet --ship: this build does not run on this host: $e" >&2; exit \#(SSHFailure.doesNotRunStatus)"#
         return try checked("exec /bin/sh -c '\(script)'")
     }

@@ -17,6 +17,9 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
         case otherPlatform
         /// `--ship`: the host lacks this build; the upload follows (never printed).
         case needsShipment
+        /// `--ship`: the host's copy was not this build (its SHA-256 differs) and was removed
+        /// unrun; the upload follows, said once per host (`ClusterEvent.shippingAgain`).
+        case copyMismatch
         /// `--ship`: the uploaded copy did not have the right hash. Tried again with backoff.
         case shipFailed
         /// `--ship`: the host cannot keep the copy (`~/.cache` is no folder it can write) or
@@ -49,7 +52,7 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
     public var isPermanent: Bool {
         switch kind {
         case .login, .hostKey, .noSkynet, .otherPlatform, .cannotShip: true
-        case .unreachable, .needsShipment, .shipFailed, .ended, .exited, .noAnswer: false
+        case .unreachable, .needsShipment, .copyMismatch, .shipFailed, .ended, .exited, .noAnswer: false
         }
     }
 
@@ -61,6 +64,8 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
     static let doesNotRunStatus: Int32 = 123
     /// The cache folder cannot be made (mkdir's line says why).
     static let cannotStoreStatus: Int32 = 124
+    /// The cached copy is not this build: removed unrun (its `skynet --ship:` line gives its hash).
+    static let copyMismatchStatus: Int32 = 125
 
     /// The fix for a shipped copy that cannot start, by the reason the host gave.
     static let staticBuildFix = "ship a static build: swift build -c release --static-swift-stdlib"
@@ -97,6 +102,8 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
                               fix: "--ship copies this \(LocalPlatform.name) build only: build skynet on that host")
         case .exited(needsShipmentStatus):
             return SSHFailure(kind: .needsShipment, reason: line.hasPrefix("skynet --ship:") ? line : "no copy of this build", fix: "")
+        case .exited(copyMismatchStatus) where line.hasPrefix("skynet --ship:"):
+            return SSHFailure(kind: .copyMismatch, reason: line, fix: "")
         case .exited(shipFailedStatus) where line.hasPrefix("skynet --ship:"):
             return SSHFailure(kind: .shipFailed, reason: line, fix: "retrying")
         case .exited(doesNotRunStatus) where line.hasPrefix("skynet --ship:"):
