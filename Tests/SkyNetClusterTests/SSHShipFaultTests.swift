@@ -67,6 +67,24 @@ extension ProcessTests {
             }
         }
 
+        /// `~/.cache/skynet` a symbolic link to another folder (issue 30): refused for good, and the
+        /// folder it points to keeps its mode and gets no copy.
+        @Test func aCacheFolderThatIsASymbolicLinkIsReportedForGoodAndWhatItPointsToIsLeftAlone() async throws {
+            try await withSSHTestHosts(each: [Self.hostWithoutSkynet, Self.hostWithoutSkynet]) { hosts, client in
+                let cache = hosts[0].home + "/.cache/skynet", elsewhere = hosts[0].folder + "/elsewhere"
+                try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+                try FileManager.default.createDirectory(atPath: hosts[0].home + "/.cache", withIntermediateDirectories: true)
+                try FileManager.default.createSymbolicLink(atPath: cache, withDestinationPath: elsewhere)
+                try await Self.expectUnusableForGood(
+                    hosts[0], beside: hosts[1], client: client,
+                    reason: "skynet --ship: cannot keep the copy in \(cache): it is a symbolic link",
+                    fix: "--ship keeps its copy only in a folder of its own: remove the link ~/.cache/skynet on that host "
+                        + "(what it points to is left as it is)")
+                #expect(try FileManager.default.attributesOfItem(atPath: elsewhere)[.posixPermissions] as? Int == 0o755)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == [])
+            }
+        }
+
         /// A cached copy replaced by a script that runs the real build after doing what it likes
         /// (issue 30): its SHA-256 is checked before each use, so it never runs; the build is
         /// shipped again, and the coordinator says so once.

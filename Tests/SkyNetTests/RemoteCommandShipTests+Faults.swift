@@ -125,6 +125,67 @@ extension RemoteCommandShipTests {
         }
     }
 
+    /// Runs both commands of `--ship` (with an intact copy in the cache, the run would run it);
+    /// returns what each said.
+    func runAndUpload(_ shipment: SSHShipment, home: String) async throws -> (run: Run, upload: Run) {
+        let ran = try await run(try RemoteCommand.shipped(shipment, arguments: []), home: home)
+        let upload = try await run(RemoteCommand.upload(shipment), home: home, stdin: shipment.path)
+        return (ran, upload)
+    }
+
+    /// `~/.cache/skynet` a symbolic link to another folder (issue 30): neither command uses it,
+    /// so that folder keeps its mode (it became 0700) and gets no copy; refused for good.
+    @Test func aCacheFolderThatIsASymbolicLinkIsRefusedByBothCommandsAndItsTargetLeftAlone() async throws {
+        try await withHome { home in
+            let shipment = try build(in: home)
+            try await uploaded(shipment, home: home)
+            let cache = home + "/.cache/skynet", elsewhere = home + "/elsewhere"
+            try FileManager.default.moveItem(atPath: cache, toPath: elsewhere)
+            try FileManager.default.removeItem(atPath: elsewhere + "/skynet-" + shipment.sha256)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: elsewhere)
+            try FileManager.default.createSymbolicLink(atPath: cache, withDestinationPath: elsewhere)
+            let line = "skynet --ship: cannot keep the copy in \(cache): it is a symbolic link"
+            let (ran, upload) = try await runAndUpload(shipment, home: home)
+            for said in [ran, upload] {
+                #expect(said.exit.reason == .exited(124), "\(said.exit): \(said.stderr)")
+                #expect(said.stderr == line + "\n")
+                let failure = classified(said)
+                #expect(failure.kind == .cannotShip && failure.isPermanent)
+                #expect(failure.reason == line)
+                #expect(failure.fix == "--ship keeps its copy only in a folder of its own: remove the link ~/.cache/skynet on that host "
+                        + "(what it points to is left as it is)")
+            }
+            #expect(try FileManager.default.attributesOfItem(atPath: elsewhere)[.posixPermissions] as? Int == 0o755)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == [])
+        }
+    }
+
+    /// `~/.cache/skynet` owned by another user (issue 30): neither command uses it; refused for good.
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a folder to another user"))
+    func aCacheFolderOwnedByAnotherUserIsRefusedByBothCommands() async throws {
+        try await withHome { home in
+            let shipment = try build(in: home)
+            try await uploaded(shipment, home: home)
+            let cache = home + "/.cache/skynet", nobody: uid_t = 65534
+            try #require(chown(cache, nobody, gid_t(nobody)) == 0)
+            let owner = try #require(getpwuid(nobody)).pointee.pw_name.map { String(cString: $0) } ?? "\(nobody)"
+            let us = try #require(getpwuid(geteuid())).pointee.pw_name.map { String(cString: $0) } ?? ""
+            let line = "skynet --ship: cannot keep the copy in \(cache): it is owned by \(owner), not by \(us)"
+            let (ran, upload) = try await runAndUpload(shipment, home: home)
+            for said in [ran, upload] {
+                #expect(said.exit.reason == .exited(124), "\(said.exit): \(said.stderr)")
+                #expect(said.stderr == line + "\n")
+                let failure = classified(said)
+                #expect(failure.kind == .cannotShip && failure.isPermanent)
+                #expect(failure.reason == line)
+                #expect(failure.fix == "--ship keeps its copy only in a folder the login owns: remove ~/.cache/skynet on that host, "
+                        + "or make the login's user its owner")
+            }
+            #expect(try FileManager.default.attributesOfItem(atPath: cache)[.ownerAccountID] as? Int == Int(nobody))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: cache) == ["skynet-" + shipment.sha256])
+        }
+    }
+
     /// The session gone mid-copy (SIGHUP, SIGINT, SIGTERM to the upload's group): no partial
     /// file stays in the cache.
     @Test(arguments: [SIGHUP, SIGINT, SIGTERM])
