@@ -94,6 +94,7 @@ final class ScanOutput: Sendable {
             json = self.event("unreachable"); json.add("address", address); json.add("error", error)
         case .sshUnreachable(_, let login, let reason, let fix):
             json = self.event("unreachable"); json.add("address", "ssh \(login)"); json.add("error", reason); json.add("hint", fix)
+        case .shippingAgain(_, let reason): json = self.event("shipping-again"); json.add("reason", reason)
         case .refused(_, let code, _):
             json = self.event("refused"); json.add("code", code.rawValue); json.add("hint", event.refusalHint)
         case .unauthorized(_, let reason):

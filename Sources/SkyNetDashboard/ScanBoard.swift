@@ -183,6 +183,7 @@ public final class ScanBoard: Sendable {
             case .disconnected(_, let reason): state.rows[index].state = .gone; state.rows[index].detail = reason
             case .unreachable(_, _, let error): state.rows[index].state = .unreachable; state.rows[index].detail = error
             case .sshUnreachable(_, _, let reason, _): state.rows[index].state = .unreachable; state.rows[index].detail = reason
+            case .shippingAgain(_, let reason): state.rows[index].detail = reason
             case .refused(_, let code, _):
                 state.rows[index].state = code == .unauthorized ? .unauthorized : .refused
                 state.rows[index].detail = event.refusalHint

@@ -79,7 +79,8 @@ public final class Connection: Sendable {
     public let stream: any ByteStream
     /// The peer's `host:port` (or name), for logs.
     public let peer: String
-    let limits: Limits
+    /// Its limits (a handshake names `maxLineBytes` when a peer's line goes past it).
+    package let limits: Limits
     let state = Guarded(State.notStarted)
     /// Fulfilled once the connection has ended and its descriptor is closed.
     public let closed = AsyncSignal<CloseReason>()

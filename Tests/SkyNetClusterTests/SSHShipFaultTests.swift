@@ -67,6 +67,49 @@ extension ProcessTests {
             }
         }
 
+        /// `~/.cache/skynet` a symbolic link to another folder (issue 30): refused for good, and the
+        /// folder it points to keeps its mode and gets no copy.
+        @Test func aCacheFolderThatIsASymbolicLinkIsReportedForGoodAndWhatItPointsToIsLeftAlone() async throws {
+            try await withSSHTestHosts(each: [Self.hostWithoutSkynet, Self.hostWithoutSkynet]) { hosts, client in
+                let cache = hosts[0].home + "/.cache/skynet", elsewhere = hosts[0].folder + "/elsewhere"
+                try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+                try FileManager.default.createDirectory(atPath: hosts[0].home + "/.cache", withIntermediateDirectories: true)
+                try FileManager.default.createSymbolicLink(atPath: cache, withDestinationPath: elsewhere)
+                try await Self.expectUnusableForGood(
+                    hosts[0], beside: hosts[1], client: client,
+                    reason: "skynet --ship: cannot keep the copy in \(cache): it is a symbolic link",
+                    fix: "--ship keeps its copy only in a folder of its own: remove the link ~/.cache/skynet on that host "
+                        + "(what it points to is left as it is)")
+                #expect(try FileManager.default.attributesOfItem(atPath: elsewhere)[.posixPermissions] as? Int == 0o755)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == [])
+            }
+        }
+
+        /// A cached copy replaced by a script that runs the real build after doing what it likes
+        /// (issue 30): its SHA-256 is checked before each use, so it never runs; the build is
+        /// shipped again, and the coordinator says so once.
+        @Test func aCachedCopyReplacedByAScriptIsNeverRunAndTheBuildIsShippedAgainSaidOnce() async throws {
+            try await withSSHTestHosts(each: [Self.hostWithoutSkynet]) { hosts, client in
+                let host = hosts[0]
+                let build = skynetBinary.resolvingSymlinksInPath().path
+                let sha256 = String(try await SSHScanHarness.localSums([build]).prefix(64))
+                let cache = host.home + "/.cache/skynet", copy = cache + "/skynet-" + sha256
+                try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                _ = try await SSHOptionTests.installScript("#!/bin/sh\ntouch \"$HOME/ran\"\nexec \(build) \"$@\"\n", at: copy)
+                let script = String(try await SSHScanHarness.localSums([copy]).prefix(64))
+                let run = try await runSkynet(["scan", "--ssh", host.login, "--ship", "--ssh-command", client.commandLine(),
+                                               "--local-capacity", "0", "--total", "4", "--duration", "0.1", "--quiet"], limit: .seconds(60))
+                #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+                #expect(SSHScanHarness.completedBySystem(run.stderr) == [host.login: 4], "\(run.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: host.home + "/ran"), "the script ran: \(run.lines)")
+                let said = run.lines.filter { $0.hasPrefix("[Cluster] Shipping again: ") }
+                #expect(said == ["[Cluster] Shipping again: \(host.login) (skynet --ship: the copy \(copy) does not match this build: its SHA-256 is \(script))"],
+                        "\(run.lines)")
+                #expect(!run.lines.contains { $0.hasPrefix("[Cluster] Unreachable: ") }, "\(run.lines)")
+                #expect(String(try await SSHScanHarness.localSums([copy]).prefix(64)) == sha256)
+            }
+        }
+
         @Test func aScanWhoseExecutableIsReplacedShipsTheBuildThatRuns() async throws {
             try await withSSHTestHosts(each: [SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)]) { hosts, client in
                 let host = hosts[0]

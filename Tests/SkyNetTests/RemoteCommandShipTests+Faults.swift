@@ -19,18 +19,54 @@ extension RemoteCommandShipTests {
         return SSHFailure.classify(exit: run.exit, lastLine: lines.last, host: "h", checkHint: "ssh h true", lines: lines)
     }
 
-    @Test func aDamagedCachedCopyIsRemovedSoThatItIsShippedAgain() async throws {
+    /// What a cached copy that is not this build may be (issue 30): each still runs.
+    enum Damage: CaseIterable, Sendable {
+        /// A script that does what it likes, then runs as the build would.
+        case replacedByAScript
+        /// The build with 33 bytes more (a comment line: it still runs).
+        case thirtyThreeBytesAppended
+        /// The first half of the build.
+        case cutInHalf
+
+        /// The damaged bytes of `build`.
+        func bytes(of build: String) throws -> Data {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: build))
+            return switch self {
+            case .replacedByAScript: Data("#!/bin/sh\ntouch \"$HOME/ran\"\nprintf '%s\\n' \"$@\"\n".utf8)
+            case .thirtyThreeBytesAppended: bytes + Data(("#" + String(repeating: "x", count: 31) + "\n").utf8)
+            case .cutInHalf: bytes.prefix(bytes.count / 2)
+            }
+        }
+    }
+
+    /// Puts `damage` of the build in place of its copy, executable. Copied by `cp`, not written
+    /// here: a file this process has open for writing is also open in a child another test spawns
+    /// meanwhile, until that child execs, and exec of the file then fails (ETXTBSY).
+    func damage(_ copy: String, of build: String, by damage: Damage, home: String) async throws {
+        try damage.bytes(of: build).write(to: URL(fileURLWithPath: home + "/damaged"))
+        let cp = try await run(#"cp "$HOME/damaged" "$0" && chmod 700 "$0""#, home: home, arguments: [copy])
+        try #require(cp.exit.succeeded, "\(cp.stderr)")
+    }
+
+    /// A cached copy whose SHA-256 is not the build's is never run, not even with `--version`:
+    /// it is removed, and the exit and its line say so, so that it is shipped again and said.
+    @Test(arguments: Damage.allCases)
+    func aCachedCopyThatIsNotThisBuildIsRemovedUnrunAndSaidSo(damage: Damage) async throws {
         try await withHome { home in
             let shipment = try build(in: home)
             try await uploaded(shipment, home: home)
             let copy = copy(of: shipment, in: home)
-            // A truncated ELF file: the kernel refuses it (Exec format error).
-            try Data([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]).write(to: URL(fileURLWithPath: copy))
+            try await self.damage(copy, of: shipment.path, by: damage, home: home)
+            let sha256 = try SSHShipment.of(copy).sha256
             let ran = try await run(try RemoteCommand.shipped(shipment, arguments: []), home: home)
-            #expect(ran.exit.reason == .exited(121), "\(ran.exit): \(ran.stderr)")
+            #expect(ran.exit.reason == .exited(125), "\(ran.exit): \(ran.stdout) \(ran.stderr)")
+            #expect(ran.stderr == "skynet --ship: the copy \(copy) does not match this build: its SHA-256 is \(sha256)\n")
             #expect(ran.stdout.isEmpty)
+            #expect(!FileManager.default.fileExists(atPath: home + "/ran"), "the copy ran")
             #expect(!FileManager.default.fileExists(atPath: copy))
-            #expect(classified(ran).kind == .needsShipment)
+            let failure = classified(ran)
+            #expect(failure.reason == "skynet --ship: the copy \(copy) does not match this build: its SHA-256 is \(sha256)")
+            #expect(failure.kind == .copyMismatch && !failure.isPermanent)
         }
     }
 
@@ -86,6 +122,67 @@ extension RemoteCommandShipTests {
             let failure = classified(upload)
             #expect(failure.kind == .cannotShip && failure.isPermanent)
             #expect(failure.reason == "skynet --ship: cannot keep the copy: \(mkdir)")
+        }
+    }
+
+    /// Runs both commands of `--ship` (with an intact copy in the cache, the run would run it);
+    /// returns what each said.
+    func runAndUpload(_ shipment: SSHShipment, home: String) async throws -> (run: Run, upload: Run) {
+        let ran = try await run(try RemoteCommand.shipped(shipment, arguments: []), home: home)
+        let upload = try await run(RemoteCommand.upload(shipment), home: home, stdin: shipment.path)
+        return (ran, upload)
+    }
+
+    /// `~/.cache/skynet` a symbolic link to another folder (issue 30): neither command uses it,
+    /// so that folder keeps its mode (it became 0700) and gets no copy; refused for good.
+    @Test func aCacheFolderThatIsASymbolicLinkIsRefusedByBothCommandsAndItsTargetLeftAlone() async throws {
+        try await withHome { home in
+            let shipment = try build(in: home)
+            try await uploaded(shipment, home: home)
+            let cache = home + "/.cache/skynet", elsewhere = home + "/elsewhere"
+            try FileManager.default.moveItem(atPath: cache, toPath: elsewhere)
+            try FileManager.default.removeItem(atPath: elsewhere + "/skynet-" + shipment.sha256)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: elsewhere)
+            try FileManager.default.createSymbolicLink(atPath: cache, withDestinationPath: elsewhere)
+            let line = "skynet --ship: cannot keep the copy in \(cache): it is a symbolic link"
+            let (ran, upload) = try await runAndUpload(shipment, home: home)
+            for said in [ran, upload] {
+                #expect(said.exit.reason == .exited(124), "\(said.exit): \(said.stderr)")
+                #expect(said.stderr == line + "\n")
+                let failure = classified(said)
+                #expect(failure.kind == .cannotShip && failure.isPermanent)
+                #expect(failure.reason == line)
+                #expect(failure.fix == "--ship keeps its copy only in a folder of its own: remove the link ~/.cache/skynet on that host "
+                        + "(what it points to is left as it is)")
+            }
+            #expect(try FileManager.default.attributesOfItem(atPath: elsewhere)[.posixPermissions] as? Int == 0o755)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == [])
+        }
+    }
+
+    /// `~/.cache/skynet` owned by another user (issue 30): neither command uses it; refused for good.
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a folder to another user"))
+    func aCacheFolderOwnedByAnotherUserIsRefusedByBothCommands() async throws {
+        try await withHome { home in
+            let shipment = try build(in: home)
+            try await uploaded(shipment, home: home)
+            let cache = home + "/.cache/skynet", nobody: uid_t = 65534
+            try #require(chown(cache, nobody, gid_t(nobody)) == 0)
+            let owner = try #require(getpwuid(nobody)).pointee.pw_name.map { String(cString: $0) } ?? "\(nobody)"
+            let us = try #require(getpwuid(geteuid())).pointee.pw_name.map { String(cString: $0) } ?? ""
+            let line = "skynet --ship: cannot keep the copy in \(cache): it is owned by \(owner), not by \(us)"
+            let (ran, upload) = try await runAndUpload(shipment, home: home)
+            for said in [ran, upload] {
+                #expect(said.exit.reason == .exited(124), "\(said.exit): \(said.stderr)")
+                #expect(said.stderr == line + "\n")
+                let failure = classified(said)
+                #expect(failure.kind == .cannotShip && failure.isPermanent)
+                #expect(failure.reason == line)
+                #expect(failure.fix == "--ship keeps its copy only in a folder the login owns: remove ~/.cache/skynet on that host, "
+                        + "or make the login's user its owner")
+            }
+            #expect(try FileManager.default.attributesOfItem(atPath: cache)[.ownerAccountID] as? Int == Int(nobody))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: cache) == ["skynet-" + shipment.sha256])
         }
     }
 

@@ -106,6 +106,21 @@ struct SSHChannelTests {
         }
     }
 
+    /// What a link does when no welcome came in time: it closes the connection, which stops ssh,
+    /// and ssh exits 255 on SIGTERM (as this fake does). That exit is ours, not a failed login.
+    @Test func aNodeThatNeverAnswersIsSaidSoOnceTheLinkHasClosedTheChannel() async throws {
+        try await Self.withFakeSSH { command in
+            let channel = try await SSHChannel.open(name: "h1", login: SSHLogin(host: "h"), command: command,
+                                                    remote: #"trap "exit 255" TERM; while :; do sleep 0.1; done"#,
+                                                    timeout: .seconds(5), hostLog: { _ in })
+            channel.connection.start(onEvent: { _ in })
+            channel.connection.close()
+            let failure = await channel.failure(after: TimeoutError(), answerBound: .seconds(10))
+            #expect(failure as? SSHFailure == SSHFailure(kind: .noAnswer, reason: "no answer from skynet node within 10 s", fix: ""))
+            #expect(channel.child.exit.current != nil)  // closed and reaped
+        }
+    }
+
     /// (Not set in this process: children of tests running beside this one would inherit it.)
     @Test func noTokenReachesSSHsEnvironment() {
         let ours = ["SKYNET_TOKEN": "secret", "SKYNET_TOKEN_FILE": "/secret/path", "PATH": "/usr/bin", "HOME": "/h"]

@@ -59,4 +59,31 @@ struct SSHFailureTests {
         #expect(later.allowed && later.droppedBefore == 50)
         #expect(!bucket.take(now: start + .milliseconds(50)).allowed)
     }
+
+    /// A host writing 2,300 lines a second for 8 s: after the burst, 20 lines a second, and the
+    /// count of those dropped said at most once a second (said before every line let through,
+    /// it doubled what came out: ~40 lines a second).
+    @Test func aFloodIsHeldToTwentyLinesASecondAndItsDropsAreSaidAtMostOnceASecond() {
+        let start = ContinuousClock.now
+        var bucket = LineBucket(burst: 200, rate: 20, now: start)
+        let total = 2_300 * 8
+        var passed: [ContinuousClock.Instant] = [], notes: [ContinuousClock.Instant] = [], said = 0
+        for index in 0..<total {
+            let now = start + .seconds(Double(index) / 2_300)
+            let (allowed, dropped) = bucket.take(now: now)
+            if dropped > 0 { notes.append(now); said += dropped }
+            if allowed { passed.append(now) }
+        }
+        #expect(passed.count >= 200 + 20 * 8 - 1 && passed.count <= 200 + 20 * 8 + 1, "\(passed.count) lines let through")
+        #expect(notes.count <= 8, "\(notes.count) notes")
+        #expect(zip(notes, notes.dropFirst()).allSatisfy { $1 - $0 >= .seconds(1) }, "\(notes.map { $0 - start })")
+        // Every line is either let through, said dropped, or still counted for the final note.
+        #expect(passed.count + said + bucket.dropped == total)
+        // After the burst, no second carries more than 20 lines and one note.
+        let afterBurst = passed[200...] + notes
+        for second in 1..<8 {
+            let window = start + .seconds(second)..<start + .seconds(second + 1)
+            #expect(afterBurst.filter { window.contains($0) }.count <= 21, "second \(second)")
+        }
+    }
 }

@@ -11,6 +11,14 @@ public struct PeerUnauthenticated: Error, CustomStringConvertible {
     public var description: String { "\(peer) is not authenticated (\(reason))" }
 }
 
+/// A line over the connection's limit (`maxBytes`) where the node's first answer was due: no
+/// node of this protocol, or one gone wrong. Nothing more is read from it.
+public struct HandshakeLineTooLong: Error, CustomStringConvertible {
+    public let peer: String
+    public let maxBytes: Int
+    public var description: String { "\(peer) answered the hello with a line over \(maxBytes) bytes" }
+}
+
 /// The coordinator's side of the hello: routes the reader thread's events to the handshake
 /// until the welcome, then to the peer.
 ///
@@ -53,11 +61,13 @@ final class Handshake: Sendable {
     func deliver(_ event: Connection.Event) {
         let current = route.withLock { $0 }
         if case .peer(let peer) = current { return peer.deliver(event) }
-        guard case .line(let line) = event else { return }
-        switch current {
-        case .greeting: greeted(line)
-        case .proved(let keys): welcomed(line, keys: keys)
-        case .peer, .ended: return
+        switch (current, event) {
+        case (.greeting, .line(let line)): greeted(line)
+        case (.proved(let keys), .line(let line)): welcomed(line, keys: keys)
+        // Said here: the close that follows reads only as the end of the connection.
+        case (.greeting, .lineTooLong), (.proved, .lineTooLong):
+            finish(.failure(HandshakeLineTooLong(peer: name, maxBytes: connection.limits.maxLineBytes)))
+        case (.peer, _), (.ended, _): return
         }
     }
 

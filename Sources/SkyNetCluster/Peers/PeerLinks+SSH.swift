@@ -7,13 +7,15 @@ extension PeerLinks {
         node.ssh.map { SSHDialer(name: node.name, login: $0, capacity: node.capacity, settings: settings.ssh) } ?? TCPDialer(host: node.host, port: node.port)
     }
 
-    /// `--ship`: after a dial that found the host without this build, uploads it and returns
-    /// nil (dial again at once); else the error to handle: `error` itself, or why the upload
-    /// failed. `again`: the dial came right after a verified upload, yet found no intact copy:
-    /// the host does not keep it, and shipping it again at once cannot help (it is for good: tried
-    /// again at the pace of a refusal, not uploaded over and over).
+    /// `--ship`: after a dial that found the host without this build (or with a copy that was
+    /// not this build, removed), uploads it and returns nil (dial again at once); else the error
+    /// to handle: `error` itself, or why the upload failed. `again`: the dial came right after a
+    /// verified upload, yet found no intact copy: the host does not keep it, and shipping it
+    /// again at once cannot help (it is for good: tried again at the pace of a refusal, not
+    /// uploaded over and over).
     static func shipIfNeeded(after error: any Error, by dialer: any PeerDialer, again: Bool, timeout: Duration) async -> (any Error)? {
-        guard let failure = error as? SSHFailure, failure.kind == .needsShipment, let ssh = dialer as? SSHDialer else { return error }
+        guard let failure = error as? SSHFailure, failure.kind == .needsShipment || failure.kind == .copyMismatch,
+              let ssh = dialer as? SSHDialer else { return error }
         if again {
             return SSHFailure(kind: .cannotShip, reason: "skynet --ship: the copy just shipped and checked was gone (or damaged) at the next login",
                               fix: "check that ~/.cache/skynet on that host keeps its files (and is the same for every login)")
@@ -24,6 +26,13 @@ extension PeerLinks {
         } catch {
             return error
         }
+    }
+
+    /// The event that says `node`'s copy of this build was not this build and is shipped again,
+    /// when `error` says so; nil otherwise, and right after an upload (that failure is for good).
+    static func shippingAgain(_ node: String, after error: any Error, justShipped: Bool) -> ClusterEvent? {
+        guard !justShipped, let failure = error as? SSHFailure, failure.kind == .copyMismatch else { return nil }
+        return .shippingAgain(node, reason: failure.reason)
     }
 
     /// Why a link ended, for `Disconnected`: over ssh, ssh's own last words when it said any

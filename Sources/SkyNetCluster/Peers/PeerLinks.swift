@@ -172,6 +172,7 @@ public final class PeerLinks: Sendable {
         var reportedDown = false
         var reportedRefusal = false
         var justShipped = false
+        var reportedShippingAgain = false
         while !Task.isCancelled {
             let peer: PeerConnection
             do {
@@ -179,6 +180,10 @@ public final class PeerLinks: Sendable {
                                                      timeout: settings.timeout)
             } catch {
                 if Task.isCancelled { return false }
+                if !reportedShippingAgain, let event = shippingAgain(node.name, after: error, justShipped: justShipped) {
+                    await log(event)
+                    reportedShippingAgain = true
+                }
                 guard let error = await shipIfNeeded(after: error, by: dialer, again: justShipped, timeout: settings.timeout) else {
                     justShipped = true
                     continue  // the copy is there now: dial again at once

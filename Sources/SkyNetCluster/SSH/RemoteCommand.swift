@@ -22,20 +22,26 @@ public enum RemoteCommand {
         try checked("exec skynet node --stdio" + stdioArguments(arguments))
     }
 
-    /// `--ship`: checks the host's `uname -sm` (else exit 120 with the reason), then execs the
-    /// copy of this build in `~/.cache/skynet` once it starts (`--version`, its cheapest run);
-    /// no copy: exit 121 (the upload follows). A copy that does not start is hashed: a damaged
-    /// one is removed (121: shipped again); an intact one cannot run on this host (a noexec
-    /// home, missing libraries): exit 123 with the reason, as shipping it again cannot help.
-    /// PATH is never used, so no other build can run. The script holds no `'`, `\` or newline,
-    /// so `exec /bin/sh -c '…'` reads the same in every login shell.
+    /// `--ship`: checks the host's `uname -sm` (else exit 120 with the reason) and the cache
+    /// folder (`cacheFolder`: else exit 124), then the copy of this build in it: none, exit 121
+    /// (the upload follows). Its SHA-256 is checked before each use (one read of the copy, over
+    /// the same login): a copy that is not this build (replaced, damaged, cut short; such a copy
+    /// may still start) is removed unrun, exit 125 with its hash (shipped again, and said). The
+    /// intact copy is execed once it starts (`--version`, its cheapest run); one that does not
+    /// start cannot run on this host (a noexec home, missing libraries): exit 123 with the
+    /// reason, as shipping it again cannot help. PATH is never used, so no other build can run.
+    /// The script holds no `'`, `\` or newline, so `exec /bin/sh -c '…'` reads the same in every
+    /// login shell.
     public static func shipped(_ shipment: SSHShipment, arguments: [String]) throws(TooLong) -> String {
+        let hex = shipment.sha256
         let script = #"p=$(uname -sm); [ "$p" = "\#(shipment.platform)" ] || { echo "skynet --ship: this host is $p, not \#(shipment.platform)" >&2; exit \#(SSHFailure.otherPlatformStatus); }; "#
-            + #"f="$HOME/.cache/skynet/skynet-\#(shipment.sha256)"; [ -f "$f" ] || exit \#(SSHFailure.needsShipmentStatus); "#
+            + cacheFolder
+            + #"f="$d/skynet-\#(hex)"; [ -f "$f" ] || exit \#(SSHFailure.needsShipmentStatus); "#
+            + #"s=$(sha256sum "$f" 2>/dev/null || shasum -a 256 "$f"); s=${s%% *}; "#
+            + #"[ "$s" = \#(hex) ] || { rm -f "$f"; echo "skynet --ship: the copy $f does not match this build: its SHA-256 is $s" >&2; exit \#(SSHFailure.copyMismatchStatus); }; "#
             + #"if [ -x "$f" ]; then e=$("$f" --version 2>&1 </dev/null >/dev/null) && exec "$f" node --stdio\#(stdioArguments(arguments)); "#
             + #"r=$?; e=$(printf %s "$e" | tail -n 1); [ -n "$e" ] || e="$f --version exits with status $r"; "#
             + #"else e="the copy $f is there but cannot be executed"; fi; "#
-            + #"s=$(sha256sum "$f" 2>/dev/null || shasum -a 256 "$f"); [ "${s%% *}" = \#(shipment.sha256) ] || { rm -f "$f"; exit \#(SSHFailure.needsShipmentStatus); }; "#
             + #"echo "skynet --ship: this build does not run on this host: $e" >&2; exit \#(SSHFailure.doesNotRunStatus)"#
         return try checked("exec /bin/sh -c '\(script)'")
     }
@@ -45,11 +51,11 @@ public enum RemoteCommand {
     /// onto its final name, atomically, so no partial or unverified file ever bears it. The
     /// temporary file goes on every end, a signal's too (a session gone mid-copy: SIGHUP, or
     /// SIGPIPE on the error line; sh runs no EXIT trap when a signal kills it). A cache folder
-    /// that cannot be made: exit 124 with mkdir's line.
+    /// refused by `cacheFolder`, or that cannot be made: exit 124 with the reason (mkdir's line).
     /// (A `$HOME` holding spaces is not supported: `trap` rereads the path.)
     public static func upload(_ shipment: SSHShipment) -> String {
         let hex = shipment.sha256
-        let script = #"set -e; d="$HOME/.cache/skynet"; mkdir -p "$d" || exit \#(SSHFailure.cannotStoreStatus); chmod 700 "$d"; "#
+        let script = "set -e; " + cacheFolder + #"mkdir -p "$d" || exit \#(SSHFailure.cannotStoreStatus); chmod 700 "$d"; "#
             + #"t=$(mktemp "$d/.skynet-\#(hex).XXXXXX"); "#
             + #"trap "rm -f $t" EXIT; trap "exit 129" HUP; trap "exit 130" INT; trap "exit 141" PIPE; trap "exit 143" TERM; "#
             + #"cat > "$t"; s=$(sha256sum "$t" 2>/dev/null || shasum -a 256 "$t"); "#
@@ -57,6 +63,15 @@ public enum RemoteCommand {
             + #"chmod 700 "$t"; mv -f "$t" "$d/skynet-\#(hex)"; trap - EXIT"#
         return "exec /bin/sh -c '\(script)'"
     }
+
+    /// Sets `d` to the cache folder, `~/.cache/skynet`, and refuses one that is a symbolic link
+    /// or that another user owns: exit 124 with the reason. `chmod 700` on a link changes the
+    /// mode of the folder it points to, and a copy in a folder of someone else's is theirs to
+    /// replace; a refused folder is left as it is. (`~/.cache` itself may be a link.)
+    static let cacheFolder = #"d="$HOME/.cache/skynet"; "#
+        + #"[ ! -L "$d" ] || { echo "skynet --ship: cannot keep the copy in $d: it is a symbolic link" >&2; exit \#(SSHFailure.cannotStoreStatus); }; "#
+        + #"[ ! -e "$d" ] || [ -O "$d" ] || { set -- $(ls -ld "$d"); "#
+        + #"echo "skynet --ship: cannot keep the copy in $d: it is owned by $3, not by $(id -un)" >&2; exit \#(SSHFailure.cannotStoreStatus); }; "#
 
     /// ` --stdio-args HEX`, or nothing for no arguments.
     static func stdioArguments(_ arguments: [String]) -> String {

@@ -40,14 +40,20 @@ final class StderrTail: Sendable {
 }
 
 /// At most `burst` lines at once and `rate` a second after that, per host: a chatty host's log
-/// cannot flood the coordinator's terminal.
+/// cannot flood the coordinator's terminal. The count of the lines dropped is said at most
+/// once a second, before a line let through: a note before every such line would double what
+/// a flooding host gets out. What is still counted at the end is said then.
 struct LineBucket {
     let burst: Double
     let rate: Double
     private var tokens: Double
     private var last: ContinuousClock.Instant
-    /// Lines dropped since the last one let through.
+    /// When the count of dropped lines was last said; nil: not yet.
+    private var lastNote: ContinuousClock.Instant?
+    /// Lines dropped and not said yet.
     private(set) var dropped = 0
+    /// The least time between two counts said.
+    static let noteInterval = Duration.seconds(1)
 
     init(burst: Int = 200, rate: Int = 20, now: ContinuousClock.Instant = .now) {
         self.burst = Double(burst)
@@ -56,7 +62,8 @@ struct LineBucket {
         last = now
     }
 
-    /// Whether a line may go out now; the count of lines dropped before it, when it may.
+    /// Whether a line may go out now; when it may, the count of dropped lines to say before it
+    /// (0 when none were dropped, or one was said less than `noteInterval` ago).
     mutating func take(now: ContinuousClock.Instant = .now) -> (allowed: Bool, droppedBefore: Int) {
         tokens = min(burst, tokens + (now - last).seconds * rate)
         last = now
@@ -65,7 +72,11 @@ struct LineBucket {
             return (false, 0)
         }
         tokens -= 1
-        defer { dropped = 0 }
+        guard dropped > 0, lastNote.map({ now - $0 >= Self.noteInterval }) ?? true else { return (true, 0) }
+        defer {
+            dropped = 0
+            lastNote = now
+        }
         return (true, dropped)
     }
 }

@@ -93,6 +93,9 @@ public final class SSHChannel: Sendable {
         self.stderr = StderrTail()
     }
 
+    /// What to do about a first line over the limit: only the node may write to stdout.
+    static let overLongFix = "only protocol lines may come on its stdout: check the skynet on that host (skynet --version there) and that the login's start-up files print nothing"
+
     /// Closes the channel and reaps ssh: EOF first (the node exits, ssh follows within 2 s),
     /// then SIGTERM, and SIGKILL after 0.5 s.
     public func close() async {
@@ -129,14 +132,24 @@ public final class SSHChannel: Sendable {
     }
 
     /// Why the session failed, as ssh says it: waits (≤ 1 s) for ssh's exit and the end of its
-    /// stderr, then classifies. ssh still running (no welcome in time, or a node that ended
-    /// the session otherwise) is closed first. `error`: what the link saw (a timeout, a close).
+    /// stderr, then classifies. ssh still running (a node that ended the session otherwise) is
+    /// closed first. `error`: what the link saw (a timeout, a close). When the link gave up on
+    /// the node (no welcome in time, a first line over the limit), it closed the channel, which
+    /// stops ssh: ssh's exit (255 on SIGTERM) is then ours, and what the node did is said instead.
     public func failure(after error: any Error, answerBound: Duration) async -> any Error {
         if let garbage = error as? NotTheProtocol {
             await close()
             let text = garbage.firstLine.trimming(\.isWhitespace)
             return SSHFailure(kind: .login, reason: "the login printed \"\(text)\" on stdout before skynet started",
                               fix: "make the shell's start-up files (~/.bashrc, ~/.profile, …) print nothing when not interactive; check the login with: \(checkHint)")
+        }
+        if let overLong = error as? HandshakeLineTooLong {
+            await close()
+            return SSHFailure(kind: .login, reason: "the first line from skynet node was over \(overLong.maxBytes) bytes", fix: Self.overLongFix)
+        }
+        if error is TimeoutError {
+            await close()
+            return SSHFailure(kind: .noAnswer, reason: "no answer from skynet node within \(Int(answerBound.seconds.rounded(.up))) s", fix: "")
         }
         // The node's own answer (a refused hello) says more than how ssh ended after it.
         if error is CancellationError || error is WireError || error is PeerUnauthenticated {
@@ -147,9 +160,6 @@ public final class SSHChannel: Sendable {
         let exited = try? await withTimeout(.seconds(1)) { await exit.value }
         guard let exited else {
             await close()
-            if error is TimeoutError {
-                return SSHFailure(kind: .noAnswer, reason: "no answer from skynet node within \(Int(answerBound.seconds.rounded(.up))) s", fix: "")
-            }
             return error
         }
         _ = try? await withTimeout(.seconds(1)) { await ended.value }

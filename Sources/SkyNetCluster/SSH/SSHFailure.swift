@@ -4,7 +4,8 @@ import SkyNetRuntime
 /// exit status and the last lines it (or the remote shell) wrote to stderr.
 public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
     public enum Kind: Sendable, Equatable {
-        /// The login was refused (no key the host takes).
+        /// The login was refused (no key the host takes), or its stdout did not start with the
+        /// protocol (start-up files that print, a first line over the limit).
         case login
         /// The host's key is unknown or has changed.
         case hostKey
@@ -16,6 +17,9 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
         case otherPlatform
         /// `--ship`: the host lacks this build; the upload follows (never printed).
         case needsShipment
+        /// `--ship`: the host's copy was not this build (its SHA-256 differs) and was removed
+        /// unrun; the upload follows, said once per host (`ClusterEvent.shippingAgain`).
+        case copyMismatch
         /// `--ship`: the uploaded copy did not have the right hash. Tried again with backoff.
         case shipFailed
         /// `--ship`: the host cannot keep the copy (`~/.cache` is no folder it can write) or
@@ -26,7 +30,7 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
         case ended
         /// ssh (or the node) ended otherwise.
         case exited
-        /// ssh ran, but no welcome came in time.
+        /// ssh ran, but no welcome came in time (the link then stopped ssh).
         case noAnswer
     }
 
@@ -48,7 +52,7 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
     public var isPermanent: Bool {
         switch kind {
         case .login, .hostKey, .noSkynet, .otherPlatform, .cannotShip: true
-        case .unreachable, .needsShipment, .shipFailed, .ended, .exited, .noAnswer: false
+        case .unreachable, .needsShipment, .copyMismatch, .shipFailed, .ended, .exited, .noAnswer: false
         }
     }
 
@@ -58,11 +62,16 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
     static let shipFailedStatus: Int32 = 122
     /// The intact copy of this build does not start there (its `skynet --ship:` line says why).
     static let doesNotRunStatus: Int32 = 123
-    /// The cache folder cannot be made (mkdir's line says why).
+    /// The cache folder is refused (a symbolic link, another user's: the `skynet --ship:` line
+    /// says which) or cannot be made (mkdir's line says why).
     static let cannotStoreStatus: Int32 = 124
+    /// The cached copy is not this build: removed unrun (its `skynet --ship:` line gives its hash).
+    static let copyMismatchStatus: Int32 = 125
 
     /// The fix for a shipped copy that cannot start, by the reason the host gave.
     static let staticBuildFix = "ship a static build: swift build -c release --static-swift-stdlib"
+    static let linkedCacheFix = "--ship keeps its copy only in a folder of its own: remove the link ~/.cache/skynet on that host (what it points to is left as it is)"
+    static let othersCacheFix = "--ship keeps its copy only in a folder the login owns: remove ~/.cache/skynet on that host, or make the login's user its owner"
     static let noexecFix = "the host does not run programs from ~/.cache (mounted noexec?): install skynet on its PATH there and leave out --ship"
 
     /// Classifies how ssh ended. `lastLine`: the last non-empty line of its stderr; `lines`: the
@@ -96,6 +105,8 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
                               fix: "--ship copies this \(LocalPlatform.name) build only: build skynet on that host")
         case .exited(needsShipmentStatus):
             return SSHFailure(kind: .needsShipment, reason: line.hasPrefix("skynet --ship:") ? line : "no copy of this build", fix: "")
+        case .exited(copyMismatchStatus) where line.hasPrefix("skynet --ship:"):
+            return SSHFailure(kind: .copyMismatch, reason: line, fix: "")
         case .exited(shipFailedStatus) where line.hasPrefix("skynet --ship:"):
             return SSHFailure(kind: .shipFailed, reason: line, fix: "retrying")
         case .exited(doesNotRunStatus) where line.hasPrefix("skynet --ship:"):
@@ -103,6 +114,8 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
                               fix: line.contains("cannot be executed") || line.contains("Permission denied") ? noexecFix
                                   : line.contains("error while loading shared libraries") ? staticBuildFix
                                   : "build skynet on that host and install it on its PATH, or \(staticBuildFix)")
+        case .exited(cannotStoreStatus) where line.hasPrefix("skynet --ship:"):
+            return SSHFailure(kind: .cannotShip, reason: line, fix: line.hasSuffix(": it is a symbolic link") ? linkedCacheFix : othersCacheFix)
         case .exited(cannotStoreStatus):
             return SSHFailure(kind: .cannotShip, reason: "skynet --ship: cannot keep the copy" + (line.isEmpty ? "" : ": \(line)"),
                               fix: "--ship keeps its copy in ~/.cache/skynet on the host: make that a folder it can write")

@@ -9,6 +9,9 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// An ssh host could not be used (`login`: `alice@gpu1:2222`): reported once with ssh's own
     /// words (`reason`) and what to do (`fix`), retried with backoff (or rarely, for good refusals).
     case sshUnreachable(String, login: String, reason: String, fix: String)
+    /// `--ship`: the host's copy of this build was not this build (`reason`: its hash), was
+    /// removed unrun and is shipped again: said once per host.
+    case shippingAgain(String, reason: String)
     /// Refused the hello for good (`unauthorized`, `unsupported-version`): reported once, with
     /// the fix (`refusalHint`), and asked again only rarely.
     case refused(String, code: FailureCode, message: String)
@@ -43,6 +46,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     public var peer: String {
         switch self {
         case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _), .sshUnreachable(let name, _, _, _),
+             .shippingAgain(let name, _),
              .refused(let name, _, _), .unauthorized(let name, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _, _),
              .unresponsive(let name), .responsive(let name), .draining(let name, _), .discovered(let name, _, _, _), .returned(let name, _),
              .tooManyAddresses(let name, _, _, _): name
@@ -56,6 +60,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         case .disconnected(let name, let reason): "[Cluster] Disconnected: \(name) (\(reason))"
         case .unreachable(let name, let address, let error): "[Cluster] Unreachable: \(name) at \(address) (\(error)); retrying"
         case .sshUnreachable(let name, _, let reason, let fix): "[Cluster] Unreachable: \(name) (\(reason))" + (fix.isEmpty ? "" : " — \(fix)")
+        case .shippingAgain(let name, let reason): "[Cluster] Shipping again: \(name) (\(reason))"
         case .refused(let name, let code, _): "[Cluster] Refused by \(name): \(code) (\(refusalHint))"
         case .unauthorized(let name, let reason): "[Cluster] Unauthorized: \(name) (\(reason))"
         case .lacksJob(let name, let job, let jobs):
