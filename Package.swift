@@ -49,8 +49,9 @@ let package = Package(
         .target(name: "SkyNetTestSupport", dependencies: ["SkyNet"] + parts, path: "Tests/SkyNetTestSupport"),
         // The tests reach into each part with `@testable import`.
         .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"] + parts),
-        // Depends on the executable so that `swift test` builds `skynet` beside the test bundle.
-        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetOptions", "SkyNetTestSupport"] + parts),
+        // Depends on the executables so that `swift test` builds `skynet` and `skynet-bench`
+        // beside the test bundle.
+        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetBench", "SkyNetOptions", "SkyNetTestSupport"] + parts),
     ],
     swiftLanguageModes: [.v6]
 )

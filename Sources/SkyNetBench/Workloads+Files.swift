@@ -122,8 +122,10 @@ extension Workloads {
         scpRow.note = "legacy scp protocol (-O): the test hosts' sshd has no sftp subsystem"
         var parallelRow = Row(workload: "W14", measure: "GNU parallel -S 4/h1,4/h2 --trc (\(parallelCount) files)", unit: "MiB/s",
                               values: m.parallel)
-        parallelRow.note = parallelMissing.map { "skipped: \($0)" }
-            ?? "\(parallelCount) of the 200 files (it takes seconds per file); rsync -z both ways, one login per transfer"
+        parallelRow.skipped = parallelMissing
+        if parallelMissing == nil {
+            parallelRow.note = "\(parallelCount) of the 200 files (it takes seconds per file); rsync -z both ways, one login per transfer"
+        }
         var rawRow = Row(workload: "W14", measure: "raw TCP pipe (Swift, 2 x 2 connections)", unit: "MiB/s", values: m.raw)
         rawRow.note = "256 KiB pread -> send, recv -> pwrite; no hash, no framing"
         var rows = [

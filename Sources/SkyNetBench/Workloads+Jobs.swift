@@ -43,7 +43,7 @@ extension Workloads {
     private func rows(skynet: [Double], parallel: [Double], floor: [Double]) -> [Row] {
         let overFloor = zip(skynet, floor).map { $0 / $1 }, overParallel = zip(skynet, parallel).map { $0 / $1 }
         var parallelRow = Row(workload: "W8", measure: "GNU parallel -j12 true", unit: "tasks/s", values: parallel)
-        if parallel.isEmpty { parallelRow.note = "skipped: GNU parallel is not on PATH (Debian: apt-get install parallel)" }
+        if parallel.isEmpty { parallelRow.skipped = "GNU parallel is not on PATH (Debian: apt-get install parallel)" }
         let rows = [
             Row(workload: "W8", measure: "2000 x /bin/true, ours", unit: "tasks/s", values: skynet,
                 target: parallel.isEmpty ? ">= 0.6x floor (parallel missing)" : ">= 5x parallel, >= 0.6x floor",

@@ -12,7 +12,7 @@ extension Workloads {
     /// - the time from starting `skynet scan --ssh` to the first task completed on a host,
     ///   and with `--ship` to a host without skynet (its cache emptied before each run).
     func sshLinks() throws -> [Row] {
-        if let reason = SSHTestHost.unavailableReason { throw BenchError("W13: \(reason) (Debian: apt-get install openssh-server)") }
+        if let reason = SSHTestHost.unavailableReason { throw BenchError("W13: \(reason)") }
         let total = 2000, parallelTotal = 100, job = "t=/bin/true"
         let inputsFile = Children.temporary(NSTemporaryDirectory() + "skynet-bench-w13-\(UUID().uuidString).txt")
         defer { Children.remove(inputsFile) }
@@ -76,7 +76,7 @@ extension Workloads {
     private func rows(ssh: [Double], tcp: [Double], parallel: [Double], first: [Double], shipped: [Double], shippedBytes: Int) -> [Row] {
         let overTCP = zip(ssh, tcp).map { $0 / $1 }, overParallel = zip(ssh, parallel).map { $0 / $1 }
         var parallelRow = Row(workload: "W13", measure: "GNU parallel -S 4/h1,4/h2 true (100 jobs)", unit: "tasks/s", values: parallel)
-        if parallel.isEmpty { parallelRow.note = "skipped: GNU parallel is not on PATH (Debian: apt-get install parallel)" }
+        if parallel.isEmpty { parallelRow.skipped = "GNU parallel is not on PATH (Debian: apt-get install parallel)" }
         var shipRow = Row(workload: "W13", measure: "scan --ssh --ship to a fresh host: first task", unit: "s", values: shipped)
         shipRow.note = "ships \(shippedBytes) bytes (this build)"
         var rows = [
