@@ -69,9 +69,10 @@ extension Workloads {
             return (mebibytesPerFile * Double(count) / run.seconds, run.peakKiB)
         }
 
-        let parallel = findOnPath("parallel"), rsync = findOnPath("rsync")
-        let parallelMissing = parallel == nil ? "GNU parallel is not on PATH (Debian: apt-get install parallel)"
-            : rsync == nil ? "rsync is not on PATH, and parallel's --trc needs it at both ends (Debian: apt-get install rsync)" : nil
+        let lookup = try blocking { await GNUParallel.lookUpOnPath() }
+        let parallel = lookup.path
+        let parallelMissing = lookup.unavailableReason ?? (findOnPath("rsync") == nil
+            ? "rsync is not on PATH, and parallel's --trc needs it at both ends: apt-get install rsync" : nil)
         if let parallelMissing { note("W14: \(parallelMissing): its row is skipped") }
         guard let scpPath = findOnPath("scp") else { throw BenchError("W14: scp is not on PATH (Debian: apt-get install openssh-client)") }
 
