@@ -105,7 +105,9 @@ struct GNUParallelPlaceholderTests {
         "'q'.x", "\"d\"/e.f", "$(id).y", "`id`/z", "a\\b/c\\.d", "{}.{.}", "{/}/{//}", "*.jpg", "~/a.b", "a b/ c.d /e",
     ]
 
-    @Test(.enabled("GNU parallel is not the first parallel on PATH: apt-get install parallel") { await GNUParallel.lookUpOnPath().path != nil })
+    @Test(.enabled("needs GNU parallel first on PATH, not moreutils' parallel (apt-get install parallel)") {
+        await GNUParallel.lookUpOnPath().path != nil
+    })
     func everyPlaceholderGivesWhatGNUParallelGivesForEveryTrickyInput() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-rpl-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: file) }
