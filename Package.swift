@@ -8,6 +8,13 @@ let parts: [Target.Dependency] = [
     "SkyNetCluster", "SkyNetHTTP", "SkyNetDashboard",
 ]
 
+/// Every warning an error where SKYNET_WARNINGS_AS_ERRORS=1 (`.ci/run` sets it). Here rather than
+/// `-Xswiftc -warnings-as-errors` so that `swift build` and `swift test` compile with the same
+/// flags and the test step reuses what the build step compiled; setting or unsetting the
+/// variable compiles everything again.
+let warningsAsErrors: [SwiftSetting] = Context.environment["SKYNET_WARNINGS_AS_ERRORS"] == "1"
+    ? [.unsafeFlags(["-warnings-as-errors"])] : []
+
 let package = Package(
     name: "SkyNet",
     platforms: [.macOS(.v15)],
@@ -55,3 +62,7 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+for target in package.targets {
+    target.swiftSettings = (target.swiftSettings ?? []) + warningsAsErrors
+}
