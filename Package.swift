@@ -8,6 +8,13 @@ let parts: [Target.Dependency] = [
     "SkyNetCluster", "SkyNetHTTP", "SkyNetDashboard",
 ]
 
+/// Every warning an error where SKYNET_WARNINGS_AS_ERRORS=1 (`.ci/run` sets it). Here rather than
+/// `-Xswiftc -warnings-as-errors` so that `swift build` and `swift test` compile with the same
+/// flags and the test step reuses what the build step compiled; setting or unsetting the
+/// variable compiles everything again.
+let warningsAsErrors: [SwiftSetting] = Context.environment["SKYNET_WARNINGS_AS_ERRORS"] == "1"
+    ? [.unsafeFlags(["-warnings-as-errors"])] : []
+
 let package = Package(
     name: "SkyNet",
     platforms: [.macOS(.v15)],
@@ -49,8 +56,13 @@ let package = Package(
         .target(name: "SkyNetTestSupport", dependencies: ["SkyNet"] + parts, path: "Tests/SkyNetTestSupport"),
         // The tests reach into each part with `@testable import`.
         .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"] + parts),
-        // Depends on the executable so that `swift test` builds `skynet` beside the test bundle.
-        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetOptions", "SkyNetTestSupport"] + parts),
+        // Depends on the executables so that `swift test` builds `skynet` and `skynet-bench`
+        // beside the test bundle.
+        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetBench", "SkyNetOptions", "SkyNetTestSupport"] + parts),
     ],
     swiftLanguageModes: [.v6]
 )
+
+for target in package.targets {
+    target.swiftSettings = (target.swiftSettings ?? []) + warningsAsErrors
+}

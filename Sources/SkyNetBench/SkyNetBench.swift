@@ -66,21 +66,28 @@ enum SkyNetBench {
             (["W11"], workloads.authenticationCost), (["W12"], workloads.dashboardCost),
             (["W13"], workloads.sshLinks), (["W14"], workloads.filesTravel),
         ]
-        var rows: [Row] = []
+        var rows: [Row] = [], failed: [String] = []
         for (names, run) in plan where only.map({ !$0.isDisjoint(with: names) }) ?? true {
             note("running \(names.sorted().joined(separator: ", "))…")
             do {
                 rows += try run().filter { only?.contains($0.workload) ?? true }
             } catch {
-                note("\(names.sorted().joined(separator: ", ")) failed: \(error)")
+                failed.append("\(names.sorted().joined(separator: ", ")) failed: \(error)")
+                note(failed[failed.count - 1])
             }
         }
         printTable(rows)
         do {
-            try writeJSON(rows, runs: runs, to: out)
+            try writeJSON(rows, failed: failed, runs: runs, to: out)
             print("wrote \(out)")
         } catch {
             fail("cannot write \(out): \(error)")
+        }
+        // The rows of the workloads that ran are kept, but a sitting with a failed workload
+        // is not a complete one: a script running the bench must see that.
+        if !failed.isEmpty {
+            note("skynet-bench: \(failed.count) of the workloads run failed:\n" + failed.joined(separator: "\n"))
+            exit(1)
         }
     }
 

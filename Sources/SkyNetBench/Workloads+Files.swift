@@ -69,9 +69,10 @@ extension Workloads {
             return (mebibytesPerFile * Double(count) / run.seconds, run.peakKiB)
         }
 
-        let parallel = findOnPath("parallel"), rsync = findOnPath("rsync")
-        let parallelMissing = parallel == nil ? "GNU parallel is not on PATH (Debian: apt-get install parallel)"
-            : rsync == nil ? "rsync is not on PATH, and parallel's --trc needs it at both ends (Debian: apt-get install rsync)" : nil
+        let lookup = try blocking { await GNUParallel.lookUpOnPath() }
+        let parallel = lookup.path
+        let parallelMissing = lookup.unavailableReason ?? (findOnPath("rsync") == nil
+            ? "rsync is not on PATH, and parallel's --trc needs it at both ends: apt-get install rsync" : nil)
         if let parallelMissing { note("W14: \(parallelMissing): its row is skipped") }
         guard let scpPath = findOnPath("scp") else { throw BenchError("W14: scp is not on PATH (Debian: apt-get install openssh-client)") }
 
@@ -122,8 +123,10 @@ extension Workloads {
         scpRow.note = "legacy scp protocol (-O): the test hosts' sshd has no sftp subsystem"
         var parallelRow = Row(workload: "W14", measure: "GNU parallel -S 4/h1,4/h2 --trc (\(parallelCount) files)", unit: "MiB/s",
                               values: m.parallel)
-        parallelRow.note = parallelMissing.map { "skipped: \($0)" }
-            ?? "\(parallelCount) of the 200 files (it takes seconds per file); rsync -z both ways, one login per transfer"
+        parallelRow.skipped = parallelMissing
+        if parallelMissing == nil {
+            parallelRow.note = "\(parallelCount) of the 200 files (it takes seconds per file); rsync -z both ways, one login per transfer"
+        }
         var rawRow = Row(workload: "W14", measure: "raw TCP pipe (Swift, 2 x 2 connections)", unit: "MiB/s", values: m.raw)
         rawRow.note = "256 KiB pread -> send, recv -> pwrite; no hash, no framing"
         var rows = [

@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetTestSupport
 
 extension Workloads {
     /// W8: 2,000 tasks of `/bin/true` (a command job, `t=/bin/true`) on 3 nodes × 4 slots,
@@ -11,10 +12,9 @@ extension Workloads {
         let inputsFile = NSTemporaryDirectory() + "skynet-bench-w8-\(UUID().uuidString).txt"
         try (inputs.joined(separator: "\n") + "\n").write(toFile: inputsFile, atomically: true, encoding: .utf8)
         defer { unlink(inputsFile) }
-        let parallel = findOnPath("parallel")
-        if parallel == nil {
-            note("W8: GNU parallel is not on PATH (Debian: apt-get install parallel): its column and the 5x target are skipped")
-        }
+        let lookup = try blocking { await GNUParallel.lookUpOnPath() }
+        let parallel = lookup.path
+        if let reason = lookup.unavailableReason { note("W8: \(reason): its column and the 5x target are skipped") }
         let cluster = try BenchCluster(skynet: skynet, count: 3, arguments: ["--job", job])
         defer { cluster.stop() }
         func ours(_ count: Int) throws -> Double {
@@ -36,17 +36,17 @@ extension Workloads {
             if let parallel { parallelRates.append(try gnuParallel(parallel)) }
             floorRates.append(try SpawnFloor.measure(program: "/bin/true", inputs: inputs, width: 2))
         }
-        return rows(skynet: skynetRates, parallel: parallelRates, floor: floorRates)
+        return rows(skynet: skynetRates, parallel: parallelRates, floor: floorRates, parallelSkipped: lookup.unavailableReason)
     }
 
     /// The rows of W8; the ratios are taken run by run (each run measured all three in turn).
-    private func rows(skynet: [Double], parallel: [Double], floor: [Double]) -> [Row] {
+    private func rows(skynet: [Double], parallel: [Double], floor: [Double], parallelSkipped: String?) -> [Row] {
         let overFloor = zip(skynet, floor).map { $0 / $1 }, overParallel = zip(skynet, parallel).map { $0 / $1 }
         var parallelRow = Row(workload: "W8", measure: "GNU parallel -j12 true", unit: "tasks/s", values: parallel)
-        if parallel.isEmpty { parallelRow.note = "skipped: GNU parallel is not on PATH (Debian: apt-get install parallel)" }
+        parallelRow.skipped = parallelSkipped
         let rows = [
             Row(workload: "W8", measure: "2000 x /bin/true, ours", unit: "tasks/s", values: skynet,
-                target: parallel.isEmpty ? ">= 0.6x floor (parallel missing)" : ">= 5x parallel, >= 0.6x floor",
+                target: parallel.isEmpty ? ">= 0.6x floor (no GNU parallel)" : ">= 5x parallel, >= 0.6x floor",
                 met: median(overFloor) >= 0.6 && (parallel.isEmpty || median(overParallel) >= 5)),
             parallelRow,
             Row(workload: "W8", measure: "spawn floor, 2 at a time", unit: "tasks/s", values: floor),

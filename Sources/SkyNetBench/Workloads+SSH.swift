@@ -12,7 +12,7 @@ extension Workloads {
     /// - the time from starting `skynet scan --ssh` to the first task completed on a host,
     ///   and with `--ship` to a host without skynet (its cache emptied before each run).
     func sshLinks() throws -> [Row] {
-        if let reason = SSHTestHost.unavailableReason { throw BenchError("W13: \(reason) (Debian: apt-get install openssh-server)") }
+        if let reason = SSHTestHost.unavailableReason { throw BenchError("W13: \(reason)") }
         let total = 2000, parallelTotal = 100, job = "t=/bin/true"
         let inputsFile = Children.temporary(NSTemporaryDirectory() + "skynet-bench-w13-\(UUID().uuidString).txt")
         defer { Children.remove(inputsFile) }
@@ -56,8 +56,9 @@ extension Workloads {
             guard run.status == 0, let seconds = run.firstLineSeconds else { throw BenchError("W13: scan exited \(run.status)") }
             return seconds
         }
-        let parallel = findOnPath("parallel")
-        if parallel == nil { note("W13: GNU parallel is not on PATH (Debian: apt-get install parallel): its column is skipped") }
+        let lookup = try blocking { await GNUParallel.lookUpOnPath() }
+        let parallel = lookup.path
+        if let reason = lookup.unavailableReason { note("W13: \(reason): its column is skipped") }
         _ = try ours(sshArguments, 200)  // warm-up: host keys learnt, page cache
         _ = try ours(["--cluster", tcp.file], 200)
         var overSSH: [Double] = [], overTCP: [Double] = [], parallelRates: [Double] = [], first: [Double] = [], shipped: [Double] = []
@@ -70,13 +71,15 @@ extension Workloads {
             shipped.append(try firstRemoteTask(["--ssh", "4/\(bare.login)", "--ssh-command", sshCommand, "--ship"]))
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: skynet.path)[.size] as? Int) ?? 0
-        return rows(ssh: overSSH, tcp: overTCP, parallel: parallelRates, first: first, shipped: shipped, shippedBytes: size)
+        return rows(ssh: overSSH, tcp: overTCP, parallel: parallelRates, parallelSkipped: lookup.unavailableReason, first: first,
+                    shipped: shipped, shippedBytes: size)
     }
 
-    private func rows(ssh: [Double], tcp: [Double], parallel: [Double], first: [Double], shipped: [Double], shippedBytes: Int) -> [Row] {
+    private func rows(ssh: [Double], tcp: [Double], parallel: [Double], parallelSkipped: String?, first: [Double], shipped: [Double],
+                      shippedBytes: Int) -> [Row] {
         let overTCP = zip(ssh, tcp).map { $0 / $1 }, overParallel = zip(ssh, parallel).map { $0 / $1 }
         var parallelRow = Row(workload: "W13", measure: "GNU parallel -S 4/h1,4/h2 true (100 jobs)", unit: "tasks/s", values: parallel)
-        if parallel.isEmpty { parallelRow.note = "skipped: GNU parallel is not on PATH (Debian: apt-get install parallel)" }
+        parallelRow.skipped = parallelSkipped
         var shipRow = Row(workload: "W13", measure: "scan --ssh --ship to a fresh host: first task", unit: "s", values: shipped)
         shipRow.note = "ships \(shippedBytes) bytes (this build)"
         var rows = [

@@ -36,7 +36,7 @@ struct ScanCommand: Command {
           skynet scan --total 200 --cluster cluster.json --local-capacity 0
           skynet scan --total 1000 --journal scan.jsonl --resume
           skynet scan --total 100 --duration 0.1 --failing-every 0
-          skynet scan --total 2000 --duration 0.05 --spawn 3 --dashboard 8080
+          skynet scan --total 2000 --duration 0.05 --spawn 3 --dashboard 8080 --dashboard-linger 60
           ls *.jpg > files.txt; skynet scan --spawn 2 --job sum='sha256sum {}' --inputs files.txt --results
           skynet scan --ssh 8/alice@gpu1,gpu2 --job sum='sha256sum {}' --inputs files.txt --results
           ls photos/*.jpg > todo.txt; skynet scan --ssh gpu1,gpu2 --job png='convert {} {.}.png' --inputs todo.txt --trc {.}.png

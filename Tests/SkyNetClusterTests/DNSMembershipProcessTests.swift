@@ -6,7 +6,9 @@ import SkyNetTestSupport
 /// Membership from DNS with real processes (issue 22): three nodes in network namespaces, a
 /// coordinator whose /etc/hosts is the test's (`ResolverView`), and a name that resolves to
 /// two of them, then three, then two again, as a headless Kubernetes Service would.
-@Suite(.serialized, .enabled(if: NetworkNamespace.isAvailable && ResolverView.isAvailable), .timeLimit(.minutes(3)))
+@Suite(.serialized, .enabled(if: NetworkNamespace.isAvailable && ResolverView.isAvailable,
+                            "needs root, ip (apt-get install iproute2) and unshare (apt-get install util-linux)"),
+       .timeLimit(.minutes(3)))
 struct DNSMembershipProcessTests {
     static let name = "skynet-nodes.test"
 

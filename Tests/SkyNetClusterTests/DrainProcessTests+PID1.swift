@@ -12,7 +12,7 @@ extension ProcessTests.DrainProcessTests {
 
     /// A container's PID 1 gets no signal it has no handler for: the node's handlers must make
     /// SIGTERM drain it there too (Kubernetes without `shareProcessNamespace`, `docker run`).
-    @Test(.enabled(if: canRunAsPID1))
+    @Test(.enabled(if: canRunAsPID1, "needs root and /usr/bin/unshare (apt-get install util-linux)"))
     func asPID1OfItsNamespaceSIGTERMStillDrains() async throws {
         var options = ChildProcess.Options(
             arguments: ["--pid", "--fork", "--mount-proc", skynetBinary.path, "node", "--port", "0", "--name", "beta",

@@ -94,7 +94,7 @@ extension ProcessTests {
             }
         }
 
-        @Test(.enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (Debian: openssh-server)"))
+        @Test(.enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (apt-get install openssh-server)"))
         func eachReturnedGzEqualsGzipKRunHereOverSSHLinks() async throws {
             try await withSSHTestHosts(count: 2, options: SSHTestHost.Options(skynet: skynetBinary.path)) { hosts, client in
                 try await TransferHarness.withFolder { folder in

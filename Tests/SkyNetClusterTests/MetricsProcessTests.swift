@@ -62,7 +62,7 @@ extension ProcessTests {
         /// The node's and the coordinator's output, after a scan with a token (so the
         /// coordinator's `/metrics` must answer without a session), pass `promtool check metrics`
         /// with nothing to say.
-        @Test(.enabled(if: promtoolPath != nil, "promtool is not installed (apt-get install prometheus)"))
+        @Test(.enabled(if: promtoolPath != nil, "needs promtool (apt-get install prometheus)"))
         func promtoolAcceptsTheNodesAndTheCoordinatorsMetrics() async throws {
             let scratch = try TokenScratch()
             let token = "metrics-process-token-0123456789"

@@ -5,7 +5,7 @@ import Testing
 
 extension NodeStdioProcessTests {
     /// `taskset -c N skynet node --stdio` may run on one processor: its welcome says capacity 1.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset"), "needs /usr/bin/taskset (apt-get install util-linux)"))
     func aNodeBoundToOneProcessorWelcomesWithCapacityOne() async throws {
         let first = try #require(CoreCountTestsSupport.firstAllowedProcessor())
         let input = try ChildProcess.makePipe()

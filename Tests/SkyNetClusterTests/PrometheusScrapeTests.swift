@@ -10,7 +10,7 @@ extension ProcessTests {
     /// scan made. Prometheus renames our `job` label `exported_job` (the target has its own).
     @Suite(.serialized, .timeLimit(.minutes(3)))
     struct PrometheusScrapeTests {
-        @Test(.enabled(if: PrometheusServer.isInstalled, "prometheus is not installed (apt-get install prometheus)"))
+        @Test(.enabled(if: PrometheusServer.isInstalled, "needs /usr/bin/prometheus (apt-get install prometheus)"))
         func prometheusScrapesTheNodeAndTheCoordinatorAndCountsTheScansTasks() async throws {
             let scratch = try TokenScratch()
             let token = "prometheus-scrape-token-0123456789"

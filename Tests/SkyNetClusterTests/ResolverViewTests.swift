@@ -3,7 +3,7 @@ import Testing
 import SkyNetTestSupport
 
 /// The test's own /etc/hosts, seen only through its launcher, changed in place.
-@Suite(.serialized, .enabled(if: ResolverView.isAvailable), .timeLimit(.minutes(1)))
+@Suite(.serialized, .enabled(if: ResolverView.isAvailable, "needs root and unshare (apt-get install util-linux)"), .timeLimit(.minutes(1)))
 struct ResolverViewTests {
     func lookUp(_ name: String, in view: ResolverView) async throws -> [String] {
         let words = view.launcher + ["getent", "ahostsv4", name]

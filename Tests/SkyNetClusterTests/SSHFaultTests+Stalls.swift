@@ -76,7 +76,7 @@ extension ProcessTests.SSHFaultTests {
         }
     }
 
-    @Test(.enabled(if: NetworkNamespace.isAvailable, "needs root and iproute2 for network namespaces"))
+    @Test(.enabled(if: NetworkNamespace.isAvailable, "needs root and ip for network namespaces (apt-get install iproute2)"))
     func aNetworkCutToAHostMidScanHasItsTasksRunOnTheOtherHost() async throws {
         try await withNetworkNamespace { cutOff in
             try await withNetworkNamespace { kept in

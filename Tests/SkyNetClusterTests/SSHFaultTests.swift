@@ -9,7 +9,7 @@ extension ProcessTests {
     /// sshd killed, its node stopped (SIGSTOP), its network cut, the coordinator killed or
     /// interrupted. Every task still completes once, elsewhere; nothing stays on a host.
     @Suite(.serialized, .timeLimit(.minutes(3)),
-           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (Debian: openssh-server)"))
+           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (apt-get install openssh-server)"))
     struct SSHFaultTests {
         static let hostWithSkynet = SSHTestHost.Options(skynet: skynetBinary.path)
 

@@ -10,7 +10,7 @@ extension ProcessTests {
     /// A coordinator's links to ssh hosts, through real sshd and real `ssh`, each host running
     /// the built `skynet node --stdio`. Skipped where sshd, ssh or ssh-keygen is missing.
     @Suite(.serialized, .timeLimit(.minutes(3)),
-           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (Debian: openssh-server)"))
+           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (apt-get install openssh-server)"))
     struct SSHLinkTests {
         /// What the links reported, awaited without polling.
         final class Recorded: Sendable {

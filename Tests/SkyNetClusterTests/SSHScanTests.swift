@@ -9,7 +9,7 @@ extension ProcessTests {
     /// `skynet` as coordinator, real `ssh`, real sshd hosts running the built `skynet node
     /// --stdio` (or none, or the one `--ship` brings). Skipped where sshd, ssh or ssh-keygen is missing.
     @Suite(.serialized, .timeLimit(.minutes(3)),
-           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (Debian: openssh-server)"))
+           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (apt-get install openssh-server)"))
     struct SSHScanTests {
         static let hostWithSkynet = SSHTestHost.Options(skynet: skynetBinary.path)
         static let hostWithoutSkynet = SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)

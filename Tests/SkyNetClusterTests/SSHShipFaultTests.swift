@@ -8,7 +8,7 @@ extension ProcessTests {
     /// `--ship` against what can go wrong around the copy: the executable rebuilt under the
     /// running scan, a host that cannot keep the copy or cannot run it.
     @Suite(.serialized, .timeLimit(.minutes(2)),
-           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (Debian: openssh-server)"))
+           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (apt-get install openssh-server)"))
     struct SSHShipFaultTests {
         static let hostWithoutSkynet = SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)
 
@@ -40,7 +40,7 @@ extension ProcessTests {
 
         /// A HOME on a noexec mount (a tmpfs mounted over it in a mount namespace of sshd's
         /// own): the copy is there but cannot be executed; shipped once, not over and over.
-        @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), "needs root and unshare"))
+        @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), "needs root and /usr/bin/unshare (apt-get install util-linux)"))
         func aHomeMountedNoexecIsReportedForGoodAfterOneUpload() async throws {
             var noexec = Self.hostWithoutSkynet
             // sshd's arguments follow as $0 ($4: -f's config, in the host's folder).

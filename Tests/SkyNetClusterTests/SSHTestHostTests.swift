@@ -10,7 +10,7 @@ extension ProcessTests {
     /// the sessions' environment and marker, cleanup, two hosts at once, sshd killed and
     /// restarted. Skipped where sshd, ssh or ssh-keygen is missing (CI installs them).
     @Suite(.serialized, .timeLimit(.minutes(3)),
-           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (Debian: openssh-server)"))
+           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (apt-get install openssh-server)"))
     struct SSHTestHostTests {
         /// The name ssh logs in as (ours: the client names no user).
         static let userName: String = getpwuid(geteuid()).flatMap { String(validatingCString: $0.pointee.pw_name) } ?? "?"
@@ -176,7 +176,7 @@ extension ProcessTests {
         }
 
         /// A host on a network of its own (10.213.K.2, not loopback: the link is what is cut).
-        @Test(.enabled(if: NetworkNamespace.isAvailable, "needs root and iproute2 for a network namespace"))
+        @Test(.enabled(if: NetworkNamespace.isAvailable, "needs root and ip for a network namespace (apt-get install iproute2)"))
         func aHostInANamespaceIsReachedOverItsLinkUntilTheLinkIsCut() async throws {
             let (name, link) = try await withNetworkNamespace { namespace in
                 let inside = try await withSSHTestHosts(count: 1, options: .inside(namespace)) { hosts, client in

@@ -45,7 +45,7 @@ extension ProcessTests {
             return path
         }
 
-        @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: systemdAnalyze), "needs systemd-analyze (Debian's systemd)"))
+        @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: systemdAnalyze), "needs systemd-analyze (apt-get install systemd)"))
         func systemdAnalyzeVerifiesTheUnit() async throws {
             let scratch = try TokenScratch()
             let unit = try unitCopy(in: scratch.folder)
@@ -54,7 +54,7 @@ extension ProcessTests {
             #expect(!run.stderr.contains("skynet-node.service"), "\(run.stderr)")
         }
 
-        @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: systemdAnalyze), "needs systemd-analyze (Debian's systemd)"))
+        @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: systemdAnalyze), "needs systemd-analyze (apt-get install systemd)"))
         func systemdAnalyzeScoresItsHardeningOK() async throws {
             let scratch = try TokenScratch()
             let unit = try unitCopy(in: scratch.folder)

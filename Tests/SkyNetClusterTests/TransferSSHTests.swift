@@ -8,7 +8,7 @@ extension ProcessTests {
     /// Files that travel over SSH links (`scan --ssh`): two real sshd hosts on loopback running
     /// the built `skynet node --stdio`, only they doing the work (`--local-capacity 0`).
     @Suite(.serialized, .timeLimit(.minutes(3)),
-           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (Debian: openssh-server)"))
+           .enabled(if: SSHTestHost.isAvailable, "needs /usr/sbin/sshd, ssh and ssh-keygen (apt-get install openssh-server)"))
     struct TransferSSHTests {
         static let host = SSHTestHost.Options(skynet: skynetBinary.path)
 

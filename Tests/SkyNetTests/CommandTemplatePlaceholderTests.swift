@@ -3,6 +3,7 @@ import Testing
 @testable import SkyNet
 @testable import SkyNetRuntime
 @testable import SkyNetWork
+import SkyNetTestSupport
 
 /// GNU parallel's replacement strings in a job's command: `{.}`, `{/}`, `{//}`, `{/.}` and `{%}`
 /// beside `{}` and `{#}`, with GNU parallel's meaning for every input.
@@ -94,17 +95,6 @@ import Testing
 /// Our placeholders beside the real GNU parallel's, input by input.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct GNUParallelPlaceholderTests {
-    /// Whether the `parallel` first in PATH is GNU parallel (.ci/run installs it; Debian:
-    /// parallel), not moreutils' program of the same name: the Perl script names its author.
-    static let hasParallel: Bool = {
-        let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
-        guard let path = folders.map({ "\($0)/parallel" }).first(where: FileManager.default.isExecutableFile(atPath:)),
-              let file = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? file.close() }
-        let start = (try? file.read(upToCount: 4096)) ?? Data()
-        return String(decoding: start, as: UTF8.self).contains("Ole Tange")
-    }()
-
     /// Inputs with no dot, leading and trailing dots, trailing and doubled slashes, the root,
     /// nothing at all, newlines (which make Perl's `.` stop), spaces, shell syntax and UTF-8
     /// whose combining mark follows a `/` (one Swift character, but two for Perl).
@@ -115,7 +105,9 @@ struct GNUParallelPlaceholderTests {
         "'q'.x", "\"d\"/e.f", "$(id).y", "`id`/z", "a\\b/c\\.d", "{}.{.}", "{/}/{//}", "*.jpg", "~/a.b", "a b/ c.d /e",
     ]
 
-    @Test(.enabled(if: hasParallel, "needs GNU parallel (Debian: parallel)"))
+    @Test(.enabled("needs GNU parallel first on PATH, not moreutils' parallel (apt-get install parallel)") {
+        await GNUParallel.lookUpOnPath().path != nil
+    })
     func everyPlaceholderGivesWhatGNUParallelGivesForEveryTrickyInput() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-rpl-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: file) }
