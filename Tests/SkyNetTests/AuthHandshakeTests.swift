@@ -16,13 +16,12 @@ struct AuthHandshakeTests {
     let nodeTests = NodeTests()
 
     /// Runs `body` with a node that requires `token`, its log collected; stopped on every path.
-    func withTokenNode<T>(backoff: LoginBackoff = LoginBackoff(), helloTimeout: Duration? = nil,
+    func withTokenNode<T>(backoff: LoginBackoff = LoginBackoff(), clock: any TimerClock = DeadlineTimer.shared,
                           _ body: (Node, LogLines) async throws -> T) async throws -> T {
         var options = nodeTests.options(token: Self.token)
         options.loginBackoff = backoff
-        if let helloTimeout { options.helloTimeout = helloTimeout }
         let log = LogLines()
-        let node = try await Node.start(options, log: { log.append($0) })
+        let node = try await Node.start(options, clock: clock, log: { log.append($0) })
         do {
             let result = try await body(node, log)
             await node.stop(grace: .seconds(1))
