@@ -133,6 +133,19 @@ extension RemoteCommandShipTests {
         return (ran, upload)
     }
 
+    /// The run and the upload command both exit 124 saying `line`: refused for good, with `fix`.
+    func expectBothRefuse(_ shipment: SSHShipment, home: String, saying line: String, fix: String) async throws {
+        let (ran, upload) = try await runAndUpload(shipment, home: home)
+        for said in [ran, upload] {
+            #expect(said.exit.reason == .exited(124), "\(said.exit): \(said.stderr)")
+            #expect(said.stderr == line + "\n")
+            let failure = classified(said)
+            #expect(failure.kind == .cannotShip && failure.isPermanent)
+            #expect(failure.reason == line)
+            #expect(failure.fix == fix)
+        }
+    }
+
     /// `~/.cache/skynet` a symbolic link to another folder (issue 30): neither command uses it,
     /// so that folder keeps its mode (it became 0700) and gets no copy; refused for good.
     @Test func aCacheFolderThatIsASymbolicLinkIsRefusedByBothCommandsAndItsTargetLeftAlone() async throws {
@@ -145,16 +158,9 @@ extension RemoteCommandShipTests {
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: elsewhere)
             try FileManager.default.createSymbolicLink(atPath: cache, withDestinationPath: elsewhere)
             let line = "skynet --ship: cannot keep the copy in \(cache): it is a symbolic link"
-            let (ran, upload) = try await runAndUpload(shipment, home: home)
-            for said in [ran, upload] {
-                #expect(said.exit.reason == .exited(124), "\(said.exit): \(said.stderr)")
-                #expect(said.stderr == line + "\n")
-                let failure = classified(said)
-                #expect(failure.kind == .cannotShip && failure.isPermanent)
-                #expect(failure.reason == line)
-                #expect(failure.fix == "--ship keeps its copy only in a folder of its own: remove the link ~/.cache/skynet on that host "
-                        + "(what it points to is left as it is)")
-            }
+            try await expectBothRefuse(shipment, home: home, saying: line,
+                                       fix: "--ship keeps its copy only in a folder of its own: remove the link ~/.cache/skynet on that host "
+                                           + "(what it points to is left as it is)")
             #expect(try FileManager.default.attributesOfItem(atPath: elsewhere)[.posixPermissions] as? Int == 0o755)
             #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == [])
         }
@@ -171,16 +177,9 @@ extension RemoteCommandShipTests {
             let owner = try #require(getpwuid(nobody)).pointee.pw_name.map { String(cString: $0) } ?? "\(nobody)"
             let us = try #require(getpwuid(geteuid())).pointee.pw_name.map { String(cString: $0) } ?? ""
             let line = "skynet --ship: cannot keep the copy in \(cache): it is owned by \(owner), not by \(us)"
-            let (ran, upload) = try await runAndUpload(shipment, home: home)
-            for said in [ran, upload] {
-                #expect(said.exit.reason == .exited(124), "\(said.exit): \(said.stderr)")
-                #expect(said.stderr == line + "\n")
-                let failure = classified(said)
-                #expect(failure.kind == .cannotShip && failure.isPermanent)
-                #expect(failure.reason == line)
-                #expect(failure.fix == "--ship keeps its copy only in a folder the login owns: remove ~/.cache/skynet on that host, "
-                        + "or make the login's user its owner")
-            }
+            try await expectBothRefuse(shipment, home: home, saying: line,
+                                       fix: "--ship keeps its copy only in a folder the login owns: remove ~/.cache/skynet on that host, "
+                                           + "or make the login's user its owner")
             #expect(try FileManager.default.attributesOfItem(atPath: cache)[.ownerAccountID] as? Int == Int(nobody))
             #expect(try FileManager.default.contentsOfDirectory(atPath: cache) == ["skynet-" + shipment.sha256])
         }
