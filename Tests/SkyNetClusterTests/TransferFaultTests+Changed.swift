@@ -11,7 +11,7 @@ extension ProcessTests.TransferFaultTests {
     @Test func anInputThatGrowsWhileItIsSentFailsWithFileChangedAndIsSentAgain() async throws {
         try await TransferHarness.withFolder { folder in
             let work = try TransferHarness.makeFolder(folder + "/work")
-            let size = 24 << 20
+            let size = SanitizedRun.bytes(24 << 20)
             try RandomFiles.write(work + "/grows.bin", size: size, seed: 2125)
             let list = try TransferHarness.writeList(["grows.bin"], at: folder + "/inputs.txt")
             let scratch = try TokenScratch()
@@ -34,7 +34,7 @@ extension ProcessTests.TransferFaultTests {
                 defer { scan.send(SIGKILL) }
                 let appended = await TransferHarness.poll(within: .seconds(60), every: .milliseconds(5)) {
                     for (_, entry) in nodes {
-                        if let partial = TransferHarness.sizes(of: "grows.bin", under: entry.workDir).first, partial >= 1 << 20, partial < size {
+                        if let partial = TransferHarness.sizes(of: "grows.bin", under: entry.workDir).first, partial >= size / 24, partial < size {
                             guard let handle = FileHandle(forWritingAtPath: work + "/grows.bin") else { return false }
                             defer { try? handle.close() }
                             _ = try? handle.seekToEnd()

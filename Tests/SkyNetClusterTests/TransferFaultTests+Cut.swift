@@ -11,7 +11,8 @@ extension ProcessTests.TransferFaultTests {
     @Test func aLinkCutMidUploadRemovesTheNodesConnectionDirectoryAndTheTaskRunsElsewhere() async throws {
         try await TransferHarness.withFolder { folder in
             let data = try TransferHarness.makeFolder(folder + "/data")
-            let big = try RandomFiles.write(data + "/big.bin", size: 24 << 20, seed: 2124)
+            let total = SanitizedRun.bytes(24 << 20)
+            let big = try RandomFiles.write(data + "/big.bin", size: total, seed: 2124)
             let list = try TransferHarness.writeList([big], at: folder + "/inputs.txt")
             let scratch = try TokenScratch()
             let token = try TransferHarness.tokenFile(scratch)
@@ -30,7 +31,7 @@ extension ProcessTests.TransferFaultTests {
                         var victim: String?
                         _ = await TransferHarness.poll(within: .seconds(120), every: .milliseconds(5)) {
                             for (name, entry) in [("beta", beta), ("gamma", gamma)] {
-                                if let size = TransferHarness.sizes(of: "big.bin", under: entry.workDir).first, size >= 1 << 20, size < 24 << 20 {
+                                if let size = TransferHarness.sizes(of: "big.bin", under: entry.workDir).first, size >= total / 24, size < total {
                                     victim = name
                                     return true
                                 }
@@ -53,7 +54,7 @@ extension ProcessTests.TransferFaultTests {
                         #expect(run.reruns.count == 1 && run.reruns[0].contains("\(name) disconnected"), "\(run.stdout)")
                         let head = try #require(FileHandle(forReadingAtPath: big)).read(upToCount: 1024)
                         #expect(try Data(contentsOf: URL(fileURLWithPath: big + ".head")) == head)
-                        #expect(RandomFiles.tree(data) == ["big.bin (\(24 << 20))", "big.bin.head (1024)"])
+                        #expect(RandomFiles.tree(data) == ["big.bin (\(total))", "big.bin.head (1024)"])
                     }
                 }
             }
