@@ -11,13 +11,14 @@ extension ProcessTests {
     @Suite(.serialized, .timeLimit(.minutes(6)))
     struct TransferRoundTripTests {
         /// The inputs (relative to the scan's directory) and their sizes: empty, one byte, a
-        /// chunk boundary plus one, 100 MiB (400 chunks, far more than any buffer holds), and
+        /// chunk boundary plus one, 100 MiB (400 chunks, far more than any buffer holds; an eighth
+        /// of it under a sanitizer, still 50), and
         /// names a shell or a careless path join would break.
         static let relativeInputs: [(path: String, size: Int)] = [
             ("empty.bin", 0),
             ("one byte.bin", 1),
             ("mib plus one.bin", (1 << 20) + 1),
-            ("big.bin", 100 << 20),
+            ("big.bin", SanitizedRun.bytes(100 << 20)),
             (#"it's "quoted" $(x).bin"#, 5_000),
             ("café ☕ ü.bin", 3_000),
             ("sub dir/nested/deep.bin", 70_000),
