@@ -129,6 +129,10 @@ public enum Reply: Sendable, Equatable {
     }
 
     /// Decodes one line a node sent. Throws a `WireError` describing what was wrong with it.
+    /// The largest idle bound a welcome is taken to say (a year): a client pings at a third of
+    /// it, and a larger one (`1e21`) is no `Duration`.
+    public static let maxIdleSeconds: Double = 365 * 86_400
+
     public static func decode(_ line: Data) throws(WireError) -> Reply {
         if let result = CanonicalLine.result(line) { return result }
         if let chunk = CanonicalLine.chunk(line, inReply: true) { return .chunk(chunk) }
@@ -137,7 +141,7 @@ public enum Reply: Sendable, Equatable {
         case "welcome":
             return .welcome(version: try fields.int("version"), name: try fields.string("name"),
                             capacity: try fields.int("capacity", in: 0...Int.max), jobs: try fields.jobs(),
-                            idle: try fields.optionalNumber("idle").flatMap { $0.isFinite && $0 > 0 ? $0 : nil },
+                            idle: try fields.optionalNumber("idle").flatMap { $0.isFinite && $0 > 0 ? min($0, maxIdleSeconds) : nil },
                             files: try fields.fileSupport())
         case "challenge":
             return .challenge(nonce: try fields.hexBytes("nonce", count: WireAuth.nonceCount, in: "challenge"))

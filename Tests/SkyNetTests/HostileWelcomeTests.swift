@@ -76,6 +76,20 @@ struct HostileWelcomeTests {
         }
     }
 
+    /// An idle bound too large for a `Duration` (`1e21` trapped the coordinator in
+    /// `Duration.seconds`) is taken as the largest the coordinator keeps; the link is used.
+    @Test(arguments: ["1e21", "1e39", "1e300", "1.7976931348623157e308"])
+    func aHugeIdleBoundIsCappedNotATrap(idle: String) async throws {
+        let line = #"{"type":"welcome","version":1,"name":"n","capacity":2,"idle":\#(idle)}"# + "\n"
+        let node = try await ScriptedNode(welcomeLine: Array(line.utf8)) { id, task in .result(id: id, task: task, result: "ok") }
+        defer { node.stop() }
+        let peer = try await PeerConnection.open(name: "n", host: "127.0.0.1", port: node.listener.port, token: nil, timeout: .seconds(10))
+        defer { peer.close() }
+        #expect(peer.welcome.idleSeconds == Reply.maxIdleSeconds)
+        let remote = RemoteSystem(name: "n", peer: peer, timeout: .seconds(10))
+        #expect(try await remote.run(ScanTask(input: 1, duration: 0)) == "ok")
+    }
+
     /// A first line that is not a message of the protocol at all is still `NotTheProtocol`.
     @Test(arguments: ["Welcome to the lab", #"{"motd":"hello"}"#, "[1,2]"])
     func aFirstLineThatIsNoMessageIsNotTheProtocol(first: String) async throws {
