@@ -66,7 +66,7 @@ struct SSHLoginTests {
         ("a@b@c", "more than one '@': write user@host"),
     ])
     func whatCannotBeHonouredIsRefusedWithWhatToWrite(text: String, message: String) {
-        #expect(problem(text) == "ssh login '\(text)': \(message)")
+        #expect(problem(text) == "ssh login \(SSHLogin.shown(text)): \(message)")
     }
 
     @Test func aListSkipsEmptyItems() throws {
@@ -94,7 +94,7 @@ struct SSHLoginTests {
     }
 
     /// A file given to --ssh-file by mistake (a token's, an environment) is not echoed whole:
-    /// a bad login longer than 24 characters is shown by its first 8.
+    /// a bad login of 16 characters or more (a token's length) is shown by its first 8.
     @Test func aLongBadLoginIsShownCut() throws {
         let long = String(repeating: "k", count: 64) + "=secret"
         #expect(throws: SSHLogin.ParseError(description: "ssh login 'kkkkkkkk…' (71 characters): the host 'kkkkkkkk…' (71 characters) "
@@ -107,9 +107,16 @@ struct SSHLoginTests {
     /// any ssh starts, and no error shows more than 8 of its characters: 64 hex digits are no
     /// host name (a DNS name's parts are at most 63 characters), so no ssh looks them up.
     @Test(arguments: [
-        "3f9a2c71d04be8855e6f1a9c0b7d3e21f4a8c6d2e9b1705c3a6f8e2d4b9c1a07",
+        "3f9a2c71d04be8855e6f1a9c0b7d3e21f4a8c6d2e9b1705c3a6f8e2d4b9c1a07",  // openssl rand -hex 32
         "q1W2e3R4t5Y6u7I8o9P0a1S2d3F4g5H6j7K8l9Z0x1c=",
-        "Zk3/9xQe+Lr0TmB7yWc2sNd8HvKp4aUj1oGf6EiR5bA=",
+        "Zk3/9xQe+Lr0TmB7yWc2sNd8HvKp4aUj1oGf6EiR5bA=",  // openssl rand -base64 32
+        "b9468e20c4d1f7a3e5b2c8d9f0a1e6b7",  // openssl rand -hex 16
+        "7d2f9a1c4e8b3065",  // openssl rand -hex 8: the shortest token
+        "kq3N-x8vT_2mZr9Lw0pYc7Hs4dFg1aJeUbVnMoQtXiW",  // Python's secrets.token_urlsafe(32)
+        "Xq9-b2LmT_7vRc4Z",  // secrets.token_urlsafe(12)
+        "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b",  // a UUID
+        "QUJD/EVGR0hJSk+MTU5PUFFS",  // base64 of 18 bytes: 24 characters
+        "3f9a2c71d04be885.5e6f1a9c0b7d3e21.f4a8c6d2e9b1705c.3a6f8e2d4b9c1a07",  // hex, dotted
     ])
     func aTokenFileIsRefusedWithoutEchoingTheToken(token: String) throws {
         do {
@@ -122,6 +129,17 @@ struct SSHLoginTests {
                 #expect(!error.description.contains(piece), "\(error)")
             }
         }
+    }
+
+    /// Host names that look like tokens are refused; those that only have digits, or are long,
+    /// are not.
+    @Test(arguments: [
+        ("gpu1", true), ("node-0001.cluster.internal", true), ("ip-10-0-3-7.ec2.internal", true),
+        ("skynet-node-7f9c6d5b8-x2lzq", true), ("gke-lab-default-pool-1a2b3c4d-abcd", true), ("deadbeef", true),
+        ("GPU1.Lab.Example.ORG", true), ("a1b2c3d4e5f6a7b8", false), ("Gpu1Node2Rack3Xyz", false),
+    ])
+    func aHostThatLooksLikeATokenIsRefused(host: String, taken: Bool) {
+        #expect((problem(host) == nil) == taken, "\(problem(host) ?? "")")
     }
 
     @Test(arguments: [

@@ -111,6 +111,9 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
         guard keepsDNSLimits(host) else {
             throw fail("the host \(shown(host)) is no host name: at most 253 characters, in parts of 1 to 63 between dots")
         }
+        guard !looksLikeSecret(host) else {
+            throw fail("the host \(shown(host)) looks like a key or a token, not a host name (a login is [N/][user@]host[:port])")
+        }
         return (String(host), parts.count == 2 ? try port(parts[1], fail: fail) : nil)
     }
 
@@ -136,9 +139,9 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// A piece of a bad login as an error shows it, quoted: escaped, and one longer than 24
-    /// characters cut to its first 8 with its length (`'3f9a2c71…' (64 characters)`): a file
-    /// given to --ssh-file by mistake, a token's, must not be echoed.
+    /// A piece of a bad login as an error shows it, quoted: escaped, and one of 16 characters
+    /// or more (a token's least) cut to its first 8 with its length (`'3f9a2c71…' (64
+    /// characters)`): a file given to --ssh-file by mistake, a token's, must not be echoed.
     static func shown(_ text: some StringProtocol) -> String {
         var escaped = ""
         for scalar in String(text).escapingControlCharacters.unicodeScalars {
@@ -146,8 +149,23 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
             let invisible = scalar.properties.generalCategory == .format
             escaped += invisible ? "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}" : String(scalar)
         }
-        guard escaped.count > 24 else { return "'\(escaped)'" }
+        guard escaped.count >= 16 else { return "'\(escaped)'" }
         return "'\(escaped.prefix(8))…' (\(text.count) characters)"
+    }
+
+    /// Whether `host` has a part that reads as a random key rather than a name: 16 characters or
+    /// more whose letters and digits (`-` and `_` aside) mix both and are all hex digits
+    /// (`openssl rand -hex`, a UUID) or mix both cases (base64, `token_urlsafe`). Such a token
+    /// given to --ssh-file by mistake would otherwise go to ssh, and so to DNS, as a host name;
+    /// a name people write is lower case, or has words in it.
+    static func looksLikeSecret(_ host: Substring) -> Bool {
+        host.split(separator: ".").contains { part in
+            guard part.count >= 16 else { return false }
+            let characters = part.filter { $0 != "-" && $0 != "_" }
+            let hasDigit = characters.contains(where: \.isNumber), hasLetter = characters.contains(where: \.isLetter)
+            guard hasDigit && hasLetter else { return false }
+            return characters.allSatisfy(\.isHexDigit) || characters.contains(where: \.isUppercase) && characters.contains(where: \.isLowercase)
+        }
     }
 
     /// Whether `host` keeps DNS's limits (RFC 1035): at most 253 characters, in parts of 1 to
