@@ -51,7 +51,7 @@ extension ScanCommand {
             }
         } stop: { await $0.1.progress?.stop() }  // the progress line goes on every path out
         let count = inputs?.count ?? total
-        if let inputs, inputs.count == 0 {
+        if let inputs, inputs.count == 0, totalGiven != 0 {
             await Console.printError((inputs.name == "stdin" ? "no inputs on stdin" : "no inputs in \(inputs.name)").escapingControlCharacters)
         }
         let jobs = try await localJobs(output)

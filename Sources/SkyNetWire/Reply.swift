@@ -133,6 +133,14 @@ public enum Reply: Sendable, Equatable {
     /// it, and a larger one (`1e21`) is no `Duration`.
     public static let maxIdleSeconds: Double = 365 * 86_400
 
+    /// The most characters of a peer's message kept: it is printed with every re-run and every
+    /// task given up.
+    static let maxMessageCharacters = 1024
+
+    static func cut(_ message: String) -> String {
+        message.count > maxMessageCharacters ? String(message.prefix(maxMessageCharacters)) + "…" : message
+    }
+
     public static func decode(_ line: Data) throws(WireError) -> Reply {
         if let result = CanonicalLine.result(line) { return result }
         if let chunk = CanonicalLine.chunk(line, inReply: true) { return .chunk(chunk) }
@@ -149,7 +157,7 @@ public enum Reply: Sendable, Equatable {
             return .result(id: try fields.requestID(), task: try fields.uuid("task"), result: try fields.string("result"))
         case "failure":
             return .failure(id: try fields.requestID(), task: try fields.uuid("task"),
-                            code: FailureCode(rawValue: try fields.string("code")), message: try fields.optionalString("message") ?? "")
+                            code: FailureCode(rawValue: try fields.string("code")), message: cut(try fields.optionalString("message") ?? ""))
         case "pong":
             return .pong(id: try fields.requestID(), Pong(
                 name: try fields.string("name"), running: try fields.int("running"), capacity: try fields.int("capacity"),
@@ -169,7 +177,7 @@ public enum Reply: Sendable, Equatable {
             }
             return .draining(timeout: timeout)
         case "error":
-            return .error(WireError(code: FailureCode(rawValue: try fields.string("code")), message: try fields.optionalString("message"), id: fields.id))
+            return .error(WireError(code: FailureCode(rawValue: try fields.string("code")), message: try fields.optionalString("message").map(cut), id: fields.id))
         case let other:
             throw WireError(code: .unknownType, message: "unknown type \"\(other)\"", id: fields.id)
         }

@@ -32,6 +32,13 @@ extension ProcessTests {
             #expect(piped.status == 0)
             #expect(piped.stderr.contains("no inputs on stdin\n"), "\(piped.stderr)")
             #expect(piped.stdout.isEmpty)
+            // --total 0 asked for none: the file is not empty.
+            let two = empty + ".two"
+            try "a\nb\n".write(toFile: two, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(atPath: two) }
+            let none = try await runSkynet(["scan", "--inputs", two, "--total", "0", "--job", "e=echo {}"], limit: .seconds(60))
+            #expect(none.status == 0)
+            #expect(!none.stderr.contains("no inputs"), "\(none.stderr)")
         }
 
         /// `/dev/zero` is refused at its first line, by the message a file of NUL bytes gets.

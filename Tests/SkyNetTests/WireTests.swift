@@ -46,6 +46,20 @@ struct WireTests {
         }
     }
 
+    /// A peer's failure or error message is cut to 1,024 characters: every re-run and gave-up
+    /// line prints it (a node answering with 1,000,000-byte messages filled 598 MB of stderr).
+    @Test func aPeersLongMessageIsCut() throws {
+        let long = String(repeating: "m", count: 1_000_000)
+        let failure = try Reply.decode(Data(#"{"type":"failure","id":1,"task":"\#(UUID())","code":"task-failed","message":"\#(long)"}"#.utf8))
+        guard case .failure(_, _, _, let message) = failure else { Issue.record("\(failure)"); return }
+        #expect(message == String(repeating: "m", count: 1024) + "…")
+        let error = try Reply.decode(Data(#"{"type":"error","code":"bad-request","message":"\#(long)"}"#.utf8))
+        guard case .error(let wire) = error else { Issue.record("\(error)"); return }
+        #expect(wire.message == String(repeating: "m", count: 1024) + "…")
+        let short = try Reply.decode(Data(#"{"type":"error","code":"busy","message":"full"}"#.utf8))
+        #expect(short == .error(WireError(code: .busy, message: "full")))
+    }
+
     @Test func durationDefaultsToOneSecond() throws {
         let request = try decode(#"{"type":"scan","id":1,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":3}}"#)
         guard case .scan(_, let task) = request else { Issue.record("not a scan"); return }
