@@ -41,6 +41,14 @@ struct SSHFailureTests {
         #expect(classify(.exited(122), "skynet --ship: the copy has SHA-256 ab, not cd").kind == .shipFailed)
     }
 
+    /// `--ship`: a directory at the copy's name is refused for good, with what to do.
+    @Test func aDirectoryAtTheCopysNameIsRefusedForGood() {
+        let line = "skynet --ship: cannot keep the copy as /h/.cache/skynet/skynet-ab: it is a directory"
+        let directory = classify(.exited(124), line)
+        #expect(directory == SSHFailure(kind: .cannotShip, reason: line, fix: "--ship keeps its copy as a file: remove that directory on that host"))
+        #expect(directory.isPermanent)
+    }
+
     @Test func anyOtherEndSaysHowSSHEnded() {
         #expect(classify(.exited(3), nil).reason == "ssh exited with status 3")
         #expect(classify(.signalled(9), "x").reason == "ssh killed by signal 9 (SIGKILL)")

@@ -24,19 +24,20 @@ public enum RemoteCommand {
 
     /// `--ship`: checks the host's `uname -sm` (else exit 120 with the reason) and the cache
     /// folder (`cacheFolder`: else exit 124), then the copy of this build in it: none, exit 121
-    /// (the upload follows). Its SHA-256 is checked before each use (one read of the copy, over
-    /// the same login): a copy that is not this build (replaced, damaged, cut short; such a copy
-    /// may still start) is removed unrun, exit 125 with its hash (shipped again, and said). The
-    /// intact copy is execed once it starts (`--version`, its cheapest run); one that does not
-    /// start cannot run on this host (a noexec home, missing libraries): exit 123 with the
-    /// reason, as shipping it again cannot help. PATH is never used, so no other build can run.
+    /// (the upload follows); a directory there, exit 124 (`directoryRefused`). Its SHA-256 is
+    /// checked before each use (one read of the copy, over the same login): a copy that is not
+    /// this build (replaced, damaged, cut short; such a copy may still start) is removed unrun,
+    /// exit 125 with its hash (shipped again, and said). The intact copy is execed once it
+    /// starts (`--version`, its cheapest run); one that does not start cannot run on this host
+    /// (a noexec home, missing libraries): exit 123 with the reason, as shipping it again cannot
+    /// help. PATH is never used, so no other build can run.
     /// The script holds no `'`, `\` or newline, so `exec /bin/sh -c '…'` reads the same in every
     /// login shell.
     public static func shipped(_ shipment: SSHShipment, arguments: [String]) throws(TooLong) -> String {
         let hex = shipment.sha256
         let script = #"p=$(uname -sm); [ "$p" = "\#(shipment.platform)" ] || { echo "skynet --ship: this host is $p, not \#(shipment.platform)" >&2; exit \#(SSHFailure.otherPlatformStatus); }; "#
             + cacheFolder
-            + #"f="$d/skynet-\#(hex)"; [ -f "$f" ] || exit \#(SSHFailure.needsShipmentStatus); "#
+            + #"f="$d/skynet-\#(hex)"; "# + directoryRefused + #"[ -f "$f" ] || exit \#(SSHFailure.needsShipmentStatus); "#
             + #"s=$(sha256sum "$f" 2>/dev/null || shasum -a 256 "$f"); s=${s%% *}; "#
             + #"[ "$s" = \#(hex) ] || { rm -f "$f"; echo "skynet --ship: the copy $f does not match this build: its SHA-256 is $s" >&2; exit \#(SSHFailure.copyMismatchStatus); }; "#
             + #"if [ -x "$f" ]; then e=$("$f" --version 2>&1 </dev/null >/dev/null) && exec "$f" node --stdio\#(stdioArguments(arguments)); "#
@@ -52,15 +53,20 @@ public enum RemoteCommand {
     /// temporary file goes on every end, a signal's too (a session gone mid-copy: SIGHUP, or
     /// SIGPIPE on the error line; sh runs no EXIT trap when a signal kills it). A cache folder
     /// refused by `cacheFolder`, or that cannot be made: exit 124 with the reason (mkdir's line).
+    /// `mv` onto a directory, or a link to one, would move the file into it: a link at the
+    /// name is removed first (a file there is replaced by the rename itself), and a directory
+    /// refused (`directoryRefused`) before anything is read. The folder is 0700 by then, so
+    /// only the login can put something at the name meanwhile.
     /// (A `$HOME` holding spaces is not supported: `trap` rereads the path.)
     public static func upload(_ shipment: SSHShipment) -> String {
         let hex = shipment.sha256
         let script = "set -e; " + cacheFolder + #"mkdir -p "$d" || exit \#(SSHFailure.cannotStoreStatus); chmod 700 "$d"; "#
+            + #"f="$d/skynet-\#(hex)"; "# + directoryRefused
             + #"t=$(mktemp "$d/.skynet-\#(hex).XXXXXX"); "#
             + #"trap "rm -f $t" EXIT; trap "exit 129" HUP; trap "exit 130" INT; trap "exit 141" PIPE; trap "exit 143" TERM; "#
             + #"cat > "$t"; s=$(sha256sum "$t" 2>/dev/null || shasum -a 256 "$t"); "#
             + #"[ "${s%% *}" = \#(hex) ] || { rm -f "$t"; echo "skynet --ship: the copy has SHA-256 ${s%% *}, not \#(hex)" >&2; exit \#(SSHFailure.shipFailedStatus); }; "#
-            + #"chmod 700 "$t"; mv -f "$t" "$d/skynet-\#(hex)"; trap - EXIT"#
+            + #"chmod 700 "$t"; [ ! -L "$f" ] || rm -f "$f"; mv -f "$t" "$f"; trap - EXIT"#
         return "exec /bin/sh -c '\(script)'"
     }
 
@@ -72,6 +78,10 @@ public enum RemoteCommand {
         + #"[ ! -L "$d" ] || { echo "skynet --ship: cannot keep the copy in $d: it is a symbolic link" >&2; exit \#(SSHFailure.cannotStoreStatus); }; "#
         + #"[ ! -e "$d" ] || [ -O "$d" ] || { set -- $(ls -ld "$d"); "#
         + #"echo "skynet --ship: cannot keep the copy in $d: it is owned by $3, not by $(id -un)" >&2; exit \#(SSHFailure.cannotStoreStatus); }; "#
+
+    /// Refuses a directory at the copy's name `f` (not a link to one: that is removed and
+    /// replaced): exit 124 with the reason. It may hold the login's files, so it is left as it is.
+    static let directoryRefused = #"[ -L "$f" ] || [ ! -d "$f" ] || { echo "skynet --ship: cannot keep the copy as $f: it is a directory" >&2; exit \#(SSHFailure.cannotStoreStatus); }; "#
 
     /// ` --stdio-args HEX`, or nothing for no arguments.
     static func stdioArguments(_ arguments: [String]) -> String {
