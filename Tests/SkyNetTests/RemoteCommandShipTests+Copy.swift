@@ -3,9 +3,10 @@ import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 
-/// What may be at the copy's name in `--ship`'s cache folder: the upload puts its file at that
-/// name, never into what is there. The remote commands run by a real `/bin/sh` with a HOME of
-/// the test's own.
+/// What may be at the copy's name in `--ship`'s cache folder: the run command runs only the
+/// login's own regular file there, in a folder no one else can change between its checks and
+/// its exec; the upload puts its file at that name, never into what is there. The remote
+/// commands run by a real `/bin/sh` with a HOME of the test's own.
 extension RemoteCommandShipTests {
     /// The mode bits (permissions, sticky, set-id) of `path` itself, nil when nothing is there.
     func mode(of path: String) -> mode_t? {
@@ -16,6 +17,91 @@ extension RemoteCommandShipTests {
     func isSymbolicLink(_ path: String) -> Bool {
         var stats = stat()
         return lstat(path, &stats) == 0 && stats.st_mode & S_IFMT == S_IFLNK
+    }
+
+    /// Copies `source` to `destination`, executable (by `sh`, not here: see `damage`).
+    func copyExecutable(_ source: String, to destination: String, home: String) async throws {
+        let cp = try await run(#"mkdir -p "${1%/*}" && cp "$0" "$1" && chmod 700 "$1""#, home: home, arguments: [source, destination])
+        try #require(cp.exit.succeeded, "\(cp.stderr)")
+    }
+
+    /// The run command `run` removed the copy unrun, saying `line`, to ship it again.
+    func expectRemovedUnrun(_ ran: Run, copy: String, saying line: String) {
+        #expect(ran.exit.reason == .exited(125), "\(ran.exit): \(ran.stdout) \(ran.stderr)")
+        #expect(ran.stderr == line + "\n")
+        #expect(ran.stdout.isEmpty, "the copy ran")
+        #expect(mode(of: copy) == nil, "the copy is still there")
+        let failure = classified(ran)
+        #expect(failure.kind == .copyMismatch && !failure.isPermanent)
+        #expect(failure.reason == line)
+    }
+
+    /// A cache folder others may write to (0777, sticky or not): the run command makes it 0700
+    /// before it looks at the copy, so no one else can put another file at the copy's name
+    /// between the checks and the exec.
+    @Test(arguments: [0o777, 0o1777] as [mode_t])
+    func aCacheFolderOthersMayWriteToIsMadePrivateBeforeTheCopyIsRun(folderMode: mode_t) async throws {
+        try await withHome { home in
+            let shipment = try build(in: home)
+            try await uploaded(shipment, home: home)
+            let cache = home + "/.cache/skynet"
+            try #require(chmod(cache, folderMode) == 0)
+            let ran = try await run(try RemoteCommand.shipped(shipment, arguments: []), home: home)
+            #expect(ran.exit.succeeded, "\(ran.exit): \(ran.stderr)")
+            #expect(ran.stdout == "node\n--stdio\n")
+            #expect(mode(of: cache) == 0o700)
+        }
+    }
+
+    /// The copy's name a symbolic link to a correct copy elsewhere (another user's, in the
+    /// attack: theirs to replace once its hash is checked): removed unrun, what it points to
+    /// left as it is, the folder made 0700, and shipped again, said with the reason.
+    @Test func aCopyThatIsASymbolicLinkIsRemovedUnrunAndShippedAgain() async throws {
+        try await withHome { home in
+            let shipment = try build(in: home)
+            try await uploaded(shipment, home: home)
+            let cache = home + "/.cache/skynet", copy = copy(of: shipment, in: home), theirs = home + "/theirs/skynet"
+            try await copyExecutable(shipment.path, to: theirs, home: home)
+            try FileManager.default.removeItem(atPath: copy)
+            try FileManager.default.createSymbolicLink(atPath: copy, withDestinationPath: theirs)
+            try #require(chmod(cache, 0o777) == 0)
+            let ran = try await run(try RemoteCommand.shipped(shipment, arguments: []), home: home)
+            expectRemovedUnrun(ran, copy: copy, saying: "skynet --ship: the copy \(copy) is a symbolic link")
+            #expect(try SSHShipment.of(theirs).sha256 == shipment.sha256)
+            #expect(mode(of: cache) == 0o700)
+            try await uploaded(shipment, home: home)
+            #expect(!isSymbolicLink(copy))
+            #expect(try await run(try RemoteCommand.shipped(shipment, arguments: []), home: home).exit.succeeded)
+        }
+    }
+
+    /// The copy's name a file that is not a regular file (a FIFO here): removed, shipped again.
+    @Test func aCopyThatIsNoRegularFileIsRemovedAndShippedAgain() async throws {
+        try await withHome { home in
+            let shipment = try build(in: home)
+            try await uploaded(shipment, home: home)
+            let copy = copy(of: shipment, in: home)
+            try FileManager.default.removeItem(atPath: copy)
+            try #require(mkfifo(copy, 0o700) == 0)
+            let ran = try await run(try RemoteCommand.shipped(shipment, arguments: []), home: home)
+            expectRemovedUnrun(ran, copy: copy, saying: "skynet --ship: the copy \(copy) is not a regular file")
+        }
+    }
+
+    /// A correct copy that another user owns (the folder is the login's): theirs to change, so
+    /// removed unrun and shipped again.
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a file to another user"))
+    func aCopyOwnedByAnotherUserIsRemovedUnrunAndShippedAgain() async throws {
+        try await withHome { home in
+            let shipment = try build(in: home)
+            try await uploaded(shipment, home: home)
+            let copy = copy(of: shipment, in: home), nobody: uid_t = 65534
+            try #require(chown(copy, nobody, gid_t(nobody)) == 0)
+            let owner = try #require(getpwuid(nobody)).pointee.pw_name.map { String(cString: $0) } ?? "\(nobody)"
+            let us = try #require(getpwuid(geteuid())).pointee.pw_name.map { String(cString: $0) } ?? ""
+            let ran = try await run(try RemoteCommand.shipped(shipment, arguments: []), home: home)
+            expectRemovedUnrun(ran, copy: copy, saying: "skynet --ship: the copy \(copy) is owned by \(owner), not by \(us)")
+        }
     }
 
     /// A directory at the copy's name: both commands refuse it (the upload once moved its file

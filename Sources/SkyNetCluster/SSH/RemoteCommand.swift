@@ -23,21 +23,33 @@ public enum RemoteCommand {
     }
 
     /// `--ship`: checks the host's `uname -sm` (else exit 120 with the reason) and the cache
-    /// folder (`cacheFolder`: else exit 124), then the copy of this build in it: none, exit 121
-    /// (the upload follows); a directory there, exit 124 (`directoryRefused`). Its SHA-256 is
-    /// checked before each use (one read of the copy, over the same login): a copy that is not
-    /// this build (replaced, damaged, cut short; such a copy may still start) is removed unrun,
-    /// exit 125 with its hash (shipped again, and said). The intact copy is execed once it
+    /// folder (`cacheFolder`: else exit 124), makes the folder 0700 (chmod failing: exit 124
+    /// with its line), then looks at the copy of this build in it: none, exit 121 (the upload
+    /// follows); a directory, exit 124 (`directoryRefused`). Only a regular file the login owns,
+    /// not a symbolic link, is used: anything else there is removed unrun, exit 125 saying what
+    /// it was (shipped again, and said). The copy is checked by path and run by path, so those
+    /// must be the same file: in a folder others may write to, another user could put at the
+    /// name a link to a correct copy of their own, and put another program in its place once
+    /// its hash has been read. The folder is the login's and no link (`cacheFolder`), so once it
+    /// is 0700 no one but the login (and root) can put anything at the name, and a copy that is
+    /// the login's own file, not a link, cannot be swapped for another between the checks and
+    /// the exec. Its SHA-256 is checked before each use (one read of the copy, over the same
+    /// login): a copy that is not this build (replaced, damaged, cut short; such a copy may
+    /// still start) is removed unrun, exit 125 with its hash. The intact copy is execed once it
     /// starts (`--version`, its cheapest run); one that does not start cannot run on this host
     /// (a noexec home, missing libraries): exit 123 with the reason, as shipping it again cannot
-    /// help. PATH is never used, so no other build can run.
-    /// The script holds no `'`, `\` or newline, so `exec /bin/sh -c '…'` reads the same in every
-    /// login shell.
+    /// help. PATH is never used, so no other build can run. The script holds no `'`, `\` or
+    /// newline, so `exec /bin/sh -c '…'` reads the same in every login shell.
     public static func shipped(_ shipment: SSHShipment, arguments: [String]) throws(TooLong) -> String {
         let hex = shipment.sha256
         let script = #"p=$(uname -sm); [ "$p" = "\#(shipment.platform)" ] || { echo "skynet --ship: this host is $p, not \#(shipment.platform)" >&2; exit \#(SSHFailure.otherPlatformStatus); }; "#
             + cacheFolder
-            + #"f="$d/skynet-\#(hex)"; "# + directoryRefused + #"[ -f "$f" ] || exit \#(SSHFailure.needsShipmentStatus); "#
+            + #"[ -d "$d" ] || exit \#(SSHFailure.needsShipmentStatus); chmod 700 "$d" || exit \#(SSHFailure.cannotStoreStatus); "#
+            + #"f="$d/skynet-\#(hex)"; [ ! -L "$f" ] || { rm -f "$f"; echo "skynet --ship: the copy $f is a symbolic link" >&2; exit \#(SSHFailure.copyMismatchStatus); }; "#
+            + #"[ -e "$f" ] || exit \#(SSHFailure.needsShipmentStatus); "# + directoryRefused
+            + #"[ -f "$f" ] || { rm -f "$f"; echo "skynet --ship: the copy $f is not a regular file" >&2; exit \#(SSHFailure.copyMismatchStatus); }; "#
+            + #"[ -O "$f" ] || { set -- $(ls -ld "$f"); rm -f "$f"; "#
+            + #"echo "skynet --ship: the copy $f is owned by $3, not by $(id -un)" >&2; exit \#(SSHFailure.copyMismatchStatus); }; "#
             + #"s=$(sha256sum "$f" 2>/dev/null || shasum -a 256 "$f"); s=${s%% *}; "#
             + #"[ "$s" = \#(hex) ] || { rm -f "$f"; echo "skynet --ship: the copy $f does not match this build: its SHA-256 is $s" >&2; exit \#(SSHFailure.copyMismatchStatus); }; "#
             + #"if [ -x "$f" ]; then e=$("$f" --version 2>&1 </dev/null >/dev/null) && exec "$f" node --stdio\#(stdioArguments(arguments)); "#

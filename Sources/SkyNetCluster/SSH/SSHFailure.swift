@@ -17,8 +17,9 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
         case otherPlatform
         /// `--ship`: the host lacks this build; the upload follows (never printed).
         case needsShipment
-        /// `--ship`: the host's copy was not this build (its SHA-256 differs) and was removed
-        /// unrun; the upload follows, said once per host (`ClusterEvent.shippingAgain`).
+        /// `--ship`: the host's copy was not this build (its SHA-256 differs), or not the login's
+        /// own regular file (a symbolic link, another user's), and was removed unrun; the upload
+        /// follows, said once per host (`ClusterEvent.shippingAgain`).
         case copyMismatch
         /// `--ship`: the uploaded copy did not have the right hash. Tried again with backoff.
         case shipFailed
@@ -63,9 +64,11 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
     /// The intact copy of this build does not start there (its `skynet --ship:` line says why).
     static let doesNotRunStatus: Int32 = 123
     /// The cache folder is refused (a symbolic link, another user's, a directory at the copy's
-    /// name: the `skynet --ship:` line says which) or cannot be made (mkdir's line says why).
+    /// name: the `skynet --ship:` line says which) or cannot be made or made 0700 (mkdir's or
+    /// chmod's line says why).
     static let cannotStoreStatus: Int32 = 124
-    /// The cached copy is not this build: removed unrun (its `skynet --ship:` line gives its hash).
+    /// The cached copy is not this build, or not the login's own regular file: removed unrun
+    /// (its `skynet --ship:` line gives its hash, or what it was).
     static let copyMismatchStatus: Int32 = 125
 
     /// The fix for a shipped copy that cannot start, by the reason the host gave.
