@@ -151,6 +151,23 @@ extension ProcessTests {
             }
         }
 
+        /// A correct copy that lost its execute bit (0600) is made executable and run: not taken
+        /// for a noexec home, not shipped again.
+        @Test func anIntactCopyWithoutItsExecuteBitIsMadeExecutableAndRun() async throws {
+            try await withSSHTestHosts(each: [Self.hostWithoutSkynet]) { hosts, client in
+                let host = hosts[0]
+                let build = skynetBinary.resolvingSymlinksInPath().path
+                let sha256 = String(try await SSHScanHarness.localSums([build]).prefix(64))
+                let cache = host.home + "/.cache/skynet", copy = cache + "/skynet-" + sha256
+                try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try await Self.copy(build, to: copy, mode: 0o600)
+                let lines = try await Self.scanOnly(host, client: client)
+                #expect(!lines.contains { $0.hasPrefix("[Cluster] Shipping again: ") }, "\(lines)")
+                #expect(Self.logins(host) == 1, "\(host.sshdLog)")
+                #expect(try FileManager.default.attributesOfItem(atPath: copy)[.posixPermissions] as? Int == 0o700)
+            }
+        }
+
         @Test func aScanWhoseExecutableIsReplacedShipsTheBuildThatRuns() async throws {
             try await withSSHTestHosts(each: [SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)]) { hosts, client in
                 let host = hosts[0]

@@ -144,4 +144,19 @@ extension RemoteCommandShipTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: home + "/.cache/skynet") == ["skynet-\(shipment.sha256)"])
         }
     }
+
+    /// A correct copy that lost its execute bit (0600): the login's own verified copy is made
+    /// executable and run, not taken for a noexec home.
+    @Test func anIntactCopyWithoutItsExecuteBitIsMadeExecutableAndRun() async throws {
+        try await withHome { home in
+            let shipment = try build(in: home)
+            try await uploaded(shipment, home: home)
+            let copy = copy(of: shipment, in: home)
+            try #require(chmod(copy, 0o600) == 0)
+            let ran = try await run(try RemoteCommand.shipped(shipment, arguments: ["--job", "x=y"]), home: home)
+            #expect(ran.exit.succeeded, "\(ran.exit): \(ran.stderr)")
+            #expect(ran.stdout.hasPrefix("node\n--stdio\n--stdio-args\n"))
+            #expect(mode(of: copy) == 0o700)
+        }
+    }
 }

@@ -35,11 +35,13 @@ public enum RemoteCommand {
     /// the login's own file, not a link, cannot be swapped for another between the checks and
     /// the exec. Its SHA-256 is checked before each use (one read of the copy, over the same
     /// login): a copy that is not this build (replaced, damaged, cut short; such a copy may
-    /// still start) is removed unrun, exit 125 with its hash. The intact copy is execed once it
-    /// starts (`--version`, its cheapest run); one that does not start cannot run on this host
-    /// (a noexec home, missing libraries): exit 123 with the reason, as shipping it again cannot
-    /// help. PATH is never used, so no other build can run. The script holds no `'`, `\` or
-    /// newline, so `exec /bin/sh -c '…'` reads the same in every login shell.
+    /// still start) is removed unrun, exit 125 with its hash. The intact copy, the login's own,
+    /// is made executable (`chmod 700`: one that lost its x bit is not a noexec home) and execed
+    /// once it starts (`--version`, its cheapest run); one that still cannot be executed, or
+    /// does not start, cannot run on this host (a noexec home, missing libraries): exit 123
+    /// with the reason, as shipping it again cannot help. PATH is never used, so no other build
+    /// can run. The script holds no `'`, `\` or newline, so `exec /bin/sh -c '…'` reads the same
+    /// in every login shell.
     public static func shipped(_ shipment: SSHShipment, arguments: [String]) throws(TooLong) -> String {
         let hex = shipment.sha256
         let script = #"p=$(uname -sm); [ "$p" = "\#(shipment.platform)" ] || { echo "skynet --ship: this host is $p, not \#(shipment.platform)" >&2; exit \#(SSHFailure.otherPlatformStatus); }; "#
@@ -52,7 +54,7 @@ public enum RemoteCommand {
             + #"echo "skynet --ship: the copy $f is owned by $3, not by $(id -un)" >&2; exit \#(SSHFailure.copyMismatchStatus); }; "#
             + #"s=$(sha256sum "$f" 2>/dev/null || shasum -a 256 "$f"); s=${s%% *}; "#
             + #"[ "$s" = \#(hex) ] || { rm -f "$f"; echo "skynet --ship: the copy $f does not match this build: its SHA-256 is $s" >&2; exit \#(SSHFailure.copyMismatchStatus); }; "#
-            + #"if [ -x "$f" ]; then e=$("$f" --version 2>&1 </dev/null >/dev/null) && exec "$f" node --stdio\#(stdioArguments(arguments)); "#
+            + #"chmod 700 "$f"; if [ -x "$f" ]; then e=$("$f" --version 2>&1 </dev/null >/dev/null) && exec "$f" node --stdio\#(stdioArguments(arguments)); "#
             + #"r=$?; e=$(printf %s "$e" | tail -n 1); [ -n "$e" ] || e="$f --version exits with status $r"; "#
             + #"else e="the copy $f is there but cannot be executed"; fi; "#
             + #"echo "skynet --ship: this build does not run on this host: $e" >&2; exit \#(SSHFailure.doesNotRunStatus)"#
