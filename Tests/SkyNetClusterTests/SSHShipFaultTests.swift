@@ -110,6 +110,64 @@ extension ProcessTests {
             }
         }
 
+        /// Copies `source` to `destination` by `cp` (a file this process wrote could still be
+        /// open in a child spawned meanwhile, and exec of it fail), with `mode`.
+        static func copy(_ source: String, to destination: String, mode: mode_t) async throws {
+            var options = ChildProcess.Options(arguments: [source, destination])
+            options.searchPath = true
+            let copy = try await ChildProcess.spawn("cp", options).exit.value
+            guard copy.reason == .exited(0), chmod(destination, mode) == 0 else { throw ChildProcessError("cp \(source)", code: EIO) }
+        }
+
+        /// The scan's 4 tasks all done on `host` with `--ship`, which was not found unusable.
+        static func scanOnly(_ host: SSHTestHost, client: SSHTestClient) async throws -> [String] {
+            let run = try await runSkynet(["scan", "--ssh", host.login, "--ship", "--ssh-command", client.commandLine(),
+                                           "--local-capacity", "0", "--total", "4", "--duration", "0.1", "--quiet"], limit: .seconds(60))
+            #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+            #expect(SSHScanHarness.completedBySystem(run.stderr) == [host.login: 4], "\(run.stderr)")
+            #expect(!run.lines.contains { $0.hasPrefix("[Cluster] Unreachable: ") }, "\(run.lines)")
+            return run.lines
+        }
+
+        /// The copy's name a symbolic link to a correct copy elsewhere, in a cache folder others
+        /// may write to (in the attack the copy is theirs, to replace once its hash is checked):
+        /// the link is removed unrun, the folder made 0700, and the build shipped again, said once.
+        @Test func aCachedCopyThatIsASymbolicLinkIsShippedAgainSaidOnceAndItsFolderMadePrivate() async throws {
+            try await withSSHTestHosts(each: [Self.hostWithoutSkynet]) { hosts, client in
+                let host = hosts[0]
+                let build = skynetBinary.resolvingSymlinksInPath().path
+                let sha256 = String(try await SSHScanHarness.localSums([build]).prefix(64))
+                let cache = host.home + "/.cache/skynet", copy = cache + "/skynet-" + sha256, theirs = host.folder + "/theirs"
+                try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+                try #require(chmod(cache, 0o777) == 0)
+                try await Self.copy(build, to: theirs, mode: 0o755)
+                try FileManager.default.createSymbolicLink(atPath: copy, withDestinationPath: theirs)
+                let lines = try await Self.scanOnly(host, client: client)
+                let said = lines.filter { $0.hasPrefix("[Cluster] Shipping again: ") }
+                #expect(said == ["[Cluster] Shipping again: \(host.login) (skynet --ship: the copy \(copy) is a symbolic link)"], "\(lines)")
+                #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: copy)) == nil, "still a link")
+                #expect(String(try await SSHScanHarness.localSums([copy]).prefix(64)) == sha256)
+                #expect(try FileManager.default.attributesOfItem(atPath: cache)[.posixPermissions] as? Int == 0o700)
+            }
+        }
+
+        /// A correct copy that lost its execute bit (0600) is made executable and run: not taken
+        /// for a noexec home, not shipped again.
+        @Test func anIntactCopyWithoutItsExecuteBitIsMadeExecutableAndRun() async throws {
+            try await withSSHTestHosts(each: [Self.hostWithoutSkynet]) { hosts, client in
+                let host = hosts[0]
+                let build = skynetBinary.resolvingSymlinksInPath().path
+                let sha256 = String(try await SSHScanHarness.localSums([build]).prefix(64))
+                let cache = host.home + "/.cache/skynet", copy = cache + "/skynet-" + sha256
+                try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try await Self.copy(build, to: copy, mode: 0o600)
+                let lines = try await Self.scanOnly(host, client: client)
+                #expect(!lines.contains { $0.hasPrefix("[Cluster] Shipping again: ") }, "\(lines)")
+                #expect(Self.logins(host) == 1, "\(host.sshdLog)")
+                #expect(try FileManager.default.attributesOfItem(atPath: copy)[.posixPermissions] as? Int == 0o700)
+            }
+        }
+
         @Test func aScanWhoseExecutableIsReplacedShipsTheBuildThatRuns() async throws {
             try await withSSHTestHosts(each: [SSHTestHost.Options(skynet: skynetBinary.path, skynetOnPath: false)]) { hosts, client in
                 let host = hosts[0]

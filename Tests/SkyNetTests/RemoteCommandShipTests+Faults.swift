@@ -98,10 +98,12 @@ extension RemoteCommandShipTests {
             let shipment = try build(in: home)
             try await uploaded(shipment, home: home)
             let copy = copy(of: shipment, in: home)
-            // What a noexec home shows `test -x` (access(X_OK) fails there); without the
-            // right to mount one, a copy without any x bit shows the same, even to root.
+            // What a noexec home shows `test -x` (access(X_OK) fails there, whatever chmod
+            // did); without the right to mount one: a copy without any x bit (so even to root)
+            // and a chmod that changes nothing.
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: copy)
-            let ran = try await run(try RemoteCommand.shipped(shipment, arguments: []), home: home)
+            let bin = try await noOpChmod(in: home)
+            let ran = try await run(try RemoteCommand.shipped(shipment, arguments: []), home: home, path: bin + ":/usr/bin:/bin")
             #expect(ran.exit.reason == .exited(123), "\(ran.exit): \(ran.stderr)")
             #expect(ran.stderr == "skynet --ship: this build does not run on this host: the copy \(copy) is there but cannot be executed\n")
             #expect(FileManager.default.fileExists(atPath: copy))
@@ -109,6 +111,16 @@ extension RemoteCommandShipTests {
             #expect(failure.kind == .cannotShip && failure.isPermanent)
             #expect(failure.fix == SSHFailure.noexecFix)
         }
+    }
+
+    /// A folder holding a `chmod` that exits 0 and changes nothing (written by `sh`, not here:
+    /// see `damage`).
+    func noOpChmod(in home: String) async throws -> String {
+        let bin = home + "/bin"
+        let made = try await run(##"mkdir -p "$0" && printf "%s\n" "#!/bin/sh" "exit 0" > "$0/chmod" && chmod 755 "$0/chmod""##,
+                                 home: home, arguments: [bin])
+        try #require(made.exit.succeeded, "\(made.stderr)")
+        return bin
     }
 
     @Test func aCacheFolderThatCannotBeMadeIsAFailureForGoodInMkdirsWords() async throws {

@@ -12,8 +12,8 @@ struct RemoteCommandShipTests {
         let stderr: String
     }
 
-    func run(_ command: String, home: String, stdin: String? = nil, arguments: [String] = []) async throws -> Run {
-        var options = ChildProcess.Options(arguments: ["-c", command] + arguments, environment: ["HOME": home, "PATH": "/usr/bin:/bin"])
+    func run(_ command: String, home: String, stdin: String? = nil, arguments: [String] = [], path: String = "/usr/bin:/bin") async throws -> Run {
+        var options = ChildProcess.Options(arguments: ["-c", command] + arguments, environment: ["HOME": home, "PATH": path])
         options.stdout = .bytes(limit: 1 << 20)
         options.stderr = .bytes(limit: 1 << 20)
         if let stdin { options.stdin = .file(stdin) }

@@ -41,6 +41,26 @@ struct SSHFailureTests {
         #expect(classify(.exited(122), "skynet --ship: the copy has SHA-256 ab, not cd").kind == .shipFailed)
     }
 
+    /// `--ship`: a directory at the copy's name is refused for good, with what to do.
+    @Test func aDirectoryAtTheCopysNameIsRefusedForGood() {
+        let line = "skynet --ship: cannot keep the copy as /h/.cache/skynet/skynet-ab: it is a directory"
+        let directory = classify(.exited(124), line)
+        #expect(directory == SSHFailure(kind: .cannotShip, reason: line, fix: "--ship keeps its copy as a file: remove that directory on that host"))
+        #expect(directory.isPermanent)
+    }
+
+    /// `--ship`: a copy that is a symbolic link, not a regular file or not the login's is removed
+    /// and shipped again, as one that is not this build, its line said as it is.
+    @Test func aCopyThatIsNotTheLoginsOwnRegularFileIsShippedAgain() {
+        for line in ["skynet --ship: the copy /h/.cache/skynet/skynet-ab is a symbolic link",
+                     "skynet --ship: the copy /h/.cache/skynet/skynet-ab is not a regular file",
+                     "skynet --ship: the copy /h/.cache/skynet/skynet-ab is owned by bob, not by alice"] {
+            let failure = classify(.exited(125), line)
+            #expect(failure == SSHFailure(kind: .copyMismatch, reason: line, fix: ""))
+            #expect(!failure.isPermanent)
+        }
+    }
+
     @Test func anyOtherEndSaysHowSSHEnded() {
         #expect(classify(.exited(3), nil).reason == "ssh exited with status 3")
         #expect(classify(.signalled(9), "x").reason == "ssh killed by signal 9 (SIGKILL)")

@@ -17,8 +17,9 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
         case otherPlatform
         /// `--ship`: the host lacks this build; the upload follows (never printed).
         case needsShipment
-        /// `--ship`: the host's copy was not this build (its SHA-256 differs) and was removed
-        /// unrun; the upload follows, said once per host (`ClusterEvent.shippingAgain`).
+        /// `--ship`: the host's copy was not this build (its SHA-256 differs), or not the login's
+        /// own regular file (a symbolic link, another user's), and was removed unrun; the upload
+        /// follows, said once per host (`ClusterEvent.shippingAgain`).
         case copyMismatch
         /// `--ship`: the uploaded copy did not have the right hash. Tried again with backoff.
         case shipFailed
@@ -62,16 +63,19 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
     static let shipFailedStatus: Int32 = 122
     /// The intact copy of this build does not start there (its `skynet --ship:` line says why).
     static let doesNotRunStatus: Int32 = 123
-    /// The cache folder is refused (a symbolic link, another user's: the `skynet --ship:` line
-    /// says which) or cannot be made (mkdir's line says why).
+    /// The cache folder is refused (a symbolic link, another user's, a directory at the copy's
+    /// name: the `skynet --ship:` line says which) or cannot be made or made 0700 (mkdir's or
+    /// chmod's line says why).
     static let cannotStoreStatus: Int32 = 124
-    /// The cached copy is not this build: removed unrun (its `skynet --ship:` line gives its hash).
+    /// The cached copy is not this build, or not the login's own regular file: removed unrun
+    /// (its `skynet --ship:` line gives its hash, or what it was).
     static let copyMismatchStatus: Int32 = 125
 
     /// The fix for a shipped copy that cannot start, by the reason the host gave.
     static let staticBuildFix = "ship a static build: swift build -c release --static-swift-stdlib"
     static let linkedCacheFix = "--ship keeps its copy only in a folder of its own: remove the link ~/.cache/skynet on that host (what it points to is left as it is)"
     static let othersCacheFix = "--ship keeps its copy only in a folder the login owns: remove ~/.cache/skynet on that host, or make the login's user its owner"
+    static let directoryCopyFix = "--ship keeps its copy as a file: remove that directory on that host"
     static let noexecFix = "the host does not run programs from ~/.cache (mounted noexec?): install skynet on its PATH there and leave out --ship"
 
     /// Classifies how ssh ended. `lastLine`: the last non-empty line of its stderr; `lines`: the
@@ -115,7 +119,9 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
                                   : line.contains("error while loading shared libraries") ? staticBuildFix
                                   : "build skynet on that host and install it on its PATH, or \(staticBuildFix)")
         case .exited(cannotStoreStatus) where line.hasPrefix("skynet --ship:"):
-            return SSHFailure(kind: .cannotShip, reason: line, fix: line.hasSuffix(": it is a symbolic link") ? linkedCacheFix : othersCacheFix)
+            return SSHFailure(kind: .cannotShip, reason: line,
+                              fix: line.hasSuffix(": it is a symbolic link") ? linkedCacheFix
+                                  : line.hasSuffix(": it is a directory") ? directoryCopyFix : othersCacheFix)
         case .exited(cannotStoreStatus):
             return SSHFailure(kind: .cannotShip, reason: "skynet --ship: cannot keep the copy" + (line.isEmpty ? "" : ": \(line)"),
                               fix: "--ship keeps its copy in ~/.cache/skynet on the host: make that a folder it can write")
