@@ -91,10 +91,7 @@ extension ProcessTests {
         @Test func aCachedCopyReplacedByAScriptIsNeverRunAndTheBuildIsShippedAgainSaidOnce() async throws {
             try await withSSHTestHosts(each: [Self.hostWithoutSkynet]) { hosts, client in
                 let host = hosts[0]
-                let build = skynetBinary.resolvingSymlinksInPath().path
-                let sha256 = String(try await SSHScanHarness.localSums([build]).prefix(64))
-                let cache = host.home + "/.cache/skynet", copy = cache + "/skynet-" + sha256
-                try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                let (build, sha256, _, copy) = try await Self.cacheFolder(on: host, mode: 0o700)
                 _ = try await SSHOptionTests.installScript("#!/bin/sh\ntouch \"$HOME/ran\"\nexec \(build) \"$@\"\n", at: copy)
                 let script = String(try await SSHScanHarness.localSums([copy]).prefix(64))
                 let run = try await runSkynet(["scan", "--ssh", host.login, "--ship", "--ssh-command", client.commandLine(),
@@ -119,6 +116,17 @@ extension ProcessTests {
             guard copy.reason == .exited(0), chmod(destination, mode) == 0 else { throw ChildProcessError("cp \(source)", code: EIO) }
         }
 
+        /// The built `skynet` and its SHA-256, and the host's cache folder (made with `mode`)
+        /// with the name its copy has there.
+        static func cacheFolder(on host: SSHTestHost, mode: mode_t) async throws -> (build: String, sha256: String, cache: String, copy: String) {
+            let build = skynetBinary.resolvingSymlinksInPath().path
+            let sha256 = String(try await SSHScanHarness.localSums([build]).prefix(64))
+            let cache = host.home + "/.cache/skynet"
+            try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+            try #require(chmod(cache, mode) == 0)
+            return (build, sha256, cache, cache + "/skynet-" + sha256)
+        }
+
         /// The scan's 4 tasks all done on `host` with `--ship`, which was not found unusable.
         static func scanOnly(_ host: SSHTestHost, client: SSHTestClient) async throws -> [String] {
             let run = try await runSkynet(["scan", "--ssh", host.login, "--ship", "--ssh-command", client.commandLine(),
@@ -135,11 +143,8 @@ extension ProcessTests {
         @Test func aCachedCopyThatIsASymbolicLinkIsShippedAgainSaidOnceAndItsFolderMadePrivate() async throws {
             try await withSSHTestHosts(each: [Self.hostWithoutSkynet]) { hosts, client in
                 let host = hosts[0]
-                let build = skynetBinary.resolvingSymlinksInPath().path
-                let sha256 = String(try await SSHScanHarness.localSums([build]).prefix(64))
-                let cache = host.home + "/.cache/skynet", copy = cache + "/skynet-" + sha256, theirs = host.folder + "/theirs"
-                try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
-                try #require(chmod(cache, 0o777) == 0)
+                let (build, sha256, cache, copy) = try await Self.cacheFolder(on: host, mode: 0o777)
+                let theirs = host.folder + "/theirs"
                 try await Self.copy(build, to: theirs, mode: 0o755)
                 try FileManager.default.createSymbolicLink(atPath: copy, withDestinationPath: theirs)
                 let lines = try await Self.scanOnly(host, client: client)
@@ -156,10 +161,7 @@ extension ProcessTests {
         @Test func anIntactCopyWithoutItsExecuteBitIsMadeExecutableAndRun() async throws {
             try await withSSHTestHosts(each: [Self.hostWithoutSkynet]) { hosts, client in
                 let host = hosts[0]
-                let build = skynetBinary.resolvingSymlinksInPath().path
-                let sha256 = String(try await SSHScanHarness.localSums([build]).prefix(64))
-                let cache = host.home + "/.cache/skynet", copy = cache + "/skynet-" + sha256
-                try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                let (build, _, _, copy) = try await Self.cacheFolder(on: host, mode: 0o700)
                 try await Self.copy(build, to: copy, mode: 0o600)
                 let lines = try await Self.scanOnly(host, client: client)
                 #expect(!lines.contains { $0.hasPrefix("[Cluster] Shipping again: ") }, "\(lines)")
