@@ -33,11 +33,12 @@ extension ProcessTests.JobProcessGroupTests {
 
     /// A node stopped by a signal gives running scans its grace, then kills every job's group
     /// and reaps it before it exits, even jobs that ignore SIGTERM (which the coordinator would
-    /// otherwise run a second time elsewhere while the first ones still run).
+    /// otherwise run a second time elsewhere while the first ones still run). The grace is
+    /// 1 s here: the jobs never end, so the default 30 s cost each signal all of it.
     @Test(arguments: [SIGTERM, SIGINT, SIGHUP])
     func aNodeStoppedByASignalLeavesNoJobRunning(signal: Int32) async throws {
         try await withHangingJob(ignoringTerm: true) { folder, job in
-            let node = try await NodeProcess.start(executable: skynetBinary, name: "beta", arguments: ["--job", job])
+            let node = try await NodeProcess.start(executable: skynetBinary, name: "beta", arguments: ["--job", job, "--drain-timeout", "1"])
             defer { node.send(SIGKILL) }
             let scan = try dispatchOnlyScan(to: node, job: job, in: folder)
             defer { scan.kill() }
