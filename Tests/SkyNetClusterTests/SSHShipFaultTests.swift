@@ -67,7 +67,7 @@ extension ProcessTests {
             }
         }
 
-        /// `~/.cache/skynet` a symbolic link to another folder (issue 30): refused for good, and the
+        /// `~/.cache/skynet` a symbolic link to another folder: refused for good, and the
         /// folder it points to keeps its mode and gets no copy.
         @Test func aCacheFolderThatIsASymbolicLinkIsReportedForGoodAndWhatItPointsToIsLeftAlone() async throws {
             try await withSSHTestHosts(each: [Self.hostWithoutSkynet, Self.hostWithoutSkynet]) { hosts, client in
@@ -86,7 +86,7 @@ extension ProcessTests {
         }
 
         /// A cached copy replaced by a script that runs the real build after doing what it likes
-        /// (issue 30): its SHA-256 is checked before each use, so it never runs; the build is
+        ///: its SHA-256 is checked before each use, so it never runs; the build is
         /// shipped again, and the coordinator says so once.
         @Test func aCachedCopyReplacedByAScriptIsNeverRunAndTheBuildIsShippedAgainSaidOnce() async throws {
             try await withSSHTestHosts(each: [Self.hostWithoutSkynet]) { hosts, client in

@@ -19,7 +19,7 @@ extension RemoteCommandShipTests {
         return SSHFailure.classify(exit: run.exit, lastLine: lines.last, host: "h", checkHint: "ssh h true", lines: lines)
     }
 
-    /// What a cached copy that is not this build may be (issue 30): each still runs.
+    /// What a cached copy that is not this build may be: each still runs.
     enum Damage: CaseIterable, Sendable {
         /// A script that does what it likes, then runs as the build would.
         case replacedByAScript
@@ -158,7 +158,7 @@ extension RemoteCommandShipTests {
         }
     }
 
-    /// `~/.cache/skynet` a symbolic link to another folder (issue 30): neither command uses it,
+    /// `~/.cache/skynet` a symbolic link to another folder: neither command uses it,
     /// so that folder keeps its mode (it became 0700) and gets no copy; refused for good.
     @Test func aCacheFolderThatIsASymbolicLinkIsRefusedByBothCommandsAndItsTargetLeftAlone() async throws {
         try await withHome { home in
@@ -178,7 +178,7 @@ extension RemoteCommandShipTests {
         }
     }
 
-    /// `~/.cache/skynet` owned by another user (issue 30): neither command uses it; refused for good.
+    /// `~/.cache/skynet` owned by another user: neither command uses it; refused for good.
     @Test(.enabled(if: geteuid() == 0, "needs root to give a folder to another user"))
     func aCacheFolderOwnedByAnotherUserIsRefusedByBothCommands() async throws {
         try await withHome { home in
