@@ -4,7 +4,8 @@ import PackageDescription
 /// The library's parts, bottom up: each is a target so that the compiler refuses a dependency
 /// that runs the wrong way (README, "Layout").
 let parts: [Target.Dependency] = [
-    "SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire",
+    "SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetMetrics",
+    "SkyNetScheduler", "SkyNetTransfer", "SkyNetJournal", "SkyNetLink", "SkyNetSSH", "SkyNetNode",
     "SkyNetCluster", "SkyNetHTTP", "SkyNetDashboard",
 ]
 
@@ -35,12 +36,27 @@ let package = Package(
         .target(name: "SkyNetWork", dependencies: ["SkyNetRuntime"]),
         // The messages of docs/PROTOCOL.md and their validation: knows the work, not the network.
         .target(name: "SkyNetWire", dependencies: ["SkyNetRuntime", "SkyNetWork"]),
-        // The node, the peer links, the scheduler, the journal, the cluster file, spawning.
-        .target(name: "SkyNetCluster", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire"]),
-        // A small HTTP/1.1 and event-stream server.
-        .target(name: "SkyNetHTTP", dependencies: ["SkyNetRuntime", "SkyNetTransport"]),
+        // Prometheus's text format, the families a process shows, tasks by job and outcome.
+        .target(name: "SkyNetMetrics", dependencies: ["SkyNetRuntime", "SkyNetWork"]),
+        // A small HTTP/1.1 and event-stream server, and the `/metrics` and `/healthz` routes.
+        .target(name: "SkyNetHTTP", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetMetrics"]),
+        // Which system runs which task: the registry of systems, the work queue, the coordinator,
+        // the local system. Knows no network: a peer's failure reaches it as a `SystemFailure`.
+        .target(name: "SkyNetScheduler", dependencies: ["SkyNetRuntime", "SkyNetWork", "SkyNetWire", "SkyNetMetrics"]),
+        // Files that travel with tasks: work roots, uploads, the file pump, returned files.
+        .target(name: "SkyNetTransfer", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetScheduler"]),
+        // The scan journal behind --joblog and --resume.
+        .target(name: "SkyNetJournal", dependencies: ["SkyNetRuntime", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetTransfer"]),
+        // A dialed channel to a node, before and after its handshake: the dialer, sealed lines.
+        .target(name: "SkyNetLink", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWire"]),
+        // Nodes over ssh: logins, the ssh child as a channel, shipping the binary.
+        .target(name: "SkyNetSSH", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetLink"]),
+        // The node: sessions, admission, drain, its files and metrics.
+        .target(name: "SkyNetNode", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetMetrics", "SkyNetScheduler", "SkyNetTransfer", "SkyNetLink"]),
+        // The coordinator's cluster: the cluster file, the links to its peers, spawned nodes.
+        .target(name: "SkyNetCluster", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetScheduler", "SkyNetTransfer", "SkyNetLink", "SkyNetSSH"]),
         // The dashboard: its page and the board it streams, served by SkyNetHTTP.
-        .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWire", "SkyNetCluster", "SkyNetHTTP"]),
+        .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWire", "SkyNetMetrics", "SkyNetScheduler", "SkyNetCluster", "SkyNetHTTP"]),
         // The one import for users: re-exports the parts. What imports it here also lists the
         // parts, so that a change to one rebuilds it: SkyNet's own module does not change then.
         .target(name: "SkyNet", dependencies: parts),

@@ -1,5 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetCluster
+import SkyNetRuntime
 
 /// Node processes for one workload, with a cluster file naming them; stopped by `stop()`.
 final class BenchCluster: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 
 extension ChildRun {
     /// `run`, in `directory` (W14's tools take paths relative to the files' folder), with

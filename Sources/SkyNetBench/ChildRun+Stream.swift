@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 
 extension ChildRun {
     /// Runs `executable arguments…` to the end with stdout in a pipe read on a thread of its

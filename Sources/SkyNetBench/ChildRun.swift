@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 
 /// A finished child: exit status, peak resident memory, wall time and stdout.
 struct ChildRun {

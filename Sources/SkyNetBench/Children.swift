@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 
 /// The processes the benchmark has running (nodes, scans), killed if it is interrupted
 /// (SIGINT or SIGTERM), so that none outlives it; and its temporary files, removed then.

@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 import SkyNetTestSupport
 
 /// The peak resident memory of the `skynet` nodes an ssh test host's logins start: they are

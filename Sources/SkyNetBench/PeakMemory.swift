@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 
 /// A child's peak resident memory, sampled from `/proc/PID/status` (`VmHWM`, the high-water
 /// mark of its own address space since its exec) every 10 ms until it exits.

@@ -1,5 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
+import SkyNetTransport
 
 /// The floor W5 is measured against: a blocking echo of one line between two processes over
 /// loopback, with nothing of SkyNet on the path but the socket calls.

@@ -1,5 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
+import SkyNetTransport
 
 /// W14's floor over TCP: files moved through loopback connections with nothing of SkyNet on
 /// the path but the socket and file calls. Per lane one connection, a sender thread that

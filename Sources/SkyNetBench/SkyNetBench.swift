@@ -1,6 +1,7 @@
 import Foundation
 import SkyNet
 import SkyNetOptions
+import SkyNetTransport
 
 /// `skynet-bench`: runs the workloads of BENCHMARKS.md against real `skynet` processes and
 /// prints a table (median, min, max per measure) and a JSON file.

@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 
 /// The floor of W8: how fast this machine can start and reap a program at all, with nothing
 /// in between (no node, no wire, no pipes): posix_spawn then waitpid, `width` at a time.

@@ -1,5 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetCluster
+import SkyNetRuntime
 
 extension Workloads {
     /// W11: what authentication costs. W2 (2,000 no-op tasks, 3 nodes × 4, dispatch-only) and

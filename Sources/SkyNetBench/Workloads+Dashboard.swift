@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 
 extension Workloads {
     /// W12: what a dashboard open in a browser costs the scan. W2's shape (no-op tasks, 3 nodes

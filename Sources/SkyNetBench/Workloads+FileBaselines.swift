@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 import SkyNetTestSupport
 
 /// W14's baselines: the same files moved by `scp`, by a raw TCP pipe and by GNU parallel.

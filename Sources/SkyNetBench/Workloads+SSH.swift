@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 import SkyNetTestSupport
 
 extension Workloads {

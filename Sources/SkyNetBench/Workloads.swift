@@ -1,5 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetCluster
+import SkyNetWork
 
 /// The workloads of BENCHMARKS.md. Each returns its rows; `runs` repeats every measurement.
 struct Workloads {

@@ -1,4 +1,5 @@
 import SkyNet
+import SkyNetRuntime
 
 /// Lines to stdout and stderr.
 ///

@@ -1,4 +1,5 @@
 import SkyNet
+import SkyNetRuntime
 
 extension GroupKeeper {
     /// Starts the keeper from this very executable, before the first job is spawned. One that

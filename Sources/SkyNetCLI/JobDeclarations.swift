@@ -1,5 +1,6 @@
 import SkyNet
 import SkyNetOptions
+import SkyNetWork
 
 /// The `--job NAME=COMMAND` values of a command line, made into command jobs.
 enum JobDeclarations {

@@ -1,4 +1,6 @@
 import SkyNet
+import SkyNetNode
+import SkyNetRuntime
 
 extension NodeCommand {
     /// The first termination signal drains the node (issue 22): no new tasks, coordinators

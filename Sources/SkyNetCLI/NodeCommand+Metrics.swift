@@ -1,4 +1,7 @@
 import SkyNet
+import SkyNetHTTP
+import SkyNetMetrics
+import SkyNetNode
 import SkyNetOptions
 
 /// `skynet node --metrics [HOST:]PORT`: `/metrics` and `/healthz` on a port of their own

@@ -1,4 +1,5 @@
 import SkyNet
+import SkyNetCluster
 import SkyNetOptions
 
 extension NodeCommand {

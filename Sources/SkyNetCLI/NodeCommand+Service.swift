@@ -1,4 +1,7 @@
 import SkyNet
+import SkyNetNode
+import SkyNetRuntime
+import SkyNetTransport
 
 /// What a node started by systemd (`Type=notify`, `deploy/skynet-node.service`) tells it over
 /// `NOTIFY_SOCKET`: `READY=1` once it accepts connections, `STATUS=` lines while it runs,

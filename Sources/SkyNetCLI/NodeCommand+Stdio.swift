@@ -1,5 +1,9 @@
 import SkyNet
+import SkyNetCluster
+import SkyNetNode
 import SkyNetOptions
+import SkyNetRuntime
+import SkyNetTransport
 
 /// `skynet node --stdio`: one coordinator over this process's stdin and stdout, as `scan
 /// --ssh` starts it on each host. No listener exists and no token is asked for: the only

@@ -1,5 +1,10 @@
 import SkyNet
+import SkyNetCluster
+import SkyNetNode
 import SkyNetOptions
+import SkyNetRuntime
+import SkyNetTransport
+import SkyNetWork
 
 /// `skynet node`: serves scans to coordinators over JSON Lines on TCP.
 struct NodeCommand: Command {

@@ -1,4 +1,6 @@
 import SkyNet
+import SkyNetRuntime
+import SkyNetScheduler
 
 /// The live progress line of a scan on stderr, redrawn in place ten times a second:
 /// `37 scheduled  12.30 per sec.  25/100 tasks completed  ETA 0:42  1 failed  3 systems  collaborating`.

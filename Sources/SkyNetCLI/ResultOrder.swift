@@ -1,4 +1,7 @@
 import SkyNet
+import SkyNetJournal
+import SkyNetRuntime
+import SkyNetWork
 
 /// The order `--results` prints in: as tasks complete, or (`--keep-order`) in input order,
 /// holding a result until every earlier sector has its outcome.

@@ -1,5 +1,10 @@
 import SkyNet
+import SkyNetDashboard
+import SkyNetMetrics
 import SkyNetOptions
+import SkyNetRuntime
+import SkyNetScheduler
+import SkyNetTransport
 
 extension ScanCommand {
     /// Starts the dashboard when --dashboard asks for one, and says where it is; a warning

@@ -1,5 +1,7 @@
 import SkyNet
+import SkyNetCluster
 import SkyNetOptions
+import SkyNetWork
 
 extension ScanCommand {
     /// Every option of `skynet scan`: its parsing, usage line, help and the spawned nodes' command line.

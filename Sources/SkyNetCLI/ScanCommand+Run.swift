@@ -1,4 +1,13 @@
 import SkyNet
+import SkyNetCluster
+import SkyNetDashboard
+import SkyNetJournal
+import SkyNetMetrics
+import SkyNetRuntime
+import SkyNetScheduler
+import SkyNetTransfer
+import SkyNetTransport
+import SkyNetWork
 
 extension ScanCommand {
     func run() async -> Int32 {

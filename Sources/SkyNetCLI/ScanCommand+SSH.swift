@@ -1,5 +1,9 @@
 import SkyNet
+import SkyNetCluster
+import SkyNetNode
 import SkyNetOptions
+import SkyNetSSH
+import SkyNetWork
 
 /// `--ssh`, `--ssh-file`, `--ssh-command` and `--ship`: the hosts a scan reaches by logging in
 /// with ssh, each running `skynet node --stdio` for the scan's length.

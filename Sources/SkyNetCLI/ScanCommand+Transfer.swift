@@ -1,5 +1,8 @@
 import SkyNet
+import SkyNetCluster
 import SkyNetOptions
+import SkyNetTransfer
+import SkyNetWork
 
 /// `--transfer`, `--return`, `--cleanup`, `--trc`, `--basefile` and `--max-file-size`: the
 /// files that travel with a scan's tasks (issue 21), read into one `TransferSpec`.

@@ -1,5 +1,7 @@
 import SkyNet
+import SkyNetCluster
 import SkyNetOptions
+import SkyNetWork
 
 /// `skynet scan`: runs a scan from this process over its local system and the cluster's peers.
 struct ScanCommand: Command {

@@ -1,4 +1,6 @@
 import SkyNet
+import SkyNetJournal
+import SkyNetRuntime
 
 extension ScanOutput {
     /// Writes results to stdout, each whole, up to 64 in one queued write; each piece is the

@@ -1,4 +1,9 @@
 import SkyNet
+import SkyNetJournal
+import SkyNetRuntime
+import SkyNetScheduler
+import SkyNetTransfer
+import SkyNetWire
 
 /// What a scan prints: the reference log lines, or (`--json`) one JSON event per line.
 /// Every completed sector is journaled before it is printed. In text mode every line has its

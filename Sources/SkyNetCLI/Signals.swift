@@ -1,5 +1,6 @@
 import Dispatch
 import SkyNet
+import SkyNetRuntime
 
 /// Catches SIGINT, SIGTERM and SIGHUP so a command can stop in order instead of dying: a
 /// closed terminal or a lost SSH session (SIGHUP) stops it as SIGTERM does, so its jobs,

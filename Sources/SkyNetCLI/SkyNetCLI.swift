@@ -1,6 +1,7 @@
 import Dispatch
 import SkyNet
 import SkyNetOptions
+import SkyNetRuntime
 
 /// One `skynet` subcommand: parses and validates its arguments, then runs.
 protocol Command {

@@ -1,4 +1,6 @@
 import SkyNet
+import SkyNetCluster
+import SkyNetRuntime
 
 /// `skynet status --watch`: the status again and again, like `watch skynet status`. In a
 /// terminal each round redraws the screen in place, so the table does not flicker; piped, it

@@ -1,5 +1,10 @@
 import SkyNet
+import SkyNetCluster
 import SkyNetOptions
+import SkyNetRuntime
+import SkyNetSSH
+import SkyNetTransport
+import SkyNetWire
 
 /// `skynet status`: pings every peer of the cluster file and says which are up.
 struct StatusCommand: Command {

@@ -1,4 +1,5 @@
 import SkyNet
+import SkyNetScheduler
 
 extension ScanReport {
     /// The per-system summary of a scan as a table for people (`--json` prints it as the

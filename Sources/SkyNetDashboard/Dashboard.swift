@@ -1,6 +1,8 @@
 import SkyNetCluster
 import SkyNetHTTP
+import SkyNetMetrics
 import SkyNetRuntime
+import SkyNetScheduler
 import SkyNetTransport
 
 /// A scan's dashboard: the page at `/`, the state at `/state` and its live frames at

@@ -1,3 +1,4 @@
+import SkyNetRuntime
 extension DashboardPage {
     /// The page's script: logs in when the dashboard asks for it, then takes every `state`
     /// frame of `/events`. It paints at most four times a second, touches only what changed,

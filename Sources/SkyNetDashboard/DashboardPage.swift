@@ -1,3 +1,4 @@
+import SkyNetScheduler
 /// The dashboard's one page: markup, style and script in one document, nothing fetched from
 /// anywhere else (it must work on a machine with no internet). The script is in
 /// DashboardPage+Script.swift, the login's SHA-256 and HMAC in DashboardScript+HMAC.swift.

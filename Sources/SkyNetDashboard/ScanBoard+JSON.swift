@@ -1,5 +1,6 @@
 import SkyNetCluster
 import SkyNetRuntime
+import SkyNetScheduler
 import SkyNetWire
 
 extension ScanBoard {

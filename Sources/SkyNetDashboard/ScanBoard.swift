@@ -1,5 +1,6 @@
 import SkyNetCluster
 import SkyNetRuntime
+import SkyNetScheduler
 import SkyNetWire
 
 /// The live picture of one scan that the dashboard shows: fed every `ScanEvent` and

@@ -1,4 +1,5 @@
 import SkyNetCluster
+import SkyNetMetrics
 import SkyNetRuntime
 import SkyNetTransport
 

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetJournal
 @testable import SkyNetRuntime
+import Testing
 
 extension ProcessTests {
     /// A scan whose stdout cannot be written: a full disk is reported once and fails the scan;

@@ -1,6 +1,7 @@
 import Foundation
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
 @testable import SkyNetTransport
 

@@ -1,9 +1,10 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetJournal
 @testable import SkyNetRuntime
 @testable import SkyNetWork
+import Testing
 
 extension ProcessTests {
     /// The `skynet` executable as a user runs it: output lines, exit status, usage errors.

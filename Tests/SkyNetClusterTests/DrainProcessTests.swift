@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
-@testable import SkyNetTransport
 import SkyNetTestSupport
+@testable import SkyNetTransport
+import Testing
 
 extension ProcessTests {
     /// SIGTERM drains a real node (issue 22): its running tasks finish (or, past

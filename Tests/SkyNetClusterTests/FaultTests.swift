@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetJournal
 @testable import SkyNetRuntime
+import Testing
 
 extension ProcessTests {
     /// Nothing lost when a coordinator or a node dies, hangs or restarts.

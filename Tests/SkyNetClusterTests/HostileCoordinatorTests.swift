@@ -1,8 +1,10 @@
 import Foundation
+@testable import SkyNet
+@testable import SkyNetAuth
+@testable import SkyNetRuntime
+@testable import SkyNetScheduler
 import SkyNetTestSupport
 import Testing
-@testable import SkyNet
-@testable import SkyNetRuntime
 
 extension ProcessTests {
     /// A coordinator that knows the token but not the rules: over an authenticated link to a

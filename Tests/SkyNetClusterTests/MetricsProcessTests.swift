@@ -1,8 +1,10 @@
 import Foundation
-import Testing
 @testable import SkyNet
+@testable import SkyNetDashboard
+@testable import SkyNetNode
 @testable import SkyNetRuntime
 @testable import SkyNetTransport
+import Testing
 
 /// Where `promtool` is, if installed (Debian's `prometheus` package; `.ci/run` installs it).
 let promtoolPath: String? = ["/usr/bin/promtool", "/usr/local/bin/promtool"].first { FileManager.default.isExecutableFile(atPath: $0) }

@@ -1,9 +1,10 @@
 import Foundation
-import Testing
 @testable import SkyNet
-@testable import SkyNetCluster
 @testable import SkyNetCLI
+@testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetOptions
+import Testing
 
 /// `skynet node --work-dir`, `--max-file-size`, `--no-files`: parsed into the node's options,
 /// with their defaults, ranges and refusals.

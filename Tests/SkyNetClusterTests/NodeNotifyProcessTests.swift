@@ -1,9 +1,10 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 @testable import SkyNetTestSupport
+@testable import SkyNetTransport
+import Testing
 
 extension ProcessTests {
     /// A real node under a stand-in for systemd: a datagram socket the test binds as

@@ -1,11 +1,12 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCLI
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
 @testable import SkyNetTestSupport
 @testable import SkyNetTransport
+import Testing
 
 /// What `NodeService` tells systemd about an in-process node: its status when it changes and
 /// only then, the watchdog meanwhile, the drain and the end.

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNet
+@testable import SkyNetDashboard
 @testable import SkyNetRuntime
 import SkyNetTestSupport
+import Testing
 
 extension ProcessTests {
     /// A real Prometheus scrapes a node's `--metrics` port and a coordinator's dashboard port

@@ -1,10 +1,13 @@
 import Foundation
-import SkyNetTestSupport
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+@testable import SkyNetScheduler
+import SkyNetTestSupport
 @testable import SkyNetTransport
+import Testing
 
 extension ProcessTests {
     /// A coordinator's links to ssh hosts, through real sshd and real `ssh`, each host running

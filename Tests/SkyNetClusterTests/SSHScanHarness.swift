@@ -1,7 +1,8 @@
 import Foundation
-import SkyNetTestSupport
 @testable import SkyNet
 @testable import SkyNetRuntime
+import SkyNetTestSupport
+@testable import SkyNetWire
 
 /// What the end-to-end SSH suites share: a folder of inputs, a `skynet` coordinator whose
 /// every process on this side (its ssh clients, its group keeper) can be found and killed,

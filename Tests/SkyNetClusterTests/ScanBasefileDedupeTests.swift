@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCLI
 @testable import SkyNetRuntime
+@testable import SkyNetWork
+import Testing
 
 /// `--basefile` and `--return` given twice: the same path spelled twice (`p.sh`, `./p.sh`,
 /// `a//p.sh`) is one file, sent once; names equal only as Swift strings (`café` in NFC and in

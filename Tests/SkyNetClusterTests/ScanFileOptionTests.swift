@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 @testable import SkyNet
+@testable import SkyNetAuth
 @testable import SkyNetRuntime
+import Testing
 
 extension ProcessTests {
     /// `scan --transfer`, `--return`, `--cleanup`, `--trc`, `--basefile` and `--max-file-size`

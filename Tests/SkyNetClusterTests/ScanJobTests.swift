@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetJournal
 @testable import SkyNetRuntime
+import Testing
 
 extension ProcessTests {
     /// `skynet scan` running real work: a command job over inputs from a file, on spawned nodes.

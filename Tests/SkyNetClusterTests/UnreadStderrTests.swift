@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+import Testing
 
 extension ProcessTests {
     /// A node whose stderr nobody reads keeps serving: its log lines are dropped and counted,

@@ -1,5 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
+import SkyNetWire
 
 /// Why a DevTools call failed.
 public struct DevToolsError: Error, CustomStringConvertible, Sendable {

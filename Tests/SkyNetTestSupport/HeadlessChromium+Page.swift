@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetWire
 
 /// The page: open a URL, evaluate JavaScript in it, wait for a condition, take a screenshot.
 extension HeadlessChromium {

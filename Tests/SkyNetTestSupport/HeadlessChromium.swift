@@ -1,5 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
+import SkyNetTransport
 
 /// Why the browser could not do what a test asked.
 public enum HeadlessChromiumError: Error, CustomStringConvertible, Sendable {

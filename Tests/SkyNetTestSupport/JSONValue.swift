@@ -1,4 +1,5 @@
 import Foundation
+import SkyNetWire
 
 /// A JSON value of any shape, Sendable: what the DevTools protocol sends and what a page's
 /// JavaScript returns (`HeadlessChromium.evaluate`).

@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
 
 /// A second "machine" for tests: a network namespace `skynet-<8 hex>` joined to this one by a
 /// veth pair, this side 10.213.K.1/30, inside 10.213.K.2/30 (K picked among the /30s no

@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetCluster
 
 extension NodeProcess {
     /// `start` with the node's stderr written to `stderr` (an open file), which stays open

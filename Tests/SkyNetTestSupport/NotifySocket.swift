@@ -1,5 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
+import SkyNetTransport
 
 /// The receiving end of a `NOTIFY_SOCKET`, as systemd binds it: an `AF_UNIX` datagram socket at
 /// a path (in a fresh folder of /tmp) or at an abstract name `@skynet-test-<uuid>`. A thread of

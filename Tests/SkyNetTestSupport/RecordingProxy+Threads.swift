@@ -1,5 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
+import SkyNetTransport
 
 /// The proxy's threads: accepting, and one pump per direction of each connection.
 extension RecordingProxy {

@@ -1,5 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetRuntime
+import SkyNetTransport
 
 /// A TCP proxy for tests, between a client (the coordinator) and a server (a node), on
 /// 127.0.0.1 port 0 only. It records every byte each side sends and can tamper with one line:

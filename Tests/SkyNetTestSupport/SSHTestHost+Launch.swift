@@ -1,6 +1,7 @@
 import Foundation
 import SkyNet
 import SkyNetRuntime
+import SkyNetTransport
 
 extension SSHTestHost {
     /// Makes the folder with `bin/` (holding `skynet` when given) and `home/`, and, as root,

@@ -1,4 +1,6 @@
 import SkyNet
+import SkyNetRuntime
+import SkyNetTransport
 
 /// Reads lines from `socket` (blocking: call it on a thread of its own) until `count` have
 /// arrived, or nothing has arrived for `silence`, or the peer closed.

@@ -1,12 +1,15 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetAuth
 @testable import SkyNetCluster
+@testable import SkyNetLink
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
+import SkyNetTestSupport
 @testable import SkyNetWire
 @testable import SkyNetWork
-import SkyNetTestSupport
+import Testing
 
 /// The token handshake against a node in this process: our coordinator, a client that does
 /// it by hand from the document, and lines tampered with after it.

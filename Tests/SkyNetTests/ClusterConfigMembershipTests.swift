@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
+@testable import SkyNetNode
+import Testing
 
 struct ClusterConfigMembershipTests: ClusterConfigParsing {
     @Test func aGroupEntryKeepsItsFieldsAndDefaultsToTenSeconds() throws {

@@ -1,6 +1,8 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
+@testable import SkyNetNode
+@testable import SkyNetSSH
+import Testing
 
 struct ClusterConfigSSHTests: ClusterConfigParsing {
     @Test func sshEntriesMixWithTCPOnes() throws {

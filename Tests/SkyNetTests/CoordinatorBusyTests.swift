@@ -1,8 +1,9 @@
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWork
+import Testing
 
 /// `busy` is back-pressure: it costs no attempt, prints no re-run, and a scan ends as soon as
 /// its work does, whatever slots still rest or wait.

@@ -1,9 +1,12 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetMetrics
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWork
+import Testing
 
 /// A coordinator whose peer drains mid-scan (issue 22): the peer gets no new work, and the
 /// tasks it cancels at its drain timeout run elsewhere at once, at no attempt's cost.

@@ -1,9 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetMetrics
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWork
+import Testing
 
 /// A coordinator counts every attempt in `Coordinator.metrics`: completed, failed (each
 /// re-run's failed attempt too) and busy bounces, which are not timed.

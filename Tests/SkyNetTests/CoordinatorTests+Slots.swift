@@ -1,8 +1,9 @@
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWork
+import Testing
 
 /// Tracks how many runs are inside it at once; answers by a rule per attempt.
 actor RuleSystem: ScanSystem {

@@ -1,8 +1,9 @@
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWork
+import Testing
 
 @Suite(.timeLimit(.minutes(3)))
 struct CoordinatorTests {

@@ -1,10 +1,12 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetDashboard
 @testable import SkyNetHTTP
+@testable import SkyNetMetrics
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
+import Testing
 
 /// A coordinator's `/metrics` and `/healthz` on its dashboard port: served without a session
 /// (Prometheus has none) where `/state` needs one, the Host check kept, the board's slots and

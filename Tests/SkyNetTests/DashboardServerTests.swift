@@ -1,11 +1,12 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetDashboard
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A real dashboard on 127.0.0.1:0: the page, `/state`, the `/events` stream and its rate,
 /// and the methods it takes.

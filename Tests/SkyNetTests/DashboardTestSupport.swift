@@ -5,6 +5,7 @@ import Foundation
 @testable import SkyNetDashboard
 @testable import SkyNetHTTP
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 
 /// Runs `body` with a dashboard served on 127.0.0.1:0 over a small board, and always stops it.
 func withDashboard(token: String? = nil, board: ScanBoard = dashboardTestBoard(),

@@ -1,13 +1,15 @@
 import Foundation
-import SkyNetTestSupport
-import Testing
 @testable import SkyNet
 @testable import SkyNetAuth
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+import SkyNetTestSupport
+@testable import SkyNetTransfer
 @testable import SkyNetTransport
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// The file pump: bounded queueing against a peer that does not read, files taking turns a
 /// chunk each, byte-exact files with their digests, and a file that changes while sent.

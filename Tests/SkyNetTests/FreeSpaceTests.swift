@@ -1,8 +1,10 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
+@testable import SkyNetTransfer
 @testable import SkyNetWork
+import Testing
 
 /// A node's free space for uploads: reservations against what the file system says is free,
 /// never promising the same bytes twice, and the message a coordinator shows.

@@ -1,4 +1,5 @@
 import SkyNet
+import SkyNetRuntime
 import Testing
 
 /// `Guarded`, the one lock and wait primitive: waits end on a change or at their deadline,

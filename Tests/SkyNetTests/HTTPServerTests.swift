@@ -1,11 +1,12 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetDashboard
 @testable import SkyNetHTTP
+@testable import SkyNetMetrics
 @testable import SkyNetRuntime
 @testable import SkyNetTransport
+import Testing
 
 /// The dashboard's HTTP server over loopback: answers, limits, deadline, cap, stop.
 @Suite(.timeLimit(.minutes(2)))

@@ -1,12 +1,13 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetAuth
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+import SkyNetTestSupport
 @testable import SkyNetTransport
 @testable import SkyNetWork
-import SkyNetTestSupport
+import Testing
 
 /// The token handshake fuzzed, seeded: hundreds of broken hellos and auth lines against a node
 /// with a token. Each is answered with an error line before the node closes; nothing crashes,

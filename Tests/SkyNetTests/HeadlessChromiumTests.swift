@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetHTTP
 import SkyNetTestSupport
 import Testing
 

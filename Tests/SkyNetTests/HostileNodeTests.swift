@@ -1,12 +1,13 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetAuth
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetTransport
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A coordinator's transfers against an in-process fake node over loopback: a well-behaved node
 /// gets the input byte-exact and its returned file lands at the template's path; a hostile node

@@ -1,9 +1,12 @@
 import Foundation
-import Testing
 @testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetLink
 @testable import SkyNetRuntime
 @testable import SkyNetTransport
 @testable import SkyNetWire
+@testable import SkyNetWork
+import Testing
 
 /// What a coordinator accepts from a node is checked, since a node reached over ssh needs no
 /// token and may be anything a login runs: a welcome in another protocol version, or with no

@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNetAuth
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A file being received: byte-exact with its digest, and every way a sender can get it wrong
 /// is `bad-file`, with what was written removed on `discard`.

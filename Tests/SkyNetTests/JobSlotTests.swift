@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// `{%}`: each task running on a system holds a job slot of its own, 1...capacity, the lowest
 /// free one, given back when its work ends (GNU parallel's job slot).

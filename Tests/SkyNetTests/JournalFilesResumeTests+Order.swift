@@ -1,11 +1,12 @@
 import Foundation
-import SkyNetTestSupport
-import Testing
 @testable import SkyNetAuth
 @testable import SkyNetCluster
+@testable import SkyNetJournal
 @testable import SkyNetRuntime
+import SkyNetTestSupport
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A sector that runs again for its files is one never journaled: its old result is neither
 /// skipped nor printed; the last completed entry of a sector decides; and the checks, run beside

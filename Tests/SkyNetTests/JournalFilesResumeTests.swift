@@ -1,11 +1,12 @@
 import Foundation
-import SkyNetTestSupport
-import Testing
 @testable import SkyNetAuth
 @testable import SkyNetCluster
+@testable import SkyNetJournal
 @testable import SkyNetRuntime
+import SkyNetTestSupport
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// `--resume` with `--return` (issue 21): a completed sector counts as done only if each of its
 /// returned files is still there, reached without a link, with the size and SHA-256 its entry

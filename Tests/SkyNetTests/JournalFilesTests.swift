@@ -1,11 +1,12 @@
 import Foundation
-import SkyNetTestSupport
-import Testing
 @testable import SkyNetAuth
 @testable import SkyNetCluster
+@testable import SkyNetJournal
 @testable import SkyNetRuntime
+import SkyNetTestSupport
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A journal entry's `files` (issue 21): written after `seconds` only when there are some, read
 /// alike by the fast reader and the full parser, and refused (the line is damaged) when any

@@ -1,9 +1,10 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetJournal
 @testable import SkyNetRuntime
 @testable import SkyNetWork
+import Testing
 
 /// The journal's `printed` marks, the results a resume reads back, and its lock.
 struct JournalPrintedTests {

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
+@testable import SkyNetJournal
 @testable import SkyNetWork
+import Testing
 
 /// On `--resume`, each template's path is matched to what the journal recorded of it byte for
 /// byte: `café` in NFC and in NFD (equal as Swift strings) are two files, each with its own record.

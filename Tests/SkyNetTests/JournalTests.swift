@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetJournal
 @testable import SkyNetRuntime
-@testable import SkyNetWork
 import SkyNetTestSupport
+@testable import SkyNetWork
+import Testing
 
 @Suite(.timeLimit(.minutes(5)), .onOwnThread)
 struct JournalTests {

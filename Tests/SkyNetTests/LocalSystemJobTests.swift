@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
-@testable import SkyNetWork
+@testable import SkyNetScheduler
 import SkyNetTestSupport
+@testable import SkyNetWork
+import Testing
 
 /// `LocalSystem` runs the jobs of its registry, and only those, each within its deadline.
 @Suite(.timeLimit(.minutes(3)))

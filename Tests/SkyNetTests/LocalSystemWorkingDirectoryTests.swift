@@ -1,9 +1,10 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWork
+import Testing
 
 /// A task that came with its files runs in its work directory: the job sees it as the request's
 /// directory, and a command's relative `{}` names the copy there.

@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetAuth
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
 @testable import SkyNetWire
+import Testing
 
 /// Failed logins by network prefix and node-wide: a few free, then hellos answered ever later up
 /// to a cap, logged per burst, forgotten after a quiet minute (not after a success), never more

@@ -1,9 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWork
+import Testing
 
 /// An address group of cluster.json (issue 22): its members follow what the name resolves to,
 /// here an injected resolver, while a scan runs. The nodes listen on 127.0.0.1, .2 and .3 with

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetWork
+import Testing
 
 /// A node compares basefile paths as it opens them: component by component, byte for byte.
 /// `café.sh` in NFC and in NFD (equal as Swift strings) are two basefiles, both stored; the

@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A node that drains (issue 22): it tells its clients, refuses new work as `busy "… is
 /// draining"`, lets running tasks finish within the timeout, then cancels the rest.

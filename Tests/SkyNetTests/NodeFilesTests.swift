@@ -1,8 +1,10 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetWork
+import Testing
 
 /// A node's files: its root made at the first file and gone when it stops, leftovers of a
 /// killed node swept at its start, uploads counted against its capacity, and its free space

@@ -1,12 +1,13 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+import SkyNetTestSupport
 @testable import SkyNetTransport
 @testable import SkyNetWire
 @testable import SkyNetWork
-import SkyNetTestSupport
+import Testing
 
 /// A node runs the jobs it registered, says which in its welcome, and still serves v1 clients.
 @Suite(.serialized, .timeLimit(.minutes(3)))

@@ -1,11 +1,12 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+import SkyNetTestSupport
 @testable import SkyNetTransport
 @testable import SkyNetWire
-import SkyNetTestSupport
+import Testing
 
 /// Half-open and silent peers (issue 9, item 2), descriptors (item 8) and the hello budget
 /// (item 12), in process.

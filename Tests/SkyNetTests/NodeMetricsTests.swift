@@ -1,13 +1,15 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetDashboard
 @testable import SkyNetHTTP
+@testable import SkyNetMetrics
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+import SkyNetTestSupport
 @testable import SkyNetWire
 @testable import SkyNetWork
-import SkyNetTestSupport
+import Testing
 
 /// A node's `/metrics` and `/healthz` (as `skynet node --metrics` serves them), read over a raw
 /// socket after tasks went through a real `PeerConnection`.

@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
 @testable import SkyNetTransport
 @testable import SkyNetWork
+import Testing
 
 /// `Node.serve`: a node without a listener serves the one client at the other end of two pipes,
 /// as `skynet node --stdio` serves its coordinator over stdin and stdout. Spoken to in raw

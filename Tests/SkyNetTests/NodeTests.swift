@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A node in this process, spoken to over loopback.
 @Suite(.serialized, .timeLimit(.minutes(3)))

@@ -1,13 +1,15 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetAuth
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+import SkyNetTestSupport
+@testable import SkyNetTransfer
 @testable import SkyNetTransport
 @testable import SkyNetWire
 @testable import SkyNetWork
-import SkyNetTestSupport
+import Testing
 
 /// A node's side of `transfer` and `basefile`, over a raw client: bytes in, the job run in its
 /// work directory, returns out byte-exact, refusals as the protocol says, nothing left behind.

@@ -1,9 +1,10 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A path's components are what lies between its `/` bytes. Swift's `Character` joins a `/`
 /// with a combining mark after it (`/\u{301}` is one character), so splitting on characters

@@ -1,12 +1,13 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetAuth
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetTransport
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A coordinator's link and files: the welcome's offer, a transfer's returned file streamed to
 /// its sink and written whole, and a file nobody asked for failing its request.

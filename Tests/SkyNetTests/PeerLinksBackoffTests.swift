@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetTransport
 @testable import SkyNetWire
+import Testing
 
 /// A peer that welcomes a coordinator and drops the link at once is redialled with backoff,
 /// not in a hot loop.

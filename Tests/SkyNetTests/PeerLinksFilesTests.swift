@@ -1,12 +1,14 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetAuth
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
+@testable import SkyNetTransfer
 @testable import SkyNetTransport
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A scan whose files travel uses only peers that offer files (one that does not is reported
 /// once as `lacks-files`), and gives each every basefile, stored, before its first task; a node

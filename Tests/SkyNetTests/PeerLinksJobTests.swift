@@ -1,9 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
+@testable import SkyNetNode
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWork
+import Testing
 
 /// A coordinator's links use only peers whose welcome lists the scan's job and run it as the
 /// same command (compared word by word), unless told to allow a mismatch.

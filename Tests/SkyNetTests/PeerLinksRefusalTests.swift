@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetTransport
 @testable import SkyNetWire
+import Testing
 
 /// "Every peer refused" is decided in the step that acts on it: a peer that connects while the
 /// last refusal is being reported counts.

@@ -1,6 +1,7 @@
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+import Testing
 
 /// `--ship`'s step between dials: a host that still lacks a runnable copy right after a
 /// verified upload is a failure for good, not an upload over and over.

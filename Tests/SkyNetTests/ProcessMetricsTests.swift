@@ -1,6 +1,7 @@
 import Foundation
-import Testing
+@testable import SkyNetMetrics
 @testable import SkyNetRuntime
+import Testing
 
 /// The process metrics: `/proc/PID/stat` read after the last `)`, and this process's own values.
 @Suite struct ProcessMetricsTests {

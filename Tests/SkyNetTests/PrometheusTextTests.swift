@@ -1,6 +1,7 @@
 import Foundation
-import Testing
+@testable import SkyNetMetrics
 @testable import SkyNetRuntime
+import Testing
 
 /// The text format Prometheus reads (exposition format 0.0.4): escaping, one HELP and TYPE per
 /// family, cumulative histogram buckets, the number format.

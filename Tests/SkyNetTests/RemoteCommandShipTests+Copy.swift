@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+import Testing
 
 /// What may be at the copy's name in `--ship`'s cache folder: the run command runs only the
 /// login's own regular file there, in a folder no one else can change between its checks and

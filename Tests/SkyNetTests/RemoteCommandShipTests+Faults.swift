@@ -1,8 +1,9 @@
 import Foundation
-import SkyNetTestSupport
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+import SkyNetTestSupport
+import Testing
 
 /// `--ship` on hosts where the copy cannot be kept or cannot start, and uploads cut short: the
 /// remote commands run by a real `/bin/sh` with a HOME of the test's own.

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+import Testing
 
 /// `--ship`'s remote commands, run by a real `/bin/sh` with a HOME of the test's own.
 @Suite(.serialized, .timeLimit(.minutes(1)))

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+import Testing
 
 struct RemoteCommandTests {
     /// What `/bin/sh -c` makes of `command` with `skynet` standing for `printf '%s\n'`.

@@ -1,8 +1,9 @@
 import Foundation
-import SkyNetTestSupport
 @testable import SkyNetAuth
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+import SkyNetTestSupport
+@testable import SkyNetTransfer
 @testable import SkyNetWire
 @testable import SkyNetWork
 

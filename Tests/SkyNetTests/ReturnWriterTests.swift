@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 @testable import SkyNetAuth
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// A returned file is written only at its target, through a hidden `.part` renamed into place
 /// (never half there), with the node's x bit and time; a link on the way is refused, and every

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+import Testing
 
 extension SSHChannelTests {
     /// An ssh still logging in (no welcome yet) does not see the end of its input: closing the

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
 @testable import SkyNetTransport
+import Testing
 
 /// `SSHChannel` over a fake `ssh`: a script that drops the options up to `--` and the host, then
 /// runs the remote command with `/bin/sh -c` (a test may run a shell; the product never does).

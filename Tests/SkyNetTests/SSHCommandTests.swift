@@ -1,6 +1,7 @@
-import Testing
 @testable import SkyNetCluster
+@testable import SkyNetSSH
 @testable import SkyNetWork
+import Testing
 
 struct SSHCommandTests {
     @Test func wordsAreSplitAsShDoesWithTheHomeForALeadingTilde() throws {

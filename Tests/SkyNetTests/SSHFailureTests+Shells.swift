@@ -1,6 +1,7 @@
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+import Testing
 
 /// A missing `skynet` as login shells other than sh report it: the line that says so is not
 /// always their last.

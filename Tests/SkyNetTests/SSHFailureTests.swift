@@ -1,6 +1,8 @@
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+@testable import SkyNetScheduler
+import Testing
 
 struct SSHFailureTests {
     func classify(_ reason: ChildExit.Reason, _ line: String?) -> SSHFailure {

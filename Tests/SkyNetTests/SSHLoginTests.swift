@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
+@testable import SkyNetSSH
+import Testing
 
 struct SSHLoginTests {
     func login(_ text: String) throws -> SSHLogin { try SSHLogin(parsing: text) }

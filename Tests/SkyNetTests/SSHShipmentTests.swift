@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetSSH
+import Testing
 
 /// `--ship` reads the executable that runs, not whatever a rebuild left at its path.
 struct SSHShipmentTests {

@@ -1,11 +1,12 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetDashboard
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// The dashboard's model, fed events by hand and read as JSON: lanes, bars and their
 /// outcomes, caps, cluster states, tallies, and the end of a scan.

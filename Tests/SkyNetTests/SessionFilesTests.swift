@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetWork
+import Testing
 
 /// One connection's files: its `conn-N` made at the first file, removed once the connection
 /// and its last task ended, and its basefiles stored once each.

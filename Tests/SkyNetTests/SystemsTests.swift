@@ -1,7 +1,8 @@
-import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
+import Testing
 
 @Suite(.timeLimit(.minutes(3)))
 struct SystemsTests {

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
+@testable import SkyNetMetrics
 @testable import SkyNetRuntime
 import SkyNetWork
+import Testing
 
 /// Task counts and times: the outcome of each failure code, unknown jobs under one label,
 /// busy refusals out of the histogram.

@@ -1,8 +1,10 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
+@testable import SkyNetWire
 @testable import SkyNetWork
+import Testing
 
 /// What a node readies before a transfer's first byte: refusals in the design's order, each
 /// leaving nothing behind (no place, no reservation, no directory), and on success the task's

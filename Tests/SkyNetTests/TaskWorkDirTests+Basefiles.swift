@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetWork
+import Testing
 
 /// Basefiles appear in every task's directory at their own relative path, as hard links that
 /// keep the x bit (a copy where a link cannot be made).

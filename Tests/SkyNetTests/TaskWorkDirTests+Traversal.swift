@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetWork
+import Testing
 
 /// Paths a hostile coordinator might send: refused with a clear message, and nothing written
 /// outside the work directory (the sandbox's tree is listed before and after).

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
 @testable import SkyNetWork
+import Testing
 
 /// A task's work directory: files go where their relative path says, basefiles are linked in,
 /// returns are read only when the job made them as regular files, and removal takes the

@@ -2,6 +2,7 @@ import Foundation
 @testable import SkyNet
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetScheduler
 @testable import SkyNetWork
 
 /// A one-way signal between tasks, awaited with a bound.

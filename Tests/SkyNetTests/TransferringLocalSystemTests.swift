@@ -1,11 +1,13 @@
 import Foundation
-import Testing
 @testable import SkyNet
 @testable import SkyNetAuth
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
-@testable import SkyNetWork
+@testable import SkyNetScheduler
 import SkyNetTestSupport
+@testable import SkyNetTransfer
+@testable import SkyNetWork
+import Testing
 
 /// On the coordinator's own system nothing is copied: the task runs as it is, then each
 /// `--return` file must be there (a regular file, no link on the way) and is hashed for the

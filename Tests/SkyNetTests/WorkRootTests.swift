@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
+@testable import SkyNetTransfer
+import Testing
 
 /// A node's work root: private, locked for the process's life, one directory per connection,
 /// and the leftovers of killed nodes swept by the next start, never a live node's.

@@ -1,3 +1,4 @@
+import SkyNetSSH
 import SkyNetWire
 
 /// Reading a cluster file's JSON into a `ClusterConfig`, naming the field that is wrong.

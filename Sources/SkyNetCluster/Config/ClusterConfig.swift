@@ -1,4 +1,6 @@
 import SkyNetRuntime
+import SkyNetSSH
+import SkyNetScheduler
 import SkyNetTransport
 import SkyNetWire
 
@@ -115,7 +117,7 @@ public struct ClusterConfig: Sendable, Equatable {
     }
 
     /// The name of a coordinator's own system; no peer may take it.
-    public static let localName = "local"
+    public static let localName = Systems.localName
 
     /// The most slots any one system may have.
     public static let maxCapacity = 1024

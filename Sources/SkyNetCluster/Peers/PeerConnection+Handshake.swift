@@ -1,23 +1,8 @@
 import SkyNetAuth
+import SkyNetLink
 import SkyNetRuntime
 import SkyNetTransport
 import SkyNetWire
-
-/// A peer that answered the hello without proving it knows the token: a node without the
-/// token, or one pretending to be a node. Nothing is sent to it.
-public struct PeerUnauthenticated: Error, CustomStringConvertible {
-    public let peer: String
-    public let reason: String
-    public var description: String { "\(peer) is not authenticated (\(reason))" }
-}
-
-/// A line over the connection's limit (`maxBytes`) where the node's first answer was due: no
-/// node of this protocol, or one gone wrong. Nothing more is read from it.
-public struct HandshakeLineTooLong: Error, CustomStringConvertible {
-    public let peer: String
-    public let maxBytes: Int
-    public var description: String { "\(peer) answered the hello with a line over \(maxBytes) bytes" }
-}
 
 /// The coordinator's side of the hello: routes the reader thread's events to the handshake
 /// until the welcome, then to the peer.

@@ -1,24 +1,19 @@
 import SkyNetAuth
+import SkyNetLink
 import SkyNetRuntime
+import SkyNetScheduler
+import SkyNetTransfer
 import SkyNetTransport
 import SkyNetWire
 import SkyNetWork
 
 /// A peer that went away while requests to it were pending.
-public struct PeerDisconnected: Error, CustomStringConvertible {
+public struct PeerDisconnected: SystemFailure, CustomStringConvertible {
     public let peer: String
     public let reason: String
+    public var systemIsGone: Bool { true }
+    public var taskWasGivenBack: Bool { false }
     public var description: String { "\(peer) disconnected (\(reason))" }
-}
-
-/// A first answer that is not a message of the protocol at all (no JSON object with a type: a
-/// malformed message is a `bad-request`): over ssh, what a login's start-up files printed on
-/// stdout before the node started. Reads as the decoding error it wraps; `firstLine` is the
-/// start of what came, for a message that shows it.
-public struct NotTheProtocol: Error, CustomStringConvertible {
-    public let firstLine: String
-    public let error: any Error
-    public var description: String { "\(error)" }
 }
 
 /// A client's connection to a node: handshake, then requests matched to replies by id.

@@ -1,4 +1,5 @@
 import SkyNetRuntime
+import SkyNetScheduler
 import SkyNetTransport
 
 extension PeerLinks {

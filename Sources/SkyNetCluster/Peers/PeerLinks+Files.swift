@@ -1,4 +1,6 @@
 import SkyNetRuntime
+import SkyNetScheduler
+import SkyNetTransfer
 import SkyNetWire
 import SkyNetWork
 

@@ -1,4 +1,5 @@
 import SkyNetRuntime
+import SkyNetScheduler
 
 extension PeerLinks {
     /// What every link of a `PeerLinks` is started with, kept for members that join later.

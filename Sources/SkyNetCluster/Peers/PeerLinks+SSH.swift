@@ -1,4 +1,7 @@
+import SkyNetLink
 import SkyNetRuntime
+import SkyNetSSH
+import SkyNetScheduler
 import SkyNetTransport
 
 extension PeerLinks {

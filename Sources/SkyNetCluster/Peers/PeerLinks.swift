@@ -1,4 +1,8 @@
+import SkyNetLink
 import SkyNetRuntime
+import SkyNetSSH
+import SkyNetScheduler
+import SkyNetTransfer
 import SkyNetWire
 import SkyNetWork
 

@@ -1,4 +1,6 @@
+import SkyNetLink
 import SkyNetRuntime
+import SkyNetSSH
 import SkyNetTransport
 import SkyNetWire
 

@@ -1,4 +1,5 @@
 import SkyNetRuntime
+import SkyNetTransfer
 import SkyNetWire
 import SkyNetWork
 

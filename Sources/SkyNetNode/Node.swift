@@ -1,0 +1,208 @@
+import SkyNetAuth
+import SkyNetMetrics
+import SkyNetRuntime
+import SkyNetScheduler
+import SkyNetTransfer
+import SkyNetTransport
+import SkyNetWork
+
+/// A node: serves scans to peers over TCP on its own `LocalSystem`, or to the one peer at
+/// the other end of a given connection (`serve`, for `skynet node --stdio`).
+///
+/// The accept loop hands each connection to a `NodeSession`; a session's failure never takes
+/// the node down. Connections owing their hello, and those in the token handshake, live on
+/// budgets of their own (`Node+Admission.swift`); a client beyond `maxConnections` is
+/// answered `busy` and closed. A sweeper closes connections that missed their hello deadline
+/// and clients that have been silent for `idleTimeout`.
+public final class Node: Sendable {
+    /// Whether the node takes new work (issue 22, `Node+Drain.swift`).
+    public enum Phase: Sendable, Equatable {
+        /// Serving: new tasks are taken.
+        case accepting
+        /// `drain` began: no new tasks; running ones may finish until the drain timeout.
+        case draining
+        /// The drain ended: connections closed.
+        case stopped
+    }
+
+    public struct Options: Sendable {
+        /// The name peers see; empty: `node-PORT` with the real port.
+        public var name: String
+        public var host = "127.0.0.1"
+        public var port = 0
+        public var capacity = 4
+        /// The built-in scan fails every N-th task (0: never); other jobs never fail on purpose.
+        public var failingEvery = 10
+        /// The jobs the node runs: the built-in scan (failing as `failingEvery` says) and what
+        /// its operator or program registered. The welcome lists them.
+        public var jobs = JobRegistry()
+        /// When set, a client must prove it knows this token (docs/PROTOCOL.md, "Authentication").
+        public var token: String?
+        /// How refusals to an address that keeps failing to log in are slowed.
+        public var loginBackoff = LoginBackoff()
+        /// The most clients that completed their hello, served at once.
+        public var maxConnections = 256
+        /// The most connections that have not said a valid hello yet; a newer one pushes out
+        /// one of them (never a connection in its handshake).
+        public var maxPendingConnections = 64
+        /// The most connections that sent a valid hello and are in the token handshake (or
+        /// waiting out a login slowdown); a newer one pushes out one of them.
+        public var maxHandshakes = 64
+        /// The most connections from one address in each of those two budgets; a newer one
+        /// pushes out its own address's oldest.
+        public var maxPendingPerAddress = 16
+        /// A connection that has not said hello by then is closed.
+        public var helloTimeout: Duration = .seconds(3)
+        /// A client that has sent nothing (not even a ping) for this long while none of its
+        /// scans runs is closed: its host may have died without closing the connection.
+        public var idleTimeout: Duration = .seconds(60)
+        public var maxRequestsPerConnection = 1024
+        /// Log every task (never the token).
+        public var verbose = false
+        /// How long a drain (SIGTERM, issue 22) lets running tasks finish before it cancels them.
+        public var drainTimeout: Duration = .seconds(30)
+        /// Log each client's `Connected`/`Disconnected`. A node over stdio leaves it off: its
+        /// one client is the coordinator, to whose terminal every line of its log goes.
+        public var logsConnections = true
+        /// Where the node makes its work root (`skynet-node-<pid>-XXXXXX/`, `WorkRoot`) on its
+        /// first file request: an absolute directory; nil for `$TMPDIR`, else `/tmp`.
+        public var workDir: String?
+        /// The largest file the node takes or returns, its welcome's `files.max_file_size`.
+        public var maxFileSize: Int64 = 1 << 30
+        /// Whether the node takes file work (`transfer`, `basefile`): false (`--no-files`), its
+        /// welcome offers no `files`, and a coordinator sends it none.
+        public var acceptsFiles = true
+        /// The bytes free on the file system of the work root: `fstatvfs`, unless a test
+        /// injects what it wants the node to see.
+        public var freeSpace: @Sendable (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() }
+        public var limits: Connection.Limits = {
+            var limits = Connection.Limits()
+            // Back pressure: a client that does not read its replies is not read from either.
+            limits.pauseReadingAbove = 1 << 20
+            return limits
+        }()
+
+        public init(name: String) {
+            self.name = name
+        }
+    }
+
+    public let options: Options
+    public let system: LocalSystem
+    /// None for a node serving one given connection (`serve`).
+    private let listener: Listener?
+    let admission = Locked(Admission())
+    /// The token as an HMAC key, its pads hashed once.
+    let token: HMACSHA256?
+    let logins: Locked<LoginFailures>
+    /// Requests started and not yet answered, over all connections; closed by `stop`.
+    let pending = InFlight()
+    /// Accepting, draining or stopped; changed only by `drain` (`Node+Drain.swift`).
+    /// With the instant a drain cancels what still runs (the `draining` line says how far off).
+    let phaseState: Locked<(phase: Phase, cancelAt: ContinuousClock.Instant)>
+    private let sweeper = Locked<Task<Void, Never>?>(nil)
+    /// The work root, free space and uploads of the files that travel with tasks.
+    let files: NodeFiles
+    /// Tasks answered by job and outcome, and their times (`/metrics`, `Node+Metrics.swift`).
+    public let taskMetrics: TaskMetrics
+    /// What keeps the node's time: the sweeper, hello and idle bounds, tasks' deadlines.
+    let clock: any TimerClock
+    let log: @Sendable (String) -> Void
+
+    /// The address the node accepts connections on (the real port when 0 was asked for);
+    /// `stdio` and 0 for a node without a listener.
+    public var host: String { listener?.host ?? "stdio" }
+    public var port: Int { listener?.port ?? 0 }
+
+    /// Binds, starts accepting, and returns the running node.
+    ///
+    /// `log` is called on the accept thread, on connections' reader threads and on tasks of
+    /// the cooperative pool: it must return at once and never block (no `write` to a pipe or
+    /// terminal that may be full), or one reader that stopped reading stderr stops the node.
+    /// The CLI offers lines to a bounded queue and drops (and counts) what does not fit.
+    /// Every bound of the node (hello, idle, task deadlines) is kept on `clock`.
+    public static func start(_ options: Options, clock: any TimerClock = DeadlineTimer.shared,
+                             log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Node {
+        Socket.ignoreBrokenPipes()
+        let listener = try await Listener.bind(host: options.host, port: options.port)
+        let node = Node(options: options, listener: listener, clock: clock, log: log)
+        listener.start(onAccept: { [node] socket, peer in node.accept(socket, peer: peer) },
+                       onFailure: { error in log("[Node] Cannot accept connections: \(error)") })
+        node.startSweeper()
+        if node.offersFiles { node.files.sweepLeftovers() }
+        return node
+    }
+
+    init(options: Options, listener: Listener?, clock: any TimerClock, log: @escaping @Sendable (String) -> Void) {
+        var options = options
+        if options.name.isEmpty { options.name = listener.map { "node-\($0.port)" } ?? "node-stdio" }
+        self.options = options
+        self.listener = listener
+        self.clock = clock
+        self.log = log
+        phaseState = Locked((.accepting, clock.now))
+        token = options.token.map { HMACSHA256(key: Array($0.utf8)) }
+        files = NodeFiles(node: options.name, parent: options.workDir, probe: options.freeSpace)
+        logins = Locked(LoginFailures(backoff: options.loginBackoff))
+        system = LocalSystem(name: options.name, capacity: options.capacity,
+                             jobs: options.jobs.replacingScan(api: UnreliableAPI(failingEvery: options.failingEvery)), clock: clock)
+        taskMetrics = TaskMetrics(jobs: system.jobs.names)
+    }
+
+    /// How many connections are open (with and without hello).
+    public var connectionCount: Int { admission.withLock { $0.pending.count + $0.greeted.count } }
+
+    /// Whether `stop` has begun: new scans are refused.
+    public var isStopping: Bool { pending.isClosed }
+
+    /// Whether the node takes new work, drains, or has stopped draining.
+    public var phase: Phase { phaseState.withLock { $0.phase } }
+
+    /// What a refused request is told once the node stops taking work.
+    var stoppingMessage: String { "\(options.name) is \(phase == .accepting ? "stopping" : "draining")" }
+
+    private func accept(_ socket: Socket, peer: String) {
+        serve(Connection(socket: socket, peer: peer, limits: options.limits))
+    }
+
+    /// Serves one client's connection (not started yet): it owes its hello like any other.
+    func serve(_ connection: Connection) {
+        let session = NodeSession(connection: connection, node: self)
+        admitPending(session)
+        // A connection accepted while a drain began is told too (the drain may have missed it).
+        let (phase, cancelAt) = phaseState.withLock { ($0.phase, $0.cancelAt) }
+        if phase != .accepting { session.tellDraining(timeout: max(0, (cancelAt - clock.now).seconds.rounded(.up))) }
+        session.start()
+    }
+
+    func startSweeper() {
+        let tick = min(Duration.seconds(1), options.helloTimeout / 4, options.idleTimeout / 4)
+        let task = Task { [weak self, clock] in
+            while !Task.isCancelled {
+                try? await clock.sleep(for: tick)
+                self?.sweep()
+            }
+        }
+        sweeper.withLock { $0 = task }
+    }
+
+    /// Stops accepting, lets running scans finish for up to `grace`, then closes every
+    /// connection (cancelling what still runs).
+    public func stop(grace: Duration = .seconds(10)) async {
+        pending.close()
+        if let listener {
+            listener.stop()
+            await listener.stopped.value
+        }
+        // Every started request answered, not only the system idle: a slot is free a moment
+        // before its reply is sent.
+        let pending = self.pending
+        _ = try? await withTimeout(grace) { await pending.waitUntilNone() }
+        sweeper.withLock { $0 }?.cancel()
+        let open = admission.withLock { Array($0.pending.values.map(\.session)) + Array($0.greeted.values) }
+        for session in open { session.connection.close() }
+        for session in open { _ = await session.connection.closed.value }
+        // After the connections: their tasks' directories are inside.
+        await removeWorkRoot()
+    }
+}

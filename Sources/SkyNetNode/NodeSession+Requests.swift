@@ -1,0 +1,104 @@
+import SkyNetAuth
+import SkyNetLink
+import SkyNetRuntime
+import SkyNetWire
+import SkyNetWork
+
+extension NodeSession {
+    /// One request of a client that said hello. Runs on the reader thread: a ping is answered
+    /// here, with no task of its own, so a flood of pings costs nothing but its replies (and
+    /// those are bounded by the connection's back pressure).
+    func serve(_ request: Request) {
+        switch request {
+        case .hello, .auth:
+            send(WireError.badRequest("already greeted").line)
+        case .scan(let id, let task), .job(let id, let task):
+            startScan(id: id, task: task)
+        case .transfer(let transfer):
+            startTransfer(transfer)
+        case .basefile(let basefile):
+            storeBasefile(basefile)
+        case .chunk(let chunk):
+            receive(chunk)
+        case .fileEnd(let end):
+            finishFile(end)
+        case .cancel(let id):
+            state.withLock { $0.scans[id] }?.cancel()
+            cancelUpload(id)
+        case .ping(let id):
+            if state.withLock({ $0.scans[id] != nil }) {
+                return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
+            }
+            let system = node.system, counters = system.counters
+            send(Reply.pong(id: id, Pong(
+                name: node.options.name, running: counters.running, capacity: system.capacity,
+                completed: counters.completed, failed: counters.failed, draining: node.phase != .accepting)).line)
+        }
+    }
+
+    private func startScan(id: Int, task: ScanTask) {
+        let busy = { (message: String) in
+            self.recordTask(job: task.job, outcome: .busy)
+            return Reply.failure(id: id, task: task.id, code: .busy, message: message).line
+        }
+        let refusal: [UInt8]? = state.withLock { state in
+            guard state.scans[id] == nil else { return WireError.badRequest("request id \(id) is already in flight", id: id).line }
+            guard !node.isStopping else { return busy(node.stoppingMessage) }
+            guard state.scans.count < node.options.maxRequestsPerConnection else {
+                return busy("too many requests in flight on this connection")
+            }
+            guard node.pending.begin() else { return busy(node.stoppingMessage) }
+            state.scans[id] = Task {
+                await self.runScan(id: id, task: task)
+                self.node.pending.end()
+            }
+            return nil
+        }
+        if let refusal { send(refusal) }
+    }
+
+    private func runScan(id: Int, task: ScanTask) async {
+        let started = ContinuousClock.now
+        var reply: Reply
+        do {
+            let result = try await node.system.run(task)
+            reply = .result(id: id, task: task.id, result: result)
+        } catch let failure as ScanFailure {
+            reply = .failure(id: id, task: task.id, code: failure.code, message: failure.message)
+        } catch is CancellationError {
+            reply = .failure(id: id, task: task.id, code: .cancelled, message: "cancelled")
+        } catch {
+            reply = .failure(id: id, task: task.id, code: .taskFailed, message: "\(error)")
+        }
+        // Forget the id before replying: the client may reuse it as soon as it has the reply.
+        let now = node.clock.now
+        let client = state.withLock { state in
+            state.scans.removeValue(forKey: id)
+            state.lastActivity = now
+            if case .serving(let client) = state.phase { return client }
+            return "client"
+        }
+        var line = reply.line
+        // On an authenticated connection the sequence number and MAC ride on the same line.
+        let room = node.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        if line.count > room {
+            // Escaping (a result full of control characters grows up to six times) can take a
+            // result past a wire line, which the client would refuse and drop the link for.
+            reply = .failure(id: id, task: task.id, code: .taskFailed,
+                             message: "the result is \(line.count) bytes once encoded, over the \(room) of a wire line")
+            line = reply.line
+        }
+        sendTaskReply(reply, line: line, job: task.job, started: started)
+        if node.options.verbose {
+            let seconds = (ContinuousClock.now - started).seconds
+            let outcome = switch reply {
+            case .result: "completed"
+            case .failure(_, _, let code, let message): "\(code): \(message)"
+            default: "answered"
+            }
+            // Escaped: a job's error and stderr are its own text, and this log may be a terminal
+            // (over `--stdio`, the coordinator's).
+            node.log("[Node] Task \(task.input) (\(task.job)) from \(client): \(outcome) in \(String(cFormat: "%.3f", seconds)) s".escapingControlCharacters)
+        }
+    }
+}

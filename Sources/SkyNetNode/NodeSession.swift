@@ -1,0 +1,221 @@
+import SkyNetAuth
+import SkyNetLink
+import SkyNetRuntime
+import SkyNetTransfer
+import SkyNetTransport
+import SkyNetWire
+
+/// One client's connection to a node: the handshake, then requests until it closes.
+///
+/// Lines are handled on the connection's reader thread: pings are answered there at once;
+/// each scan runs in a task of its own on the node's system (so the capacity is counted over
+/// all connections). The state the reader thread, the scan tasks and the node's sweeper share
+/// is one `State` behind a lock (`Locked`).
+final class NodeSession: Sendable {
+    enum Phase {
+        /// Waiting for the hello.
+        case greeting
+        /// A token handshake: the challenge went out, the client's proof is awaited.
+        case challenged(client: String, transcript: AuthTranscript)
+        /// The hello was refused: the lines that came with it are dropped.
+        case refused
+        /// Serving the client that said hello.
+        case serving(client: String)
+    }
+
+    struct State {
+        var phase = Phase.greeting
+        var scans: [Int: Task<Void, Never>] = [:]
+        /// Files being received, by request id (a transfer's input, a basefile).
+        var uploads: [Int: NodeUpload] = [:]
+        /// When the client was last heard from, or a scan of it last ended.
+        var lastActivity: ContinuousClock.Instant
+        /// Whether the welcome went out: a `draining` line may follow it (`NodeSession+Drain.swift`).
+        var welcomed = false
+        /// The client's `draining` line: none yet, owed once welcomed (with its timeout), or sent.
+        var drainNotice = DrainNotice.none
+    }
+
+    let connection: Connection
+    /// The node it serves for: its system, settings, log, budgets and clock.
+    let node: Node
+    let state: Locked<State>
+    /// The connection's directory and basefiles on the node.
+    let files: SessionFiles
+    /// Sends the files this connection returns (its thread starts with the first).
+    let pump: FilePump
+
+    init(connection: Connection, node: Node) {
+        self.connection = connection
+        self.node = node
+        state = Locked(State(lastActivity: node.clock.now))
+        files = SessionFiles(files: node.files)
+        pump = FilePump(connection: connection)
+    }
+
+    func start() {
+        connection.start(onEvent: { [self] in handle($0) }, onClose: { [self] in ended($0) })
+    }
+
+    /// Closes the connection if the client has been silent for `bound` with no scan running.
+    /// Uploads that stalled for `bound` fail first.
+    func closeIfIdle(now: ContinuousClock.Instant, bound: Duration) {
+        failStalledUploads(now: now, bound: bound)
+        let client: String? = state.withLock { state in
+            guard case .serving(let client) = state.phase, state.scans.isEmpty, state.uploads.isEmpty, now - state.lastActivity >= bound else { return nil }
+            return client
+        }
+        guard let client else { return }
+        node.log("[Node] Closing \(client) from \(connection.peer): nothing received for \(String(cFormat: "%g", bound.seconds)) s")
+        connection.close()
+    }
+
+    private func handle(_ event: Connection.Event) {
+        let now = node.clock.now
+        let phase = state.withLock { state in
+            state.lastActivity = now
+            return state.phase
+        }
+        switch (phase, event) {
+        case (.refused, _):
+            return
+        case (_, .lineTooLong):
+            let limit = node.options.limits.maxLineBytes
+            send(WireError(code: .frameTooLarge, message: "a line may hold at most \(limit) bytes").line)
+        case (.greeting, .line(let line)):
+            greet(line)
+        case (.challenged(let client, let transcript), .line(let line)):
+            checkProof(line, client: client, transcript: transcript)
+        case (.serving, .line(let line)):
+            do {
+                try serve(Request.decode(line))
+            } catch {
+                endUpload(error.id)
+                send(error.line)
+            }
+        }
+    }
+
+    /// The first line must be a good hello: anything else is answered and the connection closed.
+    ///
+    /// With a token, a hello with a nonce gets a challenge (the node's nonce), and the client is
+    /// served once its proof checks out (`checkProof`), on authenticated lines from the welcome
+    /// on. A protocol v1 hello with the token in plain text is still served, with a warning:
+    /// refusing it would not un-send the token (docs/PROTOCOL.md). A network that keeps
+    /// failing waits before its hello is answered at all (`LoginFailures`).
+    private func greet(_ line: Data) {
+        let hello: (version: Int, name: String, token: String?, nonce: [UInt8]?)
+        do {
+            guard case .hello(let version, let name, let token, let nonce) = try Request.decode(line) else {
+                return refuse(WireError(code: .helloRequired, message: "the first message must be a hello"))
+            }
+            hello = (version, name, token, nonce)
+        } catch {
+            let saysHello = (try? WireFields(line).type()) == "hello"
+            return refuse(saysHello ? WireError.badRequest(error.message ?? "malformed hello")
+                                    : WireError(code: .helloRequired, message: "the first message must be a hello"))
+        }
+        guard hello.version == wireVersion else {
+            return refuse(WireError(code: .unsupportedVersion, message: "this node speaks version \(wireVersion)"))
+        }
+        let client = hello.name.isEmpty ? "client" : hello.name
+        guard node.token != nil else { return welcome(client) }
+        node.admitHandshake(self)
+        // The reader thread (ours, not the pool's) waits out a slowdown, right token or wrong: what
+        // the client sends meanwhile stays in order in the kernel, and nothing of it runs elsewhere.
+        let wait = node.logins.withLock { $0.delay(for: Socket.address(of: connection.peer), now: .now) }
+        guard wait == .zero || connection.holdReading(for: wait) else { return }
+        login(client, hello: line, token: hello.token, nonce: hello.nonce)
+    }
+
+    /// Answers the hello of a node with a token: a challenge for a hello with a nonce, else the
+    /// verdict on the plain-text token.
+    private func login(_ client: String, hello line: Data, token given: String?, nonce: [UInt8]?) {
+        guard let expected = node.options.token else { return }
+        if nonce != nil {  // the transcript holds it: it is in the hello line
+            let nodeNonce = Secrets.randomBytes(WireAuth.nonceCount)
+            let transcript = AuthTranscript(hello: line, nodeNonce: nodeNonce)
+            state.withLock { $0.phase = .challenged(client: client, transcript: transcript) }
+            return send(Reply.challenge(nonce: nodeNonce).line)
+        }
+        guard let given else {
+            return refuseLogin("this node requires the token: use the \(WireAuth.scheme) handshake")
+        }
+        // Compared as digests, so that the time tells nothing, not even the token's length.
+        guard Secrets.equal(SHA256.hash(Array(given.utf8)), SHA256.hash(Array(expected.utf8))) else {
+            // A wrong one is a failed login like any other (and logged as one), not a leak.
+            return refuseLogin("wrong or missing token")
+        }
+        // The right token crossed the wire in clear: the operator hears of it, once per burst.
+        if let earlier = node.logins.withLock({ $0.warnAboutPlainText(now: .now) }) {
+            node.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
+                        + "anyone on the path can read it; use a client that speaks the \(WireAuth.scheme) handshake"
+                        + (earlier > 0 ? " (and \(earlier) more hellos did since the last warning)" : ""))
+        }
+        welcome(client)
+    }
+
+    /// The line after a challenge must be the client's proof; from then on every line is sealed.
+    private func checkProof(_ line: Data, client: String, transcript: AuthTranscript) {
+        guard case .auth(let proof)? = try? Request.decode(line) else {
+            return refuse(WireError.badRequest("expected the auth line answering the challenge"))
+        }
+        guard let token = node.token, Secrets.equal(proof, transcript.coordinatorProof(token: token)) else {
+            return refuseLogin("wrong token (the proof does not match)")
+        }
+        welcome(client, keys: transcript.sessionKeys(token: token, as: .node))
+    }
+
+    /// Serves the client, if the node has room; with `keys`, on authenticated lines.
+    private func welcome(_ client: String, keys: SessionKeys? = nil) {
+        guard node.admitGreeted(self) else {
+            return refuse(WireError(code: .busy, message: "too many connections (at most \(node.options.maxConnections))"))
+        }
+        state.withLock { $0.phase = .serving(client: client) }
+        if let keys {
+            connection.authenticate(sending: LineSeal(key: keys.sending), receiving: LineSeal(key: keys.receiving))
+        }
+        if node.options.logsConnections { node.log("[Node] Connected: \(client) from \(connection.peer)\(keys == nil ? "" : " (authenticated)")") }
+        send(Reply.welcome(version: wireVersion, name: node.options.name, capacity: node.system.capacity,
+                           jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds,
+                           files: node.offersFiles ? FileSupport(maxFileSize: node.options.maxFileSize) : nil).line)
+        welcomeSent()
+    }
+
+    private func refuse(_ error: WireError, log: Bool = true) {
+        state.withLock { $0.phase = .refused }
+        if log { node.log("[Node] Refused \(connection.peer): \(error)") }
+        send(error.line)
+        connection.close()
+    }
+
+    /// Refuses a wrong or missing token, counting a failed login for the address's network and
+    /// the node. Once slowed, refusals are summed in the log rather than logged one by one.
+    private func refuseLogin(_ message: String) {
+        let verdict = node.logins.withLock { $0.record(Socket.address(of: connection.peer), now: .now) }
+        for line in verdict.lines { node.log(line) }
+        refuse(WireError(code: .unauthorized, message: message), log: verdict.logRefusal)
+    }
+
+    func send(_ line: [UInt8]) {
+        // A connection that ended takes no more replies; its scans are being cancelled.
+        try? connection.send(line)
+    }
+
+    private func ended(_ reason: Connection.CloseReason) {
+        let (phase, scans) = state.withLock { state in
+            defer { state.scans = [:] }
+            return (state.phase, state.scans)
+        }
+        for scan in scans.values { scan.cancel() }
+        // Files: uploads discarded, returns stopped, and the connection's directory removed once
+        // its last task ended (`SessionFiles`).
+        discardUploads()
+        pump.stop()
+        files.connectionEnded()
+        if case .serving(let client) = phase, node.options.logsConnections {
+            node.log("[Node] Disconnected: \(client) from \(connection.peer) (\(reason))")
+        }
+        node.forget(self)
+    }
+}

@@ -1,0 +1,264 @@
+/// A slot on one system, reserved by `Systems`. Give it back with `Systems.release(_:)`.
+public struct Reservation: Sendable {
+    public let system: any ScanSystem
+    /// Which registration of the system the slot belongs to (a replaced system's slots are
+    /// released into nothing).
+    fileprivate let entryID: UInt64
+
+    public var name: String { system.name }
+}
+
+/// One system's slots at a moment (`Systems.slotUse`).
+public struct SlotUse: Sendable, Equatable {
+    public let name: String
+    public let capacity: Int
+    public let inFlight: Int
+    /// Held back from new work until it answers a ping.
+    public let suspended: Bool
+    /// Given no new work: it drains (issue 22).
+    public let draining: Bool
+
+    package init(name: String, capacity: Int, inFlight: Int, suspended: Bool, draining: Bool = false) {
+        self.name = name
+        self.capacity = capacity
+        self.inFlight = inFlight
+        self.suspended = suspended
+        self.draining = draining
+    }
+}
+
+/// The registry of systems a coordinator hands work to: its local system first, then peers.
+///
+/// It owns the slot counts, so checking for a free slot and taking it is one synchronous
+/// step. Callers that find no free slot wait in line and are woken when one frees or a system
+/// joins; nobody polls.
+public actor Systems {
+    /// The name of a coordinator's own system, which a report lists first.
+    public static let localName = "local"
+
+    private struct Entry {
+        let id: UInt64
+        let system: any ScanSystem
+        var capacity: Int
+        var inFlight = 0
+        /// A peer that stopped answering gets no new work until it answers again.
+        var suspended = false
+        /// A peer that said it drains (it is stopping) gets no new work, for good.
+        var draining = false
+        var isFree: Bool { !suspended && !draining && inFlight < capacity }
+    }
+
+    private struct Waiter {
+        let id: UInt64
+        let localOnly: Bool
+        let continuation: CheckedContinuation<Reservation, any Error>
+    }
+
+    private var entries: [Entry] = []
+    private var waiters: [Waiter] = []
+    /// Callers of `idle(named:)`, each waiting for its system to have no slot reserved.
+    private var idleWaiters: [(id: UInt64, name: String, continuation: CheckedContinuation<Void, Never>)] = []
+    /// Members of address groups that left DNS (issue 22), by name: no new work while they
+    /// drain, also on a link that redials and registers again; a reason apart from `draining`,
+    /// so that an address that returns never un-drains a node that is stopping.
+    private var leaving: Set<String> = []
+    private var lastID: UInt64 = 0
+    /// The most slots ever reserved at once on each system, by name: a witness for tests.
+    public private(set) var highWater: [String: Int] = [:]
+    /// The name of every system ever added with a slot, also one gone since: the systems that
+    /// took part, which a scan's summary lists even when they completed nothing.
+    public private(set) var joinedNames: Set<String> = []
+
+    public init() {}
+
+    /// The names of the systems, in the order `reserve()` walks them.
+    public var names: [String] { entries.map(\.system.name) }
+
+    /// Slots reserved right now on the system called `name` (0 when there is none).
+    public func inFlight(on name: String) -> Int {
+        entries.first { $0.system.name == name }?.inFlight ?? 0
+    }
+
+    /// Every system's slots right now, in order: what a live view shows.
+    public var slotUse: [SlotUse] {
+        entries.map {
+            SlotUse(name: $0.system.name, capacity: $0.capacity, inFlight: $0.inFlight, suspended: $0.suspended,
+                    draining: $0.draining || leaving.contains($0.system.name))
+        }
+    }
+
+    /// How many callers wait in line for a slot: lets tests await a waiter instead of sleeping.
+    package var waiterCount: Int { waiters.count }
+    /// How many callers wait in `idle(named:)`: lets tests await one instead of sleeping.
+    package var idleWaiterCount: Int { idleWaiters.count }
+
+    /// The slots of the local systems together.
+    public var localCapacity: Int { entries.filter(\.system.isLocal).reduce(0) { $0 + $1.capacity } }
+
+    /// Adds a system with `capacity` slots; one with the same name is replaced in place.
+    /// Local systems go before peers. A peer that said it drains before it was added (a node
+    /// stopping when it welcomed us) is added `draining`, in the same step: it is never offered work.
+    public func add(_ system: any ScanSystem, capacity: Int, draining: Bool = false) {
+        let entry = Entry(id: nextID(), system: system, capacity: max(0, capacity), draining: draining)
+        if capacity > 0 { joinedNames.insert(system.name) }
+        if let index = entries.firstIndex(where: { $0.system.name == system.name }) {
+            entries[index] = entry
+        } else if system.isLocal, let firstPeer = entries.firstIndex(where: { !$0.system.isLocal }) {
+            entries.insert(entry, at: firstPeer)
+        } else {
+            entries.append(entry)
+        }
+        serveWaiters()
+        resumeIdleWaiters()
+    }
+
+    /// Removes the system called `name`; slots reserved on it are released into nothing.
+    public func remove(named name: String) {
+        entries.removeAll { $0.system.name == name }
+        resumeIdleWaiters()
+    }
+
+    /// Holds back new work from the system called `name` (`suspended`), or gives it work again.
+    public func setSuspended(_ suspended: Bool, named name: String) {
+        guard let index = entries.firstIndex(where: { $0.system.name == name }) else { return }
+        entries[index].suspended = suspended
+        if !suspended { serveWaiters() }
+    }
+
+    /// Gives the system called `name` no new work: it said it drains (issue 22). (`false` is
+    /// for tests: a node that stops never takes work again.)
+    public func setDraining(_ draining: Bool, named name: String) {
+        guard let index = entries.firstIndex(where: { $0.system.name == name }) else { return }
+        entries[index].draining = draining
+        if !draining { serveWaiters() }
+    }
+
+    /// Marks the member `name` of an address group as leaving (its address left DNS), or takes
+    /// the mark back (it returned). Returns whether that changes what it is seen to do: it is
+    /// here and not draining on its own (so `Draining` or its return is worth saying).
+    @discardableResult
+    public func setLeaving(_ isLeaving: Bool, named name: String) -> Bool {
+        let changed = isLeaving ? leaving.insert(name).inserted : leaving.remove(name) != nil
+        guard changed, let entry = entries.first(where: { $0.system.name == name }) else { return false }
+        if !isLeaving { serveWaiters() }
+        return !entry.draining
+    }
+
+    /// Drops the leaving mark of a member whose leave is over, unless a system of that name is
+    /// here again (its address returned, and left again, meanwhile): the marks of members gone
+    /// for good do not pile up.
+    public func forgetLeaving(named name: String) {
+        guard !entries.contains(where: { $0.system.name == name }) else { return }
+        leaving.remove(name)
+    }
+
+    /// Returns once the system called `name` has no slot reserved, or is gone (also at once).
+    /// A cancelled caller returns at once.
+    public func idle(named name: String) async {
+        guard entries.contains(where: { $0.system.name == name && $0.inFlight > 0 }) else { return }
+        let id = nextID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                // Cancelled already: `onCancel`'s removal may have run before this append.
+                if Task.isCancelled { return continuation.resume() }
+                idleWaiters.append((id, name, continuation))
+            }
+        } onCancel: {
+            Task { await self.cancelIdleWaiter(id) }
+        }
+    }
+
+    private func cancelIdleWaiter(_ id: UInt64) {
+        guard let index = idleWaiters.firstIndex(where: { $0.id == id }) else { return }
+        idleWaiters.remove(at: index).continuation.resume()
+    }
+
+    /// Resumes the `idle` callers whose system has no slot reserved any more, or is gone.
+    private func resumeIdleWaiters() {
+        guard !idleWaiters.isEmpty else { return }
+        let busy = Set(entries.filter { $0.inFlight > 0 }.map(\.system.name))
+        let (done, waiting) = (idleWaiters.filter { !busy.contains($0.name) }, idleWaiters.filter { busy.contains($0.name) })
+        idleWaiters = waiting
+        for waiter in done { waiter.continuation.resume() }
+    }
+
+    /// Removes the system a reservation was made on, if that registration is still there: for
+    /// a peer found gone, before its link has noticed.
+    public func retire(_ reservation: Reservation) {
+        entries.removeAll { $0.id == reservation.entryID }
+        resumeIdleWaiters()
+    }
+
+    /// Reserves a slot at once, or returns nil when no system (local: no local system) has one.
+    public func tryReserve(localOnly: Bool = false) -> Reservation? {
+        guard let index = entries.firstIndex(where: {
+            $0.isFree && (!localOnly || $0.system.isLocal) && (leaving.isEmpty || !leaving.contains($0.system.name))
+        }) else { return nil }
+        entries[index].inFlight += 1
+        let entry = entries[index]
+        highWater[entry.system.name] = max(highWater[entry.system.name] ?? 0, entry.inFlight)
+        return Reservation(system: entry.system, entryID: entry.id)
+    }
+
+    /// Gives a slot back and wakes whoever waits for it.
+    public func release(_ reservation: Reservation) {
+        guard let index = entries.firstIndex(where: { $0.id == reservation.entryID }) else { return }
+        entries[index].inFlight -= 1
+        serveWaiters()
+        resumeIdleWaiters()
+    }
+
+    /// Gives a slot back and, in the same step, reserves the first free slot (local only,
+    /// when asked) for the caller's next piece of work, before any waiter is served: a slot
+    /// that frees goes straight to the next task, with no waiter woken to pass it on. Nil when
+    /// none is free; waiters are served with what is left.
+    public func release(_ reservation: Reservation, reservingAgain localOnly: Bool) -> Reservation? {
+        if let index = entries.firstIndex(where: { $0.id == reservation.entryID }) { entries[index].inFlight -= 1 }
+        let again = tryReserve(localOnly: localOnly)
+        serveWaiters()
+        resumeIdleWaiters()
+        return again
+    }
+
+    /// Reserves a slot on the first system, in order, that has one free (local: on the local
+    /// system); waits in line until one frees when none has. Waiters for a local slot are
+    /// served before waiters for any slot (re-runs go first). Throws `CancellationError` when
+    /// the caller is cancelled.
+    public func reserve(localOnly: Bool = false) async throws -> Reservation {
+        if let reservation = tryReserve(localOnly: localOnly) { return reservation }
+        let id = nextID()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiters.append(Waiter(id: id, localOnly: localOnly, continuation: continuation))
+            }
+        } onCancel: {
+            Task { await self.cancelWaiter(id) }
+        }
+    }
+
+    private func cancelWaiter(_ id: UInt64) {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
+        waiters.remove(at: index).continuation.resume(throwing: CancellationError())
+    }
+
+    /// Hands free slots to waiters: local-only waiters first, then the rest, each in order.
+    private func serveWaiters() {
+        for localPass in [true, false] {
+            var index = 0
+            while index < waiters.count {
+                let waiter = waiters[index]
+                if waiter.localOnly == localPass, let reservation = tryReserve(localOnly: waiter.localOnly) {
+                    waiters.remove(at: index)
+                    waiter.continuation.resume(returning: reservation)
+                } else {
+                    index += 1
+                }
+            }
+        }
+    }
+
+    private func nextID() -> UInt64 {
+        lastID += 1
+        return lastID
+    }
+}
