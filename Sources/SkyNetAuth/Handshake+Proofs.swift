@@ -11,28 +11,28 @@ import SkyNetRuntime
 /// sealing its welcome with the node-to-coordinator key, which only the token yields. The
 /// coordinator goes first because it only ever talks to the nodes of its cluster file, while
 /// anyone can reach a node: so a stranger cannot collect proofs from a node to guess at.
-public struct AuthTranscript: Sendable {
+package struct AuthTranscript: Sendable {
     private let bytes: [UInt8]
 
     /// - Parameters:
     ///   - hello: the hello line as it went over the wire, without its newline.
     ///   - nodeNonce: the nonce of the node's challenge.
-    public init(hello: some Collection<UInt8>, nodeNonce: [UInt8]) {
+    package init(hello: some Collection<UInt8>, nodeNonce: [UInt8]) {
         bytes = Array(hello) + [0x0A] + Array(Secrets.hex(nodeNonce).utf8)
     }
 
     /// What the coordinator sends to show it knows the token.
-    public func coordinatorProof(token: HMACSHA256) -> [UInt8] { mac("skynet coordinator proof", token) }
+    package func coordinatorProof(token: HMACSHA256) -> [UInt8] { mac("skynet coordinator proof", token) }
 
     /// The keys of the lines after the handshake, for the side that is `role`.
-    public func sessionKeys(token: HMACSHA256, as role: Role) -> SessionKeys {
+    package func sessionKeys(token: HMACSHA256, as role: Role) -> SessionKeys {
         let toNode = HMACSHA256(key: mac("skynet key coordinator to node", token))
         let toCoordinator = HMACSHA256(key: mac("skynet key node to coordinator", token))
         return role == .node ? SessionKeys(sending: toCoordinator, receiving: toNode)
                              : SessionKeys(sending: toNode, receiving: toCoordinator)
     }
 
-    public enum Role: Sendable { case node, coordinator }
+    package enum Role: Sendable { case node, coordinator }
 
     private func mac(_ label: String, _ token: HMACSHA256) -> [UInt8] {
         token.tag { hash in
@@ -44,7 +44,7 @@ public struct AuthTranscript: Sendable {
 }
 
 /// The two keys of one authenticated session: one for the lines it sends, one for those it reads.
-public struct SessionKeys: Sendable {
-    public let sending: HMACSHA256
-    public let receiving: HMACSHA256
+package struct SessionKeys: Sendable {
+    package let sending: HMACSHA256
+    package let receiving: HMACSHA256
 }

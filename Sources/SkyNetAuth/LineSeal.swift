@@ -5,22 +5,22 @@ import SkyNetRuntime
 /// is the first 16 bytes of HMAC-SHA256(direction's key, SEQ as 8 bytes big-endian ‖ JSON),
 /// in lowercase hex. The sequence number makes a replayed, dropped or reordered line fail as
 /// surely as an altered one; it is also written out so the log can say which it was.
-public struct LineSeal: Sendable {
+package struct LineSeal: Sendable {
     /// Bytes of the MAC on the wire (before hex).
-    public static let macCount = 16
+    package static let macCount = 16
     /// The most bytes a seal adds to a line: 20 digits of sequence, the MAC in hex, two spaces.
-    public static let maxOverhead = 20 + 2 * macCount + 2
+    package static let maxOverhead = 20 + 2 * macCount + 2
 
     private let key: HMACSHA256
     /// The sequence number of the next line.
-    public private(set) var sequence: UInt64 = 0
+    package private(set) var sequence: UInt64 = 0
 
-    public init(key: HMACSHA256) {
+    package init(key: HMACSHA256) {
         self.key = key
     }
 
     /// `line` (a JSON line, newline included) with its sequence number and MAC in front.
-    public mutating func seal(_ line: [UInt8]) -> [UInt8] {
+    package mutating func seal(_ line: [UInt8]) -> [UInt8] {
         var mac = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))  // the 32-byte tag, kept on the stack
         line.withUnsafeBytes { bytes in
             let body = UnsafeRawBufferPointer(rebasing: bytes[..<(line.last == 0x0A ? bytes.count - 1 : bytes.count)])
@@ -46,7 +46,7 @@ public struct LineSeal: Sendable {
     ///
     /// Only the canonical form opens (no leading zero, lowercase hex, single spaces), so that
     /// any byte changed on the way, even to a form that means the same, closes the connection.
-    public mutating func open(_ line: Data) -> Result<Data, Rejection> {
+    package mutating func open(_ line: Data) -> Result<Data, Rejection> {
         let verdict: Result<Int, Rejection> = line.withUnsafeBytes { bytes in
             var mac = (UInt64(0), UInt64(0))
             let parsed = withUnsafeMutableBytes(of: &mac) { Self.parse(bytes, mac: $0) }
@@ -72,7 +72,7 @@ public struct LineSeal: Sendable {
     }
 
     /// `open` for bytes in any collection (tests, small callers).
-    public mutating func open(_ line: some Collection<UInt8>) -> Result<[UInt8], Rejection> {
+    package mutating func open(_ line: some Collection<UInt8>) -> Result<[UInt8], Rejection> {
         open(Data(line)).map { Array($0) }
     }
 
@@ -116,13 +116,13 @@ public struct LineSeal: Sendable {
     }
 
     /// Why a line was refused: each closes the connection.
-    public enum Rejection: Error, Equatable, CustomStringConvertible {
+    package enum Rejection: Error, Equatable, CustomStringConvertible {
         case missing
         case replayed(UInt64)
         case outOfOrder(UInt64, expected: UInt64)
         case wrongMAC(UInt64)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .missing: "a line without a sequence number and MAC on an authenticated connection"
             case .replayed(let sequence): "a replayed line (sequence \(sequence) was already received)"

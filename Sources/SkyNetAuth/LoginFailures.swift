@@ -142,15 +142,15 @@ package struct LoginFailures: Sendable {
 }
 
 /// How a node slows the answers to repeated failed logins.
-public struct LoginBackoff: Sendable {
+package struct LoginBackoff: Sendable {
     /// Failures of one prefix within a minute answered at once.
-    public var freeFailures = 3
-    public var firstDelay: Duration = .milliseconds(250)
+    package var freeFailures = 3
+    package var firstDelay: Duration = .milliseconds(250)
     /// Kept under the hello deadline, so a slowed refusal is still sent.
-    public var maxDelay: Duration = .seconds(2)
+    package var maxDelay: Duration = .seconds(2)
     /// Node-wide, failures beyond this many, coming faster than `nodeWideFailuresPerSecond`,
     /// make every hello wait `maxDelay`.
-    public var nodeWideBurst = 32
-    public var nodeWideFailuresPerSecond: Double = 8
-    public init() {}
+    package var nodeWideBurst = 32
+    package var nodeWideFailuresPerSecond: Double = 8
+    package init() {}
 }

@@ -12,18 +12,18 @@ import SkyNetTransport
 /// One frame a tenth of a second (one a second once the scan has ended): each is the whole
 /// state, published as the stream's snapshot, so a browser that falls behind skips to the
 /// newest frame and never holds the scan back, whatever the scan's rate.
-public final class Dashboard: Sendable {
-    public let board: ScanBoard
+package final class Dashboard: Sendable {
+    package let board: ScanBoard
     let server: HTTPServer
     private let ticker: Task<Void, Never>
 
-    public static let frameInterval: Duration = .milliseconds(100)
+    package static let frameInterval: Duration = .milliseconds(100)
 
     /// Starts serving on `host:port` (0: a free port) and returns once it accepts connections.
     /// `systems` is read every frame for each system's slots. `metrics` gives the scan's own
     /// families for `/metrics` (its tasks, its links' bytes); the board's slots and links and
     /// the failed logins are added here.
-    public static func start(board: ScanBoard, systems: Systems, host: String, port: Int, token: String?,
+    package static func start(board: ScanBoard, systems: Systems, host: String, port: Int, token: String?,
                              metrics: @escaping @Sendable () -> [MetricFamily] = { [] },
                              log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Dashboard {
         var configuration = HTTPServer.Configuration()
@@ -78,21 +78,21 @@ public final class Dashboard: Sendable {
     }
 
     /// The page's address, e.g. `http://127.0.0.1:8080/`.
-    public var url: String {
+    package var url: String {
         "http://\(Socket.authority(host: server.host, port: server.port))/"
     }
 
-    public var host: String { server.host }
-    public var port: Int { server.port }
+    package var host: String { server.host }
+    package var port: Int { server.port }
 
     /// Sends a frame now (the final state, at once, when the scan has ended).
-    public func publishNow() {
+    package func publishNow() {
         Self.publish(board, on: server)
     }
 
     /// Stops the frames and the server: a page still open gets the frames already published
     /// (the final state, after `publishNow`) for up to a second, then every connection is closed.
-    public func stop() async {
+    package func stop() async {
         ticker.cancel()
         await server.stop(grace: .seconds(1))
     }

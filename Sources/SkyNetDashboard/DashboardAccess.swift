@@ -19,7 +19,7 @@ import SkyNetTransport
 /// 429 too: the page says so, and a session already open is not touched).
 /// The session id does travel in clear (plain HTTP), so whoever can read the traffic can
 /// read the dashboard too, as they can read the scan's own lines: never the token.
-public final class DashboardAccess: Sendable {
+package final class DashboardAccess: Sendable {
     struct State {
         var nonces: [(value: String, address: String, expires: ContinuousClock.Instant)] = []
         var sessions: [String] = []
@@ -52,14 +52,14 @@ public final class DashboardAccess: Sendable {
     /// - Parameters:
     ///   - token: the cluster's token, or nil when there is none (no login then).
     ///   - host, port: where the dashboard listens.
-    public init(token: String?, host: String, port: Int) {
+    package init(token: String?, host: String, port: Int) {
         key = token.map { HMACSHA256(key: Array($0.utf8)) }
         allowedHosts = Socket.isLoopback(host)
             ? Set([host, "127.0.0.1", "localhost", "[::1]"].map { "\($0):\(port)" }) : nil
     }
 
     /// The refusal of a request that may not go on, or nil (see `HTTPServer.Configuration.admit`).
-    public func refusal(of request: HTTPRequest) -> HTTPResponse? {
+    package func refusal(of request: HTTPRequest) -> HTTPResponse? {
         guard request.header("host") != nil else {
             // HTTP/1.1 requires it; without one the Host check below would have nothing to look at.
             return .error(.badRequest, detail: "no Host header: send Host (127.0.0.1:PORT or localhost:PORT for a local dashboard)")
@@ -73,7 +73,7 @@ public final class DashboardAccess: Sendable {
     }
 
     /// `GET /login/challenge`: a fresh nonce.
-    public func challenge(_ request: HTTPRequest) -> HTTPResponse {
+    package func challenge(_ request: HTTPRequest) -> HTTPResponse {
         guard key != nil else { return Self.json(.notFound, #"{"error":"this dashboard has no token to log in with"}"#) }
         let nonce = Secrets.hex(Secrets.randomBytes(32))
         let address = Socket.address(of: request.peer)
@@ -87,7 +87,7 @@ public final class DashboardAccess: Sendable {
     }
 
     /// `GET /login?nonce=N&proof=P`: a session cookie for a right proof.
-    public func login(_ request: HTTPRequest) -> HTTPResponse {
+    package func login(_ request: HTTPRequest) -> HTTPResponse {
         guard let key else { return Self.json(.notFound, #"{"error":"this dashboard has no token to log in with"}"#) }
         let fields = Self.queryFields(request.query)
         guard let nonce = fields["nonce"], let proofText = fields["proof"],
@@ -128,7 +128,7 @@ public final class DashboardAccess: Sendable {
     }
 
     /// Wrong proofs checked since the dashboard started: never decreases.
-    public var loginFailures: Int { state.withLock { $0.wrongProofsTotal } }
+    package var loginFailures: Int { state.withLock { $0.wrongProofsTotal } }
 
     private func hasSession(_ request: HTTPRequest) -> Bool {
         guard let cookies = request.header("cookie") else { return false }

@@ -7,7 +7,7 @@ extension ScanBoard {
     /// The data of the next `/events` frame: the whole state, and the attempts that ended
     /// since the previous frame, tiny ones merged (at most `maxSpansPerFrame` bars, the
     /// newest; the page keeps the history of its task stream itself).
-    public func frame() -> [UInt8] {
+    package func frame() -> [UInt8] {
         let time = now
         // Under the lock only what must be: the scan's events wait on it. The copy of the
         // state is cheap (its arrays are shared until the next event writes to them) and the
@@ -30,7 +30,7 @@ extension ScanBoard {
     /// of a scan its summary fields are exactly those of the `--json` summary event, which it
     /// also holds whole as `summary`. Reading it changes nothing (the rate and the ETA move
     /// with the frames), and the lock is held only to copy the state.
-    public func currentState() -> [UInt8] {
+    package func currentState() -> [UInt8] {
         let time = now
         let snapshot = state.withLock { $0 }
         let recent = Self.coalesce(Array(snapshot.recent[snapshot.recentStart...] + snapshot.recent[..<snapshot.recentStart]))

@@ -11,15 +11,15 @@ import SkyNetWire
 /// Memory is bounded whatever the scan's length: the running attempts (at most the slots),
 /// the finished bars of one frame (`maxSpansBuffered`), the last `maxFailures` failures and
 /// `historySeconds` of throughput.
-public final class ScanBoard: Sendable {
+package final class ScanBoard: Sendable {
     /// A system as the dashboard lists it before any event: the local one and every peer.
-    public struct System: Sendable {
-        public let name: String
+    package struct System: Sendable {
+        package let name: String
         /// `host:port`, or what the local system is.
-        public let address: String
-        public let isLocal: Bool
+        package let address: String
+        package let isLocal: Bool
 
-        public init(name: String, address: String, isLocal: Bool = false) {
+        package init(name: String, address: String, isLocal: Bool = false) {
             self.name = name
             self.address = address
             self.isLocal = isLocal
@@ -130,7 +130,7 @@ public final class ScanBoard: Sendable {
     let state: Locked<State>
 
     /// A board for a scan of `total` tasks (`resumed` more came from a journal).
-    public init(total: Int, resumed: Int = 0, systems: [System]) {
+    package init(total: Int, resumed: Int = 0, systems: [System]) {
         var state = State(report: ScanReport(total: total), resumed: resumed)
         // A name given twice keeps its first row.
         for system in systems where state.rowIndex[system.name] == nil {
@@ -143,7 +143,7 @@ public final class ScanBoard: Sendable {
     /// Milliseconds since the board was made.
     var now: Int { Int((ContinuousClock.now - started).seconds * 1000) }
 
-    public func record(_ event: ScanEvent) {
+    package func record(_ event: ScanEvent) {
         let time = now
         state.withLock { state in
             switch event {
@@ -169,7 +169,7 @@ public final class ScanBoard: Sendable {
         }
     }
 
-    public func record(_ event: ClusterEvent) {
+    package func record(_ event: ClusterEvent) {
         if case .tooManyAddresses = event { return }  // about a group, which has no row
         state.withLock { state in
             if case .discovered(let name, _, _, let address) = event, state.rowIndex[name] == nil {
@@ -198,7 +198,7 @@ public final class ScanBoard: Sendable {
     }
 
     /// The slots of every system now (from `Systems.slotUse`): capacity and running.
-    public func update(_ slots: [SlotUse]) {
+    package func update(_ slots: [SlotUse]) {
         state.withLock { state in
             guard !state.slotsFrozen else { return }  // the end's picture stays as it was
             for use in slots { state.rows[state.row(named: use.name)].slots = use }
@@ -206,13 +206,13 @@ public final class ScanBoard: Sendable {
     }
 
     /// The scan's tasks are over (its peers are about to be let go): slot updates stop here.
-    public func freezeSlots() {
+    package func freezeSlots() {
         state.withLock { $0.slotsFrozen = true }
     }
 
     /// The scan ended: attempts still running are cancelled, and the tallies become the
     /// coordinator's `report` (so `/state` agrees with `summary`, the `--json` summary event).
-    public func finish(_ report: ScanReport, summary: JSONLine) {
+    package func finish(_ report: ScanReport, summary: JSONLine) {
         let time = now
         state.withLock { state in
             state.slotsFrozen = true
@@ -253,7 +253,7 @@ public final class ScanBoard: Sendable {
     }
 
     /// Whether `finish` has been called.
-    public var isFinished: Bool { state.withLock { $0.ending != nil } }
+    package var isFinished: Bool { state.withLock { $0.ending != nil } }
 
     /// An error's text cut to a bounded size (a command's error may quote its output).
     static func shortened(_ text: String) -> String {

@@ -8,8 +8,8 @@ import SkyNetTransport
 /// exchanged with peers. Read from values the dashboard already keeps, each under its own
 /// lock: an HTTP thread cannot await the `Systems` actor, so slots are the board's last
 /// picture (the dashboard's ticker copies `Systems.slotUse` there every 100 ms).
-public enum ScanMetrics {
-    public static func families(board: ScanBoard, loginFailures: Int) -> [MetricFamily] {
+package enum ScanMetrics {
+    package static func families(board: ScanBoard, loginFailures: Int) -> [MetricFamily] {
         let picture = board.metricsPicture()
         return [
             MetricFamily(name: "skynet_slots", help: "Task slots, running and free.", kind: .gauge, samples: [
@@ -27,7 +27,7 @@ public enum ScanMetrics {
     }
 
     /// `skynet_bytes_total` of the peer links (`PeerLinks.traffic`); zeros before the links start.
-    public static func bytes(_ traffic: ByteTally?) -> MetricFamily {
+    package static func bytes(_ traffic: ByteTally?) -> MetricFamily {
         MetricFamily(name: "skynet_bytes_total", help: "Bytes sent to and received from peers.", kind: .counter, samples: [
             .init(labels: [("direction", "sent")], value: Double(traffic?.sent ?? 0)),
             .init(labels: [("direction", "received")], value: Double(traffic?.received ?? 0)),

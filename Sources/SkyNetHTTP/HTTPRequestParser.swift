@@ -1,25 +1,25 @@
 import SkyNetRuntime
 
 /// The head of an HTTP/1.x request, as far as the dashboard cares: method, path, headers.
-public struct HTTPRequest: Sendable, Equatable {
-    public let method: String
+package struct HTTPRequest: Sendable, Equatable {
+    package let method: String
     /// The target without its query string (`/events?x=1` → `/events`).
-    public let path: String
+    package let path: String
     /// The query string after `?`, or "" when there is none.
-    public let query: String
-    public let version: String
+    package let query: String
+    package let version: String
     /// Header names lowercased, in the order they came.
-    public let headers: [(name: String, value: String)]
+    package let headers: [(name: String, value: String)]
     /// The client's address (`host:port`), set by the server; "" when parsed alone.
-    public internal(set) var peer = ""
+    package internal(set) var peer = ""
 
-    public static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {
+    package static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {
         a.method == b.method && a.path == b.path && a.query == b.query && a.version == b.version
             && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
     }
 
     /// The first header called `name` (case-insensitive).
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         let wanted = name.lowercased()
         return headers.first { $0.name == wanted }?.value
     }
@@ -32,16 +32,16 @@ public struct HTTPRequest: Sendable, Equatable {
 /// `maxHeaderBytes` or more than `maxHeaderLines` lines → 431; anything malformed (not
 /// `METHOD SP /target SP HTTP/1.x`, a header without a name and colon, a folded line, a NUL)
 /// → 400. Lines end in CRLF; a bare LF is tolerated. A body is never read.
-public struct HTTPRequestParser: Sendable {
-    public enum Outcome: Sendable, Equatable {
+package struct HTTPRequestParser: Sendable {
+    package enum Outcome: Sendable, Equatable {
         case needMore
         case complete(HTTPRequest)
         case refused(HTTPStatus)
     }
 
-    public let maxRequestLineBytes: Int
-    public let maxHeaderBytes: Int
-    public let maxHeaderLines: Int
+    package let maxRequestLineBytes: Int
+    package let maxHeaderBytes: Int
+    package let maxHeaderLines: Int
 
     /// Frames the head; its own bound is the largest of ours, so our limits refuse first.
     private var lines: LineFramer
@@ -52,7 +52,7 @@ public struct HTTPRequestParser: Sendable {
     private var headerBytes = 0
     private var outcome = Outcome.needMore
 
-    public init(maxRequestLineBytes: Int = 8 * 1024, maxHeaderBytes: Int = 16 * 1024, maxHeaderLines: Int = 100) {
+    package init(maxRequestLineBytes: Int = 8 * 1024, maxHeaderBytes: Int = 16 * 1024, maxHeaderLines: Int = 100) {
         self.maxRequestLineBytes = maxRequestLineBytes
         self.maxHeaderBytes = maxHeaderBytes
         self.maxHeaderLines = maxHeaderLines
@@ -60,7 +60,7 @@ public struct HTTPRequestParser: Sendable {
     }
 
     /// Takes the next bytes; once the outcome is final, later bytes are ignored.
-    public mutating func feed(_ bytes: some Collection<UInt8>) -> Outcome {
+    package mutating func feed(_ bytes: some Collection<UInt8>) -> Outcome {
         guard outcome == .needMore else { return outcome }
         for piece in lines.feed(Array(bytes)) where outcome == .needMore {
             switch piece {

@@ -1,5 +1,5 @@
 /// The statuses the dashboard's server answers with.
-public enum HTTPStatus: Int, Sendable, Equatable {
+package enum HTTPStatus: Int, Sendable, Equatable {
     case ok = 200
     case badRequest = 400
     case unauthorized = 401
@@ -13,7 +13,7 @@ public enum HTTPStatus: Int, Sendable, Equatable {
     case headerFieldsTooLarge = 431
     case serviceUnavailable = 503
 
-    public var reason: String {
+    package var reason: String {
         switch self {
         case .ok: "OK"
         case .badRequest: "Bad Request"
@@ -36,15 +36,15 @@ public enum HTTPStatus: Int, Sendable, Equatable {
 /// with `Content-Security-Policy: frame-ancestors 'none'` (no other site may frame the page:
 /// clickjacking); a plain one also Content-Length and `Connection: close` (one request per
 /// connection keeps the server simple).
-public struct HTTPResponse: Sendable {
-    public var status: HTTPStatus
-    public var contentType: String
-    public var body: [UInt8]
+package struct HTTPResponse: Sendable {
+    package var status: HTTPStatus
+    package var contentType: String
+    package var body: [UInt8]
     /// Headers besides the common ones (e.g. `Set-Cookie`); names and values must not hold
     /// CR or LF (they come from our code, never from a request).
-    public var extraHeaders: [(String, String)] = []
+    package var extraHeaders: [(String, String)] = []
 
-    public init(status: HTTPStatus, contentType: String, body: [UInt8], extraHeaders: [(String, String)] = []) {
+    package init(status: HTTPStatus, contentType: String, body: [UInt8], extraHeaders: [(String, String)] = []) {
         self.status = status
         self.contentType = contentType
         self.body = body
@@ -52,7 +52,7 @@ public struct HTTPResponse: Sendable {
     }
 
     /// A short text/plain answer for an error status (`detail` on a second line).
-    public static func error(_ status: HTTPStatus, detail: String? = nil) -> HTTPResponse {
+    package static func error(_ status: HTTPStatus, detail: String? = nil) -> HTTPResponse {
         var response = HTTPResponse(status: status, contentType: "text/plain; charset=utf-8",
                                     body: Array("\(status.rawValue) \(status.reason)\n\(detail.map { $0 + "\n" } ?? "")".utf8))
         if status == .methodNotAllowed { response.extraHeaders.append(("Allow", "GET, HEAD")) }

@@ -2,7 +2,7 @@ import SkyNetRuntime
 import SkyNetTransport
 
 /// What a path serves. Nothing comes from the file system: the caller registers every route.
-public enum HTTPRoute: Sendable {
+package enum HTTPRoute: Sendable {
     /// A body made when the request comes, on the connection's own thread (keep it quick).
     case content(contentType: String, body: @Sendable () -> [UInt8])
     /// A response made from the request (its query, its headers), on the connection's own
@@ -12,17 +12,17 @@ public enum HTTPRoute: Sendable {
     case eventStream
 
     /// A fixed body.
-    public static func fixed(contentType: String, _ body: [UInt8]) -> HTTPRoute {
+    package static func fixed(contentType: String, _ body: [UInt8]) -> HTTPRoute {
         .content(contentType: contentType) { body }
     }
 }
 
 /// Why the server refused a call.
-public enum HTTPServerError: Error, Equatable, CustomStringConvertible {
+package enum HTTPServerError: Error, Equatable, CustomStringConvertible {
     case invalidConfiguration(String)
     case frameTooLarge(bytes: Int, limit: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidConfiguration(let reason): "HTTP server: \(reason)"
         case .frameTooLarge(let bytes, let limit): "event frame of \(bytes) bytes is over the limit of \(limit)"
@@ -51,46 +51,46 @@ public enum HTTPServerError: Error, Equatable, CustomStringConvertible {
 /// - Event streams: see `publish(event:data:snapshot:)`; a `: keepalive` comment is sent every
 ///   `keepaliveInterval`.
 /// - `stop(grace:)` closes the listener and every connection and waits for all threads to end.
-public final class HTTPServer: Sendable {
+package final class HTTPServer: Sendable {
     /// Limits and timings; the defaults are what the dashboard uses.
-    public struct Configuration: Sendable {
-        public var host = "127.0.0.1"
-        public var port = 0
-        public var maxClients = 256
+    package struct Configuration: Sendable {
+        package var host = "127.0.0.1"
+        package var port = 0
+        package var maxClients = 256
         /// Connections from one client address (its host, whatever the port): one address
         /// holding its share leaves the other slots to everyone else.
-        public var maxClientsPerAddress = 32
+        package var maxClientsPerAddress = 32
         /// Refused connections waiting for the client to close after their 503.
-        public var maxRefusing = 1024
+        package var maxRefusing = 1024
         /// How long a refused connection may wait for the client to close.
-        public var refusalDeadline: Duration = .seconds(1)
-        public var requestDeadline: Duration = .seconds(10)
+        package var refusalDeadline: Duration = .seconds(1)
+        package var requestDeadline: Duration = .seconds(10)
         /// When every slot is taken, the connection that has waited longest without a whole
         /// request head, if for at least this long, is closed to make room (nil: never). Clients
         /// that connect and say nothing, however often they reconnect, cannot starve a readiness
         /// probe (`/healthz`) or a scrape: a real client sends its request at once, and the one
         /// closed is always the oldest. (A threshold of 1 s was beaten by clients that reconnect
         /// every half second.)
-        public var silentEviction: Duration? = .zero
+        package var silentEviction: Duration? = .zero
         /// Event streams open at once: the other slots stay for plain requests (a stream is
         /// never evicted).
-        public var maxStreams = 128
+        package var maxStreams = 128
         /// Bytes queued per event-stream client before it skips to the latest snapshot.
-        public var streamBufferBytes = 1 << 20
+        package var streamBufferBytes = 1 << 20
         /// The largest frame `publish` takes (at most half the stream buffer).
-        public var maxFrameBytes = 256 * 1024
-        public var keepaliveInterval: Duration = .seconds(15)
+        package var maxFrameBytes = 256 * 1024
+        package var keepaliveInterval: Duration = .seconds(15)
         /// Hears a connection's failure (never the token: requests are not logged), after
         /// `logPrefix`.
-        public var log: @Sendable (String) -> Void = { _ in }
+        package var log: @Sendable (String) -> Void = { _ in }
         /// What each line `log` hears begins with: the server's name in its process's log
         /// (`dashboard: `; a node's metrics server has a name of its own).
-        public var logPrefix = ""
+        package var logPrefix = ""
         /// Looks at every GET or HEAD before it is routed: a response refuses it (a wrong
         /// `Host`, no session), nil lets it through.
-        public var admit: @Sendable (HTTPRequest) -> HTTPResponse? = { _ in nil }
+        package var admit: @Sendable (HTTPRequest) -> HTTPResponse? = { _ in nil }
 
-        public init() {}
+        package init() {}
 
         func validate() throws(HTTPServerError) {
             guard maxClients >= 1, maxClientsPerAddress >= 1, maxRefusing >= 1, maxStreams >= 1 else {
@@ -137,7 +137,7 @@ public final class HTTPServer: Sendable {
         var lastKeepalive = ContinuousClock.now
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     let routes: [String: HTTPRoute]
     let listener: Listener
     let state = Guarded(State())
@@ -145,12 +145,12 @@ public final class HTTPServer: Sendable {
     let refused: RefusedConnections
 
     /// The bound address (the real port when 0 was asked for).
-    public var host: String { listener.host }
-    public var port: Int { listener.port }
+    package var host: String { listener.host }
+    package var port: Int { listener.port }
 
     /// Binds, starts accepting and returns once connections are accepted. Routes map a path
     /// (without query) to what it serves.
-    public static func start(_ configuration: Configuration = Configuration(),
+    package static func start(_ configuration: Configuration = Configuration(),
                              routes: [String: HTTPRoute]) async throws -> HTTPServer {
         try configuration.validate()
         Socket.ignoreBrokenPipes()
@@ -175,7 +175,7 @@ public final class HTTPServer: Sendable {
     /// `snapshot: true` the frame is also kept as the latest state: a new client gets it first,
     /// and a client whose buffer would overflow skips its backlog and gets it instead (see
     /// `EventStreamClient`). Throws when the encoded frame is over `maxFrameBytes`.
-    public func publish(event: String, data: String, snapshot: Bool = false) throws(HTTPServerError) {
+    package func publish(event: String, data: String, snapshot: Bool = false) throws(HTTPServerError) {
         let frame = EventFrame.encode(event: event, data: data)
         guard frame.count <= configuration.maxFrameBytes else {
             throw .frameTooLarge(bytes: frame.count, limit: configuration.maxFrameBytes)
@@ -191,7 +191,7 @@ public final class HTTPServer: Sendable {
     /// Stops accepting, closes every connection and waits until every thread has ended.
     /// With a `grace`, event streams first get what was published before the call (the final
     /// state of a scan), for up to that long, before their connections are cut.
-    public func stop(grace: Duration = .zero) async {
+    package func stop(grace: Duration = .zero) async {
         let streams = state.withLock { state -> Bool in
             state.stopping = true
             var any = false
@@ -218,7 +218,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// Connections open now (streams included).
-    public var clientCount: Int { state.withLock { $0.clients.count } }
+    package var clientCount: Int { state.withLock { $0.clients.count } }
 
     /// Ends a thread's share of the count; the last one after `stop()` wakes it.
     func threadEnded() {

@@ -5,12 +5,12 @@ import SkyNetRuntime
 /// `--metrics` port and a coordinator on its dashboard port. Neither needs a session:
 /// Prometheus and Kubernetes' probes have no cookie, and nothing secret is served (no input,
 /// result, token or peer).
-public enum MetricsEndpoint {
+package enum MetricsEndpoint {
     /// - Parameters:
     ///   - metrics: the families of this process, made at each scrape (on the connection's
     ///     own thread); the process metrics are added to them.
     ///   - accepting: whether `/healthz` says 200 `ok` (it takes work), else 503 `draining`.
-    public static func routes(metrics: @escaping @Sendable () -> [MetricFamily],
+    package static func routes(metrics: @escaping @Sendable () -> [MetricFamily],
                               accepting: @escaping @Sendable () -> Bool) -> [String: HTTPRoute] {
         [
             "/metrics": .content(contentType: PrometheusText.contentType) {
@@ -27,7 +27,7 @@ public enum MetricsEndpoint {
     /// Serves only those two routes on `host:port` (0: a free port), as `skynet node --metrics`
     /// does; returns once it accepts connections. A connection's failure is logged after
     /// `logPrefix`.
-    public static func start(host: String, port: Int, metrics: @escaping @Sendable () -> [MetricFamily],
+    package static func start(host: String, port: Int, metrics: @escaping @Sendable () -> [MetricFamily],
                              accepting: @escaping @Sendable () -> Bool, logPrefix: String = "Metrics server: ",
                              log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> HTTPServer {
         var configuration = HTTPServer.Configuration()

@@ -10,7 +10,7 @@ import SkyNetWork
 extension ScanJournal {
     /// The `printed` marks of `sectors` (in the order printed), one line per run of consecutive
     /// sectors; empty for none.
-    public func printedLines<Sectors: Sequence<Int>>(_ sectors: Sectors) -> [UInt8] {
+    package func printedLines<Sectors: Sequence<Int>>(_ sectors: Sectors) -> [UInt8] {
         var runs: [ClosedRange<Int>] = []
         for sector in sectors {
             if let last = runs.last, sector == last.upperBound + 1 {
@@ -41,15 +41,15 @@ extension ScanJournal {
     }
 
     /// Where the journal holds a completed sector's result.
-    public struct ResultPlace: Sendable {
-        public let sector: Int
+    package struct ResultPlace: Sendable {
+        package let sector: Int
         let place: Place
     }
 
     /// Where the results of `sectors` lie (the last completed entry of each), in sector order:
     /// what a resume prints of what the earlier run journaled and did not print. Read as a
     /// stream on a thread of its own; holds 24 bytes a sector found.
-    public static func readResultPlaces(path: String, sectors: SectorSet) async throws -> [ResultPlace] {
+    package static func readResultPlaces(path: String, sectors: SectorSet) async throws -> [ResultPlace] {
         guard !sectors.isEmpty else { return [] }
         return try await onOwnThread(named: "journal-read") { () throws -> [ResultPlace] in
             var places: [ResultPlace] = []
@@ -65,7 +65,7 @@ extension ScanJournal {
 
     /// The results at `places`, read back from this journal (one `pread` each: for threads of
     /// our own), each as the bytes `--results` prints: the result and a newline.
-    public func results(at places: [ResultPlace]) throws(Failure) -> [[UInt8]] {
+    package func results(at places: [ResultPlace]) throws(Failure) -> [[UInt8]] {
         var results: [[UInt8]] = []
         for place in places {
             let line = try bytes(place.place.length, at: place.place.offset)
@@ -79,7 +79,7 @@ extension ScanJournal {
     }
 
     /// A result as the bytes `--results` prints: the text and a newline, in one buffer of its size.
-    public static func printedBytes(_ result: String) -> [UInt8] {
+    package static func printedBytes(_ result: String) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(result.utf8.count + 1)
         bytes += result.utf8

@@ -7,17 +7,17 @@ private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count
 extension ScanJournal {
     /// The longest line read as an entry: room for a result of 1 MiB and an input of 256 KiB,
     /// even fully escaped. A longer one is damage, skipped without being held.
-    public static let maxLineLength = 8 * 1024 * 1024
+    package static let maxLineLength = 8 * 1024 * 1024
 
     /// The journal opened for appending and locked (`init(path:continuing:)`) on a thread of
     /// its own, for async callers.
-    public static func appending(to path: String, continuing: Bool = true) async throws -> ScanJournal {
+    package static func appending(to path: String, continuing: Bool = true) async throws -> ScanJournal {
         try await onOwnThread(named: "journal-open") { try ScanJournal(path: path, continuing: continuing) }
     }
 
     /// The entries of a journal file, all held; none when it does not exist. For small
     /// journals (tests, tools); a resume uses `readResumePoint`.
-    public static func read(path: String) throws(Failure) -> (entries: [Entry], skipped: Int) {
+    package static func read(path: String) throws(Failure) -> (entries: [Entry], skipped: Int) {
         var entries: [Entry] = []
         let skipped = try forEachEntry(path: path) { entries.append($0) }
         return (entries, skipped)
@@ -28,7 +28,7 @@ extension ScanJournal {
     /// or are longer than `maxLineLength` are skipped and counted; empty lines and `printed`
     /// marks are not counted.
     /// - Returns: how many lines were skipped.
-    public static func forEachEntry(
+    package static func forEachEntry(
         path: String, maxLineLength: Int = ScanJournal.maxLineLength, _ body: (Entry) -> Void
     ) throws(Failure) -> Int {
         try forEachLine(path: path, maxLineLength: maxLineLength) { line, _ in

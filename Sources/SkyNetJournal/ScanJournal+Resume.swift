@@ -5,11 +5,11 @@ import SkyNetWork
 extension ScanJournal {
     /// What a resumed scan takes from its journal: the sectors that completed and, with an
     /// inputs file, a fingerprint of the input each ran with (four bytes a sector).
-    public struct ResumePoint: Sendable {
+    package struct ResumePoint: Sendable {
         /// The completed sectors in `0..<total`.
-        public private(set) var sectors: SectorSet
+        package private(set) var sectors: SectorSet
         /// Lines that could not be read as entries.
-        public internal(set) var skipped = 0
+        package internal(set) var skipped = 0
         private var fingerprints: [UInt32]
         /// Sectors whose result a `printed` mark after their last completed entry says reached
         /// stdout.
@@ -29,12 +29,12 @@ extension ScanJournal {
         }
 
         /// How many sectors run again because their returned files changed or are gone.
-        public var filesRerun: Int { rerun.count }
+        package var filesRerun: Int { rerun.count }
 
         /// What a resume says once on stderr when sectors run again for their returned files;
         /// nil when none does: `resume: 2 sectors run again, their returned files changed or
         /// are gone (first: photos/a.png is missing)`.
-        public var filesMessage: String? {
+        package var filesMessage: String? {
             let count = rerun.count
             guard count > 0 else { return nil }
             let first = rerunReason.map { " (first: \($0.reason))" } ?? ""
@@ -47,15 +47,15 @@ extension ScanJournal {
         var rerunSectors: SectorSet { rerun }
 
         /// How many sectors completed.
-        public var count: Int { sectors.count }
+        package var count: Int { sectors.count }
 
         /// The fingerprint of the input `sector` completed with; nil when it did not complete.
-        public func fingerprint(of sector: Int) -> UInt32? {
+        package func fingerprint(of sector: Int) -> UInt32? {
             sectors.contains(sector) && sector < fingerprints.count ? fingerprints[sector] : nil
         }
 
         /// The completed sectors whose result no `printed` mark follows (`ScanJournal+Printed`).
-        public var unprinted: SectorSet { sectors.subtracting(printed) }
+        package var unprinted: SectorSet { sectors.subtracting(printed) }
 
         mutating func add(_ entry: Entry) {
             add(entry.input, fingerprint: fingerprints.isEmpty ? nil : inputFingerprint(entry.inputText))
@@ -102,7 +102,7 @@ extension ScanJournal {
     ///     (`ScanJournal.ResumeFiles`); the others run again (`filesRerun`, `filesMessage`).
     ///   - roots: where the returned files' relative and absolute paths start; nil: the
     ///     process's working directory and `/` (a resume runs where the scan ran).
-    public static func readResumePoint(
+    package static func readResumePoint(
         path: String, total: Int, inputsFile: Bool, job: String = JobRegistry.scan, returns: TransferSpec? = nil,
         roots: ReturnRoots? = nil
     ) async throws -> ResumePoint {

@@ -8,30 +8,30 @@ import SkyNetWork
 /// Each line goes to the kernel with one `write` before the scan reports the sector as
 /// completed: a coordinator killed with SIGKILL keeps every line it printed `Completed` for.
 /// (Surviving a power loss would take an fsync per line; not done.)
-public final class ScanJournal: Sendable {
+package final class ScanJournal: Sendable {
     /// One sector's outcome: its result when it completed (`status` 0), else why it failed.
-    public struct Entry: Sendable, Equatable {
+    package struct Entry: Sendable, Equatable {
         /// The sector number.
-        public let input: Int
+        package let input: Int
         /// The input text the sector ran with (an `--inputs` line); nil: the sector number.
-        public let text: String?
+        package let text: String?
         /// The job the sector ran; nil: the built-in scan (and every line of a v1 journal).
-        public let job: String?
+        package let job: String?
         /// The job's result; empty when the sector failed.
-        public let result: String
+        package let result: String
         /// 0 when the sector completed; else the command's exit status, 128 + the signal that
         /// killed it, or -1 for any other failure (a deadline, a command that cannot start).
-        public let status: Int
+        package let status: Int
         /// Why the sector failed its last attempt; nil when it completed.
-        public let error: String?
-        public let system: String
-        public let attempt: Int
-        public let seconds: Double
+        package let error: String?
+        package let system: String
+        package let attempt: Int
+        package let seconds: Double
         /// The files the sector returned (issue 21: `--return`), as the template gave each path,
         /// with its size and SHA-256; empty when none (and in every line before issue 21).
-        public let files: [ReturnedFile]
+        package let files: [ReturnedFile]
 
-        public init(
+        package init(
             input: Int, text: String? = nil, job: String? = nil, result: String, status: Int = 0, error: String? = nil,
             system: String, attempt: Int, seconds: Double, files: [ReturnedFile] = []
         ) {
@@ -48,17 +48,17 @@ public final class ScanJournal: Sendable {
         }
 
         /// Whether the sector completed (a resume skips it).
-        public var completed: Bool { status == 0 && error == nil }
+        package var completed: Bool { status == 0 && error == nil }
 
         /// The name of the job the sector ran.
-        public var jobName: String { job ?? JobRegistry.scan }
+        package var jobName: String { job ?? JobRegistry.scan }
 
         /// The text the job got as its input.
-        public var inputText: String { text ?? String(input) }
+        package var inputText: String { text ?? String(input) }
 
         /// The status a failure message names: `exit status N` gives N, `killed by signal N`
         /// gives 128 + N (as a shell reports it), anything else -1.
-        public static func status(of error: any Error) -> Int {
+        package static func status(of error: any Error) -> Int {
             let message = "\(error)"
             for (prefix, offset) in [("exit status ", 0), ("killed by signal ", 128)] where message.hasPrefix(prefix) {
                 let digits = message.dropFirst(prefix.count).prefix { $0.isASCII && $0.isNumber }
@@ -70,13 +70,13 @@ public final class ScanJournal: Sendable {
 
     /// A journal that cannot be opened, read, written or locked, or that holds sectors another
     /// scan ran (another input or job), naming the file.
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    public let path: String
+    package let path: String
     /// Open for appending: whole lines go to it (`line(for:)`), each with one `write`.
-    public let descriptor: Int32
+    package let descriptor: Int32
 
     /// Opens (creating if needed) the journal for appending, and locks it for as long as this
     /// object lives (`lock()`: a second writer, in this process or another, is refused).
@@ -85,7 +85,7 @@ public final class ScanJournal: Sendable {
     ///
     /// - Parameter continuing: false for a scan that starts afresh: a journal that already
     ///   holds anything is then refused untouched, since appending to it would mix two scans.
-    public init(path: String, continuing: Bool = true) throws(Failure) {
+    package init(path: String, continuing: Bool = true) throws(Failure) {
         self.path = path
         // Readable too, for the pread of the last byte; O_APPEND still puts every write at the end.
         let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
@@ -102,13 +102,13 @@ public final class ScanJournal: Sendable {
 
     /// Appends one entry with a single blocking `write`: for threads of our own. A scan queues
     /// `line(for:)` on its writer instead, before the line that reports the sector.
-    public func append(_ entry: Entry) throws(Failure) {
+    package func append(_ entry: Entry) throws(Failure) {
         try write(line(for: entry))
     }
 
     /// The journal line of one entry, newline included, made in one buffer sized for it (a
     /// result may be half a megabyte: no second copy, no doubling growth).
-    public func line(for entry: Entry) -> [UInt8] {
+    package func line(for entry: Entry) -> [UInt8] {
         let filesBytes = entry.files.reduce(0) { $0 + $1.path.utf8.count + 120 }
         var json = JSONLine(capacity: entry.result.utf8.count + (entry.text?.utf8.count ?? 0) + (entry.error?.utf8.count ?? 0) + filesBytes + 160)
         json.add("input", entry.input)

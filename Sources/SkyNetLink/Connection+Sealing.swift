@@ -12,10 +12,10 @@ extension Connection {
     /// From now on every line sent is sealed with `sending` and every line read must open with
     /// `receiving` (`filter(sending:receiving:)`): call it on the reader thread while handling
     /// the line that completed the handshake.
-    public func authenticate(sending: LineSeal, receiving: LineSeal) {
+    package func authenticate(sending: LineSeal, receiving: LineSeal) {
         filter(sending: sending, receiving: receiving)
     }
 
     /// Whether lines are authenticated (sealed) on this connection.
-    public var isAuthenticated: Bool { isFiltered }
+    package var isAuthenticated: Bool { isFiltered }
 }

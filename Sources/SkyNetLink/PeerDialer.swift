@@ -4,7 +4,7 @@ import SkyNetTransport
 /// How a coordinator reaches a node: a TCP connection to its port, or an `ssh` session that
 /// runs `skynet node --stdio` on the host. Everything after the dial (hello, welcome,
 /// keep-alive, liveness) needs only the `Connection`.
-public protocol PeerDialer: Sendable {
+package protocol PeerDialer: Sendable {
     /// How the node is reached, for people: `127.0.0.1:9001`, `ssh alice@gpu1:2222`.
     var address: String { get }
     /// Whether the cluster token goes to the node: over TCP yes; over ssh no (the login is the
@@ -15,21 +15,21 @@ public protocol PeerDialer: Sendable {
 }
 
 /// A channel to a node, ready for the hello.
-public struct DialedLink: Sendable {
+package struct DialedLink: Sendable {
     /// The channel, not started.
-    public let connection: Connection
+    package let connection: Connection
     /// How long the welcome may take: over ssh the login and the node's start come first.
-    public let welcomeBound: Duration
+    package let welcomeBound: Duration
     /// Turns an error of the handshake or of the link's end into the one to report: over ssh,
     /// what ssh said (`SSHFailure`) rather than "connection closed".
-    public let explain: @Sendable (any Error) async -> any Error
+    package let explain: @Sendable (any Error) async -> any Error
     /// Closes the channel and returns once what carried it is gone (over ssh: the `ssh`
     /// process, reaped; bounded). Over TCP closing is all there is.
-    public let finish: @Sendable () async -> Void
+    package let finish: @Sendable () async -> Void
     /// Told once the node's welcome arrived (over ssh: the host's log is forwarded from then on).
-    public let welcomed: @Sendable () -> Void
+    package let welcomed: @Sendable () -> Void
 
-    public init(connection: Connection, welcomeBound: Duration,
+    package init(connection: Connection, welcomeBound: Duration,
                 explain: @escaping @Sendable (any Error) async -> any Error = { $0 },
                 finish: (@Sendable () async -> Void)? = nil, welcomed: @escaping @Sendable () -> Void = {}) {
         self.connection = connection
@@ -41,19 +41,19 @@ public struct DialedLink: Sendable {
 }
 
 /// A node's TCP port.
-public struct TCPDialer: PeerDialer {
-    public let host: String
-    public let port: Int
+package struct TCPDialer: PeerDialer {
+    package let host: String
+    package let port: Int
 
-    public init(host: String, port: Int) {
+    package init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
 
-    public var address: String { Socket.authority(host: host, port: port) }
-    public var sendsToken: Bool { true }
+    package var address: String { Socket.authority(host: host, port: port) }
+    package var sendsToken: Bool { true }
 
-    public func dial(timeout: Duration) async throws -> DialedLink {
+    package func dial(timeout: Duration) async throws -> DialedLink {
         let socket = try await onOwnThread(named: "skynet-connect") { [host, port] in
             try Socket.connect(host: host, port: port, timeout: timeout)
         }

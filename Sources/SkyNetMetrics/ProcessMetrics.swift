@@ -2,17 +2,17 @@ import SkyNetRuntime
 /// The process metrics Prometheus clients export by convention (`process_cpu_seconds_total`,
 /// `process_start_time_seconds`, memory, descriptors), read from `/proc` when a scrape comes.
 /// Linux only: elsewhere there are none.
-public enum ProcessMetrics {
+package enum ProcessMetrics {
     /// What `/proc/self/stat` says, in the units of the metrics.
-    public struct Stat: Sendable, Equatable {
-        public var cpuSeconds: Double
+    package struct Stat: Sendable, Equatable {
+        package var cpuSeconds: Double
         /// Seconds since the Unix epoch.
-        public var startTime: Double
-        public var virtualBytes: Double
-        public var residentBytes: Double
+        package var startTime: Double
+        package var virtualBytes: Double
+        package var residentBytes: Double
     }
 
-    public static func families() -> [MetricFamily] {
+    package static func families() -> [MetricFamily] {
         #if os(Linux)
         var families: [MetricFamily] = []
         if let stat = readText("/proc/self/stat"), let system = readText("/proc/stat"),
@@ -43,7 +43,7 @@ public enum ProcessMetrics {
     /// The values of a `/proc/PID/stat` line, its fields counted after the last `)` (the
     /// command name before it may hold spaces and parentheses); nil when it is not one.
     /// `btime` is the boot time (seconds since the epoch), `ticks` the clock ticks a second.
-    public static func parse(stat: String, btime: Double?, ticks: Double, pageSize: Double) -> Stat? {
+    package static func parse(stat: String, btime: Double?, ticks: Double, pageSize: Double) -> Stat? {
         guard let close = stat.lastIndex(of: ")"), ticks > 0 else { return nil }
         // Field 3 (the state) is the first after the name: field N is at N - 3.
         let fields = stat[stat.index(after: close)...].split(whereSeparator: { $0 == " " || $0 == "\n" })

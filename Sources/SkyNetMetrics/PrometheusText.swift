@@ -1,13 +1,13 @@
 /// Writes metric families in Prometheus's text exposition format, version 0.0.4: one `# HELP`
 /// and one `# TYPE` line per family, its samples right after them, label values and help
 /// escaped. Knows no network: the servers call `render` when a scrape comes.
-public enum PrometheusText {
-    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+package enum PrometheusText {
+    package static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     /// The text of `families`. Families given twice under one name are merged at the first
     /// one's place (their samples in the order given), so every name has one HELP and one
     /// TYPE and its samples are contiguous.
-    public static func render(_ families: [MetricFamily]) -> [UInt8] {
+    package static func render(_ families: [MetricFamily]) -> [UInt8] {
         var order: [String] = []
         var merged: [String: MetricFamily] = [:]
         for family in families {

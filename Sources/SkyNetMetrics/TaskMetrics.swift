@@ -9,15 +9,15 @@ import SkyNetWork
 /// Bounded: the label set is the jobs given at `init` (every pair of job and outcome made at
 /// 0 up front, so a scrape shows them before the first task) and `(unknown)`, under which a
 /// job name from outside that list is counted: a client cannot grow it.
-public final class TaskMetrics: Sendable {
-    public enum Outcome: String, Sendable, CaseIterable {
+package final class TaskMetrics: Sendable {
+    package enum Outcome: String, Sendable, CaseIterable {
         case completed, failed, cancelled, deadline, busy
     }
 
     /// The job label of a task whose job is not one of the known ones.
-    public static let unknownJob = "(unknown)"
+    package static let unknownJob = "(unknown)"
     /// Upper bounds of `skynet_task_seconds`, from 10 ms to an hour.
-    public static let bounds: [Double] = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600]
+    package static let bounds: [Double] = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600]
 
     private struct Key: Hashable {
         let job: String
@@ -32,7 +32,7 @@ public final class TaskMetrics: Sendable {
     private let known: Set<String>
     private let state: Locked<State>
 
-    public init(jobs: [String]) {
+    package init(jobs: [String]) {
         known = Set(jobs)
         var state = State()
         for job in known {
@@ -44,7 +44,7 @@ public final class TaskMetrics: Sendable {
 
     /// Counts one task of `job` that ended as `outcome`; `seconds` (nil for a `busy`
     /// refusal, which never ran) goes into the histogram.
-    public func record(job: String, outcome: Outcome, seconds: Double?) {
+    package func record(job: String, outcome: Outcome, seconds: Double?) {
         let job = known.contains(job) ? job : Self.unknownJob
         state.withLock { state in
             state.counts[Key(job: job, outcome: outcome), default: 0] += 1
@@ -56,7 +56,7 @@ public final class TaskMetrics: Sendable {
 
     /// The outcome a failure code stands for: anything but a stop, a deadline or a refusal
     /// for want of room is a failure.
-    public static func outcome(of code: FailureCode) -> Outcome {
+    package static func outcome(of code: FailureCode) -> Outcome {
         switch code {
         case .cancelled: .cancelled
         case .deadline: .deadline
@@ -66,22 +66,22 @@ public final class TaskMetrics: Sendable {
     }
 
     /// The outcome of a task that threw `error` (a `ScanFailure`'s code, a cancellation, else failed).
-    public static func outcome(of error: any Error) -> Outcome {
+    package static func outcome(of error: any Error) -> Outcome {
         if let failure = error as? ScanFailure { return outcome(of: failure.code) }
         return error is CancellationError ? .cancelled : .failed
     }
 
     /// How many tasks of `job` ended as `outcome` (0 for a pair never seen).
-    public func count(job: String, outcome: Outcome) -> Int {
+    package func count(job: String, outcome: Outcome) -> Int {
         state.withLock { $0.counts[Key(job: job, outcome: outcome)] ?? 0 }
     }
 
     /// How many tasks of `job` are in the histogram (its `_count`).
-    public func timedCount(job: String) -> Int {
+    package func timedCount(job: String) -> Int {
         state.withLock { Int($0.seconds[job]?.count ?? 0) }
     }
 
-    public func families() -> [MetricFamily] {
+    package func families() -> [MetricFamily] {
         let state = state.withLock { $0 }
         let order = Dictionary(uniqueKeysWithValues: Outcome.allCases.enumerated().map { ($1, $0) })
         let keys = state.counts.keys.sorted { ($0.job, order[$0.outcome] ?? 0) < ($1.job, order[$1.outcome] ?? 0) }

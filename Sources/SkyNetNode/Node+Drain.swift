@@ -12,7 +12,7 @@ extension Node {
     /// that connects meanwhile), lets running tasks finish for up to `timeout`, then cancels the
     /// rest (each replies `failure cancelled`, so its coordinator re-runs it elsewhere at once),
     /// stops accepting and closes every connection. A second call returns at once.
-    public func drain(within timeout: Duration) async {
+    package func drain(within timeout: Duration) async {
         let seconds = max(0, timeout.seconds)
         let cancelAt = clock.now + .seconds(seconds)
         let first = phaseState.withLock { state -> Bool in

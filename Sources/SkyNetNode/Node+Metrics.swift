@@ -6,7 +6,7 @@ extension Node {
     /// logins, bytes and whether it drains. Each family is read under its owner's lock alone
     /// (`TaskMetrics`, the system's counters, `admission`, `logins`), so no counter goes down
     /// between two scrapes. No family carries an input, a result, a token or a peer.
-    public func metricFamilies() -> [MetricFamily] {
+    package func metricFamilies() -> [MetricFamily] {
         let running = system.counters.running
         let (authenticated, waiting, bytes) = admission.withLock { admission in
             (admission.greeted.count, admission.pending.count, admission.closedBytes.adding(admission.open.values.map(\.connection)))

@@ -10,7 +10,7 @@ extension Node {
     /// The client still owes its hello, and the sweeper still closes it after the idle bound
     /// (a coordinator pings an idle link well within it). When the connection ends, its scans
     /// are cancelled as on any connection; `connection.closed` tells the caller to `stop`.
-    public static func serve(_ connection: Connection, options: Options, clock: any TimerClock = DeadlineTimer.shared,
+    package static func serve(_ connection: Connection, options: Options, clock: any TimerClock = DeadlineTimer.shared,
                              log: @escaping @Sendable (String) -> Void = { _ in }) -> Node {
         Socket.ignoreBrokenPipes()
         var options = options

@@ -16,7 +16,7 @@ import SkyNetWork
 /// and clients that have been silent for `idleTimeout`.
 public final class Node: Sendable {
     /// Whether the node takes new work (issue 22, `Node+Drain.swift`).
-    public enum Phase: Sendable, Equatable {
+    package enum Phase: Sendable, Equatable {
         /// Serving: new tasks are taken.
         case accepting
         /// `drain` began: no new tasks; running ones may finish until the drain timeout.
@@ -25,70 +25,75 @@ public final class Node: Sendable {
         case stopped
     }
 
+    /// What a node serves and how much of it: its name, address, slots and jobs.
     public struct Options: Sendable {
         /// The name peers see; empty: `node-PORT` with the real port.
         public var name: String
+        /// The address to listen on (`0.0.0.0` or `::` for every interface).
         public var host = "127.0.0.1"
+        /// The port to listen on; 0: a free port, which `Node.port` tells once started.
         public var port = 0
+        /// At most this many tasks run at once; more get `busy`.
         public var capacity = 4
         /// The built-in scan fails every N-th task (0: never); other jobs never fail on purpose.
-        public var failingEvery = 10
+        package var failingEvery = 10
         /// The jobs the node runs: the built-in scan (failing as `failingEvery` says) and what
         /// its operator or program registered. The welcome lists them.
         public var jobs = JobRegistry()
         /// When set, a client must prove it knows this token (docs/PROTOCOL.md, "Authentication").
         public var token: String?
         /// How refusals to an address that keeps failing to log in are slowed.
-        public var loginBackoff = LoginBackoff()
+        package var loginBackoff = LoginBackoff()
         /// The most clients that completed their hello, served at once.
-        public var maxConnections = 256
+        package var maxConnections = 256
         /// The most connections that have not said a valid hello yet; a newer one pushes out
         /// one of them (never a connection in its handshake).
-        public var maxPendingConnections = 64
+        package var maxPendingConnections = 64
         /// The most connections that sent a valid hello and are in the token handshake (or
         /// waiting out a login slowdown); a newer one pushes out one of them.
-        public var maxHandshakes = 64
+        package var maxHandshakes = 64
         /// The most connections from one address in each of those two budgets; a newer one
         /// pushes out its own address's oldest.
-        public var maxPendingPerAddress = 16
+        package var maxPendingPerAddress = 16
         /// A connection that has not said hello by then is closed.
-        public var helloTimeout: Duration = .seconds(3)
+        package var helloTimeout: Duration = .seconds(3)
         /// A client that has sent nothing (not even a ping) for this long while none of its
         /// scans runs is closed: its host may have died without closing the connection.
-        public var idleTimeout: Duration = .seconds(60)
-        public var maxRequestsPerConnection = 1024
+        package var idleTimeout: Duration = .seconds(60)
+        package var maxRequestsPerConnection = 1024
         /// Log every task (never the token).
-        public var verbose = false
+        package var verbose = false
         /// How long a drain (SIGTERM, issue 22) lets running tasks finish before it cancels them.
-        public var drainTimeout: Duration = .seconds(30)
+        package var drainTimeout: Duration = .seconds(30)
         /// Log each client's `Connected`/`Disconnected`. A node over stdio leaves it off: its
         /// one client is the coordinator, to whose terminal every line of its log goes.
-        public var logsConnections = true
+        package var logsConnections = true
         /// Where the node makes its work root (`skynet-node-<pid>-XXXXXX/`, `WorkRoot`) on its
         /// first file request: an absolute directory; nil for `$TMPDIR`, else `/tmp`.
-        public var workDir: String?
+        package var workDir: String?
         /// The largest file the node takes or returns, its welcome's `files.max_file_size`.
-        public var maxFileSize: Int64 = 1 << 30
+        package var maxFileSize: Int64 = 1 << 30
         /// Whether the node takes file work (`transfer`, `basefile`): false (`--no-files`), its
         /// welcome offers no `files`, and a coordinator sends it none.
-        public var acceptsFiles = true
+        package var acceptsFiles = true
         /// The bytes free on the file system of the work root: `fstatvfs`, unless a test
         /// injects what it wants the node to see.
-        public var freeSpace: @Sendable (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() }
-        public var limits: Connection.Limits = {
+        package var freeSpace: @Sendable (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() }
+        package var limits: Connection.Limits = {
             var limits = Connection.Limits()
             // Back pressure: a client that does not read its replies is not read from either.
             limits.pauseReadingAbove = 1 << 20
             return limits
         }()
 
+        /// The defaults: loopback, a free port, 4 slots, the built-in scan only.
         public init(name: String) {
             self.name = name
         }
     }
 
-    public let options: Options
-    public let system: LocalSystem
+    package let options: Options
+    package let system: LocalSystem
     /// None for a node serving one given connection (`serve`).
     private let listener: Listener?
     let admission = Locked(Admission())
@@ -104,7 +109,7 @@ public final class Node: Sendable {
     /// The work root, free space and uploads of the files that travel with tasks.
     let files: NodeFiles
     /// Tasks answered by job and outcome, and their times (`/metrics`, `Node+Metrics.swift`).
-    public let taskMetrics: TaskMetrics
+    package let taskMetrics: TaskMetrics
     /// What keeps the node's time: the sweeper, hello and idle bounds, tasks' deadlines.
     let clock: any TimerClock
     let log: @Sendable (String) -> Void
@@ -112,6 +117,7 @@ public final class Node: Sendable {
     /// The address the node accepts connections on (the real port when 0 was asked for);
     /// `stdio` and 0 for a node without a listener.
     public var host: String { listener?.host ?? "stdio" }
+    /// The port it listens on (the real one when `Options.port` was 0).
     public var port: Int { listener?.port ?? 0 }
 
     /// Binds, starts accepting, and returns the running node.
@@ -120,9 +126,13 @@ public final class Node: Sendable {
     /// the cooperative pool: it must return at once and never block (no `write` to a pipe or
     /// terminal that may be full), or one reader that stopped reading stderr stops the node.
     /// The CLI offers lines to a bounded queue and drops (and counts) what does not fit.
-    /// Every bound of the node (hello, idle, task deadlines) is kept on `clock`.
-    public static func start(_ options: Options, clock: any TimerClock = DeadlineTimer.shared,
-                             log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Node {
+    public static func start(_ options: Options, log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Node {
+        try await start(options, clock: DeadlineTimer.shared, log: log)
+    }
+
+    /// `start(_:log:)`, keeping every bound of the node (hello, idle, task deadlines) on `clock`.
+    package static func start(_ options: Options, clock: any TimerClock,
+                              log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Node {
         Socket.ignoreBrokenPipes()
         let listener = try await Listener.bind(host: options.host, port: options.port)
         let node = Node(options: options, listener: listener, clock: clock, log: log)
@@ -150,13 +160,13 @@ public final class Node: Sendable {
     }
 
     /// How many connections are open (with and without hello).
-    public var connectionCount: Int { admission.withLock { $0.pending.count + $0.greeted.count } }
+    package var connectionCount: Int { admission.withLock { $0.pending.count + $0.greeted.count } }
 
     /// Whether `stop` has begun: new scans are refused.
-    public var isStopping: Bool { pending.isClosed }
+    package var isStopping: Bool { pending.isClosed }
 
     /// Whether the node takes new work, drains, or has stopped draining.
-    public var phase: Phase { phaseState.withLock { $0.phase } }
+    package var phase: Phase { phaseState.withLock { $0.phase } }
 
     /// What a refused request is told once the node stops taking work.
     var stoppingMessage: String { "\(options.name) is \(phase == .accepting ? "stopping" : "draining")" }

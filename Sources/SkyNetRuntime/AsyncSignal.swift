@@ -3,7 +3,7 @@
 ///
 /// `fulfil` may be called from any thread (a reader thread, a termination handler); later
 /// calls are ignored. The state is guarded by a lock (`Locked`).
-public final class AsyncSignal<Value: Sendable>: Sendable {
+package final class AsyncSignal<Value: Sendable>: Sendable {
     private enum State {
         case waiting([CheckedContinuation<Value, Never>], actions: [@Sendable (Value) -> Void])
         case fulfilled(Value)
@@ -11,10 +11,10 @@ public final class AsyncSignal<Value: Sendable>: Sendable {
 
     private let state = Locked(State.waiting([], actions: []))
 
-    public init() {}
+    package init() {}
 
     /// Delivers the value to every waiter, present and future. Only the first call counts.
-    public func fulfil(_ value: Value) {
+    package func fulfil(_ value: Value) {
         let (waiters, actions) = state.withLock { state -> ([CheckedContinuation<Value, Never>], [@Sendable (Value) -> Void]) in
             guard case .waiting(let waiters, let actions) = state else { return ([], []) }
             state = .fulfilled(value)
@@ -26,12 +26,12 @@ public final class AsyncSignal<Value: Sendable>: Sendable {
 
     /// Runs `action` with the value when it arrives (at once, here, if it has): on the
     /// thread that fulfils the signal, so it must be quick and must not block.
-    public func whenFulfilled(_ action: @escaping @Sendable (Value) -> Void) {
+    package func whenFulfilled(_ action: @escaping @Sendable (Value) -> Void) {
         if let ready = valueOrWait({ _, actions in actions.append(action) }) { action(ready) }
     }
 
     /// The value, once it has arrived.
-    public var value: Value {
+    package var value: Value {
         get async {
             await withCheckedContinuation { continuation in
                 if let ready = valueOrWait({ waiters, _ in waiters.append(continuation) }) { continuation.resume(returning: ready) }
@@ -56,7 +56,7 @@ public final class AsyncSignal<Value: Sendable>: Sendable {
     }
 
     /// The value if it has arrived, without waiting.
-    public var current: Value? {
+    package var current: Value? {
         state.withLock { if case .fulfilled(let value) = $0 { value } else { nil } }
     }
 }

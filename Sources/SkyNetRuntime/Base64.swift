@@ -4,7 +4,7 @@
 /// Table-driven and written for bytes in buffers: a chunk is encoded straight into the line
 /// being built and decoded straight into the buffer written to disk, with no `Data` or
 /// `String` in between (Foundation's is as fast, but allocates both ways).
-public enum Base64 {
+package enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// Each byte's 6-bit value, or 0xFF for a byte outside the alphabet (`=` included).
@@ -15,13 +15,13 @@ public enum Base64 {
     }()
 
     /// The characters `byteCount` bytes take once encoded, padding included.
-    public static func encodedCount(_ byteCount: Int) -> Int { (byteCount + 2) / 3 * 4 }
+    package static func encodedCount(_ byteCount: Int) -> Int { (byteCount + 2) / 3 * 4 }
 
     /// The most bytes `characterCount` characters can decode to.
-    public static func decodedCapacity(_ characterCount: Int) -> Int { characterCount / 4 * 3 }
+    package static func decodedCapacity(_ characterCount: Int) -> Int { characterCount / 4 * 3 }
 
     /// Appends the encoding of `bytes` to `out`.
-    public static func encode(_ bytes: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) {
+    package static func encode(_ bytes: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) {
         let start = out.count
         let count = encodedCount(bytes.count)
         out.append(contentsOf: repeatElement(0, count: count))
@@ -51,7 +51,7 @@ public enum Base64 {
     }
 
     /// The encoding of `bytes` as an array (tests, small values).
-    public static func encode(_ bytes: [UInt8]) -> [UInt8] {
+    package static func encode(_ bytes: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         bytes.withUnsafeBytes { encode($0, appendingTo: &out) }
         return out
@@ -61,7 +61,7 @@ public enum Base64 {
     /// `text` is not strict base64 (a length that is not a multiple of 4, a character outside
     /// the alphabet, `=` anywhere but the last one or two places, padding bits that are not
     /// zero) or decodes to more than `out` holds. `out` may be partly written then.
-    public static func decode(_ text: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int? {
+    package static func decode(_ text: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int? {
         guard text.count % 4 == 0 else { return nil }
         guard text.count > 0 else { return 0 }
         let equals = UInt8(ascii: "=")
@@ -99,7 +99,7 @@ public enum Base64 {
     }
 
     /// The bytes `text` stands for, or nil when it is not strict base64 (tests, small values).
-    public static func decode(_ text: [UInt8]) -> [UInt8]? {
+    package static func decode(_ text: [UInt8]) -> [UInt8]? {
         var out = [UInt8](repeating: 0, count: decodedCapacity(text.count))
         let count = text.withUnsafeBytes { text in out.withUnsafeMutableBytes { decode(text, into: $0) } }
         guard let count else { return nil }

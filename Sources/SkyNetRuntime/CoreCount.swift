@@ -1,11 +1,11 @@
 /// How many processors this process may run on: the default capacity of `skynet node --stdio`,
 /// whose welcome then tells the coordinator how many it may use (no wire field is added for it).
-public enum CoreCount {
+package enum CoreCount {
     /// The processors of this thread's CPU affinity mask (what `nproc` and `taskset` go by: a
     /// node started under `taskset -c 0` runs one task at a time), or, where the mask cannot be
     /// read, `sysconf(_SC_NPROCESSORS_ONLN)`; kept within `1...most` (1 when neither can say).
     /// (The name is older than the mask.)
-    public static func online(atMost most: Int = 1024) -> Int {
+    package static func online(atMost most: Int = 1024) -> Int {
         let count = inAffinityMask() ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         return max(1, min(most, count > 0 ? count : 1))
     }

@@ -9,9 +9,9 @@
 /// Scheduling and cancelling are O(log n) in the actions pending; the thread is woken only
 /// when a new deadline is earlier than the one it waits for, so deadlines that are mostly
 /// cancelled before they come (a request's time limit) cost no wake-up at all.
-public final class DeadlineTimer: TimerClock {
+package final class DeadlineTimer: TimerClock {
     /// The process's real clock; its thread starts with the first action.
-    public static let shared = DeadlineTimer()
+    package static let shared = DeadlineTimer()
 
     private struct State {
         var queue = TimerQueue()
@@ -28,12 +28,12 @@ public final class DeadlineTimer: TimerClock {
     /// How long before a deadline the thread stops waiting and spins (yielding the core).
     static let spinWindow = Duration.microseconds(100)
 
-    public init() {}
+    package init() {}
 
-    public var now: ContinuousClock.Instant { .now }
+    package var now: ContinuousClock.Instant { .now }
 
     @discardableResult
-    public func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> TimerTicket {
+    package func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> TimerTicket {
         let (ticket, wake) = state.withLock { state -> (TimerTicket, Bool) in
             let ticket = state.queue.insert(at: deadline, action)
             if !state.threadStarted {
@@ -50,7 +50,7 @@ public final class DeadlineTimer: TimerClock {
     }
 
     @discardableResult
-    public func cancel(_ ticket: TimerTicket) -> Bool {
+    package func cancel(_ ticket: TimerTicket) -> Bool {
         state.withLock { $0.queue.remove(ticket) }
     }
 

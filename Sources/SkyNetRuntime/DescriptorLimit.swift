@@ -1,9 +1,9 @@
 /// The process's limit on open descriptors (RLIMIT_NOFILE).
-public enum DescriptorLimit {
+package enum DescriptorLimit {
     /// Raises the soft limit to the hard limit, so a node can hold as many connections as the
     /// system allows it. Call it first thing at process start; returns the new soft limit.
     @discardableResult
-    public static func raiseToMaximum() -> Int {
+    package static func raiseToMaximum() -> Int {
         var limit = rlimit()
         guard getrlimit(resourceNumber, &limit) == 0 else { return current }
         if limit.rlim_cur < limit.rlim_max {
@@ -19,7 +19,7 @@ public enum DescriptorLimit {
     }
 
     /// The soft limit now in force.
-    public static var current: Int {
+    package static var current: Int {
         var limit = rlimit()
         guard getrlimit(resourceNumber, &limit) == 0 else { return -1 }
         return Int(clamping: limit.rlim_cur)  // RLIM_INFINITY is the largest value: clamped to Int.max

@@ -9,27 +9,27 @@
 ///
 /// Memory is bounded: one sample per change of the count, merged while they come closer
 /// together than a hundredth of the window, and at most `capacity` samples kept.
-public struct ETAEstimator: Sendable {
+package struct ETAEstimator: Sendable {
     private struct Sample: Sendable {
         var seconds: Double
         var finished: Int
     }
 
     /// Seconds of recent history the rate is measured over.
-    public let window: Double
+    package let window: Double
     /// Completions needed before there is an estimate at all.
-    public let minimumFinished: Int
+    package let minimumFinished: Int
     /// Seconds since the start before there is an estimate (a rate over 0.1 s is noise).
-    public let minimumSeconds: Double
+    package let minimumSeconds: Double
     /// The most samples kept.
-    public static let capacity = 256
+    package static let capacity = 256
     /// Estimates longer than this (in seconds) are no estimate: `nil`, shown as `--:--`.
-    public static let longest: Double = 1000 * 3600
+    package static let longest: Double = 1000 * 3600
 
     // Oldest first; the start of the scan (0 s, 0 finished) is the first sample.
     private var samples = [Sample(seconds: 0, finished: 0)]
 
-    public init(window: Double = 20, minimumFinished: Int = 3, minimumSeconds: Double = 1) {
+    package init(window: Double = 20, minimumFinished: Int = 3, minimumSeconds: Double = 1) {
         self.window = window.isFinite ? max(0.1, window) : 20
         self.minimumFinished = max(1, minimumFinished)
         self.minimumSeconds = minimumSeconds.isFinite ? max(0, minimumSeconds) : 1
@@ -37,7 +37,7 @@ public struct ETAEstimator: Sendable {
 
     /// The tasks finished so far (completed plus given up), `seconds` after the start.
     /// A count that goes down or a time that goes back is ignored.
-    public mutating func observe(finished: Int, at seconds: Double) {
+    package mutating func observe(finished: Int, at seconds: Double) {
         guard let last = samples.last, seconds.isFinite, seconds >= last.seconds, finished > last.finished else { return }
         let sample = Sample(seconds: seconds, finished: finished)
         // Merge with the newest sample while the two before it are closer than the resolution.
@@ -53,12 +53,12 @@ public struct ETAEstimator: Sendable {
     var sampleCount: Int { samples.count }
 
     /// The tasks finished at the latest observation.
-    public var finished: Int { samples.last?.finished ?? 0 }
+    package var finished: Int { samples.last?.finished ?? 0 }
 
     /// Seconds left to finish `total` tasks at the recent rate, `now` seconds after the start:
     /// 0 when every task is finished, nil while there is too little data (or the rate is 0).
     /// Never negative.
-    public func secondsLeft(total: Int, at now: Double) -> Double? {
+    package func secondsLeft(total: Int, at now: Double) -> Double? {
         let finished = self.finished
         let remaining = max(0, total - finished)
         if remaining == 0 { return 0 }
@@ -84,7 +84,7 @@ public struct ETAEstimator: Sendable {
 extension ETAEstimator {
     /// `ETA 0:42`, `ETA 1:02:03` past an hour, `ETA --:--` without an estimate. Rounded up,
     /// so it says 0:00 only when nothing is left.
-    public static func label(_ seconds: Double?) -> String {
+    package static func label(_ seconds: Double?) -> String {
         guard let seconds, seconds.isFinite, seconds >= 0, seconds <= longest else { return "ETA --:--" }
         let whole = Int(seconds.rounded(.up))
         let (hours, minutes, rest) = (whole / 3600, whole / 60 % 60, whole % 60)

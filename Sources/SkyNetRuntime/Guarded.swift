@@ -5,14 +5,14 @@
 /// A pthread mutex rather than Synchronization's `Mutex`: on Linux `Mutex` locks with raw
 /// futex calls that ThreadSanitizer does not see, so every guarded access was reported as a
 /// race. With pthread calls the sanitizer checks our locking for real.
-public final class Guarded<State> {
+package final class Guarded<State> {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var state: State
     /// Threads inside `wait`: a change wakes them only when there are some.
     private var waiters = 0
 
-    public init(_ state: State) {
+    package init(_ state: State) {
         self.state = state
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
@@ -34,14 +34,14 @@ public final class Guarded<State> {
 
     /// Runs `body` with the state, holding the lock, then wakes every waiter to look again.
     /// Keep it short and never await in it.
-    public func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { unlock() }
         return try body(&state)
     }
 
     /// Runs `body` only if the lock is free right now; nil when it is held.
-    public func withLockIfAvailable<Result>(_ body: (inout State) -> Result) -> Result? {
+    package func withLockIfAvailable<Result>(_ body: (inout State) -> Result) -> Result? {
         guard pthread_mutex_trylock(mutex) == 0 else { return nil }
         defer { unlock() }
         return body(&state)
@@ -50,7 +50,7 @@ public final class Guarded<State> {
     /// Blocks the calling thread (never call it from async code) while `waiting(state)` holds,
     /// up to `deadline`; then runs `body` under the same lock. `timedOut` tells whether the
     /// deadline ended the wait.
-    public func wait<Result>(while waiting: (State) -> Bool, deadline: ContinuousClock.Instant? = nil,
+    package func wait<Result>(while waiting: (State) -> Bool, deadline: ContinuousClock.Instant? = nil,
                              then body: (inout State, _ timedOut: Bool) -> Result) -> Result {
         pthread_mutex_lock(mutex)
         defer { unlock() }
@@ -97,7 +97,7 @@ extension Guarded: @unchecked Sendable where State: Sendable {}
 
 /// `Guarded` where nobody waits: state a thread of our own (a reader, the accept loop) shares
 /// with async code, behind the same pthread mutex.
-public typealias Locked<State: Sendable> = Guarded<State>
+package typealias Locked<State: Sendable> = Guarded<State>
 
 /// Bytes waiting to be sent: appended at the back, consumed from the front without moving
 /// the rest each time.

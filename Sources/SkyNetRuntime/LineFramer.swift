@@ -5,9 +5,9 @@
 /// Feed it chunks as they arrive, in any sizes; it hands out every complete line (without its
 /// newline) in order, and holds at most `maxLineBytes` bytes of a line whose newline has not
 /// arrived. A line longer than `maxLineBytes` (newline excluded) is dealt with by `overLong`.
-public struct LineFramer: Sendable {
+package struct LineFramer: Sendable {
     /// What an over-long line does to the stream.
-    public enum OverLongLine: Sendable {
+    package enum OverLongLine: Sendable {
         /// Reported once, as soon as it is known to be too long; after that nothing is framed.
         case fail
         /// Reported once at its end (its newline, or `finish`) and dropped; framing goes on.
@@ -17,38 +17,38 @@ public struct LineFramer: Sendable {
     }
 
     /// A line as `split` hands it out: its bytes are valid only during the call.
-    public enum Piece {
+    package enum Piece {
         case line(UnsafeRawBufferPointer)
         case tooLong
     }
 
     /// A line as `feed` hands it out, copied.
-    public enum Output: Sendable, Equatable {
+    package enum Output: Sendable, Equatable {
         case line(Data)
         case tooLong
     }
 
-    public let maxLineBytes: Int
-    public let overLong: OverLongLine
+    package let maxLineBytes: Int
+    package let overLong: OverLongLine
     /// The start of a line whose newline has not arrived yet.
     private var partial: [UInt8] = []
     /// The current line has passed the limit (`skip`, `truncate`): drop the rest of it.
     private var dropping = false
     /// A line was too long under `fail`: the stream cannot be framed any further.
-    public private(set) var isBroken = false
+    package private(set) var isBroken = false
 
-    public init(maxLineBytes: Int, overLong: OverLongLine = .fail) {
+    package init(maxLineBytes: Int, overLong: OverLongLine = .fail) {
         self.maxLineBytes = max(0, maxLineBytes)
         self.overLong = overLong
     }
 
     /// Bytes held of a line not yet complete.
-    public var pendingCount: Int { partial.count }
+    package var pendingCount: Int { partial.count }
 
     /// Frames `chunk` from `start`, calling `body` with each piece in order, until the chunk is
     /// used up or `body` returns false. `start` is moved past each line's newline before `body`
     /// sees the line, so a caller that stops can go on from `start` with the same chunk.
-    public mutating func split(_ chunk: UnsafeRawBufferPointer, from start: inout Int, _ body: (Piece) -> Bool) {
+    package mutating func split(_ chunk: UnsafeRawBufferPointer, from start: inout Int, _ body: (Piece) -> Bool) {
         guard !isBroken, let base = chunk.baseAddress else { start = chunk.count; return }
         while start < chunk.count {
             guard let found = memchr(base + start, 10, chunk.count - start) else {
@@ -64,21 +64,21 @@ public struct LineFramer: Sendable {
     }
 
     /// `split` of a whole chunk, calling `body` with every piece.
-    public mutating func split(_ chunk: UnsafeRawBufferPointer, _ body: (Piece) -> Void) {
+    package mutating func split(_ chunk: UnsafeRawBufferPointer, _ body: (Piece) -> Void) {
         var start = 0
         split(chunk, from: &start) { body($0); return true }
     }
 
     /// The end of the stream: a last line without a newline is handed out like any other
     /// (unless the stream broke); an empty one is not.
-    public mutating func finish(_ body: (Piece) -> Void) {
+    package mutating func finish(_ body: (Piece) -> Void) {
         defer { partial = []; dropping = false }
         if dropping, overLong == .skip { return body(.tooLong) }
         if !isBroken, !partial.isEmpty { partial.withUnsafeBytes { body(.line($0)) } }
     }
 
     /// `split` with each line copied, calling `emit` in order.
-    public mutating func feed(_ chunk: UnsafeRawBufferPointer, emit: (Output) -> Void) {
+    package mutating func feed(_ chunk: UnsafeRawBufferPointer, emit: (Output) -> Void) {
         split(chunk) { piece in
             switch piece {
             case .line(let bytes): emit(.line(Data(bytes)))
@@ -88,7 +88,7 @@ public struct LineFramer: Sendable {
     }
 
     /// `feed` for an array: the lines and whether the stream broke, for tests and small callers.
-    public mutating func feed(_ bytes: [UInt8]) -> [Output] {
+    package mutating func feed(_ bytes: [UInt8]) -> [Output] {
         var outputs: [Output] = []
         bytes.withUnsafeBytes { feed($0) { outputs.append($0) } }
         return outputs

@@ -12,21 +12,21 @@
 /// `offer` never waits: it queues a line only if there is room now. Its counting form drops
 /// and counts what does not fit, and says how many when room returns (logs of a server,
 /// which a reader that stopped reading must never stop).
-public final class LineWriter: Sendable {
+package final class LineWriter: Sendable {
     /// Text for one descriptor.
-    public struct Piece: Sendable {
-        public let descriptor: Int32
-        public let bytes: [UInt8]
+    package struct Piece: Sendable {
+        package let descriptor: Int32
+        package let bytes: [UInt8]
         /// When set, the piece is left out if that descriptor has failed by the time the
         /// writer thread comes to it: a record that earlier pieces reached it (the journal's
         /// `printed` marks after stdout's results) is written only when they did.
-        public let onlyIfWritten: Int32?
+        package let onlyIfWritten: Int32?
 
-        public init(_ text: String, to descriptor: Int32) {
+        package init(_ text: String, to descriptor: Int32) {
             self.init(bytes: Array(text.utf8), to: descriptor)
         }
 
-        public init(bytes: [UInt8], to descriptor: Int32, onlyIfWritten other: Int32? = nil) {
+        package init(bytes: [UInt8], to descriptor: Int32, onlyIfWritten other: Int32? = nil) {
             self.descriptor = descriptor
             self.bytes = bytes
             onlyIfWritten = other
@@ -79,18 +79,18 @@ public final class LineWriter: Sendable {
     }
 
     /// The most bytes queued before producers wait.
-    public let capacity: Int
+    package let capacity: Int
     /// A piece this long is written on its own rather than gathered with its neighbours: the
     /// copy would cost more than the extra `write`, and would double a big record's memory.
     static let directWrite = 64 * 1024
     private let state = Guarded(State())
 
-    public init(capacity: Int = 64 * 1024) {
+    package init(capacity: Int = 64 * 1024) {
         self.capacity = max(1, capacity)
     }
 
     /// Queues `text` for `descriptor`, suspending while the queue is full.
-    public func write(_ text: String, to descriptor: Int32) async {
+    package func write(_ text: String, to descriptor: Int32) async {
         await write([Piece(text, to: descriptor)])
     }
 
@@ -99,7 +99,7 @@ public final class LineWriter: Sendable {
     /// `condition`, if given, is asked under the queue's lock at the moment the pieces would
     /// be accepted (after any wait for room); when it says no, they are dropped. A gate that
     /// closes before a last line is queued thus keeps every later conditional line out.
-    public func write(_ pieces: [Piece], if condition: (@Sendable () -> Bool)? = nil) async {
+    package func write(_ pieces: [Piece], if condition: (@Sendable () -> Bool)? = nil) async {
         let size = pieces.reduce(0) { $0 + $1.bytes.count }
         guard size > 0 else { return }
         // When there is room the pieces are taken without suspending: a continuation resumed
@@ -126,7 +126,7 @@ public final class LineWriter: Sendable {
     /// Queues `text` only if there is room right now (for output that may be skipped, such
     /// as a progress line about to be redrawn anyway); never waits. Whether it was queued.
     @discardableResult
-    public func offer(_ text: String, to descriptor: Int32) -> Bool {
+    package func offer(_ text: String, to descriptor: Int32) -> Bool {
         let piece = Piece(text, to: descriptor)
         return state.withLock { acceptIfRoom([piece], size: piece.bytes.count, condition: nil, into: &$0) }
     }
@@ -139,7 +139,7 @@ public final class LineWriter: Sendable {
     /// for that descriptor: the lines written keep their order, and the gap is stated. Whether
     /// `text` was queued.
     @discardableResult
-    public func offer(_ text: String, to descriptor: Int32, countingDropsAs notice: @escaping @Sendable (Int) -> String) -> Bool {
+    package func offer(_ text: String, to descriptor: Int32, countingDropsAs notice: @escaping @Sendable (Int) -> String) -> Bool {
         let piece = Piece(text, to: descriptor)
         return state.withLock { state in
             queueLeadingNotices(into: &state)
@@ -167,13 +167,13 @@ public final class LineWriter: Sendable {
     }
 
     /// Why writing to `descriptor` failed (what follows for it is dropped), if it did.
-    public func failure(of descriptor: Int32) -> String? {
+    package func failure(of descriptor: Int32) -> String? {
         state.withLock { $0.failures[descriptor] }.map { String(cString: strerror($0)) }
     }
 
     /// Fulfilled with the errno of the first failed write to `descriptor` (at once if one
     /// failed already): a scan stops on it when its stdout fails.
-    public func failureSignal(of descriptor: Int32) -> AsyncSignal<Int32> {
+    package func failureSignal(of descriptor: Int32) -> AsyncSignal<Int32> {
         let (signal, failed) = state.withLock { state -> (AsyncSignal<Int32>, Int32?) in
             let signal = state.failureSignals[descriptor] ?? AsyncSignal<Int32>()
             state.failureSignals[descriptor] = signal
@@ -188,7 +188,7 @@ public final class LineWriter: Sendable {
     /// then fails with `EPIPE`, as that write would. A thread of its own waits for it in
     /// `poll` (a pipe's write end reports `POLLERR` once it has no reader); nothing is watched
     /// when `descriptor` is not a pipe. The thread lasts until then: call it once a process.
-    public func watchReader(of descriptor: Int32) {
+    package func watchReader(of descriptor: Int32) {
         var info = stat()
         guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return }
         startThread(named: "skynet-reader-watch") { [self] in
@@ -212,7 +212,7 @@ public final class LineWriter: Sendable {
     }
 
     /// Waits until everything queued (or waiting to be) before the call has been written.
-    public func flush() async {
+    package func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
                 let target = state.accepted + state.dropped + state.blocked.count  // notices too
@@ -324,7 +324,7 @@ public final class LineWriter: Sendable {
 /// Writes all of `bytes` to `descriptor` with blocking `write`s (retrying after a signal);
 /// false when the descriptor fails (a closed pipe, say). Only for threads of our own or for
 /// synchronous callers about to exit: never call it from the cooperative pool.
-public func writeFully(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Bool {
+package func writeFully(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Bool {
     guard let base = bytes.baseAddress else { return true }
     var offset = 0
     while offset < bytes.count {
@@ -347,7 +347,7 @@ public func writeFully(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) ->
 /// Reads `descriptor` with blocking `read`s of up to `chunkSize` bytes (retrying after a
 /// signal), handing each chunk to `body` until the end, a failed read, or `body` returns
 /// false. Only for threads of our own: never call it from the cooperative pool.
-public func readChunks(from descriptor: Int32, chunkSize: Int = 64 * 1024, _ body: (UnsafeRawBufferPointer) -> Bool) {
+package func readChunks(from descriptor: Int32, chunkSize: Int = 64 * 1024, _ body: (UnsafeRawBufferPointer) -> Bool) {
     var buffer = [UInt8](repeating: 0, count: chunkSize)
     while true {
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }

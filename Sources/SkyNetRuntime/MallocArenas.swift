@@ -7,8 +7,8 @@ import Glibc
 /// sender and per job reader then holds tens of MB that no data needs (W14: a coordinator over
 /// ssh links at 51–66 MB, 31 MB with two arenas). Two arenas are plenty for our allocation
 /// rate. Called first thing in `main`, before any thread; a MALLOC_ARENA_MAX the user set wins.
-public enum MallocArenas {
-    public static func limit(to count: Int32 = 2) {
+package enum MallocArenas {
+    package static func limit(to count: Int32 = 2) {
         #if canImport(Glibc)
         guard getenv("MALLOC_ARENA_MAX") == nil else { return }
         // <malloc.h> is not in the Glibc module: mallopt is looked up (RTLD_DEFAULT is null).

@@ -1,11 +1,11 @@
 /// Small tools for secrets: constant-time comparison, random nonces, hex.
-public enum Secrets {
+package enum Secrets {
     /// Whether two byte strings are equal, in time that depends only on their lengths.
     ///
     /// Unequal lengths answer at once (lengths are not secret: a MAC's or a nonce's is fixed);
     /// equal lengths are compared whole, folding every difference into one byte, so the time
     /// does not tell where the first difference is.
-    public static func equal(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+    package static func equal(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         var difference: UInt8 = 0
         for (x, y) in zip(a, b) {
@@ -17,7 +17,7 @@ public enum Secrets {
     /// `count` bytes from the kernel's CSPRNG (getrandom(2), through the standard library's
     /// SystemRandomNumberGenerator: Glibc here does not export getrandom). None for a count
     /// below one.
-    public static func randomBytes(_ count: Int) -> [UInt8] {
+    package static func randomBytes(_ count: Int) -> [UInt8] {
         guard count > 0 else { return [] }
         var generator = SystemRandomNumberGenerator()
         let words: [UInt64] = (0..<(count + 7) / 8).map { _ in generator.next() }
@@ -25,7 +25,7 @@ public enum Secrets {
     }
 
     /// Lowercase hex.
-    public static func hex(_ bytes: some Collection<UInt8>) -> String {
+    package static func hex(_ bytes: some Collection<UInt8>) -> String {
         let digits: StaticString = "0123456789abcdef"
         let count = bytes.count
         return digits.withUTF8Buffer { digits in
@@ -42,7 +42,7 @@ public enum Secrets {
     }
 
     /// Bytes from hex (either case); nil if the length is odd or a character is not hex.
-    public static func bytes(fromHex text: some StringProtocol) -> [UInt8]? {
+    package static func bytes(fromHex text: some StringProtocol) -> [UInt8]? {
         let utf8 = text.utf8
         guard utf8.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []

@@ -4,7 +4,7 @@ extension String {
     /// terminal can then never clear the screen, move the cursor or retitle the window.
     /// Everything else is kept as it is, backslashes too: this is for people to read, and
     /// `--json` carries the exact text for programs.
-    public var escapingControlCharacters: String {
+    package var escapingControlCharacters: String {
         // Most text has none: C0 and DEL are single bytes, C1 starts with 0xC2 in UTF-8.
         guard utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }) else { return self }
         var escaped = String.UnicodeScalarView()

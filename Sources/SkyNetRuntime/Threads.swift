@@ -1,6 +1,6 @@
 /// Runs `body` on a new thread of its own: where blocking calls (accept, recv, a send that
 /// waits, connect, read) belong, away from the cooperative pool.
-public func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+package func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
     let start = Unmanaged.passRetained(ThreadStart(name: name, body: body)).toOpaque()
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
@@ -18,7 +18,7 @@ public func startThread(named name: String, _ body: @escaping @Sendable () -> Vo
 }
 
 /// Runs a blocking call on a thread of its own and awaits its result.
-public func onOwnThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+package func onOwnThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         startThread(named: name) { continuation.resume(with: Result { try body() }) }
     }

@@ -1,7 +1,7 @@
 /// The error of an operation that did not finish within its time limit.
-public struct TimeoutError: Error, CustomStringConvertible, Equatable, Sendable {
-    public init() {}
-    public var description: String { "The operation timed out." }
+package struct TimeoutError: Error, CustomStringConvertible, Equatable, Sendable {
+    package init() {}
+    package var description: String { "The operation timed out." }
 }
 
 /// Runs an operation against a time limit on a clock: whichever ends first decides the value.
@@ -10,8 +10,8 @@ public struct TimeoutError: Error, CustomStringConvertible, Equatable, Sendable 
 /// time limit, by `cancel()` or by the cancellation of the awaiting task; then the operation is
 /// cancelled and the time limit forgotten. The operation's own error is passed on unchanged
 /// (only the time limit produces `TimeoutError`).
-public actor TimeoutTask<Success: Sendable> {
-    public let timeout: Duration
+package actor TimeoutTask<Success: Sendable> {
+    package let timeout: Duration
     private let clock: any TimerClock
     private let operation: @Sendable () async throws -> Success
     /// The outcome once decided; a second `value` gets the same outcome.
@@ -19,7 +19,7 @@ public actor TimeoutTask<Success: Sendable> {
     /// Whether the race runs (a task awaits `value`, and nothing has decided it yet).
     private var awaited = false
 
-    public init(timeout: Duration, clock: any TimerClock = DeadlineTimer.shared,
+    package init(timeout: Duration, clock: any TimerClock = DeadlineTimer.shared,
                 operation: @escaping @Sendable () async throws -> Success) {
         self.timeout = timeout
         self.clock = clock
@@ -27,7 +27,7 @@ public actor TimeoutTask<Success: Sendable> {
     }
 
     /// Starts the race (once) and waits for its outcome.
-    public var value: Success {
+    package var value: Success {
         get async throws {
             try start()
             defer { awaited = false }
@@ -41,7 +41,7 @@ public actor TimeoutTask<Success: Sendable> {
     }
 
     /// Ends the race with `CancellationError` unless it is already decided.
-    public func cancel() {
+    package func cancel() {
         outcome.fulfil(.failure(CancellationError()))
     }
 
@@ -69,7 +69,7 @@ struct TimeoutTaskReuse: Error, CustomStringConvertible {
 }
 
 /// Awaits `operation`, throwing `TimeoutError` (and cancelling it) after `limit` on `clock`.
-public func withTimeout<T: Sendable>(
+package func withTimeout<T: Sendable>(
     _ limit: Duration, clock: any TimerClock = DeadlineTimer.shared, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     try await TimeoutTask(timeout: limit, clock: clock, operation: operation).value

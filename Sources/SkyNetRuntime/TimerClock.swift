@@ -4,7 +4,7 @@
 /// `DeadlineTimer.shared` is the real clock (monotonic, one thread of its own); tests give a
 /// `ManualClock` instead and move time themselves. Types that keep time take a clock in their
 /// initialiser, defaulting to the real one.
-public protocol TimerClock: AnyObject, Sendable {
+package protocol TimerClock: AnyObject, Sendable {
     /// The current instant on this clock.
     var now: ContinuousClock.Instant { get }
 
@@ -20,26 +20,26 @@ public protocol TimerClock: AnyObject, Sendable {
 }
 
 /// What `schedule` returns, for `cancel`.
-public struct TimerTicket: Sendable, Hashable {
+package struct TimerTicket: Sendable, Hashable {
     let id: UInt64
 }
 
 extension TimerClock {
     /// Runs `action` once `delay` has passed on this clock.
     @discardableResult
-    public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> TimerTicket {
+    package func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> TimerTicket {
         schedule(at: now + delay, action)
     }
 
     /// Suspends the caller for `duration` on this clock; throws `CancellationError` (at once)
     /// when the calling task is cancelled.
-    public func sleep(for duration: Duration) async throws {
+    package func sleep(for duration: Duration) async throws {
         try await sleep(until: now + duration)
     }
 
     /// Suspends the caller until `deadline` on this clock; throws `CancellationError` (at once)
     /// when the calling task is cancelled.
-    public func sleep(until deadline: ContinuousClock.Instant) async throws {
+    package func sleep(until deadline: ContinuousClock.Instant) async throws {
         // Whichever comes first, the deadline (true) or the cancellation (false), decides.
         let woken = AsyncSignal<Bool>()
         let ticket = schedule(at: deadline) { woken.fulfil(true) }

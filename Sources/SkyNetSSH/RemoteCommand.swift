@@ -4,21 +4,21 @@ import SkyNetRuntime
 /// node's arguments travel as `--stdio-args HEX` (the UTF-8 of the arguments joined by NUL),
 /// so no text of the operator's is ever parsed by a shell, whichever one the login has (fish
 /// and csh quote otherwise than sh; GNU parallel encodes its remote commands for this reason).
-public enum RemoteCommand {
+package enum RemoteCommand {
     /// A remote command that is too long for a host's shell to take (`sh -c` gets one argument
     /// of at most 128 KiB on Linux).
-    public struct TooLong: Error, CustomStringConvertible, Sendable {
-        public let bytes: Int
-        public var description: String {
+    package struct TooLong: Error, CustomStringConvertible, Sendable {
+        package let bytes: Int
+        package var description: String {
             "the node's arguments make a remote command of \(bytes) bytes, more than \(RemoteCommand.maxBytes): declare fewer or shorter jobs"
         }
     }
 
     /// The longest remote command sent.
-    public static let maxBytes = 100 * 1024
+    package static let maxBytes = 100 * 1024
 
     /// `exec skynet node --stdio [--stdio-args HEX]`: the node found on the host's PATH.
-    public static func plain(arguments: [String]) throws(TooLong) -> String {
+    package static func plain(arguments: [String]) throws(TooLong) -> String {
         try checked("exec skynet node --stdio" + stdioArguments(arguments))
     }
 
@@ -42,7 +42,7 @@ public enum RemoteCommand {
     /// with the reason, as shipping it again cannot help. PATH is never used, so no other build
     /// can run. The script holds no `'`, `\` or newline, so `exec /bin/sh -c '…'` reads the same
     /// in every login shell.
-    public static func shipped(_ shipment: SSHShipment, arguments: [String]) throws(TooLong) -> String {
+    package static func shipped(_ shipment: SSHShipment, arguments: [String]) throws(TooLong) -> String {
         let hex = shipment.sha256
         let script = #"p=$(uname -sm); [ "$p" = "\#(shipment.platform)" ] || { echo "skynet --ship: this host is $p, not \#(shipment.platform)" >&2; exit \#(SSHFailure.otherPlatformStatus); }; "#
             + cacheFolder
@@ -72,7 +72,7 @@ public enum RemoteCommand {
     /// refused (`directoryRefused`) before anything is read. The folder is 0700 by then, so
     /// only the login can put something at the name meanwhile.
     /// (A `$HOME` holding spaces is not supported: `trap` rereads the path.)
-    public static func upload(_ shipment: SSHShipment) -> String {
+    package static func upload(_ shipment: SSHShipment) -> String {
         let hex = shipment.sha256
         let script = "set -e; " + cacheFolder + #"mkdir -p "$d" || exit \#(SSHFailure.cannotStoreStatus); chmod 700 "$d"; "#
             + #"f="$d/skynet-\#(hex)"; "# + directoryRefused

@@ -10,8 +10,8 @@ import SkyNetWire
 /// Every path reaps ssh: when the connection ends (closed here, or ssh's stdout ended), the
 /// channel closes its end of the pipes (ssh then sends EOF and the node exits), waits a moment
 /// for ssh to exit, and stops it otherwise.
-public final class SSHChannel: Sendable {
-    public let connection: Connection
+package final class SSHChannel: Sendable {
+    package let connection: Connection
     let child: ChildProcess
     /// The login (`alice@gpu1:2222`) and the node's name, for messages.
     let login: SSHLogin
@@ -31,7 +31,7 @@ public final class SSHChannel: Sendable {
 
     /// Starts `command` to `login` running `remote`; `hostLog` gets stderr's lines, prefixed
     /// `[name] ` and rate-limited.
-    public static func open(name: String, login: SSHLogin, command: SSHCommand, remote: String, timeout: Duration,
+    package static func open(name: String, login: SSHLogin, command: SSHCommand, remote: String, timeout: Duration,
                             hostLog: @escaping @Sendable (String) -> Void) async throws -> SSHChannel {
         let arguments = command.arguments(to: login, remote: remote, connectTimeout: timeout)
         let (child, reading, writing, errors) = try await onOwnThread(named: "skynet-ssh-spawn") {
@@ -99,7 +99,7 @@ public final class SSHChannel: Sendable {
 
     /// Closes the channel and reaps ssh: EOF first (the node exits, ssh follows within 2 s),
     /// then SIGTERM, and SIGKILL after 0.5 s.
-    public func close() async {
+    package func close() async {
         connection.close()
         await startClosing().value
     }
@@ -137,7 +137,7 @@ public final class SSHChannel: Sendable {
     /// closed first. `error`: what the link saw (a timeout, a close). When the link gave up on
     /// the node (no welcome in time, a first line over the limit), it closed the channel, which
     /// stops ssh: ssh's exit (255 on SIGTERM) is then ours, and what the node did is said instead.
-    public func failure(after error: any Error, answerBound: Duration) async -> any Error {
+    package func failure(after error: any Error, answerBound: Duration) async -> any Error {
         if let garbage = error as? NotTheProtocol {
             await close()
             let text = garbage.firstLine.trimming(\.isWhitespace)

@@ -3,20 +3,20 @@ import SkyNetWork
 
 /// The ssh program and its options (`--ssh-command 'ssh -i ~/.ssh/ci -o …'`): split into words
 /// as `sh` would, never run by one. A leading `~/` is the home folder, as in the issue's example.
-public struct SSHCommand: Sendable, Equatable {
-    public typealias ParseError = CommandTemplate.ParseError
+package struct SSHCommand: Sendable, Equatable {
+    package typealias ParseError = CommandTemplate.ParseError
 
-    public let words: [String]
+    package let words: [String]
 
     /// Plain `ssh`: its own config (`~/.ssh/config`) applies as usual.
-    public static let standard = SSHCommand(words: ["ssh"])
+    package static let standard = SSHCommand(words: ["ssh"])
 
-    public init(words: [String]) {
+    package init(words: [String]) {
         self.words = words
     }
 
     /// Splits `text` into words; `home` (default: `$HOME`) stands for a leading `~`.
-    public init(_ text: String, home: String? = nil) throws(ParseError) {
+    package init(_ text: String, home: String? = nil) throws(ParseError) {
         let home = home ?? ProcessInfo.processInfo.environment["HOME"] ?? "/"
         let words = try CommandTemplate.words(text, home: home)
         guard let program = words.first, !program.isEmpty else {
@@ -32,7 +32,7 @@ public struct SSHCommand: Sendable, Equatable {
     /// flags the last wins, so `-T -a -x` mean no tty, agent or X11 forwarding even after the
     /// user's `-t` or `-A`. No `-q` (it silences the lines a failure is reported with) and no
     /// `-n` (stdin is the channel); `LogLevel=ERROR` drops only "Permanently added …".
-    public func arguments(to login: SSHLogin, remote: String, connectTimeout: Duration) -> [String] {
+    package func arguments(to login: SSHLogin, remote: String, connectTimeout: Duration) -> [String] {
         let seconds = max(1, Int((connectTimeout.seconds).rounded(.up)))
         var arguments = [words[0], "-o", "BatchMode=yes"] + words.dropFirst()
         arguments += ["-T", "-a", "-x", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=\(seconds)",
@@ -43,7 +43,7 @@ public struct SSHCommand: Sendable, Equatable {
     }
 
     /// The command an operator can run to check a login by hand: `ssh gpu1 true` by default.
-    public func checkHint(for login: SSHLogin) -> String {
+    package func checkHint(for login: SSHLogin) -> String {
         var words = words.map(Self.quotedForDisplay)
         if let port = login.port { words += ["-p", String(port)] }
         words.append((login.user.map { $0 + "@" } ?? "") + login.host)

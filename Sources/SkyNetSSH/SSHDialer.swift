@@ -3,22 +3,22 @@ import SkyNetRuntime
 import SkyNetTransport
 
 /// How a coordinator reaches its ssh hosts: the same for every host of a scan.
-public struct SSHSettings: Sendable {
+package struct SSHSettings: Sendable {
     /// The ssh program and options (`--ssh-command`).
-    public var command: SSHCommand
+    package var command: SSHCommand
     /// The node's arguments (`--job NAME=COMMAND`, `--max-output N`, …), sent in `--stdio-args`.
-    public var nodeArguments: [String]
+    package var nodeArguments: [String]
     /// Copy this build to hosts that lack it (`--ship`).
-    public var ship: Bool
+    package var ship: Bool
     /// The executable `--ship` copies; nil: this one (tests ship the built `skynet`).
-    public var shipExecutable: String?
+    package var shipExecutable: String?
     /// Backoff between attempts to reach a host: each costs a login, which sshd logs (and
     /// fail2ban counts), so slower than over TCP.
-    public var retryDelays: (first: Duration, most: Duration) = (.milliseconds(500), .seconds(10))
+    package var retryDelays: (first: Duration, most: Duration) = (.milliseconds(500), .seconds(10))
     /// Where the hosts' stderr lines go (`[gpu1] …`), already rate-limited.
-    public var hostLog: @Sendable (String) -> Void
+    package var hostLog: @Sendable (String) -> Void
 
-    public init(command: SSHCommand = .standard, nodeArguments: [String] = [], ship: Bool = false,
+    package init(command: SSHCommand = .standard, nodeArguments: [String] = [], ship: Bool = false,
                 hostLog: @escaping @Sendable (String) -> Void = { _ in }) {
         self.command = command
         self.nodeArguments = nodeArguments
@@ -28,23 +28,23 @@ public struct SSHSettings: Sendable {
 }
 
 /// A node reached by logging in to its host with ssh and running `skynet node --stdio` there.
-public struct SSHDialer: PeerDialer {
-    public let name: String
-    public let login: SSHLogin
+package struct SSHDialer: PeerDialer {
+    package let name: String
+    package let login: SSHLogin
     /// The node's slots (`N/`, or cluster.json's `capacity`); nil: the host's cores.
-    public let capacity: Int?
-    public let settings: SSHSettings
+    package let capacity: Int?
+    package let settings: SSHSettings
 
-    public init(name: String, login: SSHLogin, capacity: Int? = nil, settings: SSHSettings) {
+    package init(name: String, login: SSHLogin, capacity: Int? = nil, settings: SSHSettings) {
         self.name = name
         self.login = login
         self.capacity = capacity ?? login.slots
         self.settings = settings
     }
 
-    public var address: String { "ssh \(login)" }
+    package var address: String { "ssh \(login)" }
     /// The login is the authority: the cluster token never goes to an ssh host.
-    public var sendsToken: Bool { false }
+    package var sendsToken: Bool { false }
 
     /// The node's arguments: the scan's, and `--capacity N` for a login's `N/` (or the
     /// node's capacity in cluster.json), which may be more than the host's cores.
@@ -52,7 +52,7 @@ public struct SSHDialer: PeerDialer {
         settings.nodeArguments + (capacity.flatMap { $0 > 0 ? ["--capacity", String($0)] : nil } ?? [])
     }
 
-    public func dial(timeout: Duration) async throws -> DialedLink {
+    package func dial(timeout: Duration) async throws -> DialedLink {
         let remote = settings.ship ? try RemoteCommand.shipped(try await shipment(), arguments: nodeArguments)
                                    : try RemoteCommand.plain(arguments: nodeArguments)
         let channel = try await SSHChannel.open(name: name, login: login, command: settings.command, remote: remote,
@@ -73,7 +73,7 @@ public struct SSHDialer: PeerDialer {
     /// more login (ssh reads the file itself: nothing passes through this process), where its
     /// hash is checked before it takes its name. Throws an `SSHFailure` in ssh's words: a cache
     /// folder that cannot be made is for good (`.cannotShip`), other failures are retried.
-    public func ship(timeout: Duration) async throws {
+    package func ship(timeout: Duration) async throws {
         let shipment = try await shipment()
         var options = ChildProcess.Options(
             arguments: Array(settings.command.arguments(to: login, remote: RemoteCommand.upload(shipment), connectTimeout: timeout).dropFirst()),

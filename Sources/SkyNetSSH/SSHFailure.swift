@@ -2,8 +2,8 @@ import SkyNetRuntime
 
 /// Why an ssh session to a host ended, in ssh's own words and with the fix: made from ssh's
 /// exit status and the last lines it (or the remote shell) wrote to stderr.
-public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
-    public enum Kind: Sendable, Equatable {
+package struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
+    package enum Kind: Sendable, Equatable {
         /// The login was refused (no key the host takes), or its stdout did not start with the
         /// protocol (start-up files that print, a first line over the limit).
         case login
@@ -35,22 +35,22 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
         case noAnswer
     }
 
-    public let kind: Kind
+    package let kind: Kind
     /// What went wrong, one line: `ssh: Permission denied (publickey)`.
-    public let reason: String
+    package let reason: String
     /// What to do about it: `check the login with: ssh gpu1 true`.
-    public let fix: String
+    package let fix: String
 
-    public init(kind: Kind, reason: String, fix: String) {
+    package init(kind: Kind, reason: String, fix: String) {
         self.kind = kind
         self.reason = reason
         self.fix = fix
     }
 
-    public var description: String { fix.isEmpty ? reason : "\(reason) — \(fix)" }
+    package var description: String { fix.isEmpty ? reason : "\(reason) — \(fix)" }
 
     /// Whether asking again soon cannot help (it waits as long as a refused hello).
-    public var isPermanent: Bool {
+    package var isPermanent: Bool {
         switch kind {
         case .login, .hostKey, .noSkynet, .otherPlatform, .cannotShip: true
         case .unreachable, .needsShipment, .copyMismatch, .shipFailed, .ended, .exited, .noAnswer: false
@@ -82,7 +82,7 @@ public struct SSHFailure: Error, CustomStringConvertible, Equatable, Sendable {
     /// last lines kept (newest last; when given, the line that says what went wrong is picked
     /// from them: a login shell may end its error with a caret line, as fish does); `host`: the
     /// login's host (cut off the front of a line); `checkHint`: the command to check the login.
-    public static func classify(exit: ChildExit, lastLine: String?, host: String, checkHint: String,
+    package static func classify(exit: ChildExit, lastLine: String?, host: String, checkHint: String,
                                 lines: [String] = []) -> SSHFailure {
         let kept = lines.isEmpty ? (lastLine.map { [$0] } ?? []) : lines
         // ssh's own line and a node's last words are its newest; a remote shell's error may come

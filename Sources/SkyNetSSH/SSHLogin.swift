@@ -8,20 +8,20 @@ import SkyNetTransport
 /// password (`user:password@`: BatchMode forbids prompts), host groups (`@group/`), `:` for the
 /// local machine, `..`/`-` (read logins from a file or stdin), an ssh command inside a login
 /// and parallel's IPv6 port forms (`.80`, `p80`, `#80`).
-public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
+package struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
     /// A login that cannot be used, saying what is wrong and what to write instead.
-    public struct ParseError: Error, CustomStringConvertible, Equatable, Sendable {
-        public let description: String
+    package struct ParseError: Error, CustomStringConvertible, Equatable, Sendable {
+        package let description: String
     }
 
     /// `N/`: at most this many tasks at once on the host; nil: its core count.
-    public let slots: Int?
-    public let user: String?
+    package let slots: Int?
+    package let user: String?
     /// A host name, an IPv4 address, or a bare IPv6 address (no brackets: ssh takes it so).
-    public let host: String
-    public let port: Int?
+    package let host: String
+    package let port: Int?
 
-    public init(slots: Int? = nil, user: String? = nil, host: String, port: Int? = nil) {
+    package init(slots: Int? = nil, user: String? = nil, host: String, port: Int? = nil) {
         self.slots = slots
         self.user = user
         self.host = host
@@ -29,7 +29,7 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The login without `N/` (parallel's "string"): the name of an `--ssh` host.
-    public var description: String {
+    package var description: String {
         let user = user.map { $0 + "@" } ?? ""
         guard let port else { return user + host }
         return user + Socket.authority(host: host, port: port)
@@ -38,7 +38,7 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
     /// The most slots a login may name (`ClusterConfig.maxCapacity`).
     static let maxSlots = 1024
 
-    public init(parsing text: String) throws(ParseError) {
+    package init(parsing text: String) throws(ParseError) {
         func fail(_ problem: String) -> ParseError { ParseError(description: "ssh login \(Self.shown(text)): \(problem)") }
         if text.isEmpty { throw ParseError(description: "an ssh login is empty: write [N/][user@]host[:port]") }
         if text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
@@ -183,7 +183,7 @@ public struct SSHLogin: Sendable, Equatable, CustomStringConvertible {
 
 extension SSHLogin {
     /// The logins of `--ssh a,b`: split on `,`, empty items skipped.
-    public static func list(_ value: String) throws(ParseError) -> [SSHLogin] {
+    package static func list(_ value: String) throws(ParseError) -> [SSHLogin] {
         var logins: [SSHLogin] = []
         for item in value.split(separator: ",") {
             let login = item.trimming(\.isWhitespace)
@@ -197,7 +197,7 @@ extension SSHLogin {
 
     /// The logins of `--ssh-file`: one a line (commas allowed too); blank lines and lines whose
     /// first non-blank is `#` are skipped, blanks around a login dropped. Errors name `FILE:LINE`.
-    public static func file(_ path: String) throws(ParseError) -> [SSHLogin] {
+    package static func file(_ path: String) throws(ParseError) -> [SSHLogin] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             let reason = errno == ENOENT ? "does not exist" : "cannot be read: \(String(cString: strerror(errno)))"

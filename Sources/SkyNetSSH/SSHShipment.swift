@@ -2,30 +2,30 @@ import SkyNetAuth
 import SkyNetRuntime
 
 /// This very executable, as `--ship` copies it to a host: its path, SHA-256 and platform.
-public struct SSHShipment: Sendable, Equatable {
+package struct SSHShipment: Sendable, Equatable {
     /// Why this executable cannot be shipped.
-    public struct Unavailable: Error, CustomStringConvertible, Sendable {
-        public let description: String
+    package struct Unavailable: Error, CustomStringConvertible, Sendable {
+        package let description: String
     }
 
-    public let path: String
-    public let size: Int
+    package let path: String
+    package let size: Int
     /// The SHA-256 of its bytes, lowercase hex: the copy's name on a host and its check.
-    public let sha256: String
+    package let sha256: String
     /// `uname -sm` of this machine: a host must print the same to run the copy.
-    public let platform: String
+    package let platform: String
 
     private static let computed = Locked<[String: Task<SSHShipment, any Error>]>([:])
 
     /// This executable's shipment: the bytes that run, read through `/proc/PID/exe`.
-    public static func local() async throws -> SSHShipment {
+    package static func local() async throws -> SSHShipment {
         try await of(executable: runningExecutablePath())
     }
 
     /// The shipment of the executable at `path`, computed once per process (on a thread of its
     /// own: it reads the whole file). This process's own executable is read as `readable(_:)`
     /// says.
-    public static func of(executable given: String) async throws -> SSHShipment {
+    package static func of(executable given: String) async throws -> SSHShipment {
         let path = readable(given)
         let task = computed.withLock { computed in
             if let task = computed[path] { return task }

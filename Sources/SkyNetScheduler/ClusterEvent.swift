@@ -2,7 +2,9 @@ import SkyNetWork
 
 /// What a coordinator's links to its peers report.
 public enum ClusterEvent: Sendable, CustomStringConvertible {
+    /// Linked: the node welcomed us and takes work.
     case connected(String)
+    /// The link ended (`reason`); its running tasks run elsewhere, and it is dialled again.
     case disconnected(String, reason: String)
     /// Not reachable; reported once until it connects, retried with backoff.
     case unreachable(String, address: String, error: String)
@@ -27,23 +29,24 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     case jobDiffers(String, job: String, summary: String, expected: String, used: Bool)
     /// A request timed out: no new work until it answers a ping.
     case unresponsive(String)
+    /// Answered its ping after `unresponsive`: it takes work again.
     case responsive(String)
-    /// Given no new work from now on (issue 22): the node said it drains (it is stopping), or
+    /// Given no new work from now on: the node said it drains (it is stopping), or
     /// its address left DNS. Its running tasks may finish; `reason` says which and how long.
     case draining(String, reason: String)
-    /// A new address of a cluster.json group with `every_address` (issue 22): the peer
+    /// A new address of a cluster.json group with `every_address`: the peer
     /// `group/ADDRESS` joins, its link reports `connected` or `unreachable` as any other;
     /// `host` is the name the group resolves.
     case discovered(String, group: String, host: String, address: String)
     /// A member of an address group whose address returned while it drained: it takes new
-    /// work again (issue 22).
+    /// work again.
     case returned(String, reason: String)
     /// An address group's host resolves to more addresses than a group may have: only the
     /// first `used`, in sorted order, are members (said once, until the answer fits again).
     case tooManyAddresses(String, host: String, found: Int, used: Int)
 
     /// The peer's name.
-    public var peer: String {
+    package var peer: String {
         switch self {
         case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _), .sshUnreachable(let name, _, _, _),
              .shippingAgain(let name, _),
@@ -80,7 +83,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     }
 
     /// What the operator can do about a refusal or a missing job (empty for other events).
-    public var refusalHint: String {
+    package var refusalHint: String {
         if case .lacksJob(_, let job, _) = self { return "declare it on the nodes: skynet node --job '\(job)=COMMAND'" }
         guard case .refused(_, let code, let message) = self else { return "" }
         switch code {

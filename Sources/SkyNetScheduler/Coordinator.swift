@@ -13,21 +13,21 @@ import SkyNetWork
 /// Tasks are drawn from their source only when a slot is reserved for them, and results leave
 /// through events, so memory stays bounded by the slots, not by the number of tasks.
 public struct Coordinator: Sendable {
-    public let systems: Systems
-    public let maxAttempts: Int
+    package let systems: Systems
+    package let maxAttempts: Int
     let onEvent: @Sendable (ScanEvent) async -> Void
     /// How long a slot rests after a `busy` answer: from `first`, doubling, up to `most`.
     var busyRest = BusyBackoff()
     /// With a window: a new task starts only while its sector is less than this many past the
     /// oldest sector without an outcome, so output in input order (`--keep-order`) holds at
     /// most this many results. Nil: tasks start as slots free.
-    public var orderWindow: Int?
+    package var orderWindow: Int?
     /// The longest result kept, in UTF-8 bytes (`--max-output`): a longer one fails its attempt,
     /// whichever system sent it, so `orderWindow` results cost at most this much each. Nil: any
     /// result the link carried.
-    public var maxResultBytes: Int?
+    package var maxResultBytes: Int?
     /// Where each attempt's outcome is counted for `/metrics` (the dashboard's); nil: nowhere.
-    public var metrics: TaskMetrics?
+    package var metrics: TaskMetrics?
 
     /// - Parameter onEvent: called for each event, one at a time, in order. It may suspend (an
     ///   output that is full): the scan then waits for it, holding no thread.
@@ -37,7 +37,8 @@ public struct Coordinator: Sendable {
         self.onEvent = onEvent
     }
 
-    /// Runs every task of a list (see `run(_:count:)`).
+    /// Runs every task of `tasks`, each to completion or to its last attempt, on the first free
+    /// slot of `systems`, and returns the counts; each outcome goes to `onEvent` as it happens.
     public func run(_ tasks: [ScanTask]) async -> ScanReport {
         await run(tasks, count: tasks.count)
     }
@@ -53,13 +54,13 @@ public struct Coordinator: Sendable {
     /// Cancelling the calling task stops the scan: no new attempt starts, running ones are
     /// cancelled (remote ones on their nodes too), results that still arrive are kept, and the
     /// report says `interrupted`.
-    public func run<Tasks: Sequence<ScanTask>>(_ tasks: Tasks, count: Int) async -> ScanReport {
+    package func run<Tasks: Sequence<ScanTask>>(_ tasks: Tasks, count: Int) async -> ScanReport {
         await run(.iterator(AnyIterator(tasks.makeIterator())), count: count)
     }
 
     /// Runs every task of a feed, asking it for the next batch as the last one is used up
     /// (see `run(_:count:)`).
-    public func run(feed: any TaskFeed, count: Int) async -> ScanReport {
+    package func run(feed: any TaskFeed, count: Int) async -> ScanReport {
         await run(.feed(feed), count: count)
     }
 

@@ -37,7 +37,7 @@ extension LocalSystem {
 
 extension ScanFailure {
     /// The task was stopped at its deadline of `seconds`.
-    public static func deadline(seconds: Double) -> ScanFailure {
+    package static func deadline(seconds: Double) -> ScanFailure {
         ScanFailure(code: .deadline, message: "stopped at its deadline of \(seconds.asWritten) s")
     }
 }

@@ -2,10 +2,10 @@ import SkyNetRuntime
 import SkyNetWork
 
 /// Counters of a system's work, as `ping` reports them.
-public struct SystemCounters: Sendable, Equatable {
-    public var running = 0
-    public var completed = 0
-    public var failed = 0
+package struct SystemCounters: Sendable, Equatable {
+    package var running = 0
+    package var completed = 0
+    package var failed = 0
 }
 
 /// The scan system of this process: runs tasks in process with the jobs of its registry, at
@@ -17,25 +17,33 @@ public struct SystemCounters: Sendable, Equatable {
 /// Each running task holds a job slot of its own, 1...capacity (`JobSlots`), which a command
 /// job sees as `{%}`.
 public actor LocalSystem: ScanSystem {
+    /// The name reports and events give the system.
     public nonisolated let name: String
-    public nonisolated let capacity: Int
+    package nonisolated let capacity: Int
+    /// Always true: it runs tasks in this process.
     public nonisolated var isLocal: Bool { true }
     /// The jobs this system runs; a task naming another fails with `unknown-job`.
-    public nonisolated let jobs: JobRegistry
+    package nonisolated let jobs: JobRegistry
     /// Behind a lock, written only on the actor: a node answers pings with them on the
     /// connection's reader thread, with no hop onto the actor.
     private nonisolated let live = Locked(SystemCounters())
     /// The counters as of the last change, read without awaiting the actor.
-    public nonisolated var counters: SystemCounters { live.withLock { $0 } }
+    package nonisolated var counters: SystemCounters { live.withLock { $0 } }
     /// The most tasks ever running at once: a witness for tests and status.
-    public private(set) var highWater = 0
+    package private(set) var highWater = 0
     /// The job slots (`{%}`) of the running tasks; taken and given back with `running`.
     private var slots: JobSlots
     /// What keeps the tasks' deadlines (and the built-in scan's time).
-    public nonisolated let clock: any TimerClock
+    package nonisolated let clock: any TimerClock
+
+    /// A system in this process named `name` that runs at most `capacity` tasks of `jobs` at a
+    /// time: a coordinator's own system (`Systems` lists it first).
+    public init(name: String = Systems.localName, capacity: Int = 4, jobs: JobRegistry) {
+        self.init(name: name, capacity: capacity, jobs: jobs, clock: DeadlineTimer.shared)
+    }
 
     /// A system running the jobs of `jobs`, keeping their deadlines on `clock`.
-    public init(name: String = "local", capacity: Int = 4, jobs: JobRegistry, clock: any TimerClock = DeadlineTimer.shared) {
+    package init(name: String = "local", capacity: Int = 4, jobs: JobRegistry, clock: any TimerClock) {
         self.name = name
         self.capacity = max(0, capacity)
         slots = JobSlots(capacity: capacity)
@@ -44,10 +52,11 @@ public actor LocalSystem: ScanSystem {
     }
 
     /// A system running only the built-in scan, failing as `api` says.
-    public init(name: String = "local", capacity: Int = 4, api: UnreliableAPI = UnreliableAPI()) {
+    package init(name: String = "local", capacity: Int = 4, api: UnreliableAPI = UnreliableAPI()) {
         self.init(name: name, capacity: capacity, jobs: JobRegistry(api: api))
     }
 
+    /// Runs `task`'s job in this process, within the task's deadline, and returns its result.
     public func run(_ task: ScanTask) async throws -> String {
         try await run(task, workingDirectory: nil)
     }
@@ -55,7 +64,7 @@ public actor LocalSystem: ScanSystem {
     /// Runs `task` with its job in `workingDirectory` (nil: where this process runs): a node
     /// runs a task that came with its files in the task's own work directory, where `{}`
     /// names the copy and the basefiles sit.
-    public func run(_ task: ScanTask, workingDirectory: String?) async throws -> String {
+    package func run(_ task: ScanTask, workingDirectory: String?) async throws -> String {
         guard let job = jobs.job(named: task.job) else {
             throw ScanFailure(code: .unknownJob, message: "\(name) has no job '\(task.job)'")
         }

@@ -14,20 +14,20 @@ public enum ScanEvent: Sendable {
 }
 
 /// What one system did in a scan.
-public struct SystemTally: Sendable, Equatable {
-    public package(set) var completed = 0
+package struct SystemTally: Sendable, Equatable {
+    package var completed = 0
     /// Attempts that failed on this system (each was re-run or given up).
-    public package(set) var failed = 0
+    package var failed = 0
     /// Attempts it ran that were re-runs of a task that had failed (anywhere) before.
-    public package(set) var reruns = 0
+    package var reruns = 0
     /// Times it answered `busy` (full with other coordinators' work): back-pressure, not
     /// failures; the task went back to the queue at no cost.
-    public package(set) var busy = 0
+    package var busy = 0
     /// Seconds of the attempts it completed, added up.
-    public package(set) var busySeconds: Double = 0
+    package var busySeconds: Double = 0
 
     /// Mean seconds of a completed attempt.
-    public var meanSeconds: Double { completed == 0 ? 0 : busySeconds / Double(completed) }
+    package var meanSeconds: Double { completed == 0 ? 0 : busySeconds / Double(completed) }
 
     package init(completed: Int = 0, failed: Int = 0, reruns: Int = 0, busy: Int = 0, busySeconds: Double = 0) {
         self.completed = completed
@@ -44,16 +44,17 @@ public struct ScanReport: Sendable {
     /// How many tasks the scan was given.
     public let total: Int
     /// How many tasks used up their attempts.
-    public package(set) var gaveUp = 0
+    public var gaveUp = 0
     /// How many failed attempts were queued to run again (a stopped scan may not have run them).
-    public package(set) var reruns = 0
+    package var reruns = 0
     /// How many `busy` answers sent a task back to the queue (they cost no attempt).
-    public package(set) var busyBounces = 0
+    package var busyBounces = 0
     /// What each system did, by name.
-    public package(set) var systems: [String: SystemTally] = [:]
-    public package(set) var seconds: Double = 0
+    package var systems: [String: SystemTally] = [:]
+    /// How long the scan took, in seconds.
+    public var seconds: Double = 0
     /// Whether the scan was stopped (cancelled) before every task had its outcome.
-    public package(set) var interrupted = false
+    public var interrupted = false
 
     package init(total: Int) {
         self.total = total
@@ -66,5 +67,5 @@ public struct ScanReport: Sendable {
     public var completedBySystem: [String: Int] { systems.filter { $0.value.completed > 0 }.mapValues(\.completed) }
 
     /// How many tasks neither completed nor used up their attempts (an interrupted scan).
-    public var notRun: Int { total - completed - gaveUp }
+    package var notRun: Int { total - completed - gaveUp }
 }

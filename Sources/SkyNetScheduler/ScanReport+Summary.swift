@@ -3,20 +3,20 @@ import SkyNetWire
 
 extension ScanReport {
     /// The systems in the order people expect: the local one first, then by name.
-    public var systemsInOrder: [(name: String, tally: SystemTally)] {
+    package var systemsInOrder: [(name: String, tally: SystemTally)] {
         let order = { (name: String) in (name == Systems.localName ? 0 : 1, name) }
         return systems.sorted { order($0.key) < order($1.key) }.map { ($0.key, $0.value) }
     }
 
     /// The part of all completions that `tally`'s system did, 0...1.
-    public func share(of tally: SystemTally) -> Double {
+    package func share(of tally: SystemTally) -> Double {
         completed == 0 ? 0 : Double(tally.completed) / Double(completed)
     }
 
     /// Adds the fields of the `--json` summary: the same code makes the dashboard's `/state`,
     /// so that the two agree to the byte at the end of a scan. `resumed` sectors came from
     /// the journal and count as completed.
-    public func addSummary(to json: inout JSONLine, resumed: Int) {
+    package func addSummary(to json: inout JSONLine, resumed: Int) {
         json.add("total", total + resumed)
         json.add("completed", completed + resumed)
         json.add("resumed", resumed)

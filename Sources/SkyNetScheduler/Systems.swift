@@ -1,22 +1,22 @@
 /// A slot on one system, reserved by `Systems`. Give it back with `Systems.release(_:)`.
-public struct Reservation: Sendable {
-    public let system: any ScanSystem
+package struct Reservation: Sendable {
+    package let system: any ScanSystem
     /// Which registration of the system the slot belongs to (a replaced system's slots are
     /// released into nothing).
     fileprivate let entryID: UInt64
 
-    public var name: String { system.name }
+    package var name: String { system.name }
 }
 
 /// One system's slots at a moment (`Systems.slotUse`).
-public struct SlotUse: Sendable, Equatable {
-    public let name: String
-    public let capacity: Int
-    public let inFlight: Int
+package struct SlotUse: Sendable, Equatable {
+    package let name: String
+    package let capacity: Int
+    package let inFlight: Int
     /// Held back from new work until it answers a ping.
-    public let suspended: Bool
+    package let suspended: Bool
     /// Given no new work: it drains (issue 22).
-    public let draining: Bool
+    package let draining: Bool
 
     package init(name: String, capacity: Int, inFlight: Int, suspended: Bool, draining: Bool = false) {
         self.name = name
@@ -64,23 +64,24 @@ public actor Systems {
     private var leaving: Set<String> = []
     private var lastID: UInt64 = 0
     /// The most slots ever reserved at once on each system, by name: a witness for tests.
-    public private(set) var highWater: [String: Int] = [:]
+    package private(set) var highWater: [String: Int] = [:]
     /// The name of every system ever added with a slot, also one gone since: the systems that
     /// took part, which a scan's summary lists even when they completed nothing.
-    public private(set) var joinedNames: Set<String> = []
+    package private(set) var joinedNames: Set<String> = []
 
+    /// An empty registry: add this process's system first, then peers (or give it to `PeerLinks`).
     public init() {}
 
     /// The names of the systems, in the order `reserve()` walks them.
     public var names: [String] { entries.map(\.system.name) }
 
     /// Slots reserved right now on the system called `name` (0 when there is none).
-    public func inFlight(on name: String) -> Int {
+    package func inFlight(on name: String) -> Int {
         entries.first { $0.system.name == name }?.inFlight ?? 0
     }
 
     /// Every system's slots right now, in order: what a live view shows.
-    public var slotUse: [SlotUse] {
+    package var slotUse: [SlotUse] {
         entries.map {
             SlotUse(name: $0.system.name, capacity: $0.capacity, inFlight: $0.inFlight, suspended: $0.suspended,
                     draining: $0.draining || leaving.contains($0.system.name))
@@ -93,7 +94,7 @@ public actor Systems {
     package var idleWaiterCount: Int { idleWaiters.count }
 
     /// The slots of the local systems together.
-    public var localCapacity: Int { entries.filter(\.system.isLocal).reduce(0) { $0 + $1.capacity } }
+    package var localCapacity: Int { entries.filter(\.system.isLocal).reduce(0) { $0 + $1.capacity } }
 
     /// Adds a system with `capacity` slots; one with the same name is replaced in place.
     /// Local systems go before peers. A peer that said it drains before it was added (a node
@@ -113,13 +114,13 @@ public actor Systems {
     }
 
     /// Removes the system called `name`; slots reserved on it are released into nothing.
-    public func remove(named name: String) {
+    package func remove(named name: String) {
         entries.removeAll { $0.system.name == name }
         resumeIdleWaiters()
     }
 
     /// Holds back new work from the system called `name` (`suspended`), or gives it work again.
-    public func setSuspended(_ suspended: Bool, named name: String) {
+    package func setSuspended(_ suspended: Bool, named name: String) {
         guard let index = entries.firstIndex(where: { $0.system.name == name }) else { return }
         entries[index].suspended = suspended
         if !suspended { serveWaiters() }
@@ -127,7 +128,7 @@ public actor Systems {
 
     /// Gives the system called `name` no new work: it said it drains (issue 22). (`false` is
     /// for tests: a node that stops never takes work again.)
-    public func setDraining(_ draining: Bool, named name: String) {
+    package func setDraining(_ draining: Bool, named name: String) {
         guard let index = entries.firstIndex(where: { $0.system.name == name }) else { return }
         entries[index].draining = draining
         if !draining { serveWaiters() }
@@ -137,7 +138,7 @@ public actor Systems {
     /// the mark back (it returned). Returns whether that changes what it is seen to do: it is
     /// here and not draining on its own (so `Draining` or its return is worth saying).
     @discardableResult
-    public func setLeaving(_ isLeaving: Bool, named name: String) -> Bool {
+    package func setLeaving(_ isLeaving: Bool, named name: String) -> Bool {
         let changed = isLeaving ? leaving.insert(name).inserted : leaving.remove(name) != nil
         guard changed, let entry = entries.first(where: { $0.system.name == name }) else { return false }
         if !isLeaving { serveWaiters() }
@@ -147,14 +148,14 @@ public actor Systems {
     /// Drops the leaving mark of a member whose leave is over, unless a system of that name is
     /// here again (its address returned, and left again, meanwhile): the marks of members gone
     /// for good do not pile up.
-    public func forgetLeaving(named name: String) {
+    package func forgetLeaving(named name: String) {
         guard !entries.contains(where: { $0.system.name == name }) else { return }
         leaving.remove(name)
     }
 
     /// Returns once the system called `name` has no slot reserved, or is gone (also at once).
     /// A cancelled caller returns at once.
-    public func idle(named name: String) async {
+    package func idle(named name: String) async {
         guard entries.contains(where: { $0.system.name == name && $0.inFlight > 0 }) else { return }
         let id = nextID()
         await withTaskCancellationHandler {
@@ -184,13 +185,13 @@ public actor Systems {
 
     /// Removes the system a reservation was made on, if that registration is still there: for
     /// a peer found gone, before its link has noticed.
-    public func retire(_ reservation: Reservation) {
+    package func retire(_ reservation: Reservation) {
         entries.removeAll { $0.id == reservation.entryID }
         resumeIdleWaiters()
     }
 
     /// Reserves a slot at once, or returns nil when no system (local: no local system) has one.
-    public func tryReserve(localOnly: Bool = false) -> Reservation? {
+    package func tryReserve(localOnly: Bool = false) -> Reservation? {
         guard let index = entries.firstIndex(where: {
             $0.isFree && (!localOnly || $0.system.isLocal) && (leaving.isEmpty || !leaving.contains($0.system.name))
         }) else { return nil }
@@ -201,7 +202,7 @@ public actor Systems {
     }
 
     /// Gives a slot back and wakes whoever waits for it.
-    public func release(_ reservation: Reservation) {
+    package func release(_ reservation: Reservation) {
         guard let index = entries.firstIndex(where: { $0.id == reservation.entryID }) else { return }
         entries[index].inFlight -= 1
         serveWaiters()
@@ -212,7 +213,7 @@ public actor Systems {
     /// when asked) for the caller's next piece of work, before any waiter is served: a slot
     /// that frees goes straight to the next task, with no waiter woken to pass it on. Nil when
     /// none is free; waiters are served with what is left.
-    public func release(_ reservation: Reservation, reservingAgain localOnly: Bool) -> Reservation? {
+    package func release(_ reservation: Reservation, reservingAgain localOnly: Bool) -> Reservation? {
         if let index = entries.firstIndex(where: { $0.id == reservation.entryID }) { entries[index].inFlight -= 1 }
         let again = tryReserve(localOnly: localOnly)
         serveWaiters()
@@ -224,7 +225,7 @@ public actor Systems {
     /// system); waits in line until one frees when none has. Waiters for a local slot are
     /// served before waiters for any slot (re-runs go first). Throws `CancellationError` when
     /// the caller is cancelled.
-    public func reserve(localOnly: Bool = false) async throws -> Reservation {
+    package func reserve(localOnly: Bool = false) async throws -> Reservation {
         if let reservation = tryReserve(localOnly: localOnly) { return reservation }
         let id = nextID()
         return try await withTaskCancellationHandler {

@@ -1,10 +1,10 @@
 /// Sizes as people read them in messages: `2.0 GiB`, `512 KiB`, `12 bytes`, and the whole
 /// mebibytes of a `no space` message.
-public enum ByteCount {
+package enum ByteCount {
     static let mebibyte: Int64 = 1 << 20
 
     /// In the largest binary unit it reaches: whole when exact, else one decimal.
-    public static func approximate(_ bytes: Int64) -> String {
+    package static func approximate(_ bytes: Int64) -> String {
         let units: [(shift: Int64, name: String)] = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")]
         guard let unit = units.first(where: { bytes >= 1 << $0.shift }) else { return "\(bytes) bytes" }
         let size = Int64(1) << unit.shift

@@ -9,21 +9,21 @@ import SkyNetWork
 ///
 /// Bounded by the tasks in flight: every completed task's entry is taken once (a task that
 /// returned nothing puts nothing); a re-run's entry replaces the one before it.
-public final class ReturnRecords: Sendable {
+package final class ReturnRecords: Sendable {
     private let table = Locked<[UUID: [ReturnedFile]]>([:])
 
-    public init() {}
+    package init() {}
 
     /// Records the files task `id` returned (replacing an earlier attempt's).
-    public func put(_ id: UUID, _ files: [ReturnedFile]) {
+    package func put(_ id: UUID, _ files: [ReturnedFile]) {
         table.withLock { $0[id] = files }
     }
 
     /// The files task `id` returned, forgotten from here on; empty when it returned none.
-    public func take(_ id: UUID) -> [ReturnedFile] {
+    package func take(_ id: UUID) -> [ReturnedFile] {
         table.withLock { $0.removeValue(forKey: id) } ?? []
     }
 
     /// How many tasks' files wait to be taken (a witness for tests).
-    public var count: Int { table.withLock { $0.count } }
+    package var count: Int { table.withLock { $0.count } }
 }

@@ -203,7 +203,7 @@ struct ReturnWriter: Sendable {
 
 /// Where returned files' targets start: relative ones at the scan's working directory (opened
 /// once, at its start: a later `chdir` moves nothing) and absolute ones at `/`.
-public struct ReturnRoots: Sendable {
+package struct ReturnRoots: Sendable {
     let relative: DirectoryHandle
     let absolute: DirectoryHandle
     /// The umask the returned files and their new directories follow (`Umask.current`; a
@@ -213,14 +213,14 @@ public struct ReturnRoots: Sendable {
     /// bound on the safe side), so that files arriving at once do not count the same free space.
     let reserved = Locked<Int64>(0)
 
-    public init(relative: DirectoryHandle, absolute: DirectoryHandle, umask: Int = Umask.current) {
+    package init(relative: DirectoryHandle, absolute: DirectoryHandle, umask: Int = Umask.current) {
         self.relative = relative
         self.absolute = absolute
         self.umask = umask & 0o777
     }
 
     /// The process's working directory and `/`.
-    public static func current() throws(FileError) -> ReturnRoots {
+    package static func current() throws(FileError) -> ReturnRoots {
         ReturnRoots(relative: try DirectoryHandle.open("."), absolute: try DirectoryHandle.open("/"))
     }
 

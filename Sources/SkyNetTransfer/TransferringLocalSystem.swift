@@ -9,17 +9,17 @@ import SkyNetWork
 /// at the path its template gives, a regular file reached without a symbolic link, and is
 /// hashed for the journal (`records`). A missing one fails the task (`did not produce
 /// photos/a.png`), retried like any failure; a path that cannot travel is refused at once (final).
-public actor TransferringLocalSystem: ScanSystem {
-    public nonisolated let name: String
-    public nonisolated var isLocal: Bool { true }
-    public nonisolated let wrapped: LocalSystem
-    public nonisolated let spec: TransferSpec
+package actor TransferringLocalSystem: ScanSystem {
+    package nonisolated let name: String
+    package nonisolated var isLocal: Bool { true }
+    package nonisolated let wrapped: LocalSystem
+    package nonisolated let spec: TransferSpec
     private nonisolated let records: ReturnRecords
     private nonisolated let roots: ReturnRoots?
 
     /// `roots`: where the returned files are looked for; nil opens the working directory and
     /// `/` for each task.
-    public init(wrapping local: LocalSystem, spec: TransferSpec, records: ReturnRecords, roots: ReturnRoots? = nil) {
+    package init(wrapping local: LocalSystem, spec: TransferSpec, records: ReturnRecords, roots: ReturnRoots? = nil) {
         name = local.name
         wrapped = local
         self.spec = spec
@@ -27,7 +27,7 @@ public actor TransferringLocalSystem: ScanSystem {
         self.roots = roots
     }
 
-    public nonisolated func run(_ task: ScanTask) async throws -> String {
+    package nonisolated func run(_ task: ScanTask) async throws -> String {
         let plan: TransferPlan
         do { plan = try spec.plan(for: task) } catch { throw ScanFailure(code: .badFile, message: error.description, isFinal: true) }
         let result = try await wrapped.run(task)

@@ -3,7 +3,7 @@ import SkyNetRuntime
 /// What a `Connection` reads from and writes to: a TCP `Socket`, or a `DescriptorPair` (the
 /// pipes to a child process, or this process's own stdin and stdout). The calls block but
 /// `send(_:wait:)` with `wait: false`, so they run on threads of their own, never the pool.
-public protocol ByteStream: Sendable {
+package protocol ByteStream: Sendable {
     /// Reads what has arrived, waiting for at least one byte; 0 at the end (the peer closed,
     /// or reading was shut down here).
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int
@@ -23,10 +23,10 @@ public protocol ByteStream: Sendable {
 }
 
 extension ByteStream {
-    public var unsentBytes: Int? { nil }
+    package var unsentBytes: Int? { nil }
 
     /// `send(_:wait:)` for an array of bytes.
-    public func send(_ bytes: [UInt8], wait: Bool) throws(SocketError) -> Int {
+    package func send(_ bytes: [UInt8], wait: Bool) throws(SocketError) -> Int {
         let result = bytes.withUnsafeBytes { buffer in
             Result { () throws(SocketError) in try send(buffer, wait: wait) }
         }
@@ -34,7 +34,7 @@ extension ByteStream {
     }
 
     /// Shuts both directions down.
-    public func shutdown() { shutdown(reading: true, writing: true) }
+    package func shutdown() { shutdown(reading: true, writing: true) }
 }
 
 extension Socket: ByteStream {}

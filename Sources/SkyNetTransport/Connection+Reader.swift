@@ -70,7 +70,7 @@ extension Connection {
     /// whether it is still open. Call it only from the event handler, which runs on that thread
     /// (so the wait stops this connection alone, and what the peer sends meanwhile waits in
     /// the kernel, in order).
-    public func holdReading(for duration: Duration) -> Bool {
+    package func holdReading(for duration: Duration) -> Bool {
         state.wait(while: { if case .open = $0 { true } else if case .flushing = $0 { true } else { false } },
                    deadline: ContinuousClock.now + duration) { state, _ in
             if case .open = state { return true }

@@ -5,7 +5,7 @@ extension Connection {
     /// `bytes` are queued for the peer; true then, false once the connection is ending or has
     /// ended (or has not started). A sender that sends only after this returns keeps at most
     /// `bytes` plus its one line queued (docs/PROTOCOL.md, "Files": back pressure).
-    public func waitForRoom(below bytes: Int) -> Bool {
+    package func waitForRoom(below bytes: Int) -> Bool {
         state.wait(while: { state in
             if case .flushing(let queue) = state { return queue.count >= bytes }
             return false
@@ -22,7 +22,7 @@ extension Connection {
     /// count (when the stream can tell): on a slow link the queue takes a megabyte at once and
     /// then drains for seconds, with the ping behind it, and only the draining shows the peer
     /// alive. (Under the state's lock: the descriptor is closed only once `closed`.)
-    public var progress: (sent: UInt64, received: UInt64) {
+    package var progress: (sent: UInt64, received: UInt64) {
         let unsent: Int = state.withLock { state in
             if case .closed = state { return 0 }
             return stream.unsentBytes ?? 0

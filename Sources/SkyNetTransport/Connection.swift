@@ -13,34 +13,34 @@ import Synchronization
 ///
 /// All of it is one `State`, changed only under one lock: there is no moment in which a
 /// `send` can queue bytes that no sender will send.
-public final class Connection: Sendable {
-    public struct Limits: Sendable {
+package final class Connection: Sendable {
+    package struct Limits: Sendable {
         /// The longest line accepted, newline excluded (PROTOCOL.md: 1 MiB).
-        public var maxLineBytes = 1 << 20
+        package var maxLineBytes = 1 << 20
         /// The most bytes queued for a peer that does not read: beyond, the connection fails.
-        public var maxQueuedBytes = 8 << 20
+        package var maxQueuedBytes = 8 << 20
         /// When set, the reader stops reading while more than this many bytes are queued, and
         /// reads again once fewer than a quarter of it are (or the connection ends).
-        public var pauseReadingAbove: Int?
-        public init() {}
+        package var pauseReadingAbove: Int?
+        package init() {}
     }
 
     /// What the reader thread hands to the handler.
-    public enum Event: Sendable {
+    package enum Event: Sendable {
         case line(Data)
         /// A line grew past `maxLineBytes`: the handler may send a last reply; reading stops.
         case lineTooLong
     }
 
     /// Why a connection ended.
-    public enum CloseReason: Sendable, CustomStringConvertible {
+    package enum CloseReason: Sendable, CustomStringConvertible {
         case peerClosed, closedLocally, lineTooLong, writeBacklog
         case failed(SocketError)
         /// The line filter refused a line read (on an authenticated connection: altered,
         /// replayed, reordered or unsigned).
         case unauthenticated(any LineRefusal)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .peerClosed: "closed by peer"
             case .closedLocally: "closed"
@@ -53,8 +53,8 @@ public final class Connection: Sendable {
     }
 
     /// Sending on a connection that has ended (or not started).
-    public struct Closed: Error, CustomStringConvertible {
-        public var description: String { "connection closed" }
+    package struct Closed: Error, CustomStringConvertible {
+        package var description: String { "connection closed" }
     }
 
     /// The one state of a connection. `open` and `flushing` read; `flushing` also has one
@@ -76,14 +76,14 @@ public final class Connection: Sendable {
         case closed(CloseReason)
     }
 
-    public let stream: any ByteStream
+    package let stream: any ByteStream
     /// The peer's `host:port` (or name), for logs.
-    public let peer: String
+    package let peer: String
     /// Its limits (a handshake names `maxLineBytes` when a peer's line goes past it).
     package let limits: Limits
     let state = Guarded(State.notStarted)
     /// Fulfilled once the connection has ended and its descriptor is closed.
-    public let closed = AsyncSignal<CloseReason>()
+    package let closed = AsyncSignal<CloseReason>()
     /// Once given (`filter`): seals every line sent. Taken before `state`, around the whole
     /// send, so lines go out in the order they were sealed in (a sequence number's order).
     private let sealing = Locked<(any LineFilter)?>(nil)
@@ -94,19 +94,19 @@ public final class Connection: Sendable {
     let sentBytes = Atomic<UInt64>(0)
     let receivedBytes = Atomic<UInt64>(0)
 
-    public init(stream: any ByteStream, peer: String, limits: Limits = Limits()) {
+    package init(stream: any ByteStream, peer: String, limits: Limits = Limits()) {
         self.stream = stream
         self.peer = peer
         self.limits = limits
     }
 
-    public convenience init(socket: Socket, peer: String, limits: Limits = Limits()) {
+    package convenience init(socket: Socket, peer: String, limits: Limits = Limits()) {
         self.init(stream: socket, peer: peer, limits: limits)
     }
 
     /// Starts the reader thread. `onEvent` and then `onClose` run on it, one call at a time;
     /// they must not block for long. Call once, before any `send`.
-    public func start(onEvent: @escaping @Sendable (Event) -> Void, onClose: @escaping @Sendable (CloseReason) -> Void = { _ in }) {
+    package func start(onEvent: @escaping @Sendable (Event) -> Void, onClose: @escaping @Sendable (CloseReason) -> Void = { _ in }) {
         let closedBeforeStart: CloseReason? = state.withLock { state in
             switch state {
             case .notStarted:
@@ -133,7 +133,7 @@ public final class Connection: Sendable {
     /// Sends bytes (whole lines, newline included) without blocking. Throws `Closed` when the
     /// connection has ended; fails the connection when the peer lets too much queue up.
     /// Once `filter` was called, each line is sealed (one line per call).
-    public func send(_ bytes: [UInt8]) throws(Closed) {
+    package func send(_ bytes: [UInt8]) throws(Closed) {
         let owned = try sealing.withLock { (seal) throws(Closed) -> [UInt8]? in
             guard let sealed = seal?.seal(bytes) else { return try queueOrOwn(bytes) }
             return try queueOrOwn(sealed)
@@ -146,13 +146,13 @@ public final class Connection: Sendable {
     /// `receiving`, or the connection closes at once. Call it on the reader thread (from the
     /// event handler) while handling the line that completed a handshake, so that no later
     /// line escapes the check, and before anything else is sent.
-    public func filter(sending: some LineFilter, receiving: some LineFilter) {
+    package func filter(sending: some LineFilter, receiving: some LineFilter) {
         opening.withLock { $0 = receiving }
         sealing.withLock { $0 = sending }
     }
 
     /// Whether lines go through a filter on this connection.
-    public var isFiltered: Bool { sealing.withLock { $0 != nil } }
+    package var isFiltered: Bool { sealing.withLock { $0 != nil } }
 
     /// Queues `bytes` behind whatever is being sent, or, when nothing is, makes the caller
     /// the sender (`flushing` with an empty queue) and returns the bytes for it to send.
@@ -237,7 +237,7 @@ public final class Connection: Sendable {
     }
 
     /// Ends the connection: the reader wakes, and the descriptor is closed once it is done.
-    public func close() {
+    package func close() {
         let closedNow = state.withLock { state -> Bool in
             if case .notStarted = state {
                 // No reader will ever close the descriptor: do it here.
@@ -252,7 +252,7 @@ public final class Connection: Sendable {
     }
 
     /// Bytes waiting to be sent.
-    public var queuedBytes: Int {
+    package var queuedBytes: Int {
         state.withLock { if case .flushing(let queue) = $0 { queue.count } else { 0 } }
     }
 

@@ -7,7 +7,7 @@ import SkyNetRuntime
 /// A `Socket` is not one: TCP reports `POLLHUP` only once both ways are shut (a peer's
 /// half-close is no hang-up), and a peer that closed with replies unread resets the
 /// connection, which fails the blocked send of the replies instead.
-public protocol InputHangUpReporting: ByteStream {
+package protocol InputHangUpReporting: ByteStream {
     /// Whether the input has hung up: no writer is left, though unread bytes may remain.
     func inputHasHungUp() -> Bool
 }
@@ -16,7 +16,7 @@ extension DescriptorPair: InputHangUpReporting {
     /// A pipe reports `POLLHUP` once its last writer closed, unread bytes or not (a terminal
     /// once it hung up, a socket once its peer closed both ways); `POLLERR` is a broken input.
     /// A regular file or /dev/null reports neither: their end is a read of 0, as always.
-    public func inputHasHungUp() -> Bool {
+    package func inputHasHungUp() -> Bool {
         var polled = pollfd(fd: reading, events: 0, revents: 0)  // POLLHUP and POLLERR need no asking
         while true {
             let ready = poll(&polled, 1, 0)

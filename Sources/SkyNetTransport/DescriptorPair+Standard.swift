@@ -9,7 +9,7 @@ extension DescriptorPair {
     /// the SSH session open after we exit. Descriptor 0 then reads /dev/null, and 1 writes to
     /// stderr, so a stray write to stdout lands in the log instead of corrupting the protocol.
     /// Call it once, first thing.
-    public static func takeStandardStreams() throws(SocketError) -> DescriptorPair {
+    package static func takeStandardStreams() throws(SocketError) -> DescriptorPair {
         let reading = fcntl(0, F_DUPFD_CLOEXEC, 3)
         guard reading >= 0 else { throw SocketError("dup stdin") }
         let writing = fcntl(1, F_DUPFD_CLOEXEC, 3)

@@ -11,9 +11,9 @@ import SkyNetRuntime
 /// a description of the pair's own (setting `O_NONBLOCK` on a terminal that is also stderr
 /// made the log's writes fail, and a killed process left the flag behind). Unlike a socket's,
 /// a shut-down write end reaches the peer as the end of its input only on `close`.
-public final class DescriptorPair: ByteStream {
-    public let reading: Int32
-    public let writing: Int32
+package final class DescriptorPair: ByteStream {
+    package let reading: Int32
+    package let writing: Int32
     private let readingWake: (read: Int32, write: Int32)
     private let writingWake: (read: Int32, write: Int32)
     /// How `writing` is written to without waiting.
@@ -37,7 +37,7 @@ public final class DescriptorPair: ByteStream {
     private let state = Locked(State())
 
     /// Takes over `reading` and `writing`: `close` closes them (once, when they are one).
-    public init(reading: Int32, writing: Int32) throws(SocketError) {
+    package init(reading: Int32, writing: Int32) throws(SocketError) {
         Socket.ignoreBrokenPipes()  // a pipe has no MSG_NOSIGNAL: a closed reader must mean EPIPE
         let first: (read: Int32, write: Int32), second: (read: Int32, write: Int32)
         do throws(ChildProcessError) {
@@ -72,7 +72,7 @@ public final class DescriptorPair: ByteStream {
         }
     }
 
-    public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int {
+    package func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int {
         let timeout = state.withLock { $0.receiveTimeout }
         let deadline = timeout.map { ContinuousClock.now + $0 }
         while true {
@@ -84,7 +84,7 @@ public final class DescriptorPair: ByteStream {
         }
     }
 
-    public func send(_ bytes: UnsafeRawBufferPointer, wait: Bool) throws(SocketError) -> Int {
+    package func send(_ bytes: UnsafeRawBufferPointer, wait: Bool) throws(SocketError) -> Int {
         while true {
             if state.withLock({ $0.writingShut }) { throw SocketError("write", code: EPIPE) }
             let count = if case .socket = writeMode {
@@ -102,7 +102,7 @@ public final class DescriptorPair: ByteStream {
         }
     }
 
-    public func shutdown(reading: Bool, writing: Bool) {
+    package func shutdown(reading: Bool, writing: Bool) {
         let wake = state.withLock { state -> [Int32] in
             var wake: [Int32] = []
             if reading && !state.readingShut { state.readingShut = true; wake.append(readingWake.write) }
@@ -113,11 +113,11 @@ public final class DescriptorPair: ByteStream {
         for fd in wake { _ = write(fd, &byte, 1) }  // an empty pipe takes a byte at once
     }
 
-    public func setReceiveTimeout(_ timeout: Duration) {
+    package func setReceiveTimeout(_ timeout: Duration) {
         state.withLock { $0.receiveTimeout = timeout }
     }
 
-    public func close() {
+    package func close() {
         if case .flagged(let flags) = writeMode { _ = fcntl(writing, F_SETFL, flags) }
         for fd in Set([reading, writing, readingWake.read, readingWake.write, writingWake.read, writingWake.write]) {
             closeDescriptor(fd)

@@ -2,12 +2,12 @@ import SkyNetRuntime
 
 
 /// Why a line filter refused a line it read: the connection closes with it.
-public protocol LineRefusal: Error, CustomStringConvertible, Sendable {}
+package protocol LineRefusal: Error, CustomStringConvertible, Sendable {}
 
 /// What a connection runs its lines through once it is given one (`Connection.filter`): every
 /// line sent goes out as `seal` makes it, every line read reaches the handler as `open` finds
 /// it, or the connection closes. Sealing authenticated lines is one (the cluster gives it).
-public protocol LineFilter: Sendable {
+package protocol LineFilter: Sendable {
     associatedtype Refusal: LineRefusal
     /// `line` (one whole line, newline included) as it goes out.
     mutating func seal(_ line: [UInt8]) -> [UInt8]

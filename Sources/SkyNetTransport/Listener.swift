@@ -1,20 +1,20 @@
 import SkyNetRuntime
 
 /// A listening socket whose accept loop runs on a thread of its own.
-public final class Listener: Sendable {
-    public let socket: Socket
+package final class Listener: Sendable {
+    package let socket: Socket
     /// The bound address; `port` is the real one when 0 was asked for.
-    public let host: String
-    public let port: Int
+    package let host: String
+    package let port: Int
     /// `stopping`: stop() was called; `closed`: the accept thread closed the socket. Both
     /// change under the lock, so shutdown never reaches a closed (maybe reused) descriptor.
     private let state = Locked((stopping: false, closed: false))
     /// Fulfilled when the accept loop has ended and the socket is closed.
-    public let stopped = AsyncSignal<Void>()
+    package let stopped = AsyncSignal<Void>()
 
     /// Binds and listens on `host:port` (port 0: any free port). Name lookup may block, so it
     /// runs on a thread of its own.
-    public static func bind(host: String, port: Int) async throws -> Listener {
+    package static func bind(host: String, port: Int) async throws -> Listener {
         try await onOwnThread(named: "skynet-bind") {
             let socket = try Socket.listen(host: host, port: port)
             do {
@@ -38,7 +38,7 @@ public final class Listener: Sendable {
     /// (out of descriptors, out of memory) is waited out 100 ms at a time, never spun on;
     /// `onFailure` hears the first failure of each burst (a burst ends with the next accepted
     /// connection), never one per attempt. Only `stop()` ends the loop.
-    public func start(onAccept: @escaping @Sendable (Socket, String) -> Void,
+    package func start(onAccept: @escaping @Sendable (Socket, String) -> Void,
                       onFailure: @escaping @Sendable (SocketError) -> Void = { _ in }) {
         startThread(named: "skynet-accept") { [self] in
             var failing = false
@@ -66,7 +66,7 @@ public final class Listener: Sendable {
     }
 
     /// Stops accepting: wakes the accept thread, which closes the socket.
-    public func stop() {
+    package func stop() {
         state.withLock { state in
             guard !state.stopping else { return }
             state.stopping = true

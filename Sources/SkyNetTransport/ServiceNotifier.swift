@@ -12,11 +12,11 @@ import SkyNetRuntime
 /// Sends never wait (a full receiver fails them), so any thread may notify, the pool's
 /// included. The first failure is logged, later ones are not (a lost manager would otherwise
 /// fill the log every watchdog tick).
-public final class ServiceNotifier: Sendable {
+package final class ServiceNotifier: Sendable {
     /// Where the datagrams go.
-    public let address: UnixSocketAddress
+    package let address: UnixSocketAddress
     /// How often `WATCHDOG=1` is due: half of `WATCHDOG_USEC`, at least 10 ms; nil for no watchdog.
-    public let watchdogInterval: Duration?
+    package let watchdogInterval: Duration?
     private let socket: Socket
     private let log: @Sendable (String) -> Void
     /// Whether a failed send has been logged already.
@@ -24,7 +24,7 @@ public final class ServiceNotifier: Sendable {
 
     /// The notifier `env` asks for: nil when `NOTIFY_SOCKET` is unset or empty, or when it
     /// (or the socket) is unusable, which `log` is told once.
-    public static func fromEnvironment(_ env: [String: String], log: @escaping @Sendable (String) -> Void = { _ in }) -> ServiceNotifier? {
+    package static func fromEnvironment(_ env: [String: String], log: @escaping @Sendable (String) -> Void = { _ in }) -> ServiceNotifier? {
         guard let text = env["NOTIFY_SOCKET"], !text.isEmpty else { return nil }
         let address: UnixSocketAddress, socket: Socket
         do throws(SocketError) {
@@ -85,7 +85,7 @@ public final class ServiceNotifier: Sendable {
 
     /// Sends `lines` as one datagram; false if it could not be sent (logged the first time).
     @discardableResult
-    public func notify(_ lines: [String]) -> Bool {
+    package func notify(_ lines: [String]) -> Bool {
         // A state is one line: a newline in a value (a STATUS text) would start another.
         let text = lines.map { $0.replacingNewlines }.joined(separator: "\n")
         do throws(SocketError) {

@@ -10,21 +10,21 @@ struct ResolvedAddress {
 extension Socket {
     /// Whether `host` (a name or a literal address) is reachable from this machine only:
     /// `localhost`, `::1` or an IPv4 address in 127.0.0.0/8.
-    public static func isLoopback(_ host: String) -> Bool {
+    package static func isLoopback(_ host: String) -> Bool {
         if host == "localhost" || host == "::1" { return true }
         let octets = host.split(separator: ".", omittingEmptySubsequences: false).map { UInt8($0) }
         return octets.count == 4 && octets.allSatisfy { $0 != nil } && octets[0] == 127
     }
 
     /// Whether `host` resolves to an address (the lookup runs on a thread of its own).
-    public static func resolves(host: String) async -> Bool {
+    package static func resolves(host: String) async -> Bool {
         (try? await onOwnThread(named: "skynet-resolve") { try resolve(host: host, port: 1, passive: false) }) != nil
     }
 
     /// Every address `host` resolves to, as numeric text (`10.0.3.7`, `fd00::7`), without
     /// repeats and sorted. The lookup runs on a thread of its own (getaddrinfo blocks, for as long
     /// as the resolver takes), never on the cooperative pool.
-    public static func addresses(of host: String, port: Int) async throws(SocketError) -> [String] {
+    package static func addresses(of host: String, port: Int) async throws(SocketError) -> [String] {
         let found: [ResolvedAddress]
         do {
             found = try await onOwnThread(named: "skynet-resolve") { try resolve(host: host, port: port, passive: false) }
@@ -90,7 +90,7 @@ extension Socket {
     }
 
     /// `host:port` as people and URLs write it: an IPv6 host in brackets (`[fd00::7]:9001`).
-    public static func authority(host: String, port: Int) -> String {
+    package static func authority(host: String, port: Int) -> String {
         (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
     }
 

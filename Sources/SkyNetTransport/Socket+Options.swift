@@ -4,7 +4,7 @@ extension Socket {
     /// How TCP keepalive probes a silent peer: first probe after `idle`, then every
     /// `interval`, and the connection fails after `count` unanswered probes. A peer whose host
     /// died without a FIN is noticed within idle + interval × count (here 30 s + 3 × 5 s).
-    public static let keepAlive = (idle: Int32(30), interval: Int32(5), count: Int32(3))
+    package static let keepAlive = (idle: Int32(30), interval: Int32(5), count: Int32(3))
 
     /// Turns on TCP keepalive with short probes, so a half-open connection (the peer's host
     /// died, no FIN) fails the blocked `receive` instead of holding the descriptor forever.

@@ -40,11 +40,11 @@ private func system_connect(_ fd: Int32, _ address: UnsafePointer<sockaddr>?, _ 
 }
 
 /// A failed socket call, naming what was attempted: `bind 127.0.0.1:9001: Address already in use`.
-public struct SocketError: Error, CustomStringConvertible, Sendable {
-    public let operation: String
-    public let reason: String
+package struct SocketError: Error, CustomStringConvertible, Sendable {
+    package let operation: String
+    package let reason: String
     /// The errno of the call, or 0 when the failure was not a syscall's (e.g. name lookup).
-    public let code: Int32
+    package let code: Int32
 
     init(_ operation: String, code: Int32 = errno) {
         self.operation = operation
@@ -55,7 +55,7 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
     }
 
     /// The process (EMFILE) or the system (ENFILE) ran out of descriptors.
-    public var isOutOfDescriptors: Bool { code == EMFILE || code == ENFILE }
+    package var isOutOfDescriptors: Bool { code == EMFILE || code == ENFILE }
 
     init(_ operation: String, reason: String) {
         self.operation = operation
@@ -63,13 +63,13 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
         self.reason = reason
     }
 
-    public var description: String { "\(operation): \(reason)" }
+    package var description: String { "\(operation): \(reason)" }
 }
 
 /// A TCP socket. Each method wraps one system call and turns errno into a `SocketError`; as a
 /// `ByteStream`, its calls block (but `send(_:wait:)` with `wait: false`).
-public struct Socket: Sendable, Hashable {
-    public let descriptor: Int32
+package struct Socket: Sendable, Hashable {
+    package let descriptor: Int32
 
     init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -77,12 +77,12 @@ public struct Socket: Sendable, Hashable {
 
     /// Ignores SIGPIPE for the process: a write to a closed peer then fails with EPIPE
     /// instead of killing us (MSG_NOSIGNAL covers `send`, this covers everything else).
-    public static func ignoreBrokenPipes() {
+    package static func ignoreBrokenPipes() {
         signal(SIGPIPE, SIG_IGN)
     }
 
     /// A socket bound to `host:port` and listening; port 0 picks a free port.
-    public static func listen(host: String, port: Int, backlog: Int32 = 512) throws(SocketError) -> Socket {
+    package static func listen(host: String, port: Int, backlog: Int32 = 512) throws(SocketError) -> Socket {
         let address = "\(host):\(port)"
         var lastError = SocketError("bind \(address)", reason: "no usable address")
         for candidate in try resolve(host: host, port: port, passive: true) {
@@ -101,7 +101,7 @@ public struct Socket: Sendable, Hashable {
     }
 
     /// Connects to `host:port`, giving up after `timeout`.
-    public static func connect(host: String, port: Int, timeout: Duration) throws(SocketError) -> Socket {
+    package static func connect(host: String, port: Int, timeout: Duration) throws(SocketError) -> Socket {
         let address = "\(host):\(port)"
         var lastError = SocketError("connect \(address)", reason: "no usable address")
         for candidate in try resolve(host: host, port: port, passive: false) {
@@ -125,7 +125,7 @@ public struct Socket: Sendable, Hashable {
     }
 
     /// Waits for a connection; the new socket has TCP_NODELAY set.
-    public func accept() throws(SocketError) -> (socket: Socket, peer: String) {
+    package func accept() throws(SocketError) -> (socket: Socket, peer: String) {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let fd = withUnsafeMutablePointer(to: &storage) {
@@ -142,7 +142,7 @@ public struct Socket: Sendable, Hashable {
     }
 
     /// The `host:port` this socket is bound to (the real port after binding port 0).
-    public func localAddress() throws(SocketError) -> (host: String, port: Int) {
+    package func localAddress() throws(SocketError) -> (host: String, port: Int) {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = withUnsafeMutablePointer(to: &storage) {
@@ -157,7 +157,7 @@ public struct Socket: Sendable, Hashable {
     }
 
     /// Reads what has arrived, waiting for at least one byte; 0 means the peer closed.
-    public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int {
+    package func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int {
         while true {
             let count = recv(descriptor, buffer.baseAddress, buffer.count, 0)
             if count >= 0 { return count }
@@ -168,7 +168,7 @@ public struct Socket: Sendable, Hashable {
 
     /// Sends what the kernel takes. With `wait: false` it never blocks and returns 0 when the
     /// send buffer is full; with `wait: true` it blocks until it can send something.
-    public func send(_ bytes: UnsafeRawBufferPointer, wait: Bool) throws(SocketError) -> Int {
+    package func send(_ bytes: UnsafeRawBufferPointer, wait: Bool) throws(SocketError) -> Int {
         let flags = noSignal | (wait ? 0 : Int32(MSG_DONTWAIT))
         while true {
             let count = system_send(descriptor, bytes.baseAddress, bytes.count, flags)
@@ -180,7 +180,7 @@ public struct Socket: Sendable, Hashable {
     }
 
     /// Makes a blocked `receive` or `accept` return: the way to stop a reader thread.
-    public func shutdown(reading: Bool, writing: Bool) {
+    package func shutdown(reading: Bool, writing: Bool) {
         let how: Int32 = reading && writing ? Int32(SHUT_RDWR) : reading ? Int32(SHUT_RD) : Int32(SHUT_WR)
         _ = system_shutdown(descriptor, how)
     }
@@ -188,20 +188,20 @@ public struct Socket: Sendable, Hashable {
     /// Bounds how long a blocking `receive` may wait.
     /// The bytes of the send queue the peer has not acknowledged (`SIOCOUTQ`): what a slow
     /// link still has to carry of what `send` took.
-    public var unsentBytes: Int? {
+    package var unsentBytes: Int? {
         var count: Int32 = 0
         let siocoutq: UInt = 0x5411  // SIOCOUTQ (= TIOCOUTQ) on Linux
         return ioctl(descriptor, siocoutq, &count) == 0 ? Int(count) : nil
     }
 
-    public func setReceiveTimeout(_ timeout: Duration) {
+    package func setReceiveTimeout(_ timeout: Duration) {
         let (seconds, attoseconds) = timeout.components
         var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// Releases the descriptor. Call it exactly once, when no thread uses the socket any more.
-    public func close() {
+    package func close() {
         _ = system_close(descriptor)
     }
 
@@ -243,7 +243,7 @@ private let datagramType = SOCK_DGRAM
 // receiving end.
 extension Socket {
     /// An unbound `AF_UNIX` datagram socket, close-on-exec from birth.
-    public static func unixDatagram() throws(SocketError) -> Socket {
+    package static func unixDatagram() throws(SocketError) -> Socket {
         let fd = socket(AF_UNIX, datagramType, 0)
         guard fd >= 0 else { throw SocketError("socket AF_UNIX") }
         #if canImport(Darwin)
@@ -255,7 +255,7 @@ extension Socket {
 
     /// Sends `bytes` as one datagram to `address`, never waiting: a receiver whose queue is
     /// full fails the send (EAGAIN) rather than holding up the caller, who may be on the pool.
-    public func send(datagram bytes: [UInt8], to address: UnixSocketAddress) throws(SocketError) {
+    package func send(datagram bytes: [UInt8], to address: UnixSocketAddress) throws(SocketError) {
         let flags = noSignal | Int32(MSG_DONTWAIT)
         while true {
             let sent = address.withSockaddr { pointer, length in

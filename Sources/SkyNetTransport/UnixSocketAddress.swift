@@ -6,17 +6,17 @@ import SkyNetRuntime
 /// A path's address length counts its terminating NUL; an abstract name's counts the leading
 /// NUL that stands for `@` and the name's bytes, nothing after them (the kernel compares
 /// exactly that many bytes). Either form has at most 107 bytes as written.
-public struct UnixSocketAddress: Sendable, CustomStringConvertible {
+package struct UnixSocketAddress: Sendable, CustomStringConvertible {
     /// The address as it was given.
-    public let description: String
+    package let description: String
     /// The `sockaddr_un` bytes up to the address length.
     private let bytes: [UInt8]
 
     /// The most bytes a written address may have: `sun_path` less one (a path's NUL).
-    public static let maxLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+    package static let maxLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
     /// Parses `text`, or throws saying why it is no usable address.
-    public init(_ text: String) throws(SocketError) {
+    package init(_ text: String) throws(SocketError) {
         let operation = "unix socket address \(text.escapingControlCharacters)"
         let name = Array(text.utf8)
         guard !name.contains(0) else { throw SocketError(operation, reason: "holds a NUL byte") }

@@ -3,18 +3,18 @@ import SkyNetWork
 
 /// The most bytes one `data` line carries (256 KiB): its line stays near a third of the
 /// 1 MiB line limit, sealed or not. Fixed by the protocol (docs/PROTOCOL.md, "Files").
-public let maxChunkBytes = 262_144
+package let maxChunkBytes = 262_144
 
 /// A file's size, permission bits and modification time, as a `transfer`, `basefile` or
 /// `return` announces it before its bytes.
-public struct FileHeader: Sendable, Equatable {
-    public var size: Int64
+package struct FileHeader: Sendable, Equatable {
+    package var size: Int64
     /// 0…0o7777; a node keeps `mode & 0o755 | 0o400` (the x bits matter, setuid never travels).
-    public var mode: Int
+    package var mode: Int
     /// Nanoseconds since the epoch (an integer: a JSON double cannot hold them).
-    public var mtimeNanoseconds: Int64
+    package var mtimeNanoseconds: Int64
 
-    public init(size: Int64, mode: Int, mtimeNanoseconds: Int64) {
+    package init(size: Int64, mode: Int, mtimeNanoseconds: Int64) {
         self.size = size
         self.mode = mode
         self.mtimeNanoseconds = mtimeNanoseconds
@@ -28,15 +28,15 @@ public struct FileHeader: Sendable, Equatable {
 }
 
 /// What a node's welcome offers for files (`"files":{"version":1,"max_file_size":…}`).
-public struct FileSupport: Sendable, Equatable {
+package struct FileSupport: Sendable, Equatable {
     /// The file protocol's version: 1, chunks in base64 inside JSON lines.
-    public var version: Int
+    package var version: Int
     /// The largest file the node accepts (its `--max-file-size`).
-    public var maxFileSize: Int64
+    package var maxFileSize: Int64
 
-    public static let currentVersion = 1
+    package static let currentVersion = 1
 
-    public init(version: Int = FileSupport.currentVersion, maxFileSize: Int64) {
+    package init(version: Int = FileSupport.currentVersion, maxFileSize: Int64) {
         self.version = version
         self.maxFileSize = maxFileSize
     }
@@ -44,22 +44,22 @@ public struct FileSupport: Sendable, Equatable {
 
 /// `transfer`: run one task of a named job in a work directory of its own, with its input file
 /// (`file`: its bytes follow as `data` lines and one `end`) and the files to return.
-public struct TransferRequest: Sendable, Equatable {
-    public var id: Int
+package struct TransferRequest: Sendable, Equatable {
+    package var id: Int
     /// As in `job`; with `file`, `task.inputText` is the path the file is written at in the
     /// work directory.
-    public var task: ScanTask
-    public var file: FileHeader?
+    package var task: ScanTask
+    package var file: FileHeader?
     /// Paths relative to the work directory, fetched after the command succeeded (0…64).
-    public var returns: [String]
-    public var maxReturnSize: Int64
+    package var returns: [String]
+    package var maxReturnSize: Int64
     /// Whether the work directory is removed once the reply went out.
-    public var cleanup: Bool
+    package var cleanup: Bool
 
     /// The most `returns` one request may name.
-    public static let maxReturns = 64
+    package static let maxReturns = 64
 
-    public init(id: Int, task: ScanTask, file: FileHeader?, returns: [String], maxReturnSize: Int64, cleanup: Bool) {
+    package init(id: Int, task: ScanTask, file: FileHeader?, returns: [String], maxReturnSize: Int64, cleanup: Bool) {
         self.id = id
         self.task = task
         self.file = file
@@ -69,7 +69,7 @@ public struct TransferRequest: Sendable, Equatable {
     }
 
     /// The line to send.
-    public var line: [UInt8] {
+    package var line: [UInt8] {
         var body = JSONLine()
         body.add("id", task.id.wireText)
         body.add("sector", task.input)
@@ -91,20 +91,20 @@ public struct TransferRequest: Sendable, Equatable {
 }
 
 /// `basefile`: one file stored for every later task of this connection; its bytes follow.
-public struct BasefileRequest: Sendable, Equatable {
-    public var id: Int
+package struct BasefileRequest: Sendable, Equatable {
+    package var id: Int
     /// Relative to every task's work directory.
-    public var path: String
-    public var file: FileHeader
+    package var path: String
+    package var file: FileHeader
 
-    public init(id: Int, path: String, file: FileHeader) {
+    package init(id: Int, path: String, file: FileHeader) {
         self.id = id
         self.path = path
         self.file = file
     }
 
     /// The line to send.
-    public var line: [UInt8] {
+    package var line: [UInt8] {
         var json = JSONLine(type: "basefile", id: id)
         json.add("path", path)
         file.add(to: &json)
@@ -114,13 +114,13 @@ public struct BasefileRequest: Sendable, Equatable {
 
 /// `data`: 1…`maxChunkBytes` bytes of a file at `offset` (the bytes received so far for it).
 /// `file` is the index into a transfer's `returns` on a node's reply, nil on a request.
-public struct FileChunk: Sendable, Equatable {
-    public var id: Int
-    public var file: Int?
-    public var offset: Int64
-    public var bytes: Data
+package struct FileChunk: Sendable, Equatable {
+    package var id: Int
+    package var file: Int?
+    package var offset: Int64
+    package var bytes: Data
 
-    public init(id: Int, file: Int?, offset: Int64, bytes: Data) {
+    package init(id: Int, file: Int?, offset: Int64, bytes: Data) {
         self.id = id
         self.file = file
         self.offset = offset
@@ -128,7 +128,7 @@ public struct FileChunk: Sendable, Equatable {
     }
 
     /// The `data` line for `bytes`, encoded straight from the buffer (a file pump's read).
-    public static func line(id: Int, file: Int?, offset: Int64, bytes: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func line(id: Int, file: Int?, offset: Int64, bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var json = JSONLine(capacity: Base64.encodedCount(bytes.count) + 96)
         json.add("type", "data")
         json.add("id", id)
@@ -139,25 +139,25 @@ public struct FileChunk: Sendable, Equatable {
     }
 
     /// The line to send.
-    public var line: [UInt8] {
+    package var line: [UInt8] {
         bytes.withUnsafeBytes { Self.line(id: id, file: file, offset: offset, bytes: $0) }
     }
 }
 
 /// `end`: the file's SHA-256, after exactly its size in bytes.
-public struct FileEnd: Sendable, Equatable {
-    public var id: Int
-    public var file: Int?
-    public var sha256: [UInt8]
+package struct FileEnd: Sendable, Equatable {
+    package var id: Int
+    package var file: Int?
+    package var sha256: [UInt8]
 
-    public init(id: Int, file: Int?, sha256: [UInt8]) {
+    package init(id: Int, file: Int?, sha256: [UInt8]) {
         self.id = id
         self.file = file
         self.sha256 = sha256
     }
 
     /// The line to send.
-    public var line: [UInt8] {
+    package var line: [UInt8] {
         var json = JSONLine(type: "end", id: id)
         if let file { json.add("file", file) }
         json.add("sha256", Secrets.hex(sha256))
@@ -167,19 +167,19 @@ public struct FileEnd: Sendable, Equatable {
 
 /// `return`: a node is about to send `returns[file]` of transfer `id`. No path travels from a
 /// node to a coordinator: only the index.
-public struct ReturnHeader: Sendable, Equatable {
-    public var id: Int
-    public var file: Int
-    public var header: FileHeader
+package struct ReturnHeader: Sendable, Equatable {
+    package var id: Int
+    package var file: Int
+    package var header: FileHeader
 
-    public init(id: Int, file: Int, header: FileHeader) {
+    package init(id: Int, file: Int, header: FileHeader) {
         self.id = id
         self.file = file
         self.header = header
     }
 
     /// The line to send.
-    public var line: [UInt8] {
+    package var line: [UInt8] {
         var json = JSONLine(type: "return", id: id)
         json.add("file", file)
         header.add(to: &json)

@@ -2,58 +2,58 @@
 ///
 /// Hand-written because the messages are small and flat; keys are written as given and
 /// string values escaped, so the line never holds a raw newline.
-public struct JSONLine: Sendable {
+package struct JSONLine: Sendable {
     private var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var empty = true
 
     /// A message: an object whose first field is its `type`.
-    public init(type: String) {
+    package init(type: String) {
         add("type", type)
     }
 
     /// A message that answers or names a request: `type`, then `id`.
-    public init(type: String, id: Int) {
+    package init(type: String, id: Int) {
         add("type", type)
         add("id", id)
     }
 
     /// A nested object, for `add(_:object:)`.
-    public init() {}
+    package init() {}
 
     /// An object with room for `capacity` bytes, for a line whose size is known (a big result
     /// then takes one allocation, not a doubling series).
-    public init(capacity: Int) {
+    package init(capacity: Int) {
         bytes.reserveCapacity(max(16, capacity))
     }
 
-    public mutating func add(_ key: String, _ value: String) {
+    package mutating func add(_ key: String, _ value: String) {
         self.key(key)
         Self.appendString(value, to: &bytes)
     }
 
-    public mutating func add(_ key: String, _ value: Int) {
+    package mutating func add(_ key: String, _ value: Int) {
         self.key(key)
         bytes.append(contentsOf: String(value).utf8)
     }
 
-    public mutating func add(_ key: String, _ value: Double) {
+    package mutating func add(_ key: String, _ value: Double) {
         self.key(key)
         bytes.append(contentsOf: (value.isFinite ? "\(value)" : "0").utf8)
     }
 
-    public mutating func add(_ key: String, _ value: Bool) {
+    package mutating func add(_ key: String, _ value: Bool) {
         self.key(key)
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
-    public mutating func add(_ key: String, object: JSONLine) {
+    package mutating func add(_ key: String, object: JSONLine) {
         self.key(key)
         bytes.append(contentsOf: object.bytes)
         bytes.append(UInt8(ascii: "}"))
     }
 
     /// An array of objects.
-    public mutating func add(_ key: String, objects: [JSONLine]) {
+    package mutating func add(_ key: String, objects: [JSONLine]) {
         self.key(key)
         bytes.append(UInt8(ascii: "["))
         for (index, object) in objects.enumerated() {
@@ -65,7 +65,7 @@ public struct JSONLine: Sendable {
     }
 
     /// An array of whole numbers.
-    public mutating func add(_ key: String, integers: [Int]) {
+    package mutating func add(_ key: String, integers: [Int]) {
         self.key(key)
         bytes.append(UInt8(ascii: "["))
         bytes.append(contentsOf: integers.map(String.init).joined(separator: ",").utf8)
@@ -73,7 +73,7 @@ public struct JSONLine: Sendable {
     }
 
     /// An array of strings.
-    public mutating func add(_ key: String, strings: [String]) {
+    package mutating func add(_ key: String, strings: [String]) {
         self.key(key)
         bytes.append(UInt8(ascii: "["))
         for (index, string) in strings.enumerated() {
@@ -85,7 +85,7 @@ public struct JSONLine: Sendable {
 
     /// A string that needs no escape (base64, hex), its characters appended by `write`
     /// straight into the line.
-    public mutating func add(_ key: String, rawString write: (inout [UInt8]) -> Void) {
+    package mutating func add(_ key: String, rawString write: (inout [UInt8]) -> Void) {
         self.key(key)
         bytes.append(UInt8(ascii: "\""))
         write(&bytes)
@@ -93,22 +93,22 @@ public struct JSONLine: Sendable {
     }
 
     /// `null`: a value not known yet.
-    public mutating func addNull(_ key: String) {
+    package mutating func addNull(_ key: String) {
         self.key(key)
         bytes.append(contentsOf: "null".utf8)
     }
 
     /// The object without a newline (for a nested use such as an event-stream frame).
-    public var object: [UInt8] { bytes + [UInt8(ascii: "}")] }
+    package var object: [UInt8] { bytes + [UInt8(ascii: "}")] }
 
     /// The finished line: the object and its newline.
-    public var line: [UInt8] {
+    package var line: [UInt8] {
         bytes + [UInt8(ascii: "}"), UInt8(ascii: "\n")]
     }
 
     /// The finished line, made in place from this object's own buffer (no copy of a big
     /// value); the object is spent.
-    public consuming func takeLine() -> [UInt8] {
+    package consuming func takeLine() -> [UInt8] {
         bytes.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "\n")])
         return bytes
     }

@@ -2,16 +2,16 @@ import SkyNetRuntime
 import SkyNetWork
 
 /// What a node's `ping` reports.
-public struct Pong: Sendable, Equatable {
-    public var name: String
-    public var running: Int
-    public var capacity: Int
-    public var completed: Int
-    public var failed: Int
+package struct Pong: Sendable, Equatable {
+    package var name: String
+    package var running: Int
+    package var capacity: Int
+    package var completed: Int
+    package var failed: Int
     /// Whether the node drains (issue 22): it takes no new work; written only when true.
-    public var draining: Bool
+    package var draining: Bool
 
-    public init(name: String, running: Int, capacity: Int, completed: Int, failed: Int, draining: Bool = false) {
+    package init(name: String, running: Int, capacity: Int, completed: Int, failed: Int, draining: Bool = false) {
         self.name = name
         self.running = running
         self.capacity = capacity
@@ -22,7 +22,7 @@ public struct Pong: Sendable, Equatable {
 }
 
 /// A message a node sends to a client (PROTOCOL.md).
-public enum Reply: Sendable, Equatable {
+package enum Reply: Sendable, Equatable {
     /// `jobs`: what each job the node runs does, by name (its command, or a label); nil from a
     /// node that does not say (protocol v1), which runs only the built-in scan.
     ///
@@ -50,7 +50,7 @@ public enum Reply: Sendable, Equatable {
     case draining(timeout: Double)
 
     /// The request this reply ends, if any.
-    public var requestID: Int? {
+    package var requestID: Int? {
         switch self {
         case .welcome, .challenge, .returnFile, .chunk, .fileEnd, .draining: nil
         case .result(let id, _, _), .failure(let id, _, _, _), .pong(let id, _), .stored(let id): id
@@ -60,7 +60,7 @@ public enum Reply: Sendable, Equatable {
 
     /// The transfer a returned file's line belongs to (`return`, `data`, `end`): these lines
     /// stream into the pending request rather than end it.
-    public var streamID: Int? {
+    package var streamID: Int? {
         switch self {
         case .returnFile(let header): header.id
         case .chunk(let chunk): chunk.id
@@ -70,7 +70,7 @@ public enum Reply: Sendable, Equatable {
     }
 
     /// The line to send.
-    public var line: [UInt8] {
+    package var line: [UInt8] {
         switch self {
         case .welcome(let version, let name, let capacity, let jobs, let idle, let files):
             var json = JSONLine(type: "welcome")
@@ -131,7 +131,7 @@ public enum Reply: Sendable, Equatable {
     /// Decodes one line a node sent. Throws a `WireError` describing what was wrong with it.
     /// The largest idle bound a welcome is taken to say (a year): a client pings at a third of
     /// it, and a larger one (`1e21`) is no `Duration`.
-    public static let maxIdleSeconds: Double = 365 * 86_400
+    package static let maxIdleSeconds: Double = 365 * 86_400
 
     /// The most characters of a peer's message kept: it is printed with every re-run and every
     /// task given up.
@@ -141,7 +141,7 @@ public enum Reply: Sendable, Equatable {
         message.count > maxMessageCharacters ? String(message.prefix(maxMessageCharacters)) + "…" : message
     }
 
-    public static func decode(_ line: Data) throws(WireError) -> Reply {
+    package static func decode(_ line: Data) throws(WireError) -> Reply {
         if let result = CanonicalLine.result(line) { return result }
         if let chunk = CanonicalLine.chunk(line, inReply: true) { return .chunk(chunk) }
         let fields = try WireFields(line)

@@ -2,10 +2,10 @@ import SkyNetRuntime
 import SkyNetWork
 
 /// The protocol's current (and only) version.
-public let wireVersion = 1
+package let wireVersion = 1
 
 /// A message a client sends to a node (PROTOCOL.md).
-public enum Request: Sendable, Equatable {
+package enum Request: Sendable, Equatable {
     /// `token`: protocol v1's token in plain text (a node still accepts it; ours never sends it).
     /// `nonce`: the coordinator's nonce of a token handshake (`"auth":"hmac-sha256"`).
     case hello(version: Int, name: String, token: String? = nil, nonce: [UInt8]? = nil)
@@ -29,15 +29,15 @@ public enum Request: Sendable, Equatable {
     case fileEnd(FileEnd)
 
     /// The request that runs `task`: a `scan` for the built-in scan, else a `job`.
-    public static func run(id: Int, task: ScanTask) -> Request {
+    package static func run(id: Int, task: ScanTask) -> Request {
         task.isScan ? .scan(id: id, task: task) : .job(id: id, task: task)
     }
 
     /// The longest client name a hello may carry.
-    public static let maxNameBytes = 128
+    package static let maxNameBytes = 128
 
     /// The line to send.
-    public var line: [UInt8] {
+    package var line: [UInt8] {
         switch self {
         case .hello(let version, let name, let token, let nonce):
             var json = JSONLine(type: "hello")
@@ -85,7 +85,7 @@ public enum Request: Sendable, Equatable {
 
     /// Decodes and validates one line. Throws the `WireError` to send back: `bad-request`
     /// (with the id when it could be read) or `unknown-type`.
-    public static func decode(_ line: Data) throws(WireError) -> Request {
+    package static func decode(_ line: Data) throws(WireError) -> Request {
         if let scan = CanonicalLine.scan(line) { return scan }
         if let chunk = CanonicalLine.chunk(line, inReply: false) { return .chunk(chunk) }
         let fields = try WireFields(line)

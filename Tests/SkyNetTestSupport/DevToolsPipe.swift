@@ -4,9 +4,9 @@ import SkyNetRuntime
 import SkyNetWire
 
 /// Why a DevTools call failed.
-public struct DevToolsError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct DevToolsError: Error, CustomStringConvertible, Sendable {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// The Chrome DevTools Protocol over `--remote-debugging-pipe`: JSON messages, each ended by

@@ -6,19 +6,19 @@ import Foundation
 ///
 /// Its description names the seed and how to repeat it: a fuzz test puts it in the comment of
 /// each expectation, so a failure prints it.
-public struct FuzzSeed: Sendable, CustomStringConvertible {
-    public static let variable = "SKYNET_FUZZ_SEED"
-    public let value: UInt64
+package struct FuzzSeed: Sendable, CustomStringConvertible {
+    package static let variable = "SKYNET_FUZZ_SEED"
+    package let value: UInt64
 
     /// The seed from `SKYNET_FUZZ_SEED` when set (decimal, or hex after `0x`), else `fixed`.
-    public init(_ fixed: UInt64) {
+    package init(_ fixed: UInt64) {
         let text = ProcessInfo.processInfo.environment[Self.variable] ?? ""
         let given = text.hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
         value = given ?? fixed
     }
 
     /// A generator started from this seed.
-    public var random: SeededRandom { SeededRandom(seed: value) }
+    package var random: SeededRandom { SeededRandom(seed: value) }
 
-    public var description: String { "seed \(value), repeat with \(Self.variable)=\(value)" }
+    package var description: String { "seed \(value), repeat with \(Self.variable)=\(value)" }
 }

@@ -4,24 +4,24 @@ import Foundation
 /// benchmark's columns beside it. Debian's moreutils ships another program called `parallel`
 /// (other options, none of GNU's): a `parallel` first on PATH that is not GNU's counts as
 /// missing, with its own reason.
-public enum GNUParallel {
+package enum GNUParallel {
     /// Where GNU parallel is, or why there is none to run.
-    public enum Lookup: Sendable, Equatable {
+    package enum Lookup: Sendable, Equatable {
         case found(path: String)
         case unavailable(reason: String)
 
-        public var path: String? {
+        package var path: String? {
             if case .found(let path) = self { path } else { nil }
         }
 
-        public var unavailableReason: String? {
+        package var unavailableReason: String? {
             if case .unavailable(let reason) = self { reason } else { nil }
         }
     }
 
     /// The first `parallel` in `searchPath` (a value of PATH) when `parallel --version` says
     /// it is GNU parallel, as `.ci/run` asks it.
-    public static func lookUp(searchPath: String) async -> Lookup {
+    package static func lookUp(searchPath: String) async -> Lookup {
         let install = "apt-get install parallel"
         let candidates = searchPath.split(separator: ":").map { "\($0)/parallel" }
         guard let path = candidates.first(where: FileManager.default.isExecutableFile(atPath:)) else {
@@ -35,7 +35,7 @@ public enum GNUParallel {
     }
 
     /// `lookUp` in this process's PATH.
-    public static func lookUpOnPath() async -> Lookup {
+    package static func lookUpOnPath() async -> Lookup {
         await lookUp(searchPath: ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
     }
 }

@@ -4,7 +4,7 @@ extension HeadlessChromium {
     /// The processes of this browser still alive (zombies do not count): those in its process
     /// group and those whose command line names its profile folder (a helper that left the
     /// group would still carry `--user-data-dir`). Empty after `close()`. Reads /proc (Linux).
-    public func remainingProcesses() -> [Int32] {
+    package func remainingProcesses() -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap(Int32.init).filter { pid in
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
@@ -20,7 +20,7 @@ extension HeadlessChromium {
     /// `remainingProcesses()` once it is empty, or what is left after `timeout`: a process
     /// killed with its group takes a moment to be gone (seen: one still listed right after
     /// `close()` on a loaded machine).
-    public func processesLeft(within timeout: Duration) async -> [Int32] {
+    package func processesLeft(within timeout: Duration) async -> [Int32] {
         let deadline = ContinuousClock.now + timeout
         var left = remainingProcesses()
         while !left.isEmpty, ContinuousClock.now < deadline {

@@ -7,7 +7,7 @@ extension HeadlessChromium {
     /// Opens `url` in a new tab (closing the one opened before) and returns once its document
     /// has loaded (`readyState` is `complete`), within `timeout`. A network error is
     /// `navigationFailed`.
-    public func open(_ url: String, timeout: Duration = .seconds(60)) async throws {
+    package func open(_ url: String, timeout: Duration = .seconds(60)) async throws {
         let target = try await devTools.call("Target.createTarget", ["url": "about:blank"], timeout: commandTimeout)
         guard let targetID = target["targetId"]?.string else { throw DevToolsError("Target.createTarget: no targetId in \(target)") }
         let attached = try await devTools.call(
@@ -38,7 +38,7 @@ extension HeadlessChromium {
 
     /// Evaluates `expression` in the page and returns its value (JSON-serialisable values;
     /// `undefined` is `.null`; a promise is awaited). A thrown exception is `.javaScript`.
-    public func evaluate(_ expression: String) async throws -> JSONValue {
+    package func evaluate(_ expression: String) async throws -> JSONValue {
         try await evaluate(expression, timeout: commandTimeout)
     }
 
@@ -56,7 +56,7 @@ extension HeadlessChromium {
     /// Polls `expression` every `interval` until it is `true`. After `timeout` throws
     /// `waitTimedOut` with the last value seen and the start of the page's text. An expression
     /// that throws counts as not true yet (the page may still be building what it reads).
-    public func waitUntil(_ expression: String, timeout: Duration, interval: Duration = .milliseconds(100)) async throws {
+    package func waitUntil(_ expression: String, timeout: Duration, interval: Duration = .milliseconds(100)) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         var lastValue = "(none yet)"
@@ -81,12 +81,12 @@ extension HeadlessChromium {
     }
 
     /// The page's text (`document.body.innerText`).
-    public func bodyText() async throws -> String {
+    package func bodyText() async throws -> String {
         try await evaluate("document.body ? document.body.innerText : ''").string ?? ""
     }
 
     /// A PNG of the page's viewport (`viewport`, 1280×900 by default).
-    public func screenshot() async throws -> [UInt8] {
+    package func screenshot() async throws -> [UInt8] {
         let reply = try await devTools.call("Page.captureScreenshot", ["format": "png"], session: try session(), timeout: commandTimeout)
         guard let base64 = reply["data"]?.string, let data = Data(base64Encoded: base64) else {
             throw DevToolsError("Page.captureScreenshot: no base64 data in the reply")

@@ -4,7 +4,7 @@ import SkyNetRuntime
 import SkyNetTransport
 
 /// Why the browser could not do what a test asked.
-public enum HeadlessChromiumError: Error, CustomStringConvertible, Sendable {
+package enum HeadlessChromiumError: Error, CustomStringConvertible, Sendable {
     case notInstalled(searched: [String])
     case launchFailed(String)
     case noPage
@@ -12,7 +12,7 @@ public enum HeadlessChromiumError: Error, CustomStringConvertible, Sendable {
     case javaScript(expression: String, message: String)
     case waitTimedOut(expression: String, after: Duration, lastValue: String, bodyText: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notInstalled(let searched):
             "headless Chromium: none of \(searched.joined(separator: ", ")) is in PATH (Debian: apt-get install chromium)"
@@ -34,24 +34,24 @@ public enum HeadlessChromiumError: Error, CustomStringConvertible, Sendable {
 /// `screenshot()` takes a PNG. `close()` must be called on every path (`withHeadlessChromium`
 /// does): it ends the browser and all its helper processes (renderer, zygote, GPU), reaps
 /// them and deletes the profile. Every call is bounded by `commandTimeout` or its own timeout.
-public final class HeadlessChromium: Sendable {
+package final class HeadlessChromium: Sendable {
     /// The names looked up in PATH, in order.
-    public static let executableNames = ["chromium", "chromium-browser", "google-chrome"]
+    package static let executableNames = ["chromium", "chromium-browser", "google-chrome"]
 
     let process: ChildProcess
     let devTools: DevToolsPipe
     /// The temporary folder holding the profile (and HOME, so nothing lands in ours).
     let profile: String
     /// How long one DevTools call may take.
-    public let commandTimeout: Duration
+    package let commandTimeout: Duration
     /// The size of a page's viewport, in CSS pixels (and screenshot pixels).
-    public let viewport: (width: Int, height: Int)
+    package let viewport: (width: Int, height: Int)
     /// The page `open(_:)` attached to: its target and its flattened session.
     let page = Locked<(target: String, session: String)?>(nil)
     private let closed = Locked(false)
 
     /// The browser's process id (its process group's id too).
-    public var pid: Int32 { process.pid }
+    package var pid: Int32 { process.pid }
 
     private init(process: ChildProcess, devTools: DevToolsPipe, profile: String, commandTimeout: Duration,
                  viewport: (width: Int, height: Int)) {
@@ -66,7 +66,7 @@ public final class HeadlessChromium: Sendable {
     /// to `timeout` until it answers on the DevTools pipe. Throws `notInstalled` when no
     /// Chromium is in PATH, `launchFailed` (with the end of its stderr) when it exits or stays
     /// silent.
-    public static func launch(executable: String? = nil, timeout: Duration = .seconds(60), commandTimeout: Duration = .seconds(30),
+    package static func launch(executable: String? = nil, timeout: Duration = .seconds(60), commandTimeout: Duration = .seconds(30),
                               viewport: (width: Int, height: Int) = (1280, 900)) async throws -> HeadlessChromium {
         let executable = try executable ?? findExecutable()
         Socket.ignoreBrokenPipes()  // a write to a browser that died must fail with EPIPE, not kill us
@@ -116,7 +116,7 @@ public final class HeadlessChromium: Sendable {
     /// Ends the browser: asks it to close (Browser.close), kills its whole process group if it
     /// has not exited 10 s later, reaps it, closes the pipe and deletes the profile. Safe to
     /// call twice.
-    public func close() async {
+    package func close() async {
         guard closed.withLock({ already in defer { already = true }; return !already }) else { return }
         if process.exit.current == nil {
             _ = try? await devTools.call("Browser.close", timeout: .seconds(5))
@@ -136,7 +136,7 @@ public final class HeadlessChromium: Sendable {
     }
 
     /// The first of `executableNames` found in `path` (PATH by default).
-    public static func findExecutable(searching path: String? = nil) throws -> String {
+    package static func findExecutable(searching path: String? = nil) throws -> String {
         let path = path ?? ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         for name in executableNames {
             for folder in path.split(separator: ":") where !folder.isEmpty {
@@ -168,7 +168,7 @@ public final class HeadlessChromium: Sendable {
 }
 
 /// Launches a browser, runs `body` with it, and closes it on every path.
-public func withHeadlessChromium<T: Sendable>(
+package func withHeadlessChromium<T: Sendable>(
     launchTimeout: Duration = .seconds(60), _ body: (HeadlessChromium) async throws -> T
 ) async throws -> T {
     let browser = try await HeadlessChromium.launch(timeout: launchTimeout)

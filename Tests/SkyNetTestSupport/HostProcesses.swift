@@ -1,31 +1,31 @@
 import Foundation
 
 /// One live process as /proc shows it (Linux).
-public struct HostProcess: Sendable, Equatable {
-    public let pid: Int32
-    public let parent: Int32
+package struct HostProcess: Sendable, Equatable {
+    package let pid: Int32
+    package let parent: Int32
     /// The command name (`comm`, at most 15 bytes): `sshd`, `sh`, `skynet`.
-    public let name: String
+    package let name: String
     /// `R`, `S`, `T` (stopped), `Z` (zombie), …
-    public let state: Character
+    package let state: Character
     /// Its process group and session: a session's processes keep its id (sshd calls setsid
     /// for each), even once reparented to init, and even while an exec hides their environment.
-    public var group: Int32 = 0
-    public var session: Int32 = 0
+    package var group: Int32 = 0
+    package var session: Int32 = 0
 }
 
 /// The processes of this machine, read from /proc: what the SSH test hosts use to find what
 /// they started (a session's processes leave sshd's process group, so a group kill cannot
 /// reach them, and a job reparented to init keeps no trace of its parents).
-public enum HostProcesses {
+package enum HostProcesses {
     /// Every process that is not a zombie (a zombie holds nothing and cannot be killed).
-    public static func all() -> [HostProcess] {
+    package static func all() -> [HostProcess] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap(Int32.init).compactMap(read).filter { $0.state != "Z" }
     }
 
     /// The process `pid`, unless it is gone.
-    public static func read(_ pid: Int32) -> HostProcess? {
+    package static func read(_ pid: Int32) -> HostProcess? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { return nil }
         // The name may hold spaces and parentheses: it is whatever lies between the first `(`
@@ -39,7 +39,7 @@ public enum HostProcesses {
 
     /// The live descendants of `root` (not `root` itself), found by walking parents. A process
     /// whose parent died has been handed to init already and is no descendant any more.
-    public static func descendants(of root: Int32, in processes: [HostProcess] = all()) -> [HostProcess] {
+    package static func descendants(of root: Int32, in processes: [HostProcess] = all()) -> [HostProcess] {
         var children: [Int32: [HostProcess]] = [:]
         for process in processes { children[process.parent, default: []].append(process) }
         var found: [HostProcess] = []
@@ -56,7 +56,7 @@ public enum HostProcesses {
     /// The live processes whose environment holds exactly `entry` (`NAME=VALUE`). Only
     /// processes this one may read (its own user's, or all as root) are seen. A process in the
     /// middle of an exec (or of its death) shows an empty environment: one reading may miss it.
-    public static func carrying(_ entry: String, in processes: [HostProcess] = all()) -> [Int32] {
+    package static func carrying(_ entry: String, in processes: [HostProcess] = all()) -> [Int32] {
         let wanted = Array(entry.utf8)
         return processes.map(\.pid).filter { pid in
             guard let environment = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")) else { return false }
@@ -68,7 +68,7 @@ public enum HostProcesses {
     /// kills them all (SIGKILL): a process frozen first cannot fork a child the kill misses.
     /// Returns the pids killed. Bounded: at most 50 rounds of listing.
     @discardableResult
-    public static func freezeAndKill(_ list: () -> [Int32]) -> [Int32] {
+    package static func freezeAndKill(_ list: () -> [Int32]) -> [Int32] {
         var frozen: [Int32] = []
         for _ in 0..<50 {
             let fresh = list().filter { !frozen.contains($0) }
@@ -87,7 +87,7 @@ public enum HostProcesses {
     /// sessions and groups never to touch (this process's own). Bounded by `timeout`; returns
     /// the pids still alive then.
     @discardableResult
-    public static func sweep(_ list: ([HostProcess]) -> [Int32], sparing spare: Set<Int32>, within timeout: Duration) async -> [Int32] {
+    package static func sweep(_ list: ([HostProcess]) -> [Int32], sparing spare: Set<Int32>, within timeout: Duration) async -> [Int32] {
         let deadline = ContinuousClock.now + timeout
         var killed: Set<Int32> = [], sessions: Set<Int32> = [], groups: Set<Int32> = []
         var quiet = 0
@@ -119,7 +119,7 @@ public enum HostProcesses {
     /// those still alive then. A killed process takes a moment to die, and nothing announces
     /// it to a process that is not its parent: this polls /proc.
     @discardableResult
-    public static func awaitGone(_ pids: [Int32], within timeout: Duration) async -> [Int32] {
+    package static func awaitGone(_ pids: [Int32], within timeout: Duration) async -> [Int32] {
         let deadline = ContinuousClock.now + timeout
         func alive() -> [Int32] { pids.filter { read($0).map { $0.state != "Z" } ?? false } }
         var left = alive()

@@ -1,6 +1,6 @@
 /// Why compressed data could not be read.
-public struct InflateError: Error, CustomStringConvertible, Sendable, Equatable {
-    public let description: String
+package struct InflateError: Error, CustomStringConvertible, Sendable, Equatable {
+    package let description: String
     init(_ description: String) { self.description = description }
 }
 
@@ -8,10 +8,10 @@ public struct InflateError: Error, CustomStringConvertible, Sendable, Equatable 
 /// Stored, fixed-Huffman and dynamic-Huffman blocks; canonical Huffman decoding one bit at a
 /// time, after Mark Adler's `puff`: slow but short, and a screenshot is a few MiB at most.
 /// Foundation on Linux has no zlib, hence our own.
-public enum Inflate {
+package enum Inflate {
     /// Decompresses a zlib stream, refusing to produce more than `limit` bytes (bounded memory
     /// for any input); the Adler-32 checksum at the end must match.
-    public static func zlib(_ bytes: [UInt8], limit: Int) throws(InflateError) -> [UInt8] {
+    package static func zlib(_ bytes: [UInt8], limit: Int) throws(InflateError) -> [UInt8] {
         guard bytes.count >= 6 else { throw InflateError("zlib stream too short") }
         let method = bytes[0], flags = bytes[1]
         guard method & 0x0f == 8, method >> 4 <= 7, (UInt16(method) << 8 | UInt16(flags)) % 31 == 0 else {
@@ -28,7 +28,7 @@ public enum Inflate {
     }
 
     /// The Adler-32 checksum zlib ends with.
-    public static func adler32(_ bytes: [UInt8]) -> UInt32 {
+    package static func adler32(_ bytes: [UInt8]) -> UInt32 {
         var a: UInt32 = 1, b: UInt32 = 0
         for byte in bytes {
             a = (a + UInt32(byte)) % 65521

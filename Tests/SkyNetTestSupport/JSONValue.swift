@@ -3,7 +3,7 @@ import SkyNetWire
 
 /// A JSON value of any shape, Sendable: what the DevTools protocol sends and what a page's
 /// JavaScript returns (`HeadlessChromium.evaluate`).
-public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
+package enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
     case null
     case bool(Bool)
     case number(Double)
@@ -11,7 +11,7 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -28,7 +28,7 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -41,19 +41,19 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
     }
 
     /// The member `key` of an object; nil for anything else or a missing key.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { members[key] } else { nil }
     }
 
-    public var string: String? { if case .string(let value) = self { value } else { nil } }
-    public var number: Double? { if case .number(let value) = self { value } else { nil } }
-    public var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
-    public var array: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
+    package var string: String? { if case .string(let value) = self { value } else { nil } }
+    package var number: Double? { if case .number(let value) = self { value } else { nil } }
+    package var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
+    package var array: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
     /// A number that is a whole number (JSON has only doubles).
-    public var int: Int? { number.flatMap { $0.rounded() == $0 && abs($0) < 1e15 ? Int($0) : nil } }
+    package var int: Int? { number.flatMap { $0.rounded() == $0 && abs($0) < 1e15 ? Int($0) : nil } }
 
     /// Compact JSON, keys sorted (for messages and diagnostics).
-    public var description: String {
+    package var description: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
@@ -62,10 +62,10 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByDictionaryLiteral {
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(integerLiteral value: Int) { self = .number(Double(value)) }
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    package init(stringLiteral value: String) { self = .string(value) }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(integerLiteral value: Int) { self = .number(Double(value)) }
+    package init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 }

@@ -4,7 +4,7 @@ import SkyNetRuntime
 /// due, in deadline order, each with `now` at its own deadline. Time-keeping code given this
 /// clock (a node's sweeper, a request's time limit, a liveness ping loop, a task's deadline)
 /// can be tested for the exact order of what happens, without waiting for real time.
-public final class ManualClock: TimerClock {
+package final class ManualClock: TimerClock {
     private struct State {
         var now: ContinuousClock.Instant
         var queue = TimerQueue()
@@ -15,18 +15,18 @@ public final class ManualClock: TimerClock {
     private let state: Locked<State>
 
     /// A clock that reads `start` until it is advanced.
-    public init(start: ContinuousClock.Instant = .now) {
+    package init(start: ContinuousClock.Instant = .now) {
         state = Locked(State(now: start))
     }
 
-    public var now: ContinuousClock.Instant { state.withLock { $0.now } }
+    package var now: ContinuousClock.Instant { state.withLock { $0.now } }
 
     /// The deadlines of the actions (sleeps included) still pending, earliest first.
-    public var pendingDeadlines: [ContinuousClock.Instant] { state.withLock { $0.queue.deadlines } }
+    package var pendingDeadlines: [ContinuousClock.Instant] { state.withLock { $0.queue.deadlines } }
 
     /// A deadline that is not after `now` runs its action at once, on the calling thread.
     @discardableResult
-    public func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> TimerTicket {
+    package func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> TimerTicket {
         let (ticket, ready) = state.withLock { state -> (TimerTicket, [AsyncSignal<Void>]?) in
             let ticket = state.queue.insert(at: deadline, action)
             if deadline <= state.now { return (ticket, nil) }
@@ -42,14 +42,14 @@ public final class ManualClock: TimerClock {
     }
 
     @discardableResult
-    public func cancel(_ ticket: TimerTicket) -> Bool {
+    package func cancel(_ ticket: TimerTicket) -> Bool {
         state.withLock { $0.queue.remove(ticket) }
     }
 
     /// Moves time forward by `duration`, running on the calling thread each action that falls
     /// due on the way (also those that actions schedule), in deadline order, with `now` at its
     /// deadline; then `now` is the target.
-    public func advance(by duration: Duration) {
+    package func advance(by duration: Duration) {
         let target = now + duration
         while let entry = state.withLock({ state -> TimerQueue.Entry? in
             guard let entry = state.queue.popFirst(dueAt: target) else {
@@ -66,7 +66,7 @@ public final class ManualClock: TimerClock {
     /// Returns once an action is pending at `deadline`: the sleep or time limit a test is about
     /// to move past has begun. (A wrong implementation never gets there: the test's time limit
     /// ends the wait.)
-    public func waitUntilPending(at deadline: ContinuousClock.Instant) async {
+    package func waitUntilPending(at deadline: ContinuousClock.Instant) async {
         let signal = AsyncSignal<Void>()
         let reached = state.withLock { state in
             if state.queue.deadlines.contains(deadline) { return true }

@@ -10,33 +10,33 @@ import SkyNetRuntime
 ///
 /// `stop()` must be called on every path (`withNetworkNamespace` does): it kills every
 /// process inside and deletes the link and the namespace.
-public final class NetworkNamespace: Sendable {
+package final class NetworkNamespace: Sendable {
     /// Why no namespace can be made here, or nil when one can.
-    public static let unavailableReason: String? = {
+    package static let unavailableReason: String? = {
         guard geteuid() == 0 else { return "network namespaces need root" }
         guard ipPath != nil else { return "`ip` (iproute2) is not installed" }
         return nil
     }()
 
     /// Whether a namespace can be made here (for `.enabled(if:)`).
-    public static var isAvailable: Bool { unavailableReason == nil }
+    package static var isAvailable: Bool { unavailableReason == nil }
 
     static let ipPath: String? = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first {
         FileManager.default.isExecutableFile(atPath: $0)
     }
 
-    public let name: String
+    package let name: String
     /// This side's end of the veth pair (the inner end is `sk<6>n`).
-    public let link: String
+    package let link: String
     /// This side's address on the link, and the address inside the namespace.
-    public let outsideAddress: String
-    public let insideAddress: String
+    package let outsideAddress: String
+    package let insideAddress: String
     private let ip: String
     private let stopped = Locked(false)
 
     /// The words that run a program inside: `ip netns exec NAME` (ip execs the program, so
     /// the process started is the program itself).
-    public var launcher: [String] { [ip, "netns", "exec", name] }
+    package var launcher: [String] { [ip, "netns", "exec", name] }
 
     private init(name: String, link: String, block: Int, ip: String) {
         self.name = name
@@ -47,7 +47,7 @@ public final class NetworkNamespace: Sendable {
     }
 
     /// Makes the namespace and its link, both up, with loopback up inside.
-    public static func make() async throws -> NetworkNamespace {
+    package static func make() async throws -> NetworkNamespace {
         if let reason = unavailableReason { throw ToolRunError(description: reason) }
         let ip = ipPath ?? "ip"
         let tag = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
@@ -74,19 +74,19 @@ public final class NetworkNamespace: Sendable {
     }
 
     /// Takes this side of the link down: packets to the inside are dropped, no reset is sent.
-    public func cut() async throws { try await Self.run(ip, ["link", "set", link, "down"]) }
+    package func cut() async throws { try await Self.run(ip, ["link", "set", link, "down"]) }
 
     /// Brings the link back up after `cut()`.
-    public func mend() async throws { try await Self.run(ip, ["link", "set", link, "up"]) }
+    package func mend() async throws { try await Self.run(ip, ["link", "set", link, "up"]) }
 
     /// The processes running inside.
-    public func processes() async -> [Int32] {
+    package func processes() async -> [Int32] {
         let listed = try? await Self.run(ip, ["netns", "pids", name])
         return (listed ?? "").split(whereSeparator: \.isNewline).compactMap { Int32($0) }
     }
 
     /// Kills every process inside, deletes the link and the namespace. Safe to call twice.
-    public func stop() async {
+    package func stop() async {
         guard stopped.withLock({ state in defer { state = true }; return !state }) else { return }
         let inside = await processes()
         HostProcesses.freezeAndKill { inside }
@@ -108,7 +108,7 @@ public final class NetworkNamespace: Sendable {
 }
 
 /// Makes a namespace, runs `body`, and stops the namespace on every path.
-public func withNetworkNamespace<T: Sendable>(_ body: (NetworkNamespace) async throws -> T) async throws -> T {
+package func withNetworkNamespace<T: Sendable>(_ body: (NetworkNamespace) async throws -> T) async throws -> T {
     let namespace = try await NetworkNamespace.make()
     do {
         let result = try await body(namespace)
@@ -122,7 +122,7 @@ public func withNetworkNamespace<T: Sendable>(_ body: (NetworkNamespace) async t
 
 extension SSHTestHost.Options {
     /// A host whose sshd runs inside `namespace`, on its address and port 22.
-    public static func inside(_ namespace: NetworkNamespace, skynet: String? = nil) -> SSHTestHost.Options {
+    package static func inside(_ namespace: NetworkNamespace, skynet: String? = nil) -> SSHTestHost.Options {
         var options = SSHTestHost.Options(skynet: skynet)
         options.address = namespace.insideAddress
         options.port = 22

@@ -5,7 +5,7 @@ import SkyNetCluster
 extension NodeProcess {
     /// `start` with the node's stderr written to `stderr` (an open file), which stays open
     /// until the child has it: the library takes a descriptor, not a Foundation handle.
-    public static func start(
+    package static func start(
         executable: URL, name: String, arguments: [String] = [], stderr: FileHandle,
         environment: [String: String]? = nil, portOverride: Int = 0, timeout: Duration = .seconds(10)
     ) async throws -> NodeProcess {

@@ -7,18 +7,18 @@ import SkyNetTransport
 /// a path (in a fresh folder of /tmp) or at an abstract name `@skynet-test-<uuid>`. A thread of
 /// its own reads the datagrams into `log`, one entry each (its lines joined by `\n`), the last
 /// 10,000 kept; `close()` ends it.
-public final class NotifySocket: Sendable {
+package final class NotifySocket: Sendable {
     /// What `NOTIFY_SOCKET` should say: `/tmp/…/notify` or `@skynet-test-…`.
-    public let address: String
+    package let address: String
     /// Every datagram received so far, and those to come.
-    public let log = LineLog(keep: 10_000)
+    package let log = LineLog(keep: 10_000)
     private let socket: Socket
     private let folder: String?
     private let stopping = Locked(false)
     private let ended = AsyncSignal<Void>()
 
     /// Binds a fresh socket: abstract, or at a path.
-    public init(abstract: Bool) throws {
+    package init(abstract: Bool) throws {
         let name = "skynet-test-\(UUID().uuidString.prefix(12))"
         if abstract {
             address = "@" + name
@@ -53,11 +53,11 @@ public final class NotifySocket: Sendable {
     }
 
     /// The datagrams received so far.
-    public var datagrams: [String] { log.lines }
+    package var datagrams: [String] { log.lines }
 
     /// Waits (at most `timeout`) until `count` datagrams, received before or after the call,
     /// satisfy `predicate`; false if they did not.
-    public func wait(for count: Int = 1, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (String) -> Bool) async -> Bool {
+    package func wait(for count: Int = 1, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (String) -> Bool) async -> Bool {
         let seen = Locked(0)
         let log = self.log
         let found = try? await withTimeout(timeout) {
@@ -72,7 +72,7 @@ public final class NotifySocket: Sendable {
     }
 
     /// Stops the reader, closes the socket and removes its folder.
-    public func close() async {
+    package func close() async {
         stopping.withLock { $0 = true }
         await ended.value
         if let folder { try? FileManager.default.removeItem(atPath: folder) }

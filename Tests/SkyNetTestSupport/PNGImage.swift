@@ -1,24 +1,24 @@
 /// Why bytes are not a PNG this decoder reads.
-public struct PNGError: Error, CustomStringConvertible, Sendable, Equatable {
-    public let description: String
+package struct PNGError: Error, CustomStringConvertible, Sendable, Equatable {
+    package let description: String
     init(_ description: String) { self.description = description }
 }
 
 /// A decoded PNG, enough to tell whether a screenshot shows anything: 8-bit greyscale, grey
 /// with alpha, RGB or RGBA, not interlaced (what Chromium writes). Chunk CRCs are checked;
 /// sizes are bounded (`maxPixels`), so any input decodes in bounded memory or is refused.
-public struct PNGImage: Sendable {
-    public static let signature: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
-    public static let maxPixels = 40_000_000
+package struct PNGImage: Sendable {
+    package static let signature: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
+    package static let maxPixels = 40_000_000
 
-    public let width: Int
-    public let height: Int
+    package let width: Int
+    package let height: Int
     /// Bytes per pixel: 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA.
-    public let channels: Int
+    package let channels: Int
     /// Rows of `width * channels` bytes, unfiltered.
-    public let pixels: [UInt8]
+    package let pixels: [UInt8]
 
-    public init(bytes: [UInt8]) throws(PNGError) {
+    package init(bytes: [UInt8]) throws(PNGError) {
         guard bytes.starts(with: Self.signature) else { throw PNGError("not a PNG (no signature)") }
         var header: (width: Int, height: Int, channels: Int)?
         var compressed: [UInt8] = []
@@ -59,13 +59,13 @@ public struct PNGImage: Sendable {
     }
 
     /// The channels of the pixel at (`x`, `y`), for example `[r, g, b, a]`.
-    public func pixel(x: Int, y: Int) -> ArraySlice<UInt8> {
+    package func pixel(x: Int, y: Int) -> ArraySlice<UInt8> {
         let start = (y * width + x) * channels
         return pixels[start..<start + channels]
     }
 
     /// How many different colours the image has, counting up to `max` (then it stops).
-    public func distinctColours(max: Int = .max) -> Int {
+    package func distinctColours(max: Int = .max) -> Int {
         var seen = Set<UInt32>()
         var index = 0
         while index < pixels.count, seen.count < max {
@@ -78,7 +78,7 @@ public struct PNGImage: Sendable {
     }
 
     /// One colour everywhere: a blank page, a screenshot of nothing.
-    public var isBlank: Bool { distinctColours(max: 2) <= 1 }
+    package var isBlank: Bool { distinctColours(max: 2) <= 1 }
 
     private static func readHeader(_ data: [UInt8]) throws(PNGError) -> (width: Int, height: Int, channels: Int) {
         guard data.count == 13 else { throw PNGError("IHDR is \(data.count) bytes, not 13") }
@@ -135,7 +135,7 @@ public struct PNGImage: Sendable {
     }
 
     /// The CRC-32 of PNG chunks (and zip, and Ethernet).
-    public static func crc32(_ bytes: [UInt8]) -> UInt32 {
+    package static func crc32(_ bytes: [UInt8]) -> UInt32 {
         var crc: UInt32 = 0xffff_ffff
         for byte in bytes {
             crc = crcTable[Int((crc ^ UInt32(byte)) & 0xff)] ^ (crc >> 8)

@@ -6,17 +6,17 @@ import SkyNetTransport
 /// A real Prometheus server (Debian's `prometheus` package) that scrapes given targets on
 /// 127.0.0.1 every second, in a scratch folder of its own: for the test that checks what a
 /// scrape of `/metrics` stores, through Prometheus's own query API.
-public final class PrometheusServer: Sendable {
-    public static let binary = "/usr/bin/prometheus"
-    public static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: binary) }
+package final class PrometheusServer: Sendable {
+    package static let binary = "/usr/bin/prometheus"
+    package static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: binary) }
 
     /// Where its web server and API listen, on 127.0.0.1.
-    public let port: Int
+    package let port: Int
     private let child: ChildProcess
     private let folder: String
 
     /// Its log (stderr), for a failure's message.
-    public var log: [String] { child.stderrLines?.lines ?? [] }
+    package var log: [String] { child.stderrLines?.lines ?? [] }
 
     private init(port: Int, child: ChildProcess, folder: String) {
         self.port = port
@@ -28,7 +28,7 @@ public final class PrometheusServer: Sendable {
     /// returns once it says it is ready and `/-/ready` answers 200. It listens on a port the
     /// kernel picks (`127.0.0.1:0`), read back from its log line `msg="Listening on"
     /// address=127.0.0.1:N` (2.42 logs the bound address there).
-    public static func start(targets: [String: Int]) async throws -> PrometheusServer {
+    package static func start(targets: [String: Int]) async throws -> PrometheusServer {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-prometheus-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var config = "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n"
@@ -76,14 +76,14 @@ public final class PrometheusServer: Sendable {
     }
 
     /// SIGTERM, then SIGKILL after 10 s; the scratch folder removed.
-    public func stop() async {
+    package func stop() async {
         _ = await child.stop(grace: .seconds(10))
         try? FileManager.default.removeItem(atPath: folder)
     }
 
     /// The `data.result` of an instant query through `/api/v1/query`: each series' labels
     /// and value.
-    public func query(_ promql: String) async throws -> [(labels: [String: String], value: Double)] {
+    package func query(_ promql: String) async throws -> [(labels: [String: String], value: Double)] {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         let encoded = promql.addingPercentEncoding(withAllowedCharacters: allowed) ?? promql
@@ -102,7 +102,7 @@ public final class PrometheusServer: Sendable {
     }
 
     /// `GET path` over HTTP/1.0 (so the body is never chunked), read to the end.
-    public func get(_ path: String) async throws -> (status: Int, body: [UInt8]) {
+    package func get(_ path: String) async throws -> (status: Int, body: [UInt8]) {
         let port = self.port
         let bytes = try await onOwnThread(named: "skynet-test-prometheus-get") { () throws -> [UInt8] in
             let socket = try Socket.connect(host: "127.0.0.1", port: port, timeout: .seconds(10))
@@ -125,7 +125,7 @@ public final class PrometheusServer: Sendable {
 }
 
 /// Runs `body` with a Prometheus scraping `targets`, stopped (and its folder removed) on every path.
-public func withPrometheus<T>(targets: [String: Int], _ body: (PrometheusServer) async throws -> T) async throws -> T {
+package func withPrometheus<T>(targets: [String: Int], _ body: (PrometheusServer) async throws -> T) async throws -> T {
     let server = try await PrometheusServer.start(targets: targets)
     do {
         let result = try await body(server)
@@ -137,7 +137,7 @@ public func withPrometheus<T>(targets: [String: Int], _ body: (PrometheusServer)
     }
 }
 
-public struct PrometheusError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct PrometheusError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

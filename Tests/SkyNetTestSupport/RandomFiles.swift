@@ -5,12 +5,12 @@ import SkyNetRuntime
 /// Files of seeded random bytes for the tests of files that travel (issue 21), their SHA-256
 /// as `sha256sum` computes it (another program's hash, not the product's own: the product is
 /// checked against it), byte-for-byte comparison and listings of a folder's tree.
-public enum RandomFiles {
+package enum RandomFiles {
     /// What a test needed of a file and could not get.
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public let description: String
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package let description: String
 
-        public init(description: String) {
+        package init(description: String) {
             self.description = description
         }
     }
@@ -18,7 +18,7 @@ public enum RandomFiles {
     /// Writes `size` bytes drawn from `seed` at `path` (its folders made), 1 MiB at a time, so a
     /// 100 MiB file never sits in memory; returns `path`. The same seed gives the same bytes.
     @discardableResult
-    public static func write(_ path: String, size: Int, seed: UInt64) throws -> String {
+    package static func write(_ path: String, size: Int, seed: UInt64) throws -> String {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         guard FileManager.default.createFile(atPath: path, contents: nil) else {
@@ -41,7 +41,7 @@ public enum RandomFiles {
     }
 
     /// The SHA-256 of each of `paths`, in their order, in lowercase hex, as `sha256sum` prints it.
-    public static func sha256(_ paths: [String], limit: Duration = .seconds(60)) async throws -> [String] {
+    package static func sha256(_ paths: [String], limit: Duration = .seconds(60)) async throws -> [String] {
         guard !paths.isEmpty else { return [] }
         let run = try await ToolRun.run("sha256sum", ["--"] + paths, limit: limit)
         guard run.exit.succeeded else { throw Failure(description: "sha256sum: \(run.exit): \(run.stderr)") }
@@ -57,13 +57,13 @@ public enum RandomFiles {
     }
 
     /// The SHA-256 of one file, as `sha256sum` prints it.
-    public static func sha256(_ path: String) async throws -> String {
+    package static func sha256(_ path: String) async throws -> String {
         try await sha256([path])[0]
     }
 
     /// Whether the files at `first` and `second` hold the same bytes (read 1 MiB at a time; a
     /// missing file is never equal).
-    public static func sameBytes(_ first: String, _ second: String) -> Bool {
+    package static func sameBytes(_ first: String, _ second: String) -> Bool {
         guard let one = FileHandle(forReadingAtPath: first), let other = FileHandle(forReadingAtPath: second) else { return false }
         defer {
             try? one.close()
@@ -79,7 +79,7 @@ public enum RandomFiles {
     /// Every entry under `folder` (not following symbolic links), by its path relative to
     /// `folder`: `dir/` for a folder, `name -> target` for a link, `name (size)` for anything
     /// else. Two listings taken before and after show whatever appeared, changed or went.
-    public static func tree(_ folder: String) -> Set<String> {
+    package static func tree(_ folder: String) -> Set<String> {
         var entries = Set<String>()
         func walk(_ relative: String) {
             let path = relative.isEmpty ? folder : folder + "/" + relative

@@ -12,38 +12,38 @@ import SkyNetTransport
 /// life (more are closed at once), `maxRecordedBytes` recorded per direction of a connection
 /// (`Recording.truncated` says when more came), lines held back at most 1 MiB.
 /// `withRecordingProxy(to:tamper:_:)` stops it on every path.
-public final class RecordingProxy: Sendable {
+package final class RecordingProxy: Sendable {
     /// Which side sent the bytes: the client that connected to the proxy, or the server.
-    public enum Direction: Int, Sendable, CustomStringConvertible {
+    package enum Direction: Int, Sendable, CustomStringConvertible {
         case fromClient, fromServer
-        public var description: String { self == .fromClient ? "client → server" : "server → client" }
+        package var description: String { self == .fromClient ? "client → server" : "server → client" }
     }
 
     /// The one change the proxy makes, to the first line that fits it.
-    public struct Tamper: Sendable {
-        public enum Action: Sendable {
+    package struct Tamper: Sendable {
+        package enum Action: Sendable {
             /// XOR 0x01 into the byte `fromEnd` bytes before the newline (1: the last byte).
             case flip(fromEnd: Int)
             /// Send the line again after `laterBy` more lines of its direction (0: at once).
             case replay(laterBy: Int)
         }
-        public var direction: Direction
-        public var action: Action
+        package var direction: Direction
+        package var action: Action
         /// The line picked: the `occurrence`-th (from 0) line after the handshake that contains
         /// `matching` (any line when nil), on the `connection`-th connection (from 0).
-        public var occurrence: Int
-        public var matching: String?
-        public var connection: Int
+        package var occurrence: Int
+        package var matching: String?
+        package var connection: Int
         /// Lines of each direction that belong to the handshake (SkyNet's token handshake: 2).
-        public var handshakeLines: Int
+        package var handshakeLines: Int
 
-        public static func flip(_ direction: Direction, occurrence: Int, matching: String? = nil, fromEnd: Int = 3,
+        package static func flip(_ direction: Direction, occurrence: Int, matching: String? = nil, fromEnd: Int = 3,
                                 connection: Int = 0, handshakeLines: Int = 2) -> Tamper {
             Tamper(direction: direction, action: .flip(fromEnd: fromEnd), occurrence: occurrence, matching: matching,
                    connection: connection, handshakeLines: handshakeLines)
         }
 
-        public static func replay(_ direction: Direction, occurrence: Int, matching: String? = nil, laterBy: Int = 0,
+        package static func replay(_ direction: Direction, occurrence: Int, matching: String? = nil, laterBy: Int = 0,
                                   connection: Int = 0, handshakeLines: Int = 2) -> Tamper {
             Tamper(direction: direction, action: .replay(laterBy: laterBy), occurrence: occurrence, matching: matching,
                    connection: connection, handshakeLines: handshakeLines)
@@ -51,29 +51,29 @@ public final class RecordingProxy: Sendable {
     }
 
     /// What the proxy did to a line: `original` as its sender sent it, `sent` what went on.
-    public struct Tampering: Sendable {
-        public let connection: Int
-        public let direction: Direction
+    package struct Tampering: Sendable {
+        package let connection: Int
+        package let direction: Direction
         /// The index of the line in its direction, counting the handshake's lines from 0.
-        public let lineIndex: Int
-        public let original: [UInt8]
-        public let sent: [UInt8]
-        public let at: ContinuousClock.Instant
+        package let lineIndex: Int
+        package let original: [UInt8]
+        package let sent: [UInt8]
+        package let at: ContinuousClock.Instant
     }
 
     /// Every byte of one connection, as each side sent it (before any tampering).
-    public struct Recording: Sendable {
-        public internal(set) var fromClient: [UInt8] = []
-        public internal(set) var fromServer: [UInt8] = []
+    package struct Recording: Sendable {
+        package internal(set) var fromClient: [UInt8] = []
+        package internal(set) var fromServer: [UInt8] = []
         /// More than `maxRecordedBytes` came in some direction: the rest is not recorded.
-        public internal(set) var truncated = false
+        package internal(set) var truncated = false
         /// When both pumps had ended (nil: still open).
-        public internal(set) var endedAt: ContinuousClock.Instant?
+        package internal(set) var endedAt: ContinuousClock.Instant?
 
-        public func bytes(_ direction: Direction) -> [UInt8] { direction == .fromClient ? fromClient : fromServer }
+        package func bytes(_ direction: Direction) -> [UInt8] { direction == .fromClient ? fromClient : fromServer }
 
         /// The complete lines of `direction`, without their newlines.
-        public func lines(_ direction: Direction) -> [String] {
+        package func lines(_ direction: Direction) -> [String] {
             var lines = bytes(direction).split(separator: 0x0A, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
             lines.removeLast()  // after the last newline: an unfinished line, or nothing
             return lines
@@ -101,20 +101,20 @@ public final class RecordingProxy: Sendable {
         var tamperings: [Tampering] = []
     }
 
-    public static let maxLineBytes = 1 << 20
-    public let maxConnections: Int
-    public let maxRecordedBytes: Int
+    package static let maxLineBytes = 1 << 20
+    package let maxConnections: Int
+    package let maxRecordedBytes: Int
     /// The port the proxy listens on (127.0.0.1).
-    public let port: Int
+    package let port: Int
     let targetPort: Int
     let listener: Socket
     let state: Locked<State>
     let threadsDone = AsyncSignal<Void>()
     /// Fulfilled with the first tampering, so a test can await it.
-    public let tampered = AsyncSignal<Tampering>()
+    package let tampered = AsyncSignal<Tampering>()
 
     /// Listens on 127.0.0.1 port 0 and forwards each connection to 127.0.0.1:`targetPort`.
-    public init(to targetPort: Int, tamper: Tamper? = nil, maxConnections: Int = 64, maxRecordedBytes: Int = 16 << 20) throws {
+    package init(to targetPort: Int, tamper: Tamper? = nil, maxConnections: Int = 64, maxRecordedBytes: Int = 16 << 20) throws {
         self.targetPort = targetPort
         self.maxConnections = maxConnections
         self.maxRecordedBytes = maxRecordedBytes
@@ -125,19 +125,19 @@ public final class RecordingProxy: Sendable {
     }
 
     /// The recordings of every connection so far, in the order they were accepted.
-    public var recordings: [Recording] { state.withLock { $0.links.map(\.recording) } }
+    package var recordings: [Recording] { state.withLock { $0.links.map(\.recording) } }
     /// What the proxy changed, in order.
-    public var tamperings: [Tampering] { state.withLock { $0.tamperings } }
+    package var tamperings: [Tampering] { state.withLock { $0.tamperings } }
 
     /// Waits until the `index`-th connection (from 0) has ended; false if there is no such connection.
-    public func waitForEnd(ofConnection index: Int) async -> Bool {
+    package func waitForEnd(ofConnection index: Int) async -> Bool {
         guard let ended = state.withLock({ $0.links.indices.contains(index) ? $0.links[index].ended : nil }) else { return false }
         await ended.value
         return true
     }
 
     /// Stops accepting, cuts every connection and waits until every thread of the proxy has ended.
-    public func stop() async {
+    package func stop() async {
         // Under the lock: a pump closes its sockets only after taking them out of `open`, so
         // no descriptor shut down here can have been closed (and reused) already.
         state.withLock { state in
@@ -151,7 +151,7 @@ public final class RecordingProxy: Sendable {
 }
 
 /// Runs `body` with a proxy to 127.0.0.1:`targetPort` and stops the proxy on every path.
-public func withRecordingProxy<T: Sendable>(
+package func withRecordingProxy<T: Sendable>(
     to targetPort: Int, tamper: RecordingProxy.Tamper? = nil, maxConnections: Int = 64,
     _ body: (RecordingProxy) async throws -> T
 ) async throws -> T {

@@ -9,10 +9,10 @@ import SkyNet
 /// `set(_:for:)` rewrites `hosts` in place: one `pwrite` at offset 0 of a block always 4,096
 /// bytes long (padded with a `#` line). A bind mount pins the inode, so a rename would not be
 /// seen, and a truncation would let a reader see an empty file half-way.
-public final class ResolverView: Sendable {
-    public let folder: String
-    public let hostsPath: String
-    public let hostConfPath: String
+package final class ResolverView: Sendable {
+    package let folder: String
+    package let hostsPath: String
+    package let hostConfPath: String
     /// The size of `hosts`, always.
     static let blockSize = 4096
 
@@ -20,16 +20,16 @@ public final class ResolverView: Sendable {
     static let unsharePath: String? = ["/usr/bin/unshare", "/bin/unshare"].first(where: FileManager.default.isExecutableFile(atPath:))
 
     /// Why no view can be made here, or nil when one can.
-    public static let unavailableReason: String? = {
+    package static let unavailableReason: String? = {
         guard geteuid() == 0 else { return "a mount namespace needs root" }
         guard unsharePath != nil else { return "`unshare` (util-linux) is not installed" }
         return nil
     }()
 
-    public static var isAvailable: Bool { unavailableReason == nil }
+    package static var isAvailable: Bool { unavailableReason == nil }
 
     /// Makes the folder with a `hosts` that names only localhost, and its `host.conf`.
-    public init() throws {
+    package init() throws {
         folder = NSTemporaryDirectory() + "skynet-resolver-\(UUID().uuidString)"
         hostsPath = folder + "/hosts"
         hostConfPath = folder + "/host.conf"
@@ -43,14 +43,14 @@ public final class ResolverView: Sendable {
 
     /// The words that run a program with this view of /etc/hosts (append the program and its
     /// arguments). The shell gets the paths as arguments, never inside its script.
-    public var launcher: [String] {
+    package var launcher: [String] {
         [Self.unsharePath ?? "unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
          "mount --bind \"$1\" /etc/hosts && mount --bind \"$2\" /etc/host.conf && shift 2 && exec \"$@\"",
          "resolver", hostsPath, hostConfPath]
     }
 
     /// Makes `name` resolve to exactly `addresses` (no address: not at all), in place.
-    public func set(_ addresses: [String], for name: String) throws {
+    package func set(_ addresses: [String], for name: String) throws {
         try write([name: addresses])
     }
 
@@ -70,7 +70,7 @@ public final class ResolverView: Sendable {
     }
 
     /// Removes the folder.
-    public func remove() {
+    package func remove() {
         try? FileManager.default.removeItem(atPath: folder)
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 /// Starts one host per entry of `options` (hosts of different kinds side by side: one with
 /// `skynet` on its PATH, one without), all authorizing one client made in a folder of its own;
 /// runs `body`, and stops every host and removes every folder on every path.
-public func withSSHTestHosts<T: Sendable>(
+package func withSSHTestHosts<T: Sendable>(
     each options: [SSHTestHost.Options],
     _ body: ([SSHTestHost], SSHTestClient) async throws -> T
 ) async throws -> T {
@@ -28,7 +28,7 @@ public func withSSHTestHosts<T: Sendable>(
 extension SSHTestHost {
     /// The node a session runs: the marked `skynet` process whose parent is no `skynet` (a
     /// node's group keeper is a `skynet` too, started by the node); nil while there is none.
-    public func nodeProcess() -> HostProcess? {
+    package func nodeProcess() -> HostProcess? {
         let marked = processes().compactMap(HostProcesses.read)
         let skynets = marked.filter { $0.name == "skynet" || $0.name.hasPrefix("skynet-") }
         let pids = Set(skynets.map(\.pid))
@@ -36,13 +36,13 @@ extension SSHTestHost {
     }
 
     /// The marked processes named `name` (a job's `sleep`, `sha256sum`).
-    public func processes(named name: String) -> [HostProcess] {
+    package func processes(named name: String) -> [HostProcess] {
         processes().compactMap(HostProcesses.read).filter { $0.name == name }
     }
 
     /// Polls (every 20 ms, at most `timeout`) until `holds` is true of the host; returns
     /// whether it became true. Nothing announces a process's start to a stranger: /proc is read.
-    public func waitUntil(within timeout: Duration, _ holds: (SSHTestHost) -> Bool) async -> Bool {
+    package func waitUntil(within timeout: Duration, _ holds: (SSHTestHost) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while !holds(self) {
             guard ContinuousClock.now < deadline else { return false }

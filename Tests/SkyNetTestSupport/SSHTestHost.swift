@@ -9,31 +9,31 @@ import SkyNetRuntime
 /// so does every process a session starts (a node, its jobs): `processes()` finds them all,
 /// even once reparented to init. `stop()` must be called on every path (`withSSHTestHosts`
 /// does): it kills sshd, every session and every marked process, then removes the folder.
-public final class SSHTestHost: Sendable {
+package final class SSHTestHost: Sendable {
     /// How to set a host up.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// The `skynet` executable linked as `bin/skynet`; nil: none.
-        public var skynet: String?
+        package var skynet: String?
         /// Whether `bin/` is on the sessions' PATH; false: a host where `skynet` is not found.
-        public var skynetOnPath = true
+        package var skynetOnPath = true
         /// The address sshd listens on.
-        public var address = "127.0.0.1"
+        package var address = "127.0.0.1"
         /// The port; nil: a free loopback port, another one if sshd finds it taken.
-        public var port: Int?
+        package var port: Int?
         /// Words run before sshd's path, e.g. `ip netns exec NS` (they must exec sshd, so that
         /// the process started is sshd itself).
-        public var launcher: [String] = []
+        package var launcher: [String] = []
 
-        public init(skynet: String? = nil, skynetOnPath: Bool = true) {
+        package init(skynet: String? = nil, skynetOnPath: Bool = true) {
             self.skynet = skynet
             self.skynetOnPath = skynetOnPath
         }
     }
 
-    public static let sshdPath = "/usr/sbin/sshd"
+    package static let sshdPath = "/usr/sbin/sshd"
 
     /// Why no host can be started here, or nil when one can.
-    public static let unavailableReason: String? = {
+    package static let unavailableReason: String? = {
         guard FileManager.default.isExecutableFile(atPath: sshdPath) else {
             return "\(sshdPath) is not installed (Debian: apt-get install openssh-server)"
         }
@@ -47,30 +47,30 @@ public final class SSHTestHost: Sendable {
     }()
 
     /// Whether a host can be started here (for `.enabled(if:)`).
-    public static var isAvailable: Bool { unavailableReason == nil }
+    package static var isAvailable: Bool { unavailableReason == nil }
 
     /// The folder holding keys, config, `bin/` and `home/`.
-    public let folder: String
+    package let folder: String
     /// The value of `SKYNET_TEST_HOST` in this host's sessions.
-    public let marker: String
-    public let address: String
-    public let port: Int
+    package let marker: String
+    package let address: String
+    package let port: Int
     /// The client whose key this host authorizes.
-    public let client: SSHTestClient
+    package let client: SSHTestClient
     private let launcher: [String]
     private let sshd: Locked<ChildProcess?>
     private let stopped = Locked(false)
 
     /// The sessions' HOME (`--ship` writes below it).
-    public var home: String { folder + "/home" }
+    package var home: String { folder + "/home" }
     /// `SKYNET_TEST_HOST=<marker>`, as it appears in a marked process's environment.
-    public var markerEntry: String { "SKYNET_TEST_HOST=\(marker)" }
+    package var markerEntry: String { "SKYNET_TEST_HOST=\(marker)" }
     /// The login for `--ssh`: `127.0.0.1:PORT`.
-    public var login: String { "\(address):\(port)" }
+    package var login: String { "\(address):\(port)" }
     /// sshd's log so far (its stderr, `-e`), for a failing test's message.
-    public var sshdLog: [String] { sshd.withLock { $0 }?.stderrLines?.lines ?? [] }
+    package var sshdLog: [String] { sshd.withLock { $0 }?.stderrLines?.lines ?? [] }
     /// sshd's process id while it runs.
-    public var sshdPID: Int32? { sshd.withLock { $0 }.flatMap { $0.exit.current == nil ? $0.pid : nil } }
+    package var sshdPID: Int32? { sshd.withLock { $0 }.flatMap { $0.exit.current == nil ? $0.pid : nil } }
 
     private init(folder: String, marker: String, address: String, port: Int, client: SSHTestClient,
                  launcher: [String], sshd: ChildProcess) {
@@ -85,7 +85,7 @@ public final class SSHTestHost: Sendable {
 
     /// Sets a host up and starts its sshd, returning once sshd says it is listening (within
     /// 10 s). `client`: whose key to authorize; nil: a client of its own, in the host's folder.
-    public static func start(client: SSHTestClient? = nil, options: Options = Options()) async throws -> SSHTestHost {
+    package static func start(client: SSHTestClient? = nil, options: Options = Options()) async throws -> SSHTestHost {
         if let reason = unavailableReason { throw SSHTestHostError(description: reason) }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-ssh-\(UUID().uuidString)").path
         try checkPlain(folder)
@@ -118,18 +118,18 @@ public final class SSHTestHost: Sendable {
     }
 
     /// Starts sshd again on the same address and port after `killSSHD()`.
-    public func restartSSHD() async throws {
+    package func restartSSHD() async throws {
         guard sshdPID == nil else { throw SSHTestHostError(description: "sshd is still running (pid \(sshdPID ?? 0))") }
         let fresh = try await Self.launch(folder: folder, launcher: launcher)
         sshd.withLock { $0 = fresh }
     }
 
     /// The live processes that carry this host's marker: sessions' shells, nodes, jobs.
-    public func processes() -> [Int32] { HostProcesses.carrying(markerEntry) }
+    package func processes() -> [Int32] { HostProcesses.carrying(markerEntry) }
 
     /// `processes()` once it is empty, or what is left after `timeout` (a killed process takes
     /// a moment to leave /proc; nothing announces it, so this polls).
-    public func processesLeft(within timeout: Duration) async -> [Int32] {
+    package func processesLeft(within timeout: Duration) async -> [Int32] {
         let deadline = ContinuousClock.now + timeout
         var left = processes()
         while !left.isEmpty, ContinuousClock.now < deadline {
@@ -143,7 +143,7 @@ public final class SSHTestHost: Sendable {
     /// setsid, so only walking parents finds them); the sessions' other processes stay and see
     /// their channel end. Waits (at most 5 s) until the listener has been reaped and the
     /// others are dead.
-    public func killSSHD() async {
+    package func killSSHD() async {
         // A reaped listener's pid may be someone else's now: walk only a live one's tree.
         guard let listener = sshd.withLock({ $0 }), listener.exit.current == nil else { return }
         listener.send(SIGSTOP)  // no new connection is forked while the tree is listed
@@ -162,7 +162,7 @@ public final class SSHTestHost: Sendable {
     /// just forked): the sweep also kills by the sessions and groups of what it found (each
     /// connection's sshd and each session's shell call setsid, and their jobs keep the ids
     /// once reparented) and ends only after two sweeps in a row find nothing new.
-    public func stop() async {
+    package func stop() async {
         guard stopped.withLock({ state in defer { state = true }; return !state }) else { return }
         // After `killSSHD()` the listener is reaped and its pid may be someone else's.
         let listener = sshd.withLock { $0 }.flatMap { $0.exit.current == nil ? $0 : nil }
@@ -181,15 +181,15 @@ public final class SSHTestHost: Sendable {
 }
 
 /// Why a test host could not be set up or started.
-public struct SSHTestHostError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct SSHTestHostError: Error, CustomStringConvertible, Sendable {
+    package let description: String
     /// sshd could not bind its address: another port may do.
-    public var addressInUse = false
+    package var addressInUse = false
 }
 
 /// Starts `count` hosts of the same kind that authorize one client (made in a folder of its
 /// own), runs `body`, and stops every host and removes every folder on every path.
-public func withSSHTestHosts<T: Sendable>(
+package func withSSHTestHosts<T: Sendable>(
     count: Int, options: SSHTestHost.Options = SSHTestHost.Options(),
     _ body: ([SSHTestHost], SSHTestClient) async throws -> T
 ) async throws -> T {

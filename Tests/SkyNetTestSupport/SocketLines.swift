@@ -4,7 +4,7 @@ import SkyNetTransport
 
 /// Reads lines from `socket` (blocking: call it on a thread of its own) until `count` have
 /// arrived, or nothing has arrived for `silence`, or the peer closed.
-public func receiveLines(from socket: Socket, count: Int, silence: Duration) -> [String] {
+package func receiveLines(from socket: Socket, count: Int, silence: Duration) -> [String] {
     socket.setReceiveTimeout(silence)
     var framer = LineFramer(maxLineBytes: 1 << 20)
     var lines: [String] = []

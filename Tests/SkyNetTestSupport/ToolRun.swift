@@ -3,21 +3,21 @@ import SkyNet
 import SkyNetRuntime
 
 /// A helper program run to its end (ssh-keygen, ssh): how it ended and what it printed.
-public struct ToolRun: Sendable {
-    public let exit: ChildExit
-    public let stdout: String
-    public let stderr: String
+package struct ToolRun: Sendable {
+    package let exit: ChildExit
+    package let stdout: String
+    package let stderr: String
 
     /// The last non-empty line of stderr (where ssh says why it failed). ssh ends its lines
     /// with CR LF, one Character to Swift: lines are split on any newline.
-    public var lastErrorLine: String? {
+    package var lastErrorLine: String? {
         stderr.split(whereSeparator: \.isNewline).last { !$0.allSatisfy(\.isWhitespace) }.map(String.init)
     }
 
     /// Runs `executable` (a path, or a name looked up in PATH) with `arguments`, no shell,
     /// stdin from /dev/null, killing it (and its group) after `limit`. Output is kept up to
     /// 1 MiB a stream.
-    public static func run(
+    package static func run(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, limit: Duration = .seconds(20)
     ) async throws -> ToolRun {
         var options = ChildProcess.Options(arguments: arguments, environment: environment)
@@ -45,6 +45,6 @@ public struct ToolRun: Sendable {
 }
 
 /// A helper program that did not run as a test needed.
-public struct ToolRunError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct ToolRunError: Error, CustomStringConvertible, Sendable {
+    package let description: String
 }

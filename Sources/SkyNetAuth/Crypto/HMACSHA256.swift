@@ -1,14 +1,14 @@
 /// HMAC-SHA256 (RFC 2104) with the key's inner and outer states computed once, so each tag
 /// costs only the message's blocks plus two.
-public struct HMACSHA256: Sendable {
-    public static let tagCount = 32
+package struct HMACSHA256: Sendable {
+    package static let tagCount = 32
 
     /// SHA-256 after absorbing the key XOR ipad (0x36…), and XOR opad (0x5c…).
     private let inner: SHA256
     private let outer: SHA256
 
     /// Keys over 64 bytes are hashed first (RFC 2104 §2); shorter ones are padded with zeros.
-    public init(key: [UInt8]) {
+    package init(key: [UInt8]) {
         let key = key.count > SHA256.blockCount ? SHA256.hash(key) : key
         var innerPad = [UInt8](repeating: 0x36, count: SHA256.blockCount)
         var outerPad = [UInt8](repeating: 0x5c, count: SHA256.blockCount)
@@ -28,13 +28,13 @@ public struct HMACSHA256: Sendable {
     }
 
     /// The tag of `message`.
-    public func tag(_ message: [UInt8]) -> [UInt8] {
+    package func tag(_ message: [UInt8]) -> [UInt8] {
         message.withUnsafeBytes { bytes in tag { $0.update(bytes) } }
     }
 
     /// The tag of whatever `feed` puts into the inner hash (for messages in several parts,
     /// e.g. an 8-byte sequence number then a line, without concatenating them).
-    public func tag(_ feed: (inout SHA256) -> Void) -> [UInt8] {
+    package func tag(_ feed: (inout SHA256) -> Void) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: Self.tagCount) { buffer, initialized in
             tag(into: UnsafeMutableRawPointer(buffer.baseAddress.unsafelyUnwrapped), feed)
             initialized = Self.tagCount

@@ -3,8 +3,8 @@
 /// Every file that travels and every authenticated line (through `HMACSHA256`) is hashed, so
 /// `update` hands whole blocks straight from the caller's buffer to the unrolled block loop
 /// (`SHA256+Compress.swift`), copies only a partial block, and allocates nothing.
-public struct SHA256: Sendable {
-    public static let digestCount = 32, blockCount = 64
+package struct SHA256: Sendable {
+    package static let digestCount = 32, blockCount = 64
 
     /// The eight working words H0…H7 (FIPS 180-4 §5.3.3 gives their first values).
     struct Words: Sendable {
@@ -23,10 +23,10 @@ public struct SHA256: Sendable {
     /// Bytes fed so far; the padding ends with it, in bits, modulo 2^64.
     private var byteCount: UInt64 = 0
 
-    public init() {}
+    package init() {}
 
     /// Feeds `bytes`.
-    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard var input = bytes.baseAddress, !bytes.isEmpty else { return }
         var remaining = bytes.count
         byteCount &+= UInt64(truncatingIfNeeded: remaining)
@@ -57,18 +57,18 @@ public struct SHA256: Sendable {
     }
 
     /// Feeds `bytes`.
-    public mutating func update(_ bytes: [UInt8]) {
+    package mutating func update(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { update($0) }
     }
 
     /// Feeds the UTF-8 of `text`.
-    public mutating func update(_ text: some StringProtocol) {
+    package mutating func update(_ text: some StringProtocol) {
         var text = String(text)
         text.withUTF8 { update(UnsafeRawBufferPointer($0)) }
     }
 
     /// The digest; the value is spent after this (call on a copy to keep hashing).
-    public mutating func finalize() -> [UInt8] {
+    package mutating func finalize() -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: Self.digestCount) { buffer, initialized in
             finalize(into: UnsafeMutableRawPointer(buffer.baseAddress.unsafelyUnwrapped))
             initialized = Self.digestCount
@@ -76,7 +76,7 @@ public struct SHA256: Sendable {
     }
 
     /// The SHA-256 of `bytes`.
-    public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+    package static func hash(_ bytes: [UInt8]) -> [UInt8] {
         var hasher = SHA256()
         hasher.update(bytes)
         return hasher.finalize()

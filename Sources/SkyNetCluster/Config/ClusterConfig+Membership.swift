@@ -4,14 +4,14 @@ import SkyNetTransport
 /// nodes, one per address it resolves to, as a headless Kubernetes Service does.
 extension ClusterConfig {
     /// How a name becomes addresses: `Socket.addresses(of:port:)` outside tests.
-    public typealias Resolver = @Sendable (String, Int) async throws -> [String]
+    package typealias Resolver = @Sendable (String, Int) async throws -> [String]
 
     /// Seconds between two lookups of a group when its entry names none.
-    public static let defaultRefresh = 10.0
+    package static let defaultRefresh = 10.0
 
     /// The most members a group has: a name that resolves to more addresses (a big or wrong
     /// Service, a hostile resolver) gives its first ones, in sorted order, and no more links.
-    public static let maxGroupMembers = 256
+    package static let maxGroupMembers = 256
 
     /// The addresses of an answer a group uses: distinct, sorted, at most `maxGroupMembers`.
     static func groupMembers(of answer: [String]) -> [String] {
@@ -19,19 +19,19 @@ extension ClusterConfig {
     }
 
     /// The shortest and longest `refresh` a group may have, in seconds.
-    public static let refreshRange = 0.5...3600.0
+    package static let refreshRange = 0.5...3600.0
 
     /// The resolver of the real system: getaddrinfo on a thread of its own.
-    public static let systemResolver: Resolver = { host, port in try await Socket.addresses(of: host, port: port) }
+    package static let systemResolver: Resolver = { host, port in try await Socket.addresses(of: host, port: port) }
 
     /// Whether any entry is an address group, which can bring new peers at any time.
-    public var hasAddressGroups: Bool { nodes.contains { $0.everyAddress } }
+    package var hasAddressGroups: Bool { nodes.contains { $0.everyAddress } }
 
     /// The nodes with every group replaced by one node per address its host resolves to now
     /// (each group looked up once, all at the same time; at most `maxGroupMembers` each). A
     /// group that does not resolve, or to nothing, stays itself, so that a status probe says
     /// its host is unknown.
-    public func expandingAddressGroups(resolve: @escaping Resolver = ClusterConfig.systemResolver) async -> [Node] {
+    package func expandingAddressGroups(resolve: @escaping Resolver = ClusterConfig.systemResolver) async -> [Node] {
         let answers = await withTaskGroup(of: (Int, [String]).self) { group in
             for (index, node) in nodes.enumerated() where node.everyAddress {
                 group.addTask { (index, (try? await resolve(node.host, node.port)) ?? []) }
@@ -68,11 +68,11 @@ extension ClusterConfig {
 
 extension ClusterConfig.Node {
     /// Seconds between two lookups of this group.
-    public var refreshInterval: Double { refresh ?? ClusterConfig.defaultRefresh }
+    package var refreshInterval: Double { refresh ?? ClusterConfig.defaultRefresh }
 
     /// The member of this group at `address`: named `GROUP/ADDRESS` (IPv6 raw, `workers/fd00::7`),
     /// with the group's port and capacity.
-    public func member(address: String) -> ClusterConfig.Node {
+    package func member(address: String) -> ClusterConfig.Node {
         ClusterConfig.Node(name: "\(name)/\(address)", host: address, port: port, capacity: capacity)
     }
 }

@@ -6,7 +6,9 @@ import SkyNetWire
 
 /// The static peer list of cluster.json: which nodes a coordinator hands work to.
 public struct ClusterConfig: Sendable, Equatable {
+    /// One peer of the list: a node reached over TCP (or, from a cluster file, over ssh).
     public struct Node: Sendable, Equatable {
+        /// The name reports and events give the node.
         public var name: String
         /// Where the node listens; for an ssh node, the login's host (for display only).
         public var host: String
@@ -16,13 +18,14 @@ public struct ClusterConfig: Sendable, Equatable {
         /// ssh node: the host's cores, as its welcome says).
         public var capacity: Int?
         /// The login of a node reached over ssh (`skynet node --stdio` on the host); nil: TCP.
-        public var ssh: SSHLogin?
+        package var ssh: SSHLogin?
         /// Whether this entry is an address group (`every_address`): one peer `NAME/ADDRESS` per
         /// address `host` resolves to, re-resolved every `refresh` seconds.
-        public var everyAddress = false
+        package var everyAddress = false
         /// Seconds between two lookups of an address group; nil: `defaultRefresh`.
-        public var refresh: Double?
+        package var refresh: Double?
 
+        /// A node listening on `host:port`, named `name` in reports; `capacity` nil: the cluster's.
         public init(name: String, host: String = "127.0.0.1", port: Int, capacity: Int? = nil) {
             self.name = name
             self.host = host
@@ -31,7 +34,7 @@ public struct ClusterConfig: Sendable, Equatable {
         }
 
         /// A node reached by logging in with `ssh`.
-        public init(name: String, ssh: SSHLogin, capacity: Int? = nil) {
+        package init(name: String, ssh: SSHLogin, capacity: Int? = nil) {
             self.name = name
             self.host = ssh.host
             self.port = ssh.port ?? 22
@@ -41,18 +44,20 @@ public struct ClusterConfig: Sendable, Equatable {
 
         /// How the node is reached, for people: `127.0.0.1:9001`, `[fd00::7]:9001`,
         /// `ssh alice@gpu1:2222`.
-        public var address: String {
+        package var address: String {
             if let ssh { return "ssh \(ssh)" }
             return Socket.authority(host: host, port: port)
         }
     }
 
+    /// The peers, in the order a scan prefers them.
     public var nodes: [Node]
     /// Slots per node when a node names none; nil: the coordinator's `--capacity`.
-    public var capacity: Int?
+    package var capacity: Int?
     /// Seconds one remote request may take; nil: the coordinator's `--timeout` (default 5).
-    public var timeout: Double?
+    package var timeout: Double?
 
+    /// A peer list made in code rather than read from a file (`load(from:)`).
     public init(nodes: [Node] = [], capacity: Int? = nil, timeout: Double? = nil) {
         self.nodes = nodes
         self.capacity = capacity
@@ -72,7 +77,7 @@ public struct ClusterConfig: Sendable, Equatable {
     }
 
     /// Decodes and validates the text of a cluster file; `file` names it in errors.
-    public static func parse(_ data: Data, file: String) throws(ConfigError) -> ClusterConfig {
+    package static func parse(_ data: Data, file: String) throws(ConfigError) -> ClusterConfig {
         // A byte order mark, as some editors write, is not part of the JSON.
         let text = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data
         // Our own strict parser: it says where the text breaks, and what is wrong with a field.
@@ -117,15 +122,18 @@ public struct ClusterConfig: Sendable, Equatable {
     }
 
     /// The name of a coordinator's own system; no peer may take it.
-    public static let localName = Systems.localName
+    package static let localName = Systems.localName
 
     /// The most slots any one system may have.
-    public static let maxCapacity = 1024
+    package static let maxCapacity = 1024
 }
 
 /// A cluster file that cannot be used, naming the file and the fault.
 public struct ConfigError: Error, CustomStringConvertible, Equatable {
+    /// The cluster file's path, as given.
     public let file: String
+    /// What is wrong with it, and what to do.
     public let problem: String
+    /// `cluster file PATH: PROBLEM`.
     public var description: String { "cluster file \(file): \(problem)" }
 }

@@ -3,10 +3,10 @@ import SkyNetWire
 
 /// A peer that answered no ping within the liveness bound while work was in flight: its
 /// pending requests fail with this at once, so their tasks can run elsewhere.
-public struct PeerUnresponsive: Error, CustomStringConvertible, Equatable {
-    public let peer: String
-    public let bound: Duration
-    public var description: String { "\(peer) did not answer a ping within \(bound.seconds.asWritten) s" }
+package struct PeerUnresponsive: Error, CustomStringConvertible, Equatable {
+    package let peer: String
+    package let bound: Duration
+    package var description: String { "\(peer) did not answer a ping within \(bound.seconds.asWritten) s" }
 }
 
 /// Liveness: one ping loop per link while watched work is pending.

@@ -8,12 +8,12 @@ import SkyNetWire
 import SkyNetWork
 
 /// A peer that went away while requests to it were pending.
-public struct PeerDisconnected: SystemFailure, CustomStringConvertible {
-    public let peer: String
-    public let reason: String
-    public var systemIsGone: Bool { true }
-    public var taskWasGivenBack: Bool { false }
-    public var description: String { "\(peer) disconnected (\(reason))" }
+package struct PeerDisconnected: SystemFailure, CustomStringConvertible {
+    package let peer: String
+    package let reason: String
+    package var systemIsGone: Bool { true }
+    package var taskWasGivenBack: Bool { false }
+    package var description: String { "\(peer) disconnected (\(reason))" }
 }
 
 /// A client's connection to a node: handshake, then requests matched to replies by id.
@@ -21,20 +21,20 @@ public struct PeerDisconnected: SystemFailure, CustomStringConvertible {
 /// Replies are matched on the connection's reader thread, which resumes the waiting request
 /// at once; when the connection ends, every pending request fails at once. The pending table
 /// is guarded by a lock (`Locked`).
-public final class PeerConnection: Sendable {
-    public struct Welcome: Sendable {
-        public let name: String
-        public let capacity: Int
+package final class PeerConnection: Sendable {
+    package struct Welcome: Sendable {
+        package let name: String
+        package let capacity: Int
         /// The jobs the node runs, each with its summary (its command, or a label). A v1 node
         /// does not say: it runs the built-in scan only.
-        public let jobs: [String: String]
+        package let jobs: [String: String]
         /// The node's idle bound in seconds, when it says (it closes a silent client then).
-        public let idleSeconds: Double?
+        package let idleSeconds: Double?
         /// What the node offers for files (issue 21); nil: it takes none (an older node, or
         /// one started with `--no-files`), and is never sent a file request.
-        public let files: FileSupport?
+        package let files: FileSupport?
 
-        public init(name: String, capacity: Int, jobs: [String: String]?, idleSeconds: Double? = nil, files: FileSupport? = nil) {
+        package init(name: String, capacity: Int, jobs: [String: String]?, idleSeconds: Double? = nil, files: FileSupport? = nil) {
             self.name = name
             self.capacity = capacity
             self.jobs = jobs ?? [JobRegistry.scan: "built-in simulated scan"]
@@ -73,8 +73,8 @@ public final class PeerConnection: Sendable {
         var pump: FilePump?
     }
 
-    public let name: String
-    public let welcome: Welcome
+    package let name: String
+    package let welcome: Welcome
     let connection: Connection
     let state: Locked<State>
     /// What keeps the link's time: request time limits, keep-alive and liveness pings.
@@ -84,10 +84,10 @@ public final class PeerConnection: Sendable {
 
     /// How often an idle link is pinged by default: well under a node's idle bound (60 s), so a
     /// healthy coordinator that has nothing to send is never dropped.
-    public static let defaultKeepAliveInterval: Duration = .seconds(15)
+    package static let defaultKeepAliveInterval: Duration = .seconds(15)
 
     /// Connects to `host:port` and says hello: `open(name:dialer:…)` over TCP.
-    public static func open(name: String, host: String, port: Int, token: String?, timeout: Duration,
+    package static func open(name: String, host: String, port: Int, token: String?, timeout: Duration,
                             keepAliveInterval: Duration = defaultKeepAliveInterval,
                             clock: any TimerClock = DeadlineTimer.shared) async throws -> PeerConnection {
         try await open(name: name, dialer: TCPDialer(host: host, port: port), token: token, timeout: timeout,
@@ -100,7 +100,7 @@ public final class PeerConnection: Sendable {
     /// later line in both directions is authenticated. Once open, the link is pinged whenever nothing
     /// has been sent on it for `keepAliveInterval`. Every time limit and ping is kept on `clock`.
     /// An error is the one the dialer explains it as (over ssh: what ssh said).
-    public static func open(name: String, dialer: any PeerDialer, token: String?, timeout: Duration,
+    package static func open(name: String, dialer: any PeerDialer, token: String?, timeout: Duration,
                             keepAliveInterval: Duration = defaultKeepAliveInterval,
                             clock: any TimerClock = DeadlineTimer.shared) async throws -> PeerConnection {
         let link = try await dialer.dial(timeout: timeout)
@@ -125,13 +125,13 @@ public final class PeerConnection: Sendable {
 
     /// Why the link ended, as its dialer explains `error` (over ssh: ssh's last words, such as
     /// `ssh: Connection to gpu1 closed by remote host`).
-    public func explain(_ error: any Error) async -> any Error {
+    package func explain(_ error: any Error) async -> any Error {
         guard let link = dialed.withLock({ $0 }) else { return error }
         return await link.explain(error)
     }
 
     /// Closes the link and returns once what carried it is gone (over ssh: the `ssh` process).
-    public func finish() async {
+    package func finish() async {
         guard let link = dialed.withLock({ $0 }) else { return close() }
         await link.finish()
     }
@@ -146,18 +146,18 @@ public final class PeerConnection: Sendable {
     }
 
     /// Fulfilled when the connection has ended.
-    public var closed: AsyncSignal<Connection.CloseReason> { connection.closed }
+    package var closed: AsyncSignal<Connection.CloseReason> { connection.closed }
 
     /// Fulfilled with the node's drain timeout (seconds) when it says it drains (issue 22):
     /// it takes no new work, and cancels what still runs after that long.
-    public let draining = AsyncSignal<Double>()
+    package let draining = AsyncSignal<Double>()
     private let drainingState = Locked(false)
 
     /// Whether the node said it drains: it is sent no new work.
-    public var isDraining: Bool { drainingState.withLock { $0 } }
+    package var isDraining: Bool { drainingState.withLock { $0 } }
 
     /// A request id not used before on this connection.
-    public func nextID() -> Int {
+    package func nextID() -> Int {
         state.withLock { state in
             state.lastID += 1
             return state.lastID
@@ -172,7 +172,7 @@ public final class PeerConnection: Sendable {
     ///
     /// With a `timeout` the request fails with `TimeoutError` when no reply came within it (the
     /// link's clock keeps the time: no task sleeps per request).
-    public func request(id: Int, _ request: Request, timeout: Duration? = nil, liveness: Duration? = nil) async throws -> Reply {
+    package func request(id: Int, _ request: Request, timeout: Duration? = nil, liveness: Duration? = nil) async throws -> Reply {
         try await pending(id: id, isWork: request.isWork, timeout: timeout, liveness: liveness) { () throws(Connection.Closed) in
             try self.transmit(request)
         }
@@ -218,7 +218,7 @@ public final class PeerConnection: Sendable {
     }
 
     /// What the node offers for files (its welcome's `files`); nil: it takes none.
-    public var files: FileSupport? { welcome.files }
+    package var files: FileSupport? { welcome.files }
 
     /// The link's file pump (made on first use; stopped when the link ends).
     var pump: FilePump {
@@ -244,7 +244,7 @@ public final class PeerConnection: Sendable {
     }
 
     /// Sends a message that gets no reply (`cancel`); dropped if the connection has ended.
-    public func post(_ request: Request) {
+    package func post(_ request: Request) {
         try? transmit(request)
     }
 
@@ -279,7 +279,7 @@ public final class PeerConnection: Sendable {
         if ended { task.cancel() }
     }
 
-    public func close() {
+    package func close() {
         connection.close()
     }
 

@@ -6,7 +6,7 @@ import SkyNetWork
 
 /// The failure code of a peer whose welcome offers no files to a scan that needs them.
 extension FailureCode {
-    public static let lacksFiles: FailureCode = "lacks-files"
+    package static let lacksFiles: FailureCode = "lacks-files"
 }
 
 extension PeerLinks {

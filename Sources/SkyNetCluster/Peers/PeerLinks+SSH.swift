@@ -6,7 +6,7 @@ import SkyNetTransport
 
 extension PeerLinks {
     /// How `node` is reached: ssh for a node with a login, else its TCP port.
-    public static func dialer(for node: ClusterConfig.Node, settings: Settings) -> any PeerDialer {
+    package static func dialer(for node: ClusterConfig.Node, settings: Settings) -> any PeerDialer {
         node.ssh.map { SSHDialer(name: node.name, login: $0, capacity: node.capacity, settings: settings.ssh) } ?? TCPDialer(host: node.host, port: node.port)
     }
 

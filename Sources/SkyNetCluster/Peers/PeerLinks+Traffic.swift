@@ -32,5 +32,5 @@ final class PeerTraffic: Sendable {
 extension PeerLinks {
     /// Bytes sent to and received from peers over every link of this scan (ssh links included:
     /// their bytes are what the node over stdio got and sent).
-    public var traffic: ByteTally { peerTraffic.total }
+    package var traffic: ByteTally { peerTraffic.total }
 }

@@ -24,36 +24,41 @@ import SkyNetWork
 /// is a login), a failure is reported once in ssh's own words with the fix, and a host that
 /// cannot change its answer soon (a refused login, no skynet) is asked again only rarely.
 public final class PeerLinks: Sendable {
+    /// How the links reach and use their peers.
     public struct Settings: Sendable {
         /// Slots per peer unless the cluster file says otherwise.
         public var capacity: Int
         /// Bound of each remote request, and of connecting.
         public var timeout: Duration
+        /// The cluster token the nodes were started with; nil: links without authentication
+        /// (loopback only).
         public var token: String?
         /// Backoff between attempts to reach a peer that is down.
-        public var retryDelays: (first: Duration, most: Duration) = (.milliseconds(100), .seconds(2))
+        package var retryDelays: (first: Duration, most: Duration) = (.milliseconds(100), .seconds(2))
         /// Wait before asking again a peer that refused the hello for good or lacks the job.
-        public var refusalRetryDelay: Duration = .seconds(30)
+        package var refusalRetryDelay: Duration = .seconds(30)
         /// The job the scan runs: a peer whose welcome does not list it is not used.
-        public var job: String
+        package var job: String
         /// The coordinator's own summary of `job` (its command), to compare the peers' with;
         /// nil when the coordinator does not declare it (then the first peer's is compared with).
-        public var jobSummary: String?
+        package var jobSummary: String?
         /// Use a peer that runs the job as another command, after a warning, instead of
         /// leaving it out (`--allow-job-mismatch`).
-        public var allowJobMismatch: Bool
+        package var allowJobMismatch: Bool
         /// How ssh nodes of the cluster are reached (their own backoff, no token).
-        public var ssh = SSHSettings()
+        package var ssh = SSHSettings()
         /// The scan's files (issue 21): when active, only peers that offer files are used, each
         /// gets the basefiles before its first task, and tasks travel as `transfer` requests.
-        public var transfer: TransferSpec?
+        package var transfer: TransferSpec?
         /// Where the peers' tasks record their returned files (the journal takes them).
-        public var returnRecords = ReturnRecords()
+        package var returnRecords = ReturnRecords()
         /// Where returned files are written and inputs read (nil: the working directory and `/`).
-        public var returnRoots: ReturnRoots?
+        package var returnRoots: ReturnRoots?
         /// How an address group's host becomes addresses (tests give their own answers).
-        public var resolve: ClusterConfig.Resolver = ClusterConfig.systemResolver
+        package var resolve: ClusterConfig.Resolver = ClusterConfig.systemResolver
 
+        /// Settings for a scan of `job` (by default the built-in scan) over peers of `capacity`
+        /// slots each.
         public init(capacity: Int = 4, timeout: Duration = .seconds(5), token: String? = nil,
                     job: String = JobRegistry.scan, jobSummary: String? = nil, allowJobMismatch: Bool = false) {
             self.capacity = capacity
@@ -79,10 +84,10 @@ public final class PeerLinks: Sendable {
     private let refusing = Locked<Set<String>>([])
     /// Fulfilled (with the reasons, one line) once every peer of the cluster has refused the
     /// hello for good or lacks the job: a scan with no local slots then has nothing that can run it.
-    public let everyPeerRefused = AsyncSignal<String>()
+    package let everyPeerRefused = AsyncSignal<String>()
     /// Fulfilled once every ssh node of the cluster failed its first dial and none ever
     /// connected; the value lists them: `gpu1 (ssh: Permission denied (publickey)), gpu2 (…)`.
-    public let everySSHHostFailed = AsyncSignal<String>()
+    package let everySSHHostFailed = AsyncSignal<String>()
     /// The connections of the linked peers, and the bytes of those that closed: what
     /// `traffic` sums (`PeerLinks+Traffic.swift`).
     let peerTraffic = PeerTraffic()

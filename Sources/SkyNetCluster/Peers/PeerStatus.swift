@@ -5,21 +5,21 @@ import SkyNetTransport
 import SkyNetWire
 
 /// What a ping found about one peer of a cluster file.
-public struct PeerStatus: Sendable {
-    public enum State: Sendable {
+package struct PeerStatus: Sendable {
+    package enum State: Sendable {
         case up(Pong, roundTripMilliseconds: Double)
         /// Why it is down, in a word or two: refused, timed out, unauthorized, unknown host, …
         case down(String)
     }
 
-    public let node: ClusterConfig.Node
-    public let state: State
+    package let node: ClusterConfig.Node
+    package let state: State
 
-    public var isUp: Bool { if case .up = state { true } else { false } }
+    package var isUp: Bool { if case .up = state { true } else { false } }
 
     /// Connects (over TCP, or logs in with `ssh` for an ssh node), says hello and pings
     /// `node`, each step bounded by `timeout`. An ssh node never gets the token.
-    public static func probe(_ node: ClusterConfig.Node, token: String?, timeout: Duration,
+    package static func probe(_ node: ClusterConfig.Node, token: String?, timeout: Duration,
                              ssh: SSHSettings = SSHSettings()) async -> PeerStatus {
         var settings = PeerLinks.Settings(timeout: timeout, token: token)
         settings.ssh = ssh

@@ -4,14 +4,14 @@ import SkyNetWire
 import SkyNetWork
 
 /// What a peer's tasks need when the scan's files travel (issue 21).
-public struct TransferContext: Sendable {
-    public let spec: TransferSpec
+package struct TransferContext: Sendable {
+    package let spec: TransferSpec
     /// Where each task's returned files are recorded for the journal.
-    public let records: ReturnRecords
+    package let records: ReturnRecords
     /// Where returned files are written (nil: the working directory and `/`, opened per task).
-    public let roots: ReturnRoots?
+    package let roots: ReturnRoots?
 
-    public init(spec: TransferSpec, records: ReturnRecords, roots: ReturnRoots? = nil) {
+    package init(spec: TransferSpec, records: ReturnRecords, roots: ReturnRoots? = nil) {
         self.spec = spec
         self.records = records
         self.roots = roots
@@ -138,7 +138,7 @@ extension RemoteSystem {
 
     /// Opens the task's input here, one component at a time, never through a link. Final when
     /// it cannot be: running the task again cannot make it readable.
-    public static func openInput(_ input: TransferPath, in roots: ReturnRoots) throws(ScanFailure) -> OpenFile {
+    package static func openInput(_ input: TransferPath, in roots: ReturnRoots) throws(ScanFailure) -> OpenFile {
         do {
             return try roots.root(of: input).directory(input.directories, create: false).openFile(input.name)
         } catch {

@@ -15,24 +15,24 @@ import SkyNetWork
 /// A small circuit breaker: after a timeout or a missed ping the peer counts as unresponsive
 /// (`onHealth(false)`: the registry holds back new work) and is pinged until it answers
 /// (`onHealth(true)`). Every bound and rest is kept on the peer's clock (`PeerConnection.clock`).
-public actor RemoteSystem: ScanSystem {
-    public nonisolated let name: String
-    public nonisolated var isLocal: Bool { false }
-    public nonisolated let peer: PeerConnection
+package actor RemoteSystem: ScanSystem {
+    package nonisolated let name: String
+    package nonisolated var isLocal: Bool { false }
+    package nonisolated let peer: PeerConnection
     /// The bound of a built-in scan request, and of a ping.
-    public nonisolated let timeout: Duration
+    package nonisolated let timeout: Duration
     /// Added to a task's deadline to bound its request: the node stops the task at the
     /// deadline, gives it a grace to end, then answers.
-    public nonisolated let deadlineMargin: Duration
+    package nonisolated let deadlineMargin: Duration
     /// The scan's files (issue 21): with it, each task is a `transfer` request.
-    public nonisolated let transfer: TransferContext?
+    package nonisolated let transfer: TransferContext?
     private let onHealth: @Sendable (_ responsive: Bool) async -> Void
     private var probing = false
 
     /// The default `deadlineMargin`: the node's grace between SIGTERM and SIGKILL, and the trip back.
-    public static let defaultDeadlineMargin: Duration = .seconds(10)
+    package static let defaultDeadlineMargin: Duration = .seconds(10)
 
-    public init(name: String, peer: PeerConnection, timeout: Duration,
+    package init(name: String, peer: PeerConnection, timeout: Duration,
                 deadlineMargin: Duration = defaultDeadlineMargin, transfer: TransferContext? = nil,
                 onHealth: @escaping @Sendable (_ responsive: Bool) async -> Void = { _ in }) {
         self.transfer = transfer
@@ -45,7 +45,7 @@ public actor RemoteSystem: ScanSystem {
 
     /// Nonisolated: it touches no state of the actor but when the peer seems gone, so a
     /// request costs no hop onto the actor.
-    public nonisolated func run(_ task: ScanTask) async throws -> String {
+    package nonisolated func run(_ task: ScanTask) async throws -> String {
         do {
             return try await runOnce(task)
         } catch {

@@ -5,28 +5,28 @@ import SkyNetRuntime
 /// Its life is tied to ours: it gets `--exit-with-parent` and the read end of a pipe as its
 /// stdin, whose write end only this process holds (close-on-exec, so no other child has it).
 /// When this process ends, however it ends, the node reads EOF and stops within a second.
-public final class NodeProcess: Sendable {
+package final class NodeProcess: Sendable {
     /// A node that exited or said nothing usable before it was ready.
-    public struct StartFailure: Error, CustomStringConvertible {
-        public let description: String
+    package struct StartFailure: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// The hidden `skynet node` flag that makes a node exit when its stdin reaches EOF.
-    public static let exitWithParentFlag = "--exit-with-parent"
+    package static let exitWithParentFlag = "--exit-with-parent"
 
-    public let name: String
-    public let host: String
-    public let port: Int
-    public var processIdentifier: Int32 { child.pid }
+    package let name: String
+    package let host: String
+    package let port: Int
+    package var processIdentifier: Int32 { child.pid }
     /// The exit status (or the number of the signal that ended it), once it has exited.
-    public let exitStatus: AsyncSignal<Int32>
+    package let exitStatus: AsyncSignal<Int32>
     /// The child process itself (exit reason, peak memory).
-    public let child: ChildProcess
+    package let child: ChildProcess
 
     /// Starts `executable node --port 0 --name NAME EXTRA…` and waits (up to `timeout`) for
     /// its `listening on HOST:PORT` line. The node's stderr goes to `stderr` (default: nowhere).
     /// `portOverride` asks for a given port instead of a free one; `environment` replaces ours.
-    public static func start(
+    package static func start(
         executable: URL, name: String, arguments: [String] = [], stderr: ChildProcess.Output = .null,
         environment: [String: String]? = nil, portOverride: Int = 0, timeout: Duration = .seconds(10)
     ) async throws -> NodeProcess {
@@ -60,7 +60,7 @@ public final class NodeProcess: Sendable {
     }
 
     /// The arguments `start` gives the executable: `node --port PORT --name NAME --exit-with-parent EXTRA…`.
-    public static func commandLine(name: String, port: Int = 0, arguments: [String]) -> [String] {
+    package static func commandLine(name: String, port: Int = 0, arguments: [String]) -> [String] {
         ["node", "--port", String(port), "--name", name, exitWithParentFlag] + arguments
     }
 
@@ -73,12 +73,12 @@ public final class NodeProcess: Sendable {
     }
 
     /// Sends `signal` to the node (SIGKILL, SIGSTOP, SIGCONT, …), unless it has been reaped.
-    public func send(_ signal: Int32) {
+    package func send(_ signal: Int32) {
         child.send(signal)
     }
 
     /// Asks the node to stop (SIGTERM) and waits up to `grace`, then kills it.
-    public func stop(grace: Duration = .seconds(5)) async {
+    package func stop(grace: Duration = .seconds(5)) async {
         await child.stop(grace: grace)
         _ = await exitStatus.value
     }

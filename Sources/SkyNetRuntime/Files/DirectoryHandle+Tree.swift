@@ -8,7 +8,7 @@ extension DirectoryHandle {
     /// it). No recursion (a job may nest directories deeper than any stack) and a descriptor
     /// per level at most `removalDepth` deep. Best effort, no throw: what cannot be removed
     /// stays.
-    public func removeTree(_ name: String) {
+    package func removeTree(_ name: String) {
         guard (try? Self.check(name, in: [name])) != nil else { return }
         var info = stat()
         guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }

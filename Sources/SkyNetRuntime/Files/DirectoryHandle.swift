@@ -5,9 +5,9 @@
 ///
 /// Every call blocks: threads of our own only (a file pump, a reader thread, `onOwnThread`),
 /// never the cooperative pool. The descriptor is closed when the handle goes.
-public final class DirectoryHandle: Sendable {
+package final class DirectoryHandle: Sendable {
     /// The path it was opened by (relative to its parent handle's), for messages.
-    public let path: String
+    package let path: String
     let descriptor: Int32
 
     init(descriptor: Int32, path: String) {
@@ -19,7 +19,7 @@ public final class DirectoryHandle: Sendable {
 
     /// Opens the directory at `path`: a root the caller chose (links in `path` itself are
     /// followed, as any path a person gives).
-    public static func open(_ path: String) throws(FileError) -> DirectoryHandle {
+    package static func open(_ path: String) throws(FileError) -> DirectoryHandle {
         let fd = retrying { SkyNetRuntime.openDescriptor(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { throw FileError(path: path, code: errno) }
         return DirectoryHandle(descriptor: fd, path: path)
@@ -27,7 +27,7 @@ public final class DirectoryHandle: Sendable {
 
     /// Makes a new directory `parent/prefixXXXXXX` (mode 0700, a name nobody else has) and
     /// opens it; returns it with its path.
-    public static func mkdtemp(in parent: String, prefix: String) throws(FileError) -> (DirectoryHandle, path: String) {
+    package static func mkdtemp(in parent: String, prefix: String) throws(FileError) -> (DirectoryHandle, path: String) {
         var template = Array("\(parent)/\(prefix)XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buffer in
             buffer.baseAddress.flatMap { SkyNetRuntime.makeTemporaryDirectory($0) }
@@ -43,7 +43,7 @@ public final class DirectoryHandle: Sendable {
     /// 0700 unless the caller says otherwise (a node's work directories stay private; a
     /// returned file's directories are made for a person, 0777). Empty and `.` components are
     /// skipped; `..` or a component holding `/` or NUL is refused (`EINVAL`).
-    public func directory(_ components: [String], create: Bool, mode: Int = 0o700) throws(FileError) -> DirectoryHandle {
+    package func directory(_ components: [String], create: Bool, mode: Int = 0o700) throws(FileError) -> DirectoryHandle {
         var current = try reopen()
         var walked: [String] = []
         for component in components where !component.utf8.isEmpty && !component.utf8.elementsEqual([0x2E]) {
@@ -56,7 +56,7 @@ public final class DirectoryHandle: Sendable {
 
     /// Creates the file `name` here for writing: it must not exist (`O_EXCL`), and a link in its
     /// place is not followed. Mode 0600 until `OpenFile.finish`.
-    public func createFile(_ name: String) throws(FileError) -> OpenFile {
+    package func createFile(_ name: String) throws(FileError) -> OpenFile {
         try Self.check(name, in: [name])
         let fd = retrying { openDescriptorAt(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { throw FileError(path: name, code: errno) }
@@ -65,7 +65,7 @@ public final class DirectoryHandle: Sendable {
 
     /// Opens the regular file `name` here for reading. A symbolic link is refused (`ELOOP`), so
     /// is anything but a regular file; `O_NONBLOCK` keeps a FIFO from holding the open.
-    public func openFile(_ name: String) throws(FileError) -> OpenFile {
+    package func openFile(_ name: String) throws(FileError) -> OpenFile {
         try Self.check(name, in: [name])
         let fd = retrying { openDescriptorAt(descriptor, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0) }
         guard fd >= 0 else { throw FileError(path: name, code: errno) }
@@ -79,14 +79,14 @@ public final class DirectoryHandle: Sendable {
 
     /// Makes `newName` in `target` a hard link to the file `name` here (a link named `name` is
     /// linked as itself, never followed).
-    public func link(_ name: String, to target: DirectoryHandle, as newName: String) throws(FileError) {
+    package func link(_ name: String, to target: DirectoryHandle, as newName: String) throws(FileError) {
         try Self.check(name, in: [name])
         try Self.check(newName, in: [newName])
         guard linkat(descriptor, name, target.descriptor, newName, 0) == 0 else { throw FileError(path: newName, code: errno) }
     }
 
     /// Renames `name` to `newName` here, replacing what `newName` was (atomically).
-    public func rename(_ name: String, to newName: String) throws(FileError) {
+    package func rename(_ name: String, to newName: String) throws(FileError) {
         try Self.check(name, in: [name])
         try Self.check(newName, in: [newName])
         guard renameat(descriptor, name, descriptor, newName) == 0 else { throw FileError(path: newName, code: errno) }
@@ -94,7 +94,7 @@ public final class DirectoryHandle: Sendable {
 
     /// Whether `name` here is the open `file` itself, not another file put in its place since
     /// (a link there is not followed: it is not the file).
-    public func holds(_ name: String, file: OpenFile) -> Bool {
+    package func holds(_ name: String, file: OpenFile) -> Bool {
         guard (try? Self.check(name, in: [name])) != nil, let identity = try? file.identity() else { return false }
         var info = stat()
         guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
@@ -102,7 +102,7 @@ public final class DirectoryHandle: Sendable {
     }
 
     /// Removes the file, link or empty directory `name` here, if it is there.
-    public func remove(_ name: String) {
+    package func remove(_ name: String) {
         guard (try? Self.check(name, in: [name])) != nil else { return }
         if unlinkat(descriptor, name, 0) != 0, errno == EISDIR || errno == EPERM {
             _ = unlinkat(descriptor, name, AT_REMOVEDIR)
@@ -110,7 +110,7 @@ public final class DirectoryHandle: Sendable {
     }
 
     /// Bytes free for an unprivileged user on this directory's file system.
-    public func freeBytes() throws(FileError) -> Int64 {
+    package func freeBytes() throws(FileError) -> Int64 {
         var info = statvfs()
         guard fstatvfs(descriptor, &info) == 0 else { throw FileError(path: path, code: errno) }
         let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))

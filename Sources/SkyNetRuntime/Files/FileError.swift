@@ -1,21 +1,21 @@
 /// A file system call that failed, naming the path it was about (relative to the directory
 /// it was opened from) and the errno; `reason`, when given, says it in words instead.
-public struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
-    public let path: String
-    public let code: Int32
+package struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
+    package let path: String
+    package let code: Int32
     /// What went wrong when errno alone would mislead (`not a regular file`).
-    public let reason: String?
+    package let reason: String?
 
-    public init(path: String, code: Int32, reason: String? = nil) {
+    package init(path: String, code: Int32, reason: String? = nil) {
         self.path = path
         self.code = code
         self.reason = reason
     }
 
     /// Whether the path (or a directory on the way) was a symbolic link, which is never followed.
-    public var isSymbolicLink: Bool { code == ELOOP && reason == nil }
+    package var isSymbolicLink: Bool { code == ELOOP && reason == nil }
 
-    public var description: String {
+    package var description: String {
         if let reason { return "\(path): \(reason)" }
         switch code {
         case ELOOP: return "\(path): a symbolic link (never followed)"
@@ -26,15 +26,15 @@ public struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
 }
 
 /// What `fstat` says of an open file.
-public struct FileStatus: Sendable, Equatable {
-    public let size: Int64
+package struct FileStatus: Sendable, Equatable {
+    package let size: Int64
     /// The modification time, nanoseconds since the epoch.
-    public let mtimeNanoseconds: Int64
+    package let mtimeNanoseconds: Int64
     /// The permission bits (`st_mode & 0o7777`).
-    public let mode: Int
-    public let isRegular: Bool
+    package let mode: Int
+    package let isRegular: Bool
 
-    public init(size: Int64, mtimeNanoseconds: Int64, mode: Int, isRegular: Bool) {
+    package init(size: Int64, mtimeNanoseconds: Int64, mode: Int, isRegular: Bool) {
         self.size = size
         self.mtimeNanoseconds = mtimeNanoseconds
         self.mode = mode

@@ -5,9 +5,9 @@
 /// The descriptor lives behind a lock (`Locked`) so that `close` cannot free a number another
 /// thread is about to use: every call runs holding it (a file has one user at a time, so the
 /// lock is never contended).
-public final class OpenFile: Sendable {
+package final class OpenFile: Sendable {
     /// The path it was opened by, for messages.
-    public let path: String
+    package let path: String
     private let descriptor: Locked<Int32?>
 
     init(descriptor: Int32, path: String) {
@@ -18,7 +18,7 @@ public final class OpenFile: Sendable {
     deinit { close() }
 
     /// Reads up to `buffer.count` bytes at `offset`; fewer only at the end of the file (0 there).
-    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileError) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileError) -> Int {
         try withDescriptor { (fd) throws(FileError) -> Int in
             var total = 0
             while total < buffer.count {
@@ -33,7 +33,7 @@ public final class OpenFile: Sendable {
     }
 
     /// Writes all of `bytes` at `offset`.
-    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileError) {
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileError) {
         try withDescriptor { (fd) throws(FileError) in
             var total = 0
             while total < bytes.count {
@@ -46,7 +46,7 @@ public final class OpenFile: Sendable {
     }
 
     /// What `fstat` says now.
-    public func status() throws(FileError) -> FileStatus {
+    package func status() throws(FileError) -> FileStatus {
         try withDescriptor { (fd) throws(FileError) in
             var info = stat()
             guard fstat(fd, &info) == 0 else { throw FileError(path: path, code: errno) }
@@ -64,7 +64,7 @@ public final class OpenFile: Sendable {
     }
 
     /// Gives the written file its permission bits (`mode & 0o7777`) and modification time.
-    public func finish(mode: Int, mtimeNanoseconds: Int64) throws(FileError) {
+    package func finish(mode: Int, mtimeNanoseconds: Int64) throws(FileError) {
         try withDescriptor { (fd) throws(FileError) in
             guard fchmod(fd, mode_t(mode & 0o7777)) == 0 else { throw FileError(path: path, code: errno) }
             var (seconds, nanoseconds) = mtimeNanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
@@ -75,7 +75,7 @@ public final class OpenFile: Sendable {
     }
 
     /// Closes the file; later calls throw `EBADF`. Idempotent.
-    public func close() {
+    package func close() {
         descriptor.withLock { fd in
             if let open = fd { _ = closeDescriptor(open) }
             fd = nil

@@ -4,9 +4,9 @@
 /// Read once from the `Umask:` line of `/proc/self/status`: `umask(2)` reads the mask only by
 /// setting it, and another thread making a file in that moment would get the wrong one. Where
 /// there is no such line (no `/proc`: Darwin, or a kernel before 4.7), 022.
-public enum Umask {
+package enum Umask {
     /// The mask, read at its first use.
-    public static let current: Int = read() ?? 0o022
+    package static let current: Int = read() ?? 0o022
 
     /// The mask `/proc/self/status` gives; nil when it cannot be read.
     static func read() -> Int? {

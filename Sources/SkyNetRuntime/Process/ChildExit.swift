@@ -1,28 +1,28 @@
 /// How a child process ended, and what it used.
-public struct ChildExit: Sendable, Equatable, CustomStringConvertible {
+package struct ChildExit: Sendable, Equatable, CustomStringConvertible {
     /// Why it ended: an exit status, or the signal that killed it.
-    public enum Reason: Sendable, Equatable {
+    package enum Reason: Sendable, Equatable {
         case exited(Int32)
         case signalled(Int32)
     }
 
-    public let reason: Reason
+    package let reason: Reason
     /// The child's peak resident memory, from `wait4`'s rusage (KiB on Linux).
-    public let peakResidentKiB: Int
+    package let peakResidentKiB: Int
 
     /// The exit status, or the number of the signal that killed it (as Foundation's
     /// `terminationStatus` reports it).
-    public var status: Int32 {
+    package var status: Int32 {
         switch reason {
         case .exited(let code), .signalled(let code): code
         }
     }
 
     /// Whether it exited with status 0.
-    public var succeeded: Bool { reason == .exited(0) }
+    package var succeeded: Bool { reason == .exited(0) }
 
     /// `exit status 3` or `killed by signal 9 (SIGKILL)`.
-    public var description: String {
+    package var description: String {
         switch reason {
         case .exited(let code): "exit status \(code)"
         case .signalled(let number): "killed by signal \(number)" + (Self.signalNames[number].map { " (\($0))" } ?? "")
@@ -51,10 +51,10 @@ extension ChildExit {
 }
 
 /// A child that could not be started, with the reason a person can act on.
-public struct ChildProcessError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct ChildProcessError: Error, CustomStringConvertible, Sendable {
+    package let description: String
     /// The errno behind it (ENOENT: no such program, EACCES: not executable), 0 if none.
-    public let code: Int32
+    package let code: Int32
 
     init(_ operation: String, code: Int32) {
         self.code = code

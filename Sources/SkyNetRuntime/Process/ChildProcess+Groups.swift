@@ -78,7 +78,7 @@ extension ChildProcess {
     /// Kills (SIGKILL) the whole group of every child of this process that has a group of its
     /// own and still runs: for a process that is about to exit without stopping them in order,
     /// so that no job it started outlives it. Quick and thread-safe; call it right before `exit`.
-    public static func killEveryGroup() {
+    package static func killEveryGroup() {
         LiveGroups.killAll()
     }
 
@@ -86,7 +86,7 @@ extension ChildProcess {
     /// of their own up to `grace` to end (their stops may be under way), then kills every group
     /// still there (SIGKILL) and waits, up to `reapWithin`, until each leader is reaped. Jobs
     /// that ignore SIGTERM end here too instead of outliving the process.
-    public static func endEveryGroup(grace: Duration, reapWithin: Duration = .seconds(2)) async {
+    package static func endEveryGroup(grace: Duration, reapWithin: Duration = .seconds(2)) async {
         if (try? await withTimeout(grace) { await LiveGroups.waitUntilNone() }) != nil { return }
         LiveGroups.killAll()
         _ = try? await withTimeout(reapWithin) { await LiveGroups.waitUntilNone() }

@@ -6,9 +6,9 @@
 /// the parent keeps is close-on-exec, and every one is closed by the time the child is reaped
 /// and its output has ended: no zombie, no leaked descriptor. Signals go only to a child that
 /// has not been reaped yet (its pid cannot have been reused).
-public final class ChildProcess: Sendable {
+package final class ChildProcess: Sendable {
     /// Where the child's stdin comes from.
-    public enum Input: Sendable {
+    package enum Input: Sendable {
         case null
         case file(String)
         /// A pipe whose write end the parent holds until the child is reaped. Nothing is
@@ -19,7 +19,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// Where the child's stdout or stderr goes.
-    public enum Output: Sendable {
+    package enum Output: Sendable {
         case null
         /// This process's own stdout or stderr.
         case inherit
@@ -39,32 +39,32 @@ public final class ChildProcess: Sendable {
     }
 
     /// What to start and how.
-    public struct Options: Sendable {
-        public var arguments: [String]
+    package struct Options: Sendable {
+        package var arguments: [String]
         /// The whole environment; nil: this process's.
-        public var environment: [String: String]?
-        public var stdin: Input = .null
-        public var stdout: Output = .null
-        public var stderr: Output = .null
+        package var environment: [String: String]?
+        package var stdin: Input = .null
+        package var stdout: Output = .null
+        package var stderr: Output = .null
         /// A process group of its own (`POSIX_SPAWN_SETPGROUP`): `signalGroup` and `stop`
         /// then reach its descendants too.
-        public var ownProcessGroup = false
+        package var ownProcessGroup = false
         /// Look the executable up in PATH when it holds no slash.
-        public var searchPath = false
-        public var workingDirectory: String?
+        package var searchPath = false
+        package var workingDirectory: String?
         /// When the child exits, kill what is left of its process group (SIGKILL) before
         /// reaping it: the zombie still holds the group's id then, so the signal cannot reach
         /// anyone else's processes. With `ownProcessGroup`: its background descendants end
         /// with it and cannot hold its outputs open.
-        public var endGroupOnExit = false
+        package var endGroupOnExit = false
         /// Extra descriptors the child gets, beyond stdin/stdout/stderr: child descriptor ←
         /// a descriptor of this process (it stays the caller's, who closes it after the
         /// spawn). Targets must be 3 or more; e.g. `[3: commandsRead, 4: repliesWrite]` for
         /// Chromium's `--remote-debugging-pipe`. Every other descriptor above 2 is closed
         /// in the child, as without this option.
-        public var descriptors: [Int32: Int32] = [:]
+        package var descriptors: [Int32: Int32] = [:]
 
-        public init(arguments: [String] = [], environment: [String: String]? = nil) {
+        package init(arguments: [String] = [], environment: [String: String]? = nil) {
             self.arguments = arguments
             self.environment = environment
         }
@@ -77,13 +77,13 @@ public final class ChildProcess: Sendable {
         case reaped(ChildExit)
     }
 
-    public let pid: Int32
+    package let pid: Int32
     /// How it ended, once it has been reaped.
-    public let exit = AsyncSignal<ChildExit>()
+    package let exit = AsyncSignal<ChildExit>()
     /// Its stdout / stderr lines, for `.lines` outputs.
-    public let stdoutLines: LineLog?
-    public let stderrLines: LineLog?
-    public let ownProcessGroup: Bool
+    package let stdoutLines: LineLog?
+    package let stderrLines: LineLog?
+    package let ownProcessGroup: Bool
     private let endGroupOnExit: Bool
     /// The reader of `.bytes` / `.tail` outputs (one thread for both), if there are any.
     private let capture: OutputCapture?
@@ -91,7 +91,7 @@ public final class ChildProcess: Sendable {
     private let pipes: Locked<(stdout: Int32?, stderr: Int32?)>
 
     /// Starts `executable` (a path; with `searchPath`, a name looked up in PATH).
-    public static func spawn(_ executable: String, _ options: Options) throws(ChildProcessError) -> ChildProcess {
+    package static func spawn(_ executable: String, _ options: Options) throws(ChildProcessError) -> ChildProcess {
         let (pid, ends) = try Spawner.spawn(executable, options)
         if options.ownProcessGroup { LiveGroups.add(pid) }
         return ChildProcess(pid: pid, ends: ends, options: options)
@@ -140,7 +140,7 @@ public final class ChildProcess: Sendable {
 
     /// What the `.bytes` and `.tail` outputs held, once every process holding them has closed
     /// them (or reading was abandoned); nil when the child has no such output.
-    public var capturedOutput: CapturedOutput? {
+    package var capturedOutput: CapturedOutput? {
         get async {
             guard let capture else { return nil }
             return await capture.result.value
@@ -149,7 +149,7 @@ public final class ChildProcess: Sendable {
 
     /// Stops reading the captured outputs `grace` from now if they are still open then (a
     /// process outside the child's group may hold them); `capturedOutput` says so.
-    public func abandonOutput(after grace: Duration) {
+    package func abandonOutput(after grace: Duration) {
         capture?.abandon(after: grace)
     }
 
@@ -163,7 +163,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// Takes the read end of a `.pipe` output (1: stdout, 2: stderr); the caller closes it.
-    public func takeOutputPipe(_ stream: Int32) -> Int32? {
+    package func takeOutputPipe(_ stream: Int32) -> Int32? {
         pipes.withLock { pipes in
             defer { if stream == 1 { pipes.stdout = nil } else { pipes.stderr = nil } }
             return stream == 1 ? pipes.stdout : pipes.stderr
@@ -171,7 +171,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// Sends `signal` to the child alone, unless it has been reaped already.
-    public func send(_ signal: Int32) {
+    package func send(_ signal: Int32) {
         state.withLock { state in
             if case .running = state { _ = kill(pid, signal) }
         }
@@ -179,7 +179,7 @@ public final class ChildProcess: Sendable {
 
     /// Sends `signal` to the child's whole process group (its own group only; otherwise to
     /// the child alone). Descendants are reached even after the child itself has exited.
-    public func signalGroup(_ signal: Int32) {
+    package func signalGroup(_ signal: Int32) {
         guard ownProcessGroup else { return send(signal) }
         // Only before the reap: once reaped, a group that emptied may have given its id to
         // another process's new group (pids wrap: 32768 here), which the signal would hit.
@@ -192,7 +192,7 @@ public final class ChildProcess: Sendable {
     /// it to exit, then kills it (SIGKILL); a group of its own is killed whole at the end, so
     /// no descendant outlives it. Returns how it ended.
     @discardableResult
-    public func stop(grace: Duration = .seconds(5)) async -> ChildExit {
+    package func stop(grace: Duration = .seconds(5)) async -> ChildExit {
         if ownProcessGroup {
             // Its group is killed whole when it exits, at the reap, while the id is still its own.
             state.withLock { state in
@@ -213,7 +213,7 @@ public final class ChildProcess: Sendable {
     /// Waits (up to `timeout`) for a stdout line that satisfies `predicate`. Throws
     /// `TimeoutError`, or `ChildProcessError` when stdout closes first (the child ended).
     @discardableResult
-    public func waitForLine(
+    package func waitForLine(
         timeout: Duration, where predicate: @escaping @Sendable (String) -> Bool
     ) async throws -> String {
         guard let log = stdoutLines else { throw ChildProcessError("stdout is not read as lines", code: EINVAL) }

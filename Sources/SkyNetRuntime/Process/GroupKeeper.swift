@@ -17,20 +17,20 @@
 /// if this process died right then; so every group spawned while a keeper listens starts
 /// with `SKYNET_OWNER_PID` (this process's id) in its environment, and at EOF the keeper also
 /// kills, on Linux, every process whose environment names its owner (`killMarked`).
-public enum GroupKeeper {
+package enum GroupKeeper {
     /// The variable naming the process that spawned a job's group (see `killMarked`).
-    public static let ownerVariable = "SKYNET_OWNER_PID"
+    package static let ownerVariable = "SKYNET_OWNER_PID"
     /// The hidden `skynet` command that runs a keeper.
-    public static let command = "group-keeper"
+    package static let command = "group-keeper"
     /// The running keeper, kept so that its reaper thread reaps it.
     private static let keeper = Locked<ChildProcess?>(nil)
 
     /// Whether a keeper watches this process's groups.
-    public static var isRunning: Bool { keeper.withLock { $0 != nil } }
+    package static var isRunning: Bool { keeper.withLock { $0 != nil } }
 
     /// Starts `executable group-keeper` (once; later calls do nothing). Blocking (posix_spawn):
     /// call it off the cooperative pool, before the first job is spawned.
-    public static func start(executable: String) throws(ChildProcessError) {
+    package static func start(executable: String) throws(ChildProcessError) {
         try keeper.withLock { (keeper: inout ChildProcess?) throws(ChildProcessError) in
             guard keeper == nil else { return }
             // A keeper that died makes our next line to it fail with EPIPE, not kill us.
@@ -55,7 +55,7 @@ public enum GroupKeeper {
     /// Returns the exit status.
     /// `owner` is the process whose jobs these are (given on the command line: by the time the
     /// keeper asks for its parent, that parent may already be gone).
-    public static func run(owner: pid_t, descriptor: Int32 = 3) -> Int32 {
+    package static func run(owner: pid_t, descriptor: Int32 = 3) -> Int32 {
         for number in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE] { signal(number, SIG_IGN) }
         _ = setpgid(0, 0)
         var groups = Set<pid_t>()

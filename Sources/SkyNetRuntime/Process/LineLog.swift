@@ -3,7 +3,7 @@
 /// Filled by a reader thread of its own; any task may await a line that satisfies a
 /// predicate, whether it came before or comes after the call. The lines and the waiters
 /// are guarded by one lock (`Locked`).
-public final class LineLog: Sendable {
+package final class LineLog: Sendable {
     private struct Waiter {
         let predicate: @Sendable (String) -> Bool
         let signal: AsyncSignal<String?>
@@ -16,19 +16,19 @@ public final class LineLog: Sendable {
     }
 
     /// The most lines kept; older ones are dropped (they still wake waiters when they arrive).
-    public let keep: Int
+    package let keep: Int
     private let state = Locked(State())
 
-    public init(keep: Int = 10_000) {
+    package init(keep: Int = 10_000) {
         self.keep = max(1, keep)
     }
 
     /// The lines kept so far, oldest first.
-    public var lines: [String] { state.withLock { $0.lines } }
+    package var lines: [String] { state.withLock { $0.lines } }
 
     /// Adds a line and wakes the waiters it satisfies. Each predicate is asked once per line,
     /// so a counting predicate stays honest.
-    public func append(_ line: String) {
+    package func append(_ line: String) {
         let matched = state.withLock { state -> [AsyncSignal<String?>] in
             state.lines.append(line)
             if state.lines.count > keep {
@@ -46,7 +46,7 @@ public final class LineLog: Sendable {
     }
 
     /// Marks the end of the output: waiters still waiting get nil.
-    public func close() {
+    package func close() {
         let waiting = state.withLock { state in
             state.closed = true
             defer { state.waiters = [] }
@@ -57,7 +57,7 @@ public final class LineLog: Sendable {
 
     /// The first line (kept or still to come) that satisfies `predicate`; nil if the output
     /// closes first. The predicate runs under the log's lock: it must not read `lines`.
-    public func first(where predicate: @escaping @Sendable (String) -> Bool) async -> String? {
+    package func first(where predicate: @escaping @Sendable (String) -> Bool) async -> String? {
         let signal = AsyncSignal<String?>()
         let early: String?? = state.withLock { state in
             if let line = state.lines.first(where: predicate) { return .some(line) }
@@ -70,7 +70,7 @@ public final class LineLog: Sendable {
     }
 
     /// Waits until the output closes.
-    public func closed() async {
+    package func closed() async {
         _ = await first { _ in false }
     }
 }

@@ -1,9 +1,9 @@
 /// The bytes a `.bytes` or `.tail` output held when it ended.
-public struct CapturedBytes: Sendable, Equatable {
-    public var bytes: [UInt8] = []
+package struct CapturedBytes: Sendable, Equatable {
+    package var bytes: [UInt8] = []
     /// `.bytes`: more than its limit arrived (reading stopped there and the child was killed).
     /// `.tail`: older bytes were dropped.
-    public var overflowed = false
+    package var overflowed = false
 
     package init(bytes: [UInt8] = [], overflowed: Bool = false) {
         self.bytes = bytes
@@ -12,12 +12,12 @@ public struct CapturedBytes: Sendable, Equatable {
 }
 
 /// What a child wrote to its captured outputs (`ChildProcess.Output.bytes` and `.tail`).
-public struct CapturedOutput: Sendable, Equatable {
-    public var stdout: CapturedBytes?
-    public var stderr: CapturedBytes?
+package struct CapturedOutput: Sendable, Equatable {
+    package var stdout: CapturedBytes?
+    package var stderr: CapturedBytes?
     /// Reading was given up (`ChildProcess.abandonOutput(after:)`) while some process still
     /// held an output open: what was read may be incomplete.
-    public var abandoned = false
+    package var abandoned = false
 
     package init(stdout: CapturedBytes? = nil, stderr: CapturedBytes? = nil, abandoned: Bool = false) {
         self.stdout = stdout

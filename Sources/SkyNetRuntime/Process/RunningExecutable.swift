@@ -1,7 +1,7 @@
 /// The path of the running executable, to start more of ourselves (spawned nodes, the group
 /// keeper): where `/proc/self/exe` leads on Linux, `_NSGetExecutablePath` on Darwin, and the
 /// name we were called by when neither answers.
-public func runningExecutablePath() -> String {
+package func runningExecutablePath() -> String {
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
     #if canImport(Glibc)
     let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)

@@ -13,28 +13,28 @@ import SkyNetRuntime
 /// the cause and the last line of stderr. When the command exits, what is left of its group is
 /// killed: a task's processes end with it. Cancelled (deadline, `cancel`, lost connection), it
 /// sends SIGTERM to the group, SIGKILL after `killGrace`, reaps, then throws `CancellationError`.
-public struct CommandJob: Job {
+package struct CommandJob: Job {
     /// The default bound on a task's output: 256 KiB.
-    public static let defaultMaxOutput = 262_144
+    package static let defaultMaxOutput = 262_144
     /// How much of stderr's end is kept for the failure message.
     static let stderrTail = 4096
 
     /// The job's name, as `SKYNET_JOB` tells the command.
-    public let name: String
-    public let command: CommandTemplate
+    package let name: String
+    package let command: CommandTemplate
     /// The most bytes of stdout a task may give (its trailing newline aside).
-    public let maxOutput: Int
+    package let maxOutput: Int
     /// How long a cancelled command has between SIGTERM and SIGKILL.
-    public let killGrace: Duration
+    package let killGrace: Duration
     /// The environment every task starts from: this process's, without any token.
     let environment: [String: String]
 
-    public var summary: String { command.text }
+    package var summary: String { command.text }
 
     /// Where command jobs are spawned: a serial queue of its own, off the cooperative pool.
     private static let spawner = DispatchQueue(label: "skynet-spawn")
 
-    public init(name: String, command: CommandTemplate, maxOutput: Int = CommandJob.defaultMaxOutput, killGrace: Duration = .seconds(2)) {
+    package init(name: String, command: CommandTemplate, maxOutput: Int = CommandJob.defaultMaxOutput, killGrace: Duration = .seconds(2)) {
         self.init(name: name, command: command, maxOutput: maxOutput, killGrace: killGrace,
                   environment: ProcessInfo.processInfo.environment)
     }
@@ -58,7 +58,7 @@ public struct CommandJob: Job {
     /// What systemd gives the service it starts, for that process only.
     static let serviceVariables: Set<String> = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "CREDENTIALS_DIRECTORY"]
 
-    public func run(_ request: JobRequest) async throws -> String {
+    package func run(_ request: JobRequest) async throws -> String {
         try Task.checkCancellation()
         // posix_spawn holds its caller until the child has exec'd (far longer under a
         // sanitizer): never on the cooperative pool. One long-lived queue of its own spawns for

@@ -16,12 +16,12 @@
 /// A placeholder is never split by quotes or a backslash: `\{.}` is a literal `{.}`, and any
 /// other `{…}` (`{x}`, `{1}`) is plain text. Without a placeholder the input is appended as
 /// the last word.
-public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
+package struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
     /// A command that cannot be split, saying what is wrong and what to write instead.
-    public struct ParseError: Error, CustomStringConvertible, Equatable, Sendable {
-        public let description: String
+    package struct ParseError: Error, CustomStringConvertible, Equatable, Sendable {
+        package let description: String
 
-        public init(description: String) {
+        package init(description: String) {
             self.description = description
         }
     }
@@ -32,16 +32,16 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The command as the operator wrote it.
-    public let text: String
+    package let text: String
     let words: [[Piece]]
     let hasPlaceholder: Bool
 
-    public var description: String { text }
+    package var description: String { text }
 
     /// The program to run: the first word (a name looked up in PATH, or a path).
-    public var program: String { words.first.map { Self.join($0, input: "", sector: 0, slot: 1) } ?? "" }
+    package var program: String { words.first.map { Self.join($0, input: "", sector: 0, slot: 1) } ?? "" }
 
-    public init(_ command: String) throws(ParseError) {
+    package init(_ command: String) throws(ParseError) {
         var splitter = WordSplitter()
         for character in command { try splitter.take(character) }
         let words = try splitter.finish()
@@ -59,7 +59,7 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
     /// Plain words split as a command's are (quotes, backslashes; shell syntax refused), with
     /// `{}` as literal text and a leading unquoted `~/` (or a lone `~`) read as `home`: the
     /// words of `--ssh-command 'ssh -i ~/.ssh/ci'`, never run by a shell.
-    public static func words(_ text: String, home: String) throws(ParseError) -> [String] {
+    package static func words(_ text: String, home: String) throws(ParseError) -> [String] {
         var splitter = WordSplitter(home: home)
         for character in text { try splitter.take(character) }
         return try splitter.finish().map { word in join(word, input: "", sector: 0, slot: 1) }
@@ -67,7 +67,7 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether `other` makes the same argument vector for every input, however either is
     /// quoted or spaced: `'echo'  "{}"`, `echo {}` and `echo` (the input goes last) do.
-    public func runsLike(_ other: CommandTemplate) -> Bool {
+    package func runsLike(_ other: CommandTemplate) -> Bool {
         wordsWithInput == other.wordsWithInput
     }
 
@@ -75,7 +75,7 @@ public struct CommandTemplate: Sendable, Equatable, CustomStringConvertible {
     private var wordsWithInput: [[Piece]] { hasPlaceholder ? words : words + [[.placeholder(.input)]] }
 
     /// The argument vector for one task (program first), running in job slot `slot`.
-    public func arguments(input: String, sector: Int, slot: Int = 1) -> [String] {
+    package func arguments(input: String, sector: Int, slot: Int = 1) -> [String] {
         var arguments = words.map { Self.join($0, input: input, sector: sector, slot: slot) }
         if !hasPlaceholder { arguments.append(input) }
         return arguments

@@ -15,14 +15,17 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStri
         .badRequest, .unknownType, .frameTooLarge, .helloRequired, .unsupportedVersion, .unauthorized,
     ]
 
+    /// The code spelled `rawValue` on the wire; an unknown spelling is kept in `other`.
     public init(rawValue: String) {
         self = Self.known.first { $0.rawValue == rawValue } ?? .other(rawValue)
     }
 
+    /// `"busy"` for `.busy`: the wire spelling as a literal.
     public init(stringLiteral value: String) {
         self.init(rawValue: value)
     }
 
+    /// The code as the wire spells it (`task-failed`).
     public var rawValue: String {
         switch self {
         case .taskFailed: "task-failed"
@@ -46,5 +49,6 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStri
         }
     }
 
+    /// The wire spelling.
     public var description: String { rawValue }
 }

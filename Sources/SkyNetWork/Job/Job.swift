@@ -5,7 +5,7 @@ public struct JobRequest: Sendable, Equatable {
     /// The task's input text (the sector number as text when there is no inputs file).
     public let input: String
     /// Seconds of simulated work: the built-in `scan` job's one parameter; other jobs ignore it.
-    public let duration: Double
+    package let duration: Double
     /// The task's deadline, if it has one: at that moment its work is stopped.
     public let deadline: ContinuousClock.Instant?
     /// The job slot the task holds on its system (1...capacity, `{%}`): no other task running
@@ -13,9 +13,9 @@ public struct JobRequest: Sendable, Equatable {
     public let slot: Int
     /// Where the task runs (a command job's working directory): the task's own work directory
     /// on a node that received its files (issue 21); nil: where the process runs.
-    public let workingDirectory: String?
+    package let workingDirectory: String?
 
-    public init(sector: Int, input: String, duration: Double = 1.0, deadline: ContinuousClock.Instant? = nil, slot: Int = 1,
+    package init(sector: Int, input: String, duration: Double = 1.0, deadline: ContinuousClock.Instant? = nil, slot: Int = 1,
                 workingDirectory: String? = nil) {
         self.sector = sector
         self.input = input
@@ -26,12 +26,12 @@ public struct JobRequest: Sendable, Equatable {
     }
 
     /// The same request, in job slot `slot`.
-    public func inSlot(_ slot: Int) -> JobRequest {
+    package func inSlot(_ slot: Int) -> JobRequest {
         JobRequest(sector: sector, input: input, duration: duration, deadline: deadline, slot: slot, workingDirectory: workingDirectory)
     }
 
     /// The same request, run in `directory`.
-    public func inDirectory(_ directory: String?) -> JobRequest {
+    package func inDirectory(_ directory: String?) -> JobRequest {
         JobRequest(sector: sector, input: input, duration: duration, deadline: deadline, slot: slot, workingDirectory: directory)
     }
 }
@@ -43,7 +43,7 @@ public struct JobRequest: Sendable, Equatable {
 /// deadline): it must then stop its work and throw `CancellationError`. Work that computes
 /// rather than waits runs on a thread of its own (see `JobRegistry.register(_:blocking:)`),
 /// never on the cooperative pool.
-public protocol Job: Sendable {
+package protocol Job: Sendable {
     /// What the job runs, as peers are told it: the command as written, or a short label.
     var summary: String { get }
     /// Runs the job for one task and returns its result text.

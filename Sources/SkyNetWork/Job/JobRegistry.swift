@@ -5,23 +5,29 @@ import SkyNetRuntime
 public struct JobRegistry: Sendable {
     /// A name or job that cannot be registered, saying why.
     public struct Refusal: Error, CustomStringConvertible, Equatable, Sendable {
+        /// Why the name or job was refused, and what to do.
         public let description: String
     }
 
     /// The name of the built-in simulated scan, the default job.
     public static let scan = "scan"
     /// The longest job name.
-    public static let maxNameLength = 64
+    package static let maxNameLength = 64
 
     private var jobs: [String: any Job]
 
+    /// A registry holding only the built-in `scan` job; add yours with `register`.
+    public init() {
+        self.init(api: UnreliableAPI())
+    }
+
     /// A registry holding the built-in scan, failing as `api` says.
-    public init(api: UnreliableAPI = UnreliableAPI()) {
+    package init(api: UnreliableAPI) {
         jobs = [Self.scan: ScanJob(api: api)]
     }
 
     /// This registry with its built-in scan failing as `api` says (a node's `--failing-every`).
-    public func replacingScan(api: UnreliableAPI) -> JobRegistry {
+    package func replacingScan(api: UnreliableAPI) -> JobRegistry {
         var copy = self
         copy.jobs[Self.scan] = ScanJob(api: api)
         return copy
@@ -31,14 +37,14 @@ public struct JobRegistry: Sendable {
     public var names: [String] { jobs.keys.sorted() }
 
     /// Each job's summary (the command as written, or a label), by name.
-    public var summaries: [String: String] { jobs.mapValues(\.summary) }
+    package var summaries: [String: String] { jobs.mapValues(\.summary) }
 
     /// The job called `name`, if this registry has it.
-    public func job(named name: String) -> (any Job)? { jobs[name] }
+    package func job(named name: String) -> (any Job)? { jobs[name] }
 
     /// Adds `job` as `name`. Names are 1 to 64 letters, digits, `-`, `_` or `.`; `scan` is
     /// built in, and a name is registered once.
-    public mutating func register(_ name: String, _ job: any Job) throws(Refusal) {
+    package mutating func register(_ name: String, _ job: any Job) throws(Refusal) {
         try Self.validate(name)
         guard name != Self.scan else {
             throw Refusal(description: "the job name 'scan' is the built-in simulated scan; choose another name")
@@ -66,7 +72,7 @@ public struct JobRegistry: Sendable {
     }
 
     /// Checks that `name` can name a job (it travels on the wire and in logs).
-    public static func validate(_ name: String) throws(Refusal) {
+    package static func validate(_ name: String) throws(Refusal) {
         let allowed = name.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
@@ -80,15 +86,15 @@ public struct JobRegistry: Sendable {
 /// The reference work: asks the unreliable API, then "scans" for `duration` seconds (suspended,
 /// holding no thread) and returns the sector number as text. The time is kept by the real
 /// clock (`DeadlineTimer.shared`), to its deadline: 10 ms of work takes 10 ms, not 10.25.
-public struct ScanJob: Job {
-    public let api: UnreliableAPI
-    public var summary: String { "built-in simulated scan" }
+package struct ScanJob: Job {
+    package let api: UnreliableAPI
+    package var summary: String { "built-in simulated scan" }
 
-    public init(api: UnreliableAPI) {
+    package init(api: UnreliableAPI) {
         self.api = api
     }
 
-    public func run(_ request: JobRequest) async throws -> String {
+    package func run(_ request: JobRequest) async throws -> String {
         let deadline = ContinuousClock.now + .seconds(request.duration)
         try api.action()
         if request.duration > 0 {

@@ -5,7 +5,7 @@ extension InputFile {
     ///
     /// - Parameter makeTask: the task of a sector and its input text; nil skips the sector
     ///   (a resumed one).
-    public func feed(_ makeTask: @escaping @Sendable (_ sector: Int, _ text: String) -> ScanTask?) -> InputFeed {
+    package func feed(_ makeTask: @escaping @Sendable (_ sector: Int, _ text: String) -> ScanTask?) -> InputFeed {
         InputFeed(file: self, makeTask: makeTask)
     }
 }
@@ -15,7 +15,7 @@ extension InputFile {
 ///
 /// The file was checked when it was opened; if it changed since (shorter, or a line that no
 /// longer reads), the feed ends early and `failure` says why.
-public final class InputFeed: TaskFeed {
+package final class InputFeed: TaskFeed {
     /// The most tasks in one batch, and the most input bytes (a batch holds at least one).
     static let batchTasks = 1024
     static let batchBytes = 4 * 1024 * 1024
@@ -41,9 +41,9 @@ public final class InputFeed: TaskFeed {
     }
 
     /// Why the feed ended before the file's last counted line, if it did.
-    public var failure: InputFailure? { failed.withLock { $0 } }
+    package var failure: InputFailure? { failed.withLock { $0 } }
 
-    public func nextBatch() async -> [ScanTask] {
+    package func nextBatch() async -> [ScanTask] {
         let pending = prefetch.withLock { task in
             defer { task = nil }
             return task

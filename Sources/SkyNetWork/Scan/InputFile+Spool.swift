@@ -13,7 +13,7 @@ struct SpoolLimits: Sendable {
 extension InputFile {
     /// The most bytes a pipe or device (standard input included) may pass to a scan: 1 GiB.
     /// A regular file is read where it is, at any size.
-    public static let spoolCap = 1 << 30
+    package static let spoolCap = 1 << 30
 
     /// Copies `source` (standard input, a pipe, a FIFO, a device) into a temporary file
     /// unlinked at once (it goes when the descriptor closes), so the inputs can be counted

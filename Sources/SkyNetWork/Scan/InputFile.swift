@@ -11,11 +11,11 @@ private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { open(path, fl
 /// read the same way; that copy stops at the `limit`-th line, at the first bad line, and at
 /// `spoolCap` bytes (`InputFile+Spool.swift`).
 /// The tasks are then read lazily, a batch ahead, on a thread of their own (`feed`).
-public final class InputFile: Sendable {
+package final class InputFile: Sendable {
     /// The file's name in messages (`stdin` for `-`).
-    public let name: String
+    package let name: String
     /// How many inputs the scan runs: the lines, at most the `limit` given to `open`.
-    public let count: Int
+    package let count: Int
     let descriptor: Int32
 
     private init(name: String, descriptor: Int32, count: Int) {
@@ -29,7 +29,7 @@ public final class InputFile: Sendable {
     /// Opens `path` (`-`: standard input) and checks its first `limit` lines, on a thread of
     /// its own: a long file keeps it reading, which must not hold the cooperative pool. A pipe
     /// or device is copied aside up to `spoolCap` bytes at most (more is an error).
-    public static func open(path: String, limit: Int = .max, spoolCap: Int = InputFile.spoolCap) async throws -> InputFile {
+    package static func open(path: String, limit: Int = .max, spoolCap: Int = InputFile.spoolCap) async throws -> InputFile {
         try await onOwnThread(named: "inputs-open") { () throws -> InputFile in
             let spooling = SpoolLimits(lines: limit, bytes: spoolCap)
             let (name, fd) = path == "-"
@@ -48,7 +48,7 @@ public final class InputFile: Sendable {
     /// Checks that every sector a journal holds ran with the input its line gives now
     /// (`fingerprint(sector)`: the fingerprint the journal holds, nil when it holds none): a
     /// journal of other inputs must not make a resume skip work it never did.
-    public func verify(against fingerprint: @escaping @Sendable (Int) -> UInt32?) async throws {
+    package func verify(against fingerprint: @escaping @Sendable (Int) -> UInt32?) async throws {
         try await onOwnThread(named: "inputs-verify") { [self] () throws in
             var cursor = LineCursor(descriptor: descriptor, name: name)
             while cursor.lineIndex < count, let text = try cursor.nextLine() {

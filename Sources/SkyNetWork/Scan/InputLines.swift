@@ -1,9 +1,9 @@
 import SkyNetRuntime
 
 /// Why an inputs file cannot be used, naming the file and, for a bad line, its number.
-public struct InputFailure: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct InputFailure: Error, CustomStringConvertible, Sendable {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// Reads the lines of a file one at a time through a bounded buffer, checking each as an
@@ -115,7 +115,7 @@ struct LineCursor: Sendable {
 
 /// A 32-bit fingerprint of an input text (FNV-1a, folded): what a resume compares to tell a
 /// changed inputs file, four bytes a sector.
-public func inputFingerprint(_ text: String) -> UInt32 {
+package func inputFingerprint(_ text: String) -> UInt32 {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
     for byte in text.utf8 {
         hash ^= UInt64(byte)

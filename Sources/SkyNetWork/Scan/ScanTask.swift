@@ -7,16 +7,17 @@ import SkyNetRuntime
 /// program registered) gets the task's input text and sector number instead.
 public struct ScanTask: Sendable, Hashable, Identifiable {
     /// The longest simulated work a task may ask for, in seconds (PROTOCOL.md).
-    public static let maxDuration: Double = 3600
+    package static let maxDuration: Double = 3600
     /// The longest deadline a task may carry, in seconds (a week).
-    public static let maxTimeout: Double = 7 * 86400
+    package static let maxTimeout: Double = 7 * 86400
     /// The most bytes of input text a task may carry (it travels on one wire line of 1 MiB).
     ///
     /// A command job hands the input to its program as an argument and as `SKYNET_INPUT`, and
     /// Linux refuses any one argument or environment string of 131,072 bytes or more: the
     /// bound leaves room for the variable's name, so an input that is accepted can be run.
-    public static let maxTextBytes = 128 * 1024 - 64
+    package static let maxTextBytes = 128 * 1024 - 64
 
+    /// Unique per task: tells two tasks of the same sector apart.
     public let id: UUID
     /// The sector number (the protocol's `input` of a scan); any integer.
     public let input: Int
@@ -29,6 +30,8 @@ public struct ScanTask: Sendable, Hashable, Identifiable {
     /// Seconds the task may run once started before it is stopped and fails; nil: no deadline.
     public let timeout: Double?
 
+    /// A task for sector `input` of `job`, with `text` as its input (nil: the sector number) and a
+    /// deadline of `timeout` seconds (nil: none); `duration` is the built-in scan's simulated work.
     public init(
         id: UUID = TaskID.next(), input: Int, duration: Double = 1.0,
         job: String = JobRegistry.scan, text: String? = nil, timeout: Double? = nil
@@ -42,24 +45,24 @@ public struct ScanTask: Sendable, Hashable, Identifiable {
     }
 
     /// The text the job gets as its input (`{}`): the input text, or the sector number.
-    public var inputText: String { text ?? String(input) }
+    package var inputText: String { text ?? String(input) }
 
     /// Whether the task runs the built-in simulated scan.
-    public var isScan: Bool { job == JobRegistry.scan }
+    package var isScan: Bool { job == JobRegistry.scan }
 
     /// What the task asks of its job, with its deadline counted from `start`.
-    public func request(startingAt start: ContinuousClock.Instant = .now) -> JobRequest {
+    package func request(startingAt start: ContinuousClock.Instant = .now) -> JobRequest {
         JobRequest(sector: input, input: inputText, duration: duration,
                    deadline: timeout.map { start + .seconds($0) })
     }
 
     /// Whether `seconds` is a deadline the protocol accepts (finite, above 0, at most a week).
-    public static func isValidTimeout(_ seconds: Double) -> Bool {
+    package static func isValidTimeout(_ seconds: Double) -> Bool {
         seconds.isFinite && seconds > 0 && seconds <= maxTimeout
     }
 
     /// Whether `duration` is one the protocol accepts (finite, 0...3600).
-    public static func isValidDuration(_ seconds: Double) -> Bool {
+    package static func isValidDuration(_ seconds: Double) -> Bool {
         seconds.isFinite && seconds >= 0 && seconds <= maxDuration
     }
 }

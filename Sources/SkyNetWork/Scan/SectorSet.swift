@@ -2,28 +2,28 @@
 /// many of them are in the set.
 ///
 /// What a resumed scan skips: the journal fills it, the task list asks `contains(_:)`.
-public struct SectorSet: Sendable, Equatable {
+package struct SectorSet: Sendable, Equatable {
     /// The sectors the set can hold are `0..<total`.
-    public let total: Int
+    package let total: Int
     /// How many sectors are in the set.
-    public private(set) var count = 0
+    package private(set) var count = 0
     private var words: [UInt64]
 
     /// An empty set over `0..<total` (a negative total is taken as 0).
-    public init(total: Int) {
+    package init(total: Int) {
         self.total = max(0, total)
         words = Array(repeating: 0, count: (self.total + 63) / 64)
     }
 
     /// Whether `sector` is in the set; a sector outside `0..<total` never is.
-    public func contains(_ sector: Int) -> Bool {
+    package func contains(_ sector: Int) -> Bool {
         guard sector >= 0, sector < total else { return false }
         return words[sector >> 6] & Self.bit(sector) != 0
     }
 
     /// Adds `sector`; false when it was already in the set or lies outside `0..<total`.
     @discardableResult
-    public mutating func insert(_ sector: Int) -> Bool {
+    package mutating func insert(_ sector: Int) -> Bool {
         guard sector >= 0, sector < total else { return false }
         let bit = Self.bit(sector)
         guard words[sector >> 6] & bit == 0 else { return false }
@@ -34,7 +34,7 @@ public struct SectorSet: Sendable, Equatable {
 
     /// Takes `sector` out; false when it was not in the set.
     @discardableResult
-    public mutating func remove(_ sector: Int) -> Bool {
+    package mutating func remove(_ sector: Int) -> Bool {
         guard contains(sector) else { return false }
         words[sector >> 6] &= ~Self.bit(sector)
         count -= 1
@@ -42,7 +42,7 @@ public struct SectorSet: Sendable, Equatable {
     }
 
     /// The sectors of this set that `other` does not hold, a word of 64 sectors at a time.
-    public func subtracting(_ other: SectorSet) -> SectorSet {
+    package func subtracting(_ other: SectorSet) -> SectorSet {
         var result = self
         result.count = 0
         for index in result.words.indices {
@@ -53,12 +53,12 @@ public struct SectorSet: Sendable, Equatable {
     }
 
     /// Whether the set holds no sector.
-    public var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool { count == 0 }
 
     /// The first sector from `start` on (within `0..<total`) that is not in the set, if any:
     /// found a word of 64 sectors at a time, so skipping ten million resumed sectors takes
     /// about 160,000 steps, not ten million.
-    public func firstAbsent(from start: Int) -> Int? {
+    package func firstAbsent(from start: Int) -> Int? {
         var sector = max(0, start)
         while sector < total {
             let free = ~words[sector >> 6] & (~0 << UInt64(sector & 63))
@@ -73,7 +73,7 @@ public struct SectorSet: Sendable, Equatable {
 
     /// The sectors of `0..<limit` that are not in the set, in order, found as they are asked
     /// for (every sector from `total` on counts as absent).
-    public func absent(below limit: Int) -> AbsentSectors {
+    package func absent(below limit: Int) -> AbsentSectors {
         AbsentSectors(set: self, limit: limit)
     }
 
@@ -82,16 +82,16 @@ public struct SectorSet: Sendable, Equatable {
 
 /// The sectors below a limit that a `SectorSet` does not hold, in order: what a resumed scan
 /// still has to run.
-public struct AbsentSectors: Sequence, Sendable {
+package struct AbsentSectors: Sequence, Sendable {
     let set: SectorSet
     let limit: Int
 
-    public struct Iterator: IteratorProtocol {
+    package struct Iterator: IteratorProtocol {
         let set: SectorSet
         let limit: Int
         var from = 0
 
-        public mutating func next() -> Int? {
+        package mutating func next() -> Int? {
             guard from < limit else { return nil }
             let sector = from < set.total ? (set.firstAbsent(from: from) ?? set.total) : from
             guard sector < limit else { return nil }
@@ -100,5 +100,5 @@ public struct AbsentSectors: Sequence, Sendable {
         }
     }
 
-    public func makeIterator() -> Iterator { Iterator(set: set, limit: limit) }
+    package func makeIterator() -> Iterator { Iterator(set: set, limit: limit) }
 }

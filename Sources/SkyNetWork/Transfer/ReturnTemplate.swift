@@ -2,12 +2,12 @@
 /// leaves behind (`{.}.png`, `{}.gz`, `out/{#}.txt`), expanded on the input as a job's command
 /// is (GNU parallel's meaning to the byte). No `{%}`: the slot is the node's choice, and the
 /// file's name must not depend on it.
-public struct ReturnTemplate: Sendable, Equatable, CustomStringConvertible {
+package struct ReturnTemplate: Sendable, Equatable, CustomStringConvertible {
     /// The template as written.
-    public let text: String
+    package let text: String
     private let pieces: [CommandTemplate.Piece]
 
-    public init(_ text: String) throws(CommandTemplate.ParseError) {
+    package init(_ text: String) throws(CommandTemplate.ParseError) {
         var splitter = WordSplitter()
         for character in text { try splitter.take(character) }
         let words = try splitter.finish()
@@ -25,7 +25,7 @@ public struct ReturnTemplate: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The path this template names for a task with `input` and `sector`.
-    public func path(input: String, sector: Int) -> String {
+    package func path(input: String, sector: Int) -> String {
         pieces.map { piece in
             switch piece {
             case .text(let text): text
@@ -34,5 +34,5 @@ public struct ReturnTemplate: Sendable, Equatable, CustomStringConvertible {
         }.joined()
     }
 
-    public var description: String { text }
+    package var description: String { text }
 }

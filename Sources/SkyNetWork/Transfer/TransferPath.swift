@@ -1,9 +1,9 @@
 /// A path the coordinator will not send or write a file by: it says which and why. Final: the
 /// task is given up at once (running it again cannot help).
-public struct TransferRefusal: Error, CustomStringConvertible, Sendable, Equatable {
-    public let description: String
+package struct TransferRefusal: Error, CustomStringConvertible, Sendable, Equatable {
+    package let description: String
 
-    public init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }
@@ -12,20 +12,20 @@ public struct TransferRefusal: Error, CustomStringConvertible, Sendable, Equatab
 /// component, each component at most 255 bytes; components `.` and empty ones (`a//b`) are
 /// skipped when it is opened. It may be absolute here (an input, a returned file's target);
 /// on a node it is always relative to the task's work directory (`onNode`).
-public struct TransferPath: Sendable, Hashable, CustomStringConvertible {
+package struct TransferPath: Sendable, Hashable, CustomStringConvertible {
     /// The most bytes a path may hold (Linux's PATH_MAX).
-    public static let maxBytes = 4096
+    package static let maxBytes = 4096
     /// The most bytes one component may hold (Linux's NAME_MAX).
-    public static let maxComponentBytes = 255
+    package static let maxComponentBytes = 255
 
     /// The path as written.
-    public let text: String
+    package let text: String
     /// Its components, without empty and `.` ones: what is opened, one at a time.
-    public let components: [String]
+    package let components: [String]
     /// Whether it starts with `/`.
-    public let isAbsolute: Bool
+    package let isAbsolute: Bool
 
-    public init(_ text: String) throws(TransferRefusal) {
+    package init(_ text: String) throws(TransferRefusal) {
         let bytes = text.utf8
         let shown = Self.quoted(text)
         guard !bytes.isEmpty else { throw TransferRefusal("an empty path names no file") }
@@ -54,7 +54,7 @@ public struct TransferPath: Sendable, Hashable, CustomStringConvertible {
 
     /// The path on a node: relative to the task's work directory, its leading `/`s removed
     /// (`/data/a.jpg` → `data/a.jpg`); a relative path as it is.
-    public var onNode: TransferPath {
+    package var onNode: TransferPath {
         guard isAbsolute else { return self }
         return TransferPath(text: String(decoding: text.utf8.drop { $0 == UInt8(ascii: "/") }, as: UTF8.self), components: components)
     }
@@ -62,32 +62,32 @@ public struct TransferPath: Sendable, Hashable, CustomStringConvertible {
     /// Whether `other` names the same file as this path, as it is opened: both absolute or both
     /// relative, with the same components byte for byte (`./a` and `a//b` are `a` and `a/b`;
     /// `café` in NFC and in NFD, equal as Swift strings, are two files).
-    public func namesSameFile(as other: TransferPath) -> Bool {
+    package func namesSameFile(as other: TransferPath) -> Bool {
         isAbsolute == other.isAbsolute && components.count == other.components.count
             && zip(components, other.components).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
     }
 
     /// The directories on the way, without the file's own name.
-    public var directories: [String] { Array(components.dropLast()) }
+    package var directories: [String] { Array(components.dropLast()) }
 
     /// The file's own name (the last component).
-    public var name: String { components[components.count - 1] }
+    package var name: String { components[components.count - 1] }
 
-    public var description: String { text }
+    package var description: String { text }
 
     /// The components of `text`: what lies between its `/` bytes, empty ones too. Split on the
     /// UTF-8 bytes, never on `Character`s, which join a `/` with a combining mark after it
     /// (`../\u{301}x` is one component as characters, and `..` then `\u{301}x` as a file
     /// system reads it). A piece between ASCII bytes of UTF-8 is UTF-8 itself: nothing lost.
-    public static func byteComponents(_ text: String) -> [String] {
+    package static func byteComponents(_ text: String) -> [String] {
         text.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Whether `component` is `..`, byte for byte.
-    public static func isDotDot(_ component: String) -> Bool { component.utf8.elementsEqual([0x2E, 0x2E]) }
+    package static func isDotDot(_ component: String) -> Bool { component.utf8.elementsEqual([0x2E, 0x2E]) }
 
     /// Whether `component` is `.`, byte for byte.
-    public static func isDot(_ component: String) -> Bool { component.utf8.elementsEqual([0x2E]) }
+    package static func isDot(_ component: String) -> Bool { component.utf8.elementsEqual([0x2E]) }
 
     /// `text` in double quotes, with a quote, a backslash or a control character escaped, so a
     /// message shows exactly which name it means.

@@ -1,21 +1,21 @@
 /// What a scan's files do (issue 21): `--transfer`, `--return`, `--cleanup`, `--basefile` and
 /// `--max-file-size`. Inactive (the default) when none of the four options was given.
-public struct TransferSpec: Sendable {
+package struct TransferSpec: Sendable {
     /// Each task's input is a local file, sent with it.
-    public var transfer = false
+    package var transfer = false
     /// The task's work directory is removed on the node once its results are back.
-    public var cleanup = false
+    package var cleanup = false
     /// The files fetched back after a task succeeds.
-    public var returns: [ReturnTemplate] = []
+    package var returns: [ReturnTemplate] = []
     /// Files sent once to each system before its first task.
-    public var basefiles: [TransferPath] = []
+    package var basefiles: [TransferPath] = []
     /// The largest file sent or accepted back (default 1 GiB).
-    public var maxFileSize: Int64 = 1 << 30
+    package var maxFileSize: Int64 = 1 << 30
 
     /// The most `--return` templates (and `--basefile`s) a scan may give.
-    public static let maxReturns = 64
+    package static let maxReturns = 64
 
-    public init(transfer: Bool = false, cleanup: Bool = false, returns: [ReturnTemplate] = [], basefiles: [TransferPath] = [],
+    package init(transfer: Bool = false, cleanup: Bool = false, returns: [ReturnTemplate] = [], basefiles: [TransferPath] = [],
                 maxFileSize: Int64 = 1 << 30) {
         self.transfer = transfer
         self.cleanup = cleanup
@@ -26,7 +26,7 @@ public struct TransferSpec: Sendable {
 
     /// Whether any of `--transfer`, `--return`, `--cleanup`, `--basefile` was given: the scan
     /// then goes only to peers that offer files.
-    public var isActive: Bool { transfer || cleanup || !returns.isEmpty || !basefiles.isEmpty }
+    package var isActive: Bool { transfer || cleanup || !returns.isEmpty || !basefiles.isEmpty }
 
     /// The paths of one task: its input here and on the node, and each returned file's path on
     /// the node and here. Pure; a path that cannot travel is a `TransferRefusal` (final).
@@ -34,7 +34,7 @@ public struct TransferSpec: Sendable {
     /// Templates naming one file for this input (`{}.gz` and `{.}.txt.gz` of `a.txt`) return
     /// it once, as the first of them (a node refuses a request naming a path twice). One file
     /// on the node for two different targets here cannot be both: the task is refused.
-    public func plan(for task: ScanTask) throws(TransferRefusal) -> TransferPlan {
+    package func plan(for task: ScanTask) throws(TransferRefusal) -> TransferPlan {
         let input = task.inputText
         var localInput: TransferPath?
         var nodeInput = input
@@ -71,7 +71,7 @@ public struct TransferSpec: Sendable {
     /// only as Swift strings (`café` in NFC and in NFD) are two files, both kept. Two paths
     /// that would be one on a node (`/p.sh` and `p.sh`, `onNode`) are refused: they may be two
     /// files here, and a node can hold only one of them.
-    public static func distinctBasefiles(_ paths: [TransferPath]) throws(TransferRefusal) -> [TransferPath] {
+    package static func distinctBasefiles(_ paths: [TransferPath]) throws(TransferRefusal) -> [TransferPath] {
         var kept: [TransferPath] = []
         for path in paths where !kept.contains(where: { $0.namesSameFile(as: path) }) {
             if let other = kept.first(where: { $0.onNode.namesSameFile(as: path.onNode) }) {
@@ -92,17 +92,17 @@ public struct TransferSpec: Sendable {
 }
 
 /// The paths of one task's files (`TransferSpec.plan(for:)`).
-public struct TransferPlan: Sendable {
+package struct TransferPlan: Sendable {
     /// The input file here, as written (nil without `--transfer`: the input is plain text).
-    public let localInput: TransferPath?
+    package let localInput: TransferPath?
     /// The input as the node gets it: the input file's path in the work directory (leading
     /// `/`s removed), or the plain input text.
-    public let nodeInput: String
+    package let nodeInput: String
     /// Each `--return` template's file: where the node finds it (relative to the work
     /// directory) and where it is written here (as the template gave it on the input).
-    public let returns: [(node: TransferPath, local: TransferPath)]
+    package let returns: [(node: TransferPath, local: TransferPath)]
 
-    public init(localInput: TransferPath?, nodeInput: String, returns: [(node: TransferPath, local: TransferPath)]) {
+    package init(localInput: TransferPath?, nodeInput: String, returns: [(node: TransferPath, local: TransferPath)]) {
         self.localInput = localInput
         self.nodeInput = nodeInput
         self.returns = returns
@@ -111,12 +111,12 @@ public struct TransferPlan: Sendable {
 
 /// A file a task returned, as the journal records it: its path as the template gave it (relative
 /// to the scan's directory, or absolute), its size and its SHA-256.
-public struct ReturnedFile: Sendable, Equatable {
-    public let path: String
-    public let size: Int64
-    public let sha256: [UInt8]
+package struct ReturnedFile: Sendable, Equatable {
+    package let path: String
+    package let size: Int64
+    package let sha256: [UInt8]
 
-    public init(path: String, size: Int64, sha256: [UInt8]) {
+    package init(path: String, size: Int64, sha256: [UInt8]) {
         self.path = path
         self.size = size
         self.sha256 = sha256
