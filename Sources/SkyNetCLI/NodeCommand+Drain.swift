@@ -3,7 +3,7 @@ import SkyNetNode
 import SkyNetRuntime
 
 extension NodeCommand {
-    /// The first termination signal drains the node (issue 22): no new tasks, coordinators
+    /// The first termination signal drains the node: no new tasks, coordinators
     /// told, running tasks given `--drain-timeout`, the rest cancelled; then every job's
     /// process group still there is stopped and reaped, so none outlives the node.
     func drain(_ node: Node, signal: Int32) async {

@@ -19,7 +19,7 @@ final class Progress: Sendable {
         var completed = 0
         var failed = 0
         var peers = 0
-        /// The peers that said they drain (issue 22), until their link closes.
+        /// The peers that said they drain, until their link closes.
         var draining: Set<String> = []
         /// When a peer last completed a task: peers share the work while that is recent.
         var lastRemoteCompletion: ContinuousClock.Instant?

@@ -5,7 +5,7 @@ import SkyNetTransfer
 import SkyNetWork
 
 /// `--transfer`, `--return`, `--cleanup`, `--trc`, `--basefile` and `--max-file-size`: the
-/// files that travel with a scan's tasks (issue 21), read into one `TransferSpec`.
+/// files that travel with a scan's tasks, read into one `TransferSpec`.
 extension ScanCommand {
     /// The options of the "files" section, in the order help lists them.
     static let transferOptions: [Option<ScanCommand>] = [

@@ -2,7 +2,7 @@ import SkyNetRuntime
 import SkyNetWire
 import SkyNetWork
 
-/// The `files` of a journal entry (issue 21): each file the sector returned, written after
+/// The `files` of a journal entry: each file the sector returned, written after
 /// `seconds` only when there are some, in the form `--json`'s `completed` events use:
 /// `"files":[{"path":"photos/a.jpg.out","size":4194304,"sha256":"<64 lowercase hex>"}]`.
 ///

@@ -97,7 +97,7 @@ extension ScanJournal {
     ///   - job: the job this scan runs. A completed sector that ran another job is a
     ///     `Failure`: its result is not this job's. (Only the name is compared: the same name
     ///     with another command is not detected.)
-    ///   - returns: the scan's files (issue 21). With `--return` templates, a completed sector
+    ///   - returns: the scan's files. With `--return` templates, a completed sector
     ///     counts as done only if its returned files are still there as journaled
     ///     (`ScanJournal.ResumeFiles`); the others run again (`filesRerun`, `filesMessage`).
     ///   - roots: where the returned files' relative and absolute paths start; nil: the

@@ -3,7 +3,7 @@ import SkyNetTransfer
 import SkyNetWork
 
 extension ScanJournal {
-    /// The returned files' part of a resume (issue 21): with `--return`, a completed entry
+    /// The returned files' part of a resume: with `--return`, a completed entry
     /// counts as done only if, for each template's local path, its `files` holds that path and
     /// the file is still there with that size and SHA-256; otherwise its sector runs again.
     ///

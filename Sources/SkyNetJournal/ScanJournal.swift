@@ -27,8 +27,8 @@ package final class ScanJournal: Sendable {
         package let system: String
         package let attempt: Int
         package let seconds: Double
-        /// The files the sector returned (issue 21: `--return`), as the template gave each path,
-        /// with its size and SHA-256; empty when none (and in every line before issue 21).
+        /// The files the sector returned (`--return`), as the template gave each path,
+        /// with its size and SHA-256; empty when none (and in a journal written before files could travel).
         package let files: [ReturnedFile]
 
         package init(

@@ -8,7 +8,7 @@ extension Node {
     /// How long the drain's end waits for its last lines (`draining`, replies) to leave.
     static let lastLinesBound: Duration = .seconds(1)
 
-    /// Drains the node (issue 22): takes no new work, tells every client (`draining`, also one
+    /// Drains the node: takes no new work, tells every client (`draining`, also one
     /// that connects meanwhile), lets running tasks finish for up to `timeout`, then cancels the
     /// rest (each replies `failure cancelled`, so its coordinator re-runs it elsewhere at once),
     /// stops accepting and closes every connection. A second call returns at once.

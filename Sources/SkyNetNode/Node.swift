@@ -15,7 +15,7 @@ import SkyNetWork
 /// answered `busy` and closed. A sweeper closes connections that missed their hello deadline
 /// and clients that have been silent for `idleTimeout`.
 public final class Node: Sendable {
-    /// Whether the node takes new work (issue 22, `Node+Drain.swift`).
+    /// Whether the node takes new work (`Node+Drain.swift`).
     package enum Phase: Sendable, Equatable {
         /// Serving: new tasks are taken.
         case accepting
@@ -63,7 +63,7 @@ public final class Node: Sendable {
         package var maxRequestsPerConnection = 1024
         /// Log every task (never the token).
         package var verbose = false
-        /// How long a drain (SIGTERM, issue 22) lets running tasks finish before it cancels them.
+        /// How long a drain (SIGTERM) lets running tasks finish before it cancels them.
         package var drainTimeout: Duration = .seconds(30)
         /// Log each client's `Connected`/`Disconnected`. A node over stdio leaves it off: its
         /// one client is the coordinator, to whose terminal every line of its log goes.

@@ -4,7 +4,7 @@ import SkyNetTransfer
 import SkyNetWire
 import SkyNetWork
 
-/// The file requests of issue 21 on a node (docs/PROTOCOL.md, "Files"): a `transfer` runs a
+/// The file requests on a node (docs/PROTOCOL.md, "Files"): a `transfer` runs a
 /// task in a work directory of its own, its input file received first and its returns sent
 /// after; a `basefile` is stored for every later task of the connection. Requests, chunks and
 /// ends are handled on the reader thread (writing a chunk there is the back pressure a slow

@@ -82,7 +82,7 @@ extension Coordinator {
     }
 
     /// Whether running the task again cannot help (the coordinator's own refusal of a path, a
-    /// file over its limit: issue 21): it is given up after this attempt.
+    /// file over its limit): it is given up after this attempt.
     static func isFinal(_ error: any Error) -> Bool {
         (error as? ScanFailure)?.isFinal == true || error is TransferRefusal
     }

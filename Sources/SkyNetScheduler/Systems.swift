@@ -15,7 +15,7 @@ package struct SlotUse: Sendable, Equatable {
     package let inFlight: Int
     /// Held back from new work until it answers a ping.
     package let suspended: Bool
-    /// Given no new work: it drains (issue 22).
+    /// Given no new work: it drains.
     package let draining: Bool
 
     package init(name: String, capacity: Int, inFlight: Int, suspended: Bool, draining: Bool = false) {
@@ -58,7 +58,7 @@ public actor Systems {
     private var waiters: [Waiter] = []
     /// Callers of `idle(named:)`, each waiting for its system to have no slot reserved.
     private var idleWaiters: [(id: UInt64, name: String, continuation: CheckedContinuation<Void, Never>)] = []
-    /// Members of address groups that left DNS (issue 22), by name: no new work while they
+    /// Members of address groups that left DNS, by name: no new work while they
     /// drain, also on a link that redials and registers again; a reason apart from `draining`,
     /// so that an address that returns never un-drains a node that is stopping.
     private var leaving: Set<String> = []
@@ -126,7 +126,7 @@ public actor Systems {
         if !suspended { serveWaiters() }
     }
 
-    /// Gives the system called `name` no new work: it said it drains (issue 22). (`false` is
+    /// Gives the system called `name` no new work: it said it drains. (`false` is
     /// for tests: a node that stops never takes work again.)
     package func setDraining(_ draining: Bool, named name: String) {
         guard let index = entries.firstIndex(where: { $0.system.name == name }) else { return }

@@ -2,7 +2,7 @@ import SkyNetRuntime
 import SkyNetWork
 
 /// The files each completed task returned, by task id, from the system that ran it to the
-/// output that journals it (issue 21). `ScanSystem.run` still returns only the result text:
+/// output that journals it. `ScanSystem.run` still returns only the result text:
 /// a system puts a task's files here just before its `run` returns, and the output takes them
 /// when it journals the task's `completed`. So `ScanEvent`, the coordinator and the dashboard
 /// stay as they are. Behind a lock (`Locked`): systems put from their tasks, the output takes.

@@ -3,7 +3,7 @@ import SkyNetRuntime
 import SkyNetScheduler
 import SkyNetWork
 
-/// The coordinator's own system in a scan whose files travel (issue 21): nothing is copied here
+/// The coordinator's own system in a scan whose files travel: nothing is copied here
 /// (the input, the basefiles and the working directory are those of the scan), so it runs the
 /// task on the wrapped `LocalSystem` unchanged; then each `--return` file must be there,
 /// at the path its template gives, a regular file reached without a symbolic link, and is

@@ -8,7 +8,7 @@ package struct Pong: Sendable, Equatable {
     package var capacity: Int
     package var completed: Int
     package var failed: Int
-    /// Whether the node drains (issue 22): it takes no new work; written only when true.
+    /// Whether the node drains: it takes no new work; written only when true.
     package var draining: Bool
 
     package init(name: String, running: Int, capacity: Int, completed: Int, failed: Int, draining: Bool = false) {
@@ -29,7 +29,7 @@ package enum Reply: Sendable, Equatable {
     /// `idle`: the node's idle bound in seconds (it closes a client that sends nothing for that
     /// long while none of its scans runs); nil from a node that does not say.
     ///
-    /// `files`: what the node offers for files (issue 21); nil from a node that takes none.
+    /// `files`: what the node offers for files; nil from a node that takes none.
     case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?, idle: Double? = nil, files: FileSupport? = nil)
     /// A node's answer to a hello with a nonce: its own nonce, for the coordinator's proof.
     case challenge(nonce: [UInt8])
@@ -45,7 +45,7 @@ package enum Reply: Sendable, Equatable {
     case fileEnd(FileEnd)
     /// A `basefile` was stored.
     case stored(id: Int)
-    /// The node drains (issue 22): it takes no new work, and cancels what still runs after
+    /// The node drains: it takes no new work, and cancels what still runs after
     /// `timeout` seconds. Sent once, unsolicited, with no id.
     case draining(timeout: Double)
 

@@ -18,7 +18,7 @@ package enum Request: Sendable, Equatable {
     case job(id: Int, task: ScanTask)
     case cancel(id: Int)
     case ping(id: Int)
-    /// A task run in a work directory of its own, with its files (issue 21). A v1 node answers
+    /// A task run in a work directory of its own, with its files. A v1 node answers
     /// `unknown-type`: it never runs the command on a file that is not there.
     case transfer(TransferRequest)
     /// A file stored for every later task of the connection.

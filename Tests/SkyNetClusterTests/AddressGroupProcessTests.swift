@@ -3,7 +3,7 @@ import Testing
 @testable import SkyNet
 @testable import SkyNetCluster
 
-/// An address group of cluster.json through the real `skynet` (issue 22), on a name that
+/// An address group of cluster.json through the real `skynet`, on a name that
 /// resolves the same way everywhere (the numeric 127.0.0.1): the scan and `skynet status` use
 /// one peer per address, named `GROUP/ADDRESS`. (Membership that changes is MembershipTests',
 /// and the namespace test's.)

@@ -3,7 +3,7 @@ import Testing
 @testable import SkyNet
 import SkyNetTestSupport
 
-/// Membership from DNS with real processes (issue 22): three nodes in network namespaces, a
+/// Membership from DNS with real processes: three nodes in network namespaces, a
 /// coordinator whose /etc/hosts is the test's (`ResolverView`), and a name that resolves to
 /// two of them, then three, then two again, as a headless Kubernetes Service would.
 @Suite(.serialized, .enabled(if: NetworkNamespace.isAvailable && ResolverView.isAvailable,

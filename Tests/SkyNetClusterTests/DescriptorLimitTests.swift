@@ -4,7 +4,7 @@ import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 
-/// A node started with few descriptors (issue 9, item 8): when a flood exhausts them it says
+/// A node started with few descriptors: when a flood exhausts them it says
 /// so clearly, once, and serves again once the flood is gone.
 extension ProcessTests {
     @Suite(.serialized, .timeLimit(.minutes(2)))

@@ -8,7 +8,7 @@ import SkyNetTestSupport
 import Testing
 
 extension ProcessTests {
-    /// SIGTERM drains a real node (issue 22): its running tasks finish (or, past
+    /// SIGTERM drains a real node: its running tasks finish (or, past
     /// `--drain-timeout`, run elsewhere at once), the scan counts nothing as failed, and the
     /// node exits 0.
     @Suite(.serialized, .timeLimit(.minutes(3)))

@@ -5,8 +5,7 @@ import Testing
 @testable import SkyNetRuntime
 import SkyNetTestSupport
 
-/// A node process against silent, idle, flooding and descriptor-hungry clients (issue 9,
-/// items 2, 8, 11 and 12).
+/// A node process against silent, idle, flooding and descriptor-hungry clients.
 extension ProcessTests {
     @Suite(.serialized, .timeLimit(.minutes(5)))
     struct NodeLimitsTests {

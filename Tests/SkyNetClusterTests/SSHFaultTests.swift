@@ -5,7 +5,7 @@ import Testing
 @testable import SkyNetRuntime
 
 extension ProcessTests {
-    /// The faults of issue 20 through the real `skynet scan` and real sshd hosts: a host's
+    /// Faults of ssh links through the real `skynet scan` and real sshd hosts: a host's
     /// sshd killed, its node stopped (SIGSTOP), its network cut, the coordinator killed or
     /// interrupted. Every task still completes once, elsewhere; nothing stays on a host.
     @Suite(.serialized, .timeLimit(.minutes(3)),

@@ -7,8 +7,8 @@ import Testing
 extension ProcessTests.SystemdUnitTests {
     static let token = "0123456789abcdef0123456789abcdef"
 
-    /// Whether `skynet node --help` names every option of the unit's ExecStart (`--metrics` and
-    /// `--drain-timeout` come with the metrics and drain work of issue 22).
+    /// Whether `skynet node --help` names every option of the unit's ExecStart (a `skynet` without `--metrics` or
+    /// `--drain-timeout` cannot run it).
     static func nodeKnowsEveryOptionOfExecStart() async throws -> Bool {
         let options = try execStartArguments().filter { $0.hasPrefix("--") }
         let help = try await ToolRun.run(skynetBinary.path, ["node", "--help"]).stdout

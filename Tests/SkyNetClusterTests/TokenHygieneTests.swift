@@ -4,7 +4,7 @@ import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 
-/// Token hygiene with the real binary (issue 11): `--token-file` on node, scan and status, the
+/// Token hygiene with the real binary: `--token-file` on node, scan and status, the
 /// refusals of a file others can read or that is no file, the 16-byte minimum, and the token
 /// never in a log, an argument list or a job's environment.
 extension ProcessTests {

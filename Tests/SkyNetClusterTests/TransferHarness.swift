@@ -4,7 +4,7 @@ import Testing
 @testable import SkyNet
 @testable import SkyNetRuntime
 
-/// What the multi-process suites of files that travel (issue 21) share: a scratch folder with
+/// What the multi-process suites of files that travel share: a scratch folder with
 /// the scan's working directory and the nodes' work directories in it, a scan run from a
 /// directory of the test's choosing (relative inputs and returns are relative to it), and
 /// bounded polls of what nodes leave on disk.

@@ -4,7 +4,7 @@ import Testing
 @testable import SkyNetRuntime
 
 extension ProcessTests {
-    /// `--resume` after a returned file was deleted by hand (issue 21): the journal recorded
+    /// `--resume` after a returned file was deleted by hand: the journal recorded
     /// each returned file with its size and SHA-256, so only the sector whose file is gone runs
     /// again, and the resume says so once.
     @Suite(.serialized, .timeLimit(.minutes(2)))

@@ -7,7 +7,7 @@ import Testing
 @testable import SkyNetWire
 @testable import SkyNetWork
 
-/// Peers without the token, against the real binary (issue 11): a fake node that cannot prove
+/// Peers without the token, against the real binary: a fake node that cannot prove
 /// the token gets no input and is reported once; a coordinator that cannot prove it is refused.
 extension ProcessTests {
     @Suite(.serialized, .timeLimit(.minutes(5)))

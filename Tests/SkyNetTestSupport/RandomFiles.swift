@@ -2,7 +2,7 @@ import Foundation
 import SkyNet
 import SkyNetRuntime
 
-/// Files of seeded random bytes for the tests of files that travel (issue 21), their SHA-256
+/// Files of seeded random bytes for the tests of files that travel, their SHA-256
 /// as `sha256sum` computes it (another program's hash, not the product's own: the product is
 /// checked against it), byte-for-byte comparison and listings of a folder's tree.
 package enum RandomFiles {

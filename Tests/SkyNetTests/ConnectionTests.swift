@@ -19,7 +19,7 @@ func loopbackPair() async throws -> (server: Socket, client: Socket) {
 
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct ConnectionTests {
-    /// The lost-line race (issue 9, item 1): the flusher, finding the queue empty, must not
+    /// The lost-line race: the flusher, finding the queue empty, must not
     /// erase bytes that a send queued just after. Senders race a reader that first stalls
     /// (the small kernel buffers fill, sends queue) and then drains while they still send, so
     /// the flusher empties its queue and exits many times under their feet.

@@ -8,7 +8,7 @@ import Foundation
 @testable import SkyNetWork
 import Testing
 
-/// A coordinator whose peer drains mid-scan (issue 22): the peer gets no new work, and the
+/// A coordinator whose peer drains mid-scan: the peer gets no new work, and the
 /// tasks it cancels at its drain timeout run elsewhere at once, at no attempt's cost.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct CoordinatorDrainTests {

@@ -6,7 +6,7 @@ import Testing
 @testable import SkyNetWire
 @testable import SkyNetWork
 
-/// The file messages of issue 21 on the wire: round trips, the `data` fast path against the
+/// The file messages on the wire: round trips, the `data` fast path against the
 /// general parser, and what a node or a coordinator refuses.
 @Suite(.onOwnThread) struct FileMessageWireTests {
     private let taskID = UUID(uuidString: "6ba7b810-9dad-11d1-80b4-00c04fd430c8")!

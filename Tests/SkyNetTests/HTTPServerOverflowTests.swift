@@ -9,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-/// The dashboard's server past its caps (issue 18, item 14): every connection over a cap gets
+/// The dashboard's server past its caps: every connection over a cap gets
 /// 503 and is closed, so descriptors stay flat; one address cannot take every slot.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct HTTPServerOverflowTests {

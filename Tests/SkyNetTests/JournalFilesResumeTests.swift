@@ -8,7 +8,7 @@ import SkyNetTestSupport
 @testable import SkyNetWork
 import Testing
 
-/// `--resume` with `--return` (issue 21): a completed sector counts as done only if each of its
+/// `--resume` with `--return`: a completed sector counts as done only if each of its
 /// returned files is still there, reached without a link, with the size and SHA-256 its entry
 /// recorded; any other runs again, as if never journaled, and the resume says why once. Real
 /// files in a sandbox whose `here/` stands for the scan's directory and `abs/` for `/`.

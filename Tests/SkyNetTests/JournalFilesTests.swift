@@ -8,7 +8,7 @@ import SkyNetTestSupport
 @testable import SkyNetWork
 import Testing
 
-/// A journal entry's `files` (issue 21): written after `seconds` only when there are some, read
+/// A journal entry's `files`: written after `seconds` only when there are some, read
 /// alike by the fast reader and the full parser, and refused (the line is damaged) when any
 /// of it is not a returned file.
 @Suite(.onOwnThread)

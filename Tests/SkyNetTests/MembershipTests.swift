@@ -7,7 +7,7 @@ import Foundation
 @testable import SkyNetWork
 import Testing
 
-/// An address group of cluster.json (issue 22): its members follow what the name resolves to,
+/// An address group of cluster.json: its members follow what the name resolves to,
 /// here an injected resolver, while a scan runs. The nodes listen on 127.0.0.1, .2 and .3 with
 /// one port (a group has one port): the whole of 127.0.0.0/8 is loopback on Linux.
 @Suite(.serialized, .timeLimit(.minutes(3)))

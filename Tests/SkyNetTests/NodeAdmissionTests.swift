@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// Silent sockets from many addresses, reconnecting as soon as the node closes them, against a
-/// real client that takes its time over the proof (issue 18, item 15): a connection that has
+/// real client that takes its time over the proof: a connection that has
 /// sent a valid hello is never pushed out by a silent one.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct NodeAdmissionTests {

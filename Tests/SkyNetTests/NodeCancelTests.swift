@@ -6,7 +6,7 @@ import Testing
 @testable import SkyNetWork
 
 /// A `cancelled` reply means the slot is free: a client that sends a new scan the moment it
-/// reads that reply is never told `busy` (issue 18, item 13).
+/// reads that reply is never told `busy`.
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct NodeCancelTests {
     let nodeTests = NodeTests()

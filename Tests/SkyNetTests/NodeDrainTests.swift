@@ -7,7 +7,7 @@ import Foundation
 @testable import SkyNetWork
 import Testing
 
-/// A node that drains (issue 22): it tells its clients, refuses new work as `busy "… is
+/// A node that drains: it tells its clients, refuses new work as `busy "… is
 /// draining"`, lets running tasks finish within the timeout, then cancels the rest.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct NodeDrainTests {

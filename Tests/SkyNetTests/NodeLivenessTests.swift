@@ -8,7 +8,7 @@ import SkyNetTestSupport
 @testable import SkyNetWire
 import Testing
 
-/// Half-open and silent peers (issue 9, item 2), descriptors (item 8) and the hello budget
+/// Half-open and silent peers, descriptors (item 8) and the hello budget
 /// (item 12), in process.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct NodeLivenessTests {

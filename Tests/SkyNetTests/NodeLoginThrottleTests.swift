@@ -4,7 +4,7 @@ import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 
-/// Login throttling over real connections from many loopback addresses (issue 18, item 16):
+/// Login throttling over real connections from many loopback addresses:
 /// addresses of one network share one slowdown, many networks meet a node-wide bound, and the
 /// log says each burst, not each guess.
 @Suite(.serialized, .timeLimit(.minutes(2)))

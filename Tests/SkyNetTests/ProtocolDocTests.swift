@@ -4,7 +4,7 @@ import Testing
 @testable import SkyNetRuntime
 
 /// What docs/PROTOCOL.md says of the points a client written from it alone had to guess
-/// (issue 18, item 18), checked on a node in this process: the welcome's `idle`, whether the
+///, checked on a node in this process: the welcome's `idle`, whether the
 /// 1 MiB limit counts the newline, the sealed `frame-too-large`, and a sealed line's `\r`.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct ProtocolDocTests {

@@ -4,7 +4,7 @@ import Testing
 @testable import SkyNetCluster
 @testable import SkyNetDashboard
 
-/// The dashboard's rows for issue 22's cluster events: a draining peer, a found member.
+/// The dashboard's rows for drain and membership events: a draining peer, a found member.
 @Suite struct ScanBoardDrainTests {
     @Test func aDrainingPeerShowsDrainingAndAFoundMemberItsAddress() throws {
         let board = ScanBoard(total: 4, systems: [.init(name: "beta", address: "127.0.0.1:1")])

@@ -3,7 +3,7 @@ import Testing
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 
-/// A draining system in the registry (issue 22): no new work, and `idle` says when its
+/// A draining system in the registry: no new work, and `idle` says when its
 /// running work is over.
 @Suite(.timeLimit(.minutes(3)))
 struct SystemsDrainTests {

@@ -8,7 +8,7 @@ import Testing
 
 /// An older coordinator (protocol v1, no token, replies matched by id) and a draining node:
 /// the `draining` line carries no id, so it answers nothing such a client waits for, and new
-/// work is refused with `busy` exactly as a stopping node refused it before issue 22.
+/// work is refused with `busy` exactly as a node without drain refuses it while it stops.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct V1DrainTests {
     let nodeTests = NodeTests()

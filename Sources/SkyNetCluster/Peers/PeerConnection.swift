@@ -30,7 +30,7 @@ package final class PeerConnection: Sendable {
         package let jobs: [String: String]
         /// The node's idle bound in seconds, when it says (it closes a silent client then).
         package let idleSeconds: Double?
-        /// What the node offers for files (issue 21); nil: it takes none (an older node, or
+        /// What the node offers for files; nil: it takes none (an older node, or
         /// one started with `--no-files`), and is never sent a file request.
         package let files: FileSupport?
 
@@ -148,7 +148,7 @@ package final class PeerConnection: Sendable {
     /// Fulfilled when the connection has ended.
     package var closed: AsyncSignal<Connection.CloseReason> { connection.closed }
 
-    /// Fulfilled with the node's drain timeout (seconds) when it says it drains (issue 22):
+    /// Fulfilled with the node's drain timeout (seconds) when it says it drains:
     /// it takes no new work, and cancels what still runs after that long.
     package let draining = AsyncSignal<Double>()
     private let drainingState = Locked(false)
@@ -178,7 +178,7 @@ package final class PeerConnection: Sendable {
         }
     }
 
-    /// A transfer (issue 21): registers request `id` as `request` does, then runs `sending`
+    /// A transfer: registers request `id` as `request` does, then runs `sending`
     /// instead of sending one line (it queues the header and the file's bytes on the pump,
     /// or sends the header itself). A throw from `sending` fails the request as a lost link.
     func request(id: Int, sending: @Sendable () throws -> Void, timeout: Duration?, liveness: Duration?) async throws -> Reply {

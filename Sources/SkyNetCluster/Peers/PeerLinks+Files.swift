@@ -10,7 +10,7 @@ extension FailureCode {
 }
 
 extension PeerLinks {
-    /// Readies a freshly welcomed peer for a scan whose files travel (issue 21): it must offer
+    /// Readies a freshly welcomed peer for a scan whose files travel: it must offer
     /// files (else `lacks-files`), and it gets every `--basefile` (each stored before the next)
     /// before any task. Returns the refusal to report (the link is then closed and asked again
     /// rarely), or nil: ready (also when the scan has no files). Throws when the link ended.

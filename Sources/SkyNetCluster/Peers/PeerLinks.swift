@@ -47,7 +47,7 @@ public final class PeerLinks: Sendable {
         package var allowJobMismatch: Bool
         /// How ssh nodes of the cluster are reached (their own backoff, no token).
         package var ssh = SSHSettings()
-        /// The scan's files (issue 21): when active, only peers that offer files are used, each
+        /// The scan's files: when active, only peers that offer files are used, each
         /// gets the basefiles before its first task, and tasks travel as `transfer` requests.
         package var transfer: TransferSpec?
         /// Where the peers' tasks record their returned files (the journal takes them).

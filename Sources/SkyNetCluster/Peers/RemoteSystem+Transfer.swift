@@ -3,7 +3,7 @@ import SkyNetTransfer
 import SkyNetWire
 import SkyNetWork
 
-/// What a peer's tasks need when the scan's files travel (issue 21).
+/// What a peer's tasks need when the scan's files travel.
 package struct TransferContext: Sendable {
     package let spec: TransferSpec
     /// Where each task's returned files are recorded for the journal.

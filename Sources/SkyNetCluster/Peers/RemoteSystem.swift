@@ -24,7 +24,7 @@ package actor RemoteSystem: ScanSystem {
     /// Added to a task's deadline to bound its request: the node stops the task at the
     /// deadline, gives it a grace to end, then answers.
     package nonisolated let deadlineMargin: Duration
-    /// The scan's files (issue 21): with it, each task is a `transfer` request.
+    /// The scan's files: with it, each task is a `transfer` request.
     package nonisolated let transfer: TransferContext?
     private let onHealth: @Sendable (_ responsive: Bool) async -> Void
     private var probing = false
@@ -53,7 +53,7 @@ package actor RemoteSystem: ScanSystem {
         }
     }
 
-    /// What a failure on a draining peer is (issue 22): a lost link, or a `cancelled` the
+    /// What a failure on a draining peer is: a lost link, or a `cancelled` the
     /// coordinator did not ask for (the node's drain timeout ran out), is `PeerDrained`, which
     /// re-runs the task elsewhere at no attempt's cost. Anything else stays what it is.
     nonisolated func drained(_ error: any Error) -> any Error {

@@ -3,7 +3,7 @@
 public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStringLiteral, CustomStringConvertible {
     // Failures of a task.
     case taskFailed, busy, cancelled, deadline, unknownJob, badReply
-    // Failures of a task's files (issue 21).
+    // Failures of a task's files.
     case noSpace, fileTooLarge, fileChanged, missingReturn, badFile
     // Errors of a connection or a request.
     case badRequest, unknownType, frameTooLarge, helloRequired, unsupportedVersion, unauthorized

@@ -12,7 +12,7 @@ public struct JobRequest: Sendable, Equatable {
     /// there at the same time holds it.
     public let slot: Int
     /// Where the task runs (a command job's working directory): the task's own work directory
-    /// on a node that received its files (issue 21); nil: where the process runs.
+    /// on a node that received its files; nil: where the process runs.
     package let workingDirectory: String?
 
     package init(sector: Int, input: String, duration: Double = 1.0, deadline: ContinuousClock.Instant? = nil, slot: Int = 1,

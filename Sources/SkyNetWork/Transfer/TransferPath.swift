@@ -8,7 +8,7 @@ package struct TransferRefusal: Error, CustomStringConvertible, Sendable, Equata
     }
 }
 
-/// A path a file travels by (issue 21): 1…4,096 bytes of UTF-8, no NUL, no newline, no `..`
+/// A path a file travels by: 1…4,096 bytes of UTF-8, no NUL, no newline, no `..`
 /// component, each component at most 255 bytes; components `.` and empty ones (`a//b`) are
 /// skipped when it is opened. It may be absolute here (an input, a returned file's target);
 /// on a node it is always relative to the task's work directory (`onNode`).

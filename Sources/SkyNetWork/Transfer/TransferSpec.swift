@@ -1,4 +1,4 @@
-/// What a scan's files do (issue 21): `--transfer`, `--return`, `--cleanup`, `--basefile` and
+/// What a scan's files do: `--transfer`, `--return`, `--cleanup`, `--basefile` and
 /// `--max-file-size`. Inactive (the default) when none of the four options was given.
 package struct TransferSpec: Sendable {
     /// Each task's input is a local file, sent with it.
