@@ -2,7 +2,7 @@
 import PackageDescription
 
 /// The library's parts, bottom up: each is a target so that the compiler refuses a dependency
-/// that runs the wrong way (README, "Layout").
+/// that runs the wrong way (docs/ARCHITECTURE.md).
 let parts: [Target.Dependency] = [
     "SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetMetrics",
     "SkyNetScheduler", "SkyNetTransfer", "SkyNetJournal", "SkyNetLink", "SkyNetSSH", "SkyNetNode",

@@ -36,7 +36,7 @@ extension ScanCommand {
         .init("resume", .flag, usage: nil, "",
               "skip the sectors FILE already holds and run the rest; with",
               "--results, first print the results FILE holds and never printed"),
-        .init("json", .flag, usage: "[--json]", line: 2, "", "print JSON Lines events instead of log lines (see README)"),
+        .init("json", .flag, usage: "[--json]", line: 2, "", "print JSON Lines events instead of log lines (see docs/scans.md)"),
         .init("quiet", .flag, usage: "[--quiet]", line: 2, "",
               "no live progress line (also: NO_COLOR set, or stderr not a terminal)"),
         .init("token-file", .text, usage: "[--token-file FILE]", line: 2, "FILE",
