@@ -26,4 +26,21 @@ extension NodeTransferTests {
             }
         }
     }
+
+    /// A `scan` or `ping` whose id is that of a transfer still receiving its file is a
+    /// `bad-request`: the transfer goes on and answers under its id alone.
+    @Test func anIdOfAnUploadInFlightIsRefusedToAScan() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            try await NodeTests().withNode(try options(sandbox)) { node in
+                var lines = transfer(id: 5, input: "a.txt", size: 3, returns: ["a.txt.out"])
+                lines += Request.scan(id: 5, task: ScanTask(input: 9, duration: 0)).line
+                lines += fileLines(id: 5, [1, 2, 3])
+                let (_, replies) = try await converse(node, lines, replies: 2)
+                let fields = replies.compactMap(jsonFields).filter { ["error", "result", "failure"].contains($0["type"] as? String) }
+                #expect(fields.count == 2, "\(replies)")
+                #expect(fields.first?["code"] as? String == "bad-request" && fields.first?["id"] as? Int == 5, "\(replies)")
+                #expect(fields.last?["type"] as? String == "result" && fields.last?["result"] as? String != "9", "\(replies)")
+            }
+        }
+    }
 }
