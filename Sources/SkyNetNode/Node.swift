@@ -71,7 +71,8 @@ public final class Node: Sendable {
         /// Where the node makes its work root (`skynet-node-<pid>-XXXXXX/`, `WorkRoot`) on its
         /// first file request: an absolute directory; nil for `$TMPDIR`, else `/tmp`.
         package var workDir: String?
-        /// The largest file the node takes or returns, its welcome's `files.max_file_size`.
+        /// The largest file the node takes (a transfer's input, a basefile), its welcome's
+        /// `files.max_file_size`. A returned file is bounded by its request's `max_return_size`.
         package var maxFileSize: Int64 = 1 << 30
         /// Whether the node takes file work (`transfer`, `basefile`): false (`--no-files`), its
         /// welcome offers no `files`, and a coordinator sends it none.

@@ -26,7 +26,7 @@ extension NodeSession {
             state.withLock { $0.scans[id] }?.cancel()
             cancelUpload(id)
         case .ping(let id):
-            if state.withLock({ $0.scans[id] != nil }) {
+            if state.withLock({ $0.scans[id] != nil || $0.uploads[id] != nil }) {
                 return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
             }
             let system = node.system, counters = system.counters
@@ -42,7 +42,9 @@ extension NodeSession {
             return Reply.failure(id: id, task: task.id, code: .busy, message: message).line
         }
         let refusal: [UInt8]? = state.withLock { state in
-            guard state.scans[id] == nil else { return WireError.badRequest("request id \(id) is already in flight", id: id).line }
+            guard state.scans[id] == nil, state.uploads[id] == nil else {
+                return WireError.badRequest("request id \(id) is already in flight", id: id).line
+            }
             guard !node.isStopping else { return busy(node.stoppingMessage) }
             guard state.scans.count < node.options.maxRequestsPerConnection else {
                 return busy("too many requests in flight on this connection")

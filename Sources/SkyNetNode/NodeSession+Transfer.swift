@@ -63,7 +63,7 @@ extension NodeSession {
         for (index, path) in upload.returns.enumerated() {
             let done = AsyncSignal<Result<ReturnedFile, ScanFailure>>()
             pump.enqueue(OutgoingFile(
-                id: id, file: index, maxSize: request.maxReturnSize, name: path.text,
+                id: id, file: index, maxSize: request.maxReturnSize, limitName: "the coordinator's max_return_size", name: path.text,
                 open: { () throws(ScanFailure) -> OpenFile in try workDir.openReturn(path) },
                 header: { header in Reply.returnFile(ReturnHeader(id: id, file: index, header: header)).line },
                 isCancelled: { stopped.withLock { $0 } },

@@ -109,9 +109,9 @@ private final class Sending {
             handle.close()
             // Over this side's own bound a coordinator's file is given up for good; over a
             // node's smaller bound, or a node's return over the scan's, it may run elsewhere.
-            let whose = file.limitOwner.map { "\($0)'s" } ?? "the"
+            let bound = file.limitName ?? "\(file.limitOwner.map { "\($0)'s" } ?? "the") --max-file-size"
             file.done(.failure(ScanFailure(code: .fileTooLarge,
-                                           message: "\(file.name) is \(Sending.size(status.size)), over \(whose) --max-file-size \(Sending.size(file.maxSize))",
+                                           message: "\(file.name) is \(Sending.size(status.size)), over \(bound) \(Sending.size(file.maxSize))",
                                            isFinal: file.file == nil && file.limitOwner == nil)))
             return nil
         }

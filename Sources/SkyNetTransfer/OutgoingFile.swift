@@ -15,6 +15,9 @@ package struct OutgoingFile: Sendable {
     /// Whose bound `maxSize` is when it is not this side's own --max-file-size: the peer's
     /// name, when the peer's is smaller. Over a peer's bound, another system may still take it.
     package var limitOwner: String? = nil
+    /// How messages name the bound when it is not a --max-file-size at all (a node's return:
+    /// the coordinator's `max_return_size`); nil: a --max-file-size, as `limitOwner` says whose.
+    package var limitName: String? = nil
     /// How messages name it (`photos/a.jpg`); also the `path` of the `ReturnedFile` reported.
     package let name: String
     /// Opens the file (component-wise, no links), or says why not.
@@ -29,7 +32,7 @@ package struct OutgoingFile: Sendable {
     /// Tests only: called after each chunk is sent, with the bytes sent so far.
     package var afterChunk: (@Sendable (Int64) -> Void)? = nil
 
-    package init(id: Int, file: Int?, maxSize: Int64, limitOwner: String? = nil, name: String,
+    package init(id: Int, file: Int?, maxSize: Int64, limitOwner: String? = nil, limitName: String? = nil, name: String,
                  open: @escaping @Sendable () throws(ScanFailure) -> OpenFile,
                  header: @escaping @Sendable (FileHeader) -> [UInt8]?, isCancelled: @escaping @Sendable () -> Bool,
                  done: @escaping @Sendable (Result<ReturnedFile, ScanFailure>) -> Void,
@@ -38,6 +41,7 @@ package struct OutgoingFile: Sendable {
         self.file = file
         self.maxSize = maxSize
         self.limitOwner = limitOwner
+        self.limitName = limitName
         self.name = name
         self.open = open
         self.header = header
