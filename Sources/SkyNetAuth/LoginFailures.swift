@@ -6,12 +6,12 @@ import SkyNetRuntime
 /// Failures are counted by prefix (/24 for IPv4, /64 for IPv6: one host or one customer), not
 /// by address, since one attacker easily holds many addresses of one network. The first
 /// `backoff.freeFailures` of a prefix within `window` cost nothing (a typo); after that, every
-/// hello from that prefix waits `backoff.firstDelay`, doubling up to `maxDelay`, before it is
+/// hello from that prefix waits `backoff.delays.first`, doubling up to `delays.most`, before it is
 /// answered at all, right or wrong: so closing early tells a guesser nothing. Over the whole
 /// node, failures beyond `backoff.nodeWideBurst` coming faster than
-/// `nodeWideFailuresPerSecond` make every hello, from any prefix, wait `maxDelay` until they
+/// `nodeWideFailuresPerSecond` make every hello, from any prefix, wait `delays.most` until they
 /// have drained at that rate: a guesser with many networks gets no free failures either. With at most `Node.Options.maxHandshakes`
-/// handshakes at once, that bounds guessing to about `maxHandshakes / maxDelay` a second.
+/// handshakes at once, that bounds guessing to about `maxHandshakes / delays.most` a second.
 /// A success does not clear a count (an attacker could share the network of a real
 /// coordinator, or of an SSH tunnel's end): failures age out after a quiet `window`.
 ///
@@ -60,7 +60,7 @@ package struct LoginFailures: Sendable {
 
     /// How long a hello from `address` waits before it is answered.
     package func delay(for address: String, now: ContinuousClock.Instant) -> Duration {
-        if isOverNodeWideBound(now: now) { return backoff.maxDelay }
+        if isOverNodeWideBound(now: now) { return backoff.delays.most }
         guard let entry = entries[Self.prefix(of: address)], now - entry.last < Self.window else { return .zero }
         return delay(after: entry.count)
     }
@@ -79,7 +79,7 @@ package struct LoginFailures: Sendable {
         levelAt = now
         if level > Double(backoff.nodeWideBurst) { holding = true }
         let overall = isOverNodeWideBound(now: now)
-        let delay = overall ? backoff.maxDelay : delay(after: entry.count)
+        let delay = overall ? backoff.delays.most : delay(after: entry.count)
         var lines: [String] = []
         if overall {
             if let line = countNodeWide(now: now, delay: delay) { lines.append(line) }
@@ -108,7 +108,7 @@ package struct LoginFailures: Sendable {
     private func delay(after count: Int) -> Duration {
         let slowed = count - backoff.freeFailures
         guard slowed > 0 else { return .zero }
-        return min(backoff.maxDelay, backoff.firstDelay * (1 << min(slowed - 1, 8)))
+        return backoff.delays.delay(after: slowed)
     }
 
     /// Drops the entries past the window; if that frees nothing, the eighth that failed
@@ -145,11 +145,11 @@ package struct LoginFailures: Sendable {
 package struct LoginBackoff: Sendable {
     /// Failures of one prefix within a minute answered at once.
     package var freeFailures = 3
-    package var firstDelay: Duration = .milliseconds(250)
-    /// Kept under the hello deadline, so a slowed refusal is still sent.
-    package var maxDelay: Duration = .seconds(2)
+    /// The waits after the free failures; the longest is kept under the hello deadline, so a
+    /// slowed refusal is still sent.
+    package var delays = Backoff(first: .milliseconds(250), most: .seconds(2))
     /// Node-wide, failures beyond this many, coming faster than `nodeWideFailuresPerSecond`,
-    /// make every hello wait `maxDelay`.
+    /// make every hello wait `delays.most`.
     package var nodeWideBurst = 32
     package var nodeWideFailuresPerSecond: Double = 8
     package init() {}

@@ -14,7 +14,7 @@ package struct SSHSettings: Sendable {
     package var shipExecutable: String?
     /// Backoff between attempts to reach a host: each costs a login, which sshd logs (and
     /// fail2ban counts), so slower than over TCP.
-    package var retryDelays: (first: Duration, most: Duration) = (.milliseconds(500), .seconds(10))
+    package var retryDelays = Backoff(first: .milliseconds(500), most: .seconds(10))
     /// Where the hosts' stderr lines go (`[gpu1] …`), already rate-limited.
     package var hostLog: @Sendable (String) -> Void
 

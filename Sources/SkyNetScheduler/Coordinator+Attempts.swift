@@ -92,17 +92,19 @@ extension Coordinator {
 /// unbroken run of `busy` answers, with jitter so coordinators sharing a node do not come back
 /// in step, and bounded. Any other answer from the system ends its run.
 struct BusyBackoff {
-    var first: Duration = .milliseconds(50)
-    var most: Duration = .seconds(2)
+    var rest = Backoff(first: .milliseconds(50), most: .seconds(2), jitter: 0.5)
     /// Unbroken `busy` answers by system name (bounded by the number of systems).
     var streaks: [String: Int] = [:]
+
+    init(first: Duration = .milliseconds(50), most: Duration = .seconds(2)) {
+        rest = Backoff(first: first, most: most, jitter: 0.5)
+    }
 
     /// Counts a `busy` answer from `system` and returns how long the slot rests.
     mutating func bounced(on system: String) -> Duration {
         let streak = min((streaks[system] ?? 0) + 1, 16)
         streaks[system] = streak
-        let ceiling = min(first * (1 << (streak - 1)), most)
-        return ceiling * Double.random(in: 0.5...1)
+        return rest.delay(after: streak)
     }
 
     /// `system` answered something other than `busy`: its next `busy` starts short again.

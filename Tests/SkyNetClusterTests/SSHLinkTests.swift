@@ -67,7 +67,7 @@ extension ProcessTests {
             settings.ssh = SSHSettings(command: SSHCommand(words: client.commandWords(key: key))) { line in
                 recorded.hostLines.withLock { $0.append(line) }
             }
-            settings.ssh.retryDelays = (.milliseconds(100), .milliseconds(500))
+            settings.ssh.retryDelays = Backoff(first: .milliseconds(100), most: .milliseconds(500))
             settings.ssh.ship = ship
             settings.ssh.shipExecutable = skynetBinary.path
             let systems = Systems()

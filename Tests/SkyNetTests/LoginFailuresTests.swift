@@ -16,8 +16,7 @@ import Testing
     func failures(free: Int = 3, first: Duration = .milliseconds(250), most: Duration = .seconds(2)) -> LoginFailures {
         var backoff = LoginBackoff()
         backoff.freeFailures = free
-        backoff.firstDelay = first
-        backoff.maxDelay = most
+        backoff.delays = Backoff(first: first, most: most)
         return LoginFailures(backoff: backoff)
     }
 

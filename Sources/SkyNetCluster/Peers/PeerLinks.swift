@@ -34,7 +34,7 @@ public final class PeerLinks: Sendable {
         /// (loopback only).
         public var token: String?
         /// Backoff between attempts to reach a peer that is down.
-        package var retryDelays: (first: Duration, most: Duration) = (.milliseconds(100), .seconds(2))
+        package var retryDelays = Backoff(first: .milliseconds(100), most: .seconds(2))
         /// Wait before asking again a peer that refused the hello for good or lacks the job.
         package var refusalRetryDelay: Duration = .seconds(30)
         /// The job the scan runs: a peer whose welcome does not list it is not used.
@@ -142,8 +142,7 @@ public final class PeerLinks: Sendable {
     func startLink(_ node: ClusterConfig.Node, capacity: Int) -> Bool {
         let context = context
         return links.start(node.name) {
-            await Self.link(node, capacity: capacity, systems: context.systems, settings: context.settings,
-                            jobCheck: context.jobCheck, traffic: context.traffic, log: context.log)
+            await PeerLink(node: node, capacity: capacity, context: context).run()
         }
     }
 
@@ -162,133 +161,10 @@ public final class PeerLinks: Sendable {
 
     /// The event of a hello that `peer` refused for good (it will be refused again, whatever
     /// the timing), or of a peer that could not prove the token; nil for any other failure.
-    private static func refusal(by peer: String, _ error: any Error) -> ClusterEvent? {
+    static func refusal(by peer: String, _ error: any Error) -> ClusterEvent? {
         if let refusal = error as? WireError, refusal.code == .unauthorized || refusal.code == .unsupportedVersion {
             return .refused(peer, code: refusal.code, message: refusal.message ?? "")
         }
         return (error as? PeerUnauthenticated).map { ClusterEvent.unauthorized(peer, reason: $0.reason) }
-    }
-
-    /// The link to `node`, until cancelled: returns whether it was linked (the peer in
-    /// `systems`) when it was cancelled, so that a leave says `disconnected` for it.
-    private static func link(
-        _ node: ClusterConfig.Node, capacity: Int, systems: Systems, settings: Settings, jobCheck: JobCheck,
-        traffic: PeerTraffic, log: @escaping @Sendable (ClusterEvent) async -> Void
-    ) async -> Bool {
-        let dialer = dialer(for: node, settings: settings)
-        let retryDelays = node.ssh == nil ? settings.retryDelays : settings.ssh.retryDelays
-        var delay = retryDelays.first
-        var reportedDown = false
-        var reportedRefusal = false
-        var justShipped = false
-        var reportedShippingAgain = false
-        while !Task.isCancelled {
-            let peer: PeerConnection
-            do {
-                peer = try await PeerConnection.open(name: node.name, dialer: dialer, token: dialer.sendsToken ? settings.token : nil,
-                                                     timeout: settings.timeout)
-            } catch {
-                if Task.isCancelled { return false }
-                if !reportedShippingAgain, let event = shippingAgain(node.name, after: error, justShipped: justShipped) {
-                    await log(event)
-                    reportedShippingAgain = true
-                }
-                guard let error = await shipIfNeeded(after: error, by: dialer, again: justShipped, timeout: settings.timeout) else {
-                    justShipped = true
-                    continue  // the copy is there now: dial again at once
-                }
-                justShipped = false
-                if let failure = error as? SSHFailure, let login = node.ssh {
-                    if !reportedDown {
-                        await log(.sshUnreachable(node.name, login: "\(login)", reason: failure.reason, fix: failure.fix))
-                    }
-                    reportedDown = true
-                    if failure.isPermanent {
-                        try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
-                    } else {
-                        try? await DeadlineTimer.shared.sleep(for: delay)
-                        delay = min(delay * 2, retryDelays.most)
-                    }
-                } else if let refusal = refusal(by: node.name, error) {
-                    if !reportedRefusal { await log(refusal) }
-                    reportedRefusal = true
-                    try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
-                } else {
-                    // An ssh node is reported in the ssh form whatever failed (ssh not found, …).
-                    let event: ClusterEvent = node.ssh.map {
-                        .sshUnreachable(node.name, login: "\($0)", reason: "\(error)",
-                                        fix: "check the login with: \(settings.ssh.command.checkHint(for: $0))")
-                    } ?? .unreachable(node.name, address: dialer.address, error: "\(error)")
-                    if !reportedDown { await log(event) }
-                    reportedDown = true
-                    try? await DeadlineTimer.shared.sleep(for: delay)
-                    delay = min(delay * 2, retryDelays.most)
-                }
-                continue
-            }
-            reportedDown = false
-            justShipped = false
-            switch jobCheck.check(peer.welcome, of: node.name) {
-            case .unusable(let event):
-                peer.close()
-                if !reportedRefusal { await log(event) }
-                reportedRefusal = true
-                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
-                continue
-            case .differs(let event):
-                await log(event)
-            case .usable:
-                break
-            }
-            let filesRefusal: ClusterEvent?
-            do {
-                filesRefusal = try await readyForFiles(peer, named: node.name, settings: settings)
-            } catch {
-                peer.close()
-                if Task.isCancelled {
-                    await peer.finish()
-                    return false
-                }
-                await log(.disconnected(node.name, reason: await lastWords(of: peer, peer.closed.value)))
-                try? await DeadlineTimer.shared.sleep(for: delay)
-                delay = min(delay * 2, retryDelays.most)
-                continue
-            }
-            if let filesRefusal {
-                peer.close()
-                if !reportedRefusal { await log(filesRefusal) }
-                reportedRefusal = true
-                try? await DeadlineTimer.shared.sleep(for: settings.refusalRetryDelay)
-                continue
-            }
-            reportedRefusal = false
-            let slots = min(capacity, peer.welcome.capacity)
-            let transfer = settings.transfer.map { TransferContext(spec: $0, records: settings.returnRecords, roots: settings.returnRoots) }
-            let remote = RemoteSystem(name: node.name, peer: peer, timeout: settings.timeout, transfer: transfer) { responsive in
-                await systems.setSuspended(!responsive, named: node.name)
-                await log(responsive ? .responsive(node.name) : .unresponsive(node.name))
-            }
-            await systems.add(remote, capacity: slots, draining: peer.isDraining)
-            traffic.linked(peer, named: node.name)
-            await log(.connected(node.name))
-            let linked = ContinuousClock.now
-            let reason = await awaitClose(of: peer, named: node.name, systems: systems, log: log)
-            await systems.remove(named: node.name)
-            traffic.unlinked(named: node.name)
-            if Task.isCancelled {
-                await peer.finish()
-                return true
-            }
-            await log(.disconnected(node.name, reason: await lastWords(of: peer, reason)))
-            // A peer that welcomes and then drops the link at once (crashing, or full) would
-            // otherwise be redialled in a hot loop: only a link that lasted resets the backoff.
-            if ContinuousClock.now - linked >= retryDelays.most {
-                delay = retryDelays.first
-            } else {
-                try? await DeadlineTimer.shared.sleep(for: delay)
-                delay = min(delay * 2, retryDelays.most)
-            }
-        }
-        return false
     }
 }
