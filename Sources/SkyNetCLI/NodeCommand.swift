@@ -94,23 +94,23 @@ struct NodeCommand: Command {
         if args.string("name")?.isEmpty == true { throw UsageError("option '--name' must not be empty") }
         var options = Node.Options(name: args.string("name") ?? "")
         options.port = port
-        options.host = args.string("host") ?? "127.0.0.1"
+        options.host = args.stringOrDefault("host") ?? options.host
         // Over stdio the welcome's capacity is what tells a coordinator the host's cores.
         options.capacity = try args.int("capacity", default: stdio ? CoreCount.online(atMost: ClusterConfig.maxCapacity) : 4)
-        options.failingEvery = try args.int("failing-every", default: 10)
-        options.maxConnections = try args.int("max-connections", default: 256)
-        options.idleTimeout = .seconds(try args.double("idle-timeout", default: 60))
+        options.failingEvery = try args.int("failing-every")
+        options.maxConnections = try args.int("max-connections")
+        options.idleTimeout = .seconds(try args.double("idle-timeout"))
         options.verbose = args.flag("verbose")
-        options.drainTimeout = .seconds(try args.double("drain-timeout", default: 30))
+        options.drainTimeout = .seconds(try args.double("drain-timeout"))
         metrics = try Self.metricsAddress(args)
         // Over stdio no token is asked for (SKYNET_TOKEN included): the coordinator sends none,
         // and a node waiting for its proof would never serve.
         options.token = stdio ? nil : try ClusterToken.load(args)?.value
         options.logsConnections = !stdio
         options.workDir = try Self.workDir(args.string("work-dir"))
-        options.maxFileSize = Int64(try args.bytes("max-file-size", default: 1 << 30))
+        options.maxFileSize = Int64(try args.bytes("max-file-size"))
         options.acceptsFiles = !args.flag("no-files")
-        let maxOutput = try args.bytes("max-output", default: CommandJob.defaultMaxOutput)
+        let maxOutput = try args.bytes("max-output")
         let declared = args.strings("job")
         options.jobs = try JobDeclarations.register(declared, in: options.jobs, maxOutput: maxOutput)
         if !stdio, !declared.isEmpty, options.token == nil, !Socket.isLoopback(options.host) {

@@ -29,8 +29,8 @@ extension ScanCommand {
               "send FILE once to each node before its first task; every task there",
               "finds it in its work directory at the same relative path",
               "(--job run='./process.sh {}' --basefile process.sh); repeatable"),
-        .init("max-file-size", .bytes(NodeCommand.maxFileSizeRange), usage: "[--max-file-size 1G]", line: 8, section: 3, "BYTES",
-              "the largest file sent or returned, <range> (default 1G); a larger",
+        .init("max-file-size", .bytes(NodeCommand.maxFileSizeRange), default: "1G", usage: "[--max-file-size <default>]", line: 8, section: 3, "BYTES",
+              "the largest file sent or returned, <range> (default <default>); a larger",
               "input or basefile is refused before anything is sent",
               spawned: { scan in scan.maxFileSizeGiven.map { ["--max-file-size", String($0)] } ?? [] }),
     ]
@@ -43,7 +43,7 @@ extension ScanCommand {
         let trc = args.strings("trc")
         spec.transfer = args.flag("transfer") || !trc.isEmpty
         spec.cleanup = args.flag("cleanup") || !trc.isEmpty
-        spec.maxFileSize = Int64(try args.bytes("max-file-size", default: Int(spec.maxFileSize)))
+        spec.maxFileSize = Int64(try args.bytes("max-file-size"))
         let templates = args.strings("return") + trc
         let basefiles = args.strings("basefile")
         for (name, values) in [("--return and --trc", templates), ("--basefile", basefiles)] where values.count > TransferSpec.maxReturns {

@@ -88,11 +88,11 @@ struct ScanCommand: Command {
         let args = try Self.optionTable.parse(arguments)
         token = try ClusterToken.load(args)
         dashboard = try args.string("dashboard").map { (text) throws(UsageError) in try ListenAddress.parse(text, option: "dashboard") }
-        dashboardLinger = try args.double("dashboard-linger", default: 0)
+        dashboardLinger = try args.double("dashboard-linger")
         if dashboard == nil, args.string("dashboard-linger") != nil {
             throw UsageError("--dashboard-linger keeps the dashboard of --dashboard: give --dashboard too")
         }
-        total = try args.int("total", default: 20)
+        total = try args.int("total")
         totalGiven = args.string("total") == nil ? nil : total
         (job, jobCommand) = try Self.parseJob(args.string("job"))
         inputsPath = args.string("inputs")
@@ -103,17 +103,17 @@ struct ScanCommand: Command {
         taskTimeout = try args.optionalDouble("task-timeout")
         // Given to spawned nodes only when set here, so their command line stays as it was.
         maxOutput = args.string("max-output") == nil ? nil
-            : try args.bytes("max-output", default: CommandJob.defaultMaxOutput)
+            : try args.bytes("max-output")
         if keepOrder && !results { throw UsageError("--keep-order orders the results of --results: give --results too") }
         if results && args.flag("json") {
             throw UsageError("--results and --json both want stdout: choose one (the JSON events carry each result)")
         }
-        duration = try args.double("duration", default: 1.0)
-        capacity = try args.int("capacity", default: 4)
+        duration = try args.double("duration")
+        capacity = try args.int("capacity")
         localCapacity = try args.int("local-capacity", default: capacity)
-        failingEvery = try args.int("failing-every", default: 10)
-        maxAttempts = try args.int("max-attempts", default: 5)
-        spawn = try args.int("spawn", default: 0)
+        failingEvery = try args.int("failing-every")
+        maxAttempts = try args.int("max-attempts")
+        spawn = try args.int("spawn")
         ssh = try Self.parseSSH(args)
         transfer = try Self.parseTransfer(args, job: job, inputsPath: inputsPath)
         maxFileSizeGiven = args.string("max-file-size") == nil ? nil : Int(transfer.maxFileSize)

@@ -46,13 +46,13 @@ struct StatusCommand: Command {
     init(arguments: [String]) throws(UsageError) {
         let args = try Self.optionTable.parse(arguments)
         if args.string("interval") != nil, !args.flag("watch") { throw UsageError("option '--interval' needs --watch") }
-        interval = args.flag("watch") ? try args.double("interval", default: 1) : nil
+        interval = args.flag("watch") ? try args.double("interval") : nil
         clusterPath = args.string("cluster") ?? "cluster.json"
         guard FileManager.default.fileExists(atPath: clusterPath) || args.string("cluster") != nil else {
             throw UsageError("no ./cluster.json here: name one with --cluster FILE")
         }
         cluster = try ScanCommand.loadCluster(named: clusterPath)
-        timeout = try args.double("timeout", default: 2)
+        timeout = try args.double("timeout")
         json = args.flag("json")
         token = try ClusterToken.load(args)?.value
         if let text = args.string("ssh-command") {

@@ -14,9 +14,13 @@ package struct Arguments {
     private var values: [String: [String]] = [:]
     private var flags: Set<String> = []
     private let kinds: [String: OptionValue]
+    /// Each option's value when not given, as its table declares it.
+    private let defaults: [String: String]
 
-    package init(_ arguments: [String], values kinds: [String: OptionValue], repeating: Set<String>) throws(UsageError) {
+    package init(_ arguments: [String], values kinds: [String: OptionValue], repeating: Set<String>,
+                 defaults: [String: String] = [:]) throws(UsageError) {
         self.kinds = kinds
+        self.defaults = defaults
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             guard argument.hasPrefix("--"), argument.count > 2 else {
@@ -51,12 +55,20 @@ package struct Arguments {
     /// The value of an option given once (the last one of a repeating option).
     package func string(_ name: String) -> String? { values[name]?.last }
 
+    /// The value of an option given once, else its table's default.
+    package func stringOrDefault(_ name: String) -> String? { string(name) ?? defaults[name] }
+
     /// Every value of a repeating option, in the order given.
     package func strings(_ name: String) -> [String] { values[name] ?? [] }
 
-    /// A whole number in the range of the option's `.count` entry.
-    package func int(_ name: String, default fallback: Int) throws(UsageError) -> Int {
-        guard let text = string(name) else { return fallback }
+    /// A whole number in the range of the option's `.count` entry; not given: its table's default.
+    package func int(_ name: String) throws(UsageError) -> Int {
+        try int(name, default: nil)
+    }
+
+    /// As `int(_:)`, with `fallback` when not given (a default that depends on other options).
+    package func int(_ name: String, default fallback: Int?) throws(UsageError) -> Int {
+        guard let text = string(name) ?? fallback.map(String.init) ?? tableDefault(name) else { preconditionFailure("--\(name) has no default") }
         guard case .count(let range) = kinds[name] else { preconditionFailure("--\(name) is not a count in its table") }
         guard let value = Int(text), range.contains(value) else {
             throw UsageError("option '--\(name)' wants a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
@@ -64,9 +76,15 @@ package struct Arguments {
         return value
     }
 
-    /// A number of bytes: plain (`262144`) or with a binary suffix (`256K`, `1M`, `1G`, `1T`).
-    package func bytes(_ name: String, default fallback: Int) throws(UsageError) -> Int {
-        guard let text = string(name) else { return fallback }
+    /// A number of bytes: plain (`262144`) or with a binary suffix (`256K`, `1M`, `1G`, `1T`);
+    /// not given: its table's default.
+    package func bytes(_ name: String) throws(UsageError) -> Int {
+        try bytes(name, default: nil)
+    }
+
+    /// As `bytes(_:)`, with `fallback` when not given.
+    package func bytes(_ name: String, default fallback: Int?) throws(UsageError) -> Int {
+        guard let text = string(name) ?? fallback.map(String.init) ?? tableDefault(name) else { preconditionFailure("--\(name) has no default") }
         guard case .bytes(let range) = kinds[name] else { preconditionFailure("--\(name) is not bytes in its table") }
         let units: [Character: Int] = ["K": 1 << 10, "k": 1 << 10, "M": 1 << 20, "m": 1 << 20, "G": 1 << 30, "g": 1 << 30,
                                        "T": 1 << 40, "t": 1 << 40]
@@ -80,8 +98,14 @@ package struct Arguments {
         return value
     }
 
-    package func double(_ name: String, default fallback: Double) throws(UsageError) -> Double {
-        guard let text = string(name) else { return fallback }
+    /// A number of seconds in the range of the option's `.seconds` entry; not given: its table's default.
+    package func double(_ name: String) throws(UsageError) -> Double {
+        try double(name, default: nil)
+    }
+
+    /// As `double(_:)`, with `fallback` when not given.
+    package func double(_ name: String, default fallback: Double?) throws(UsageError) -> Double {
+        guard let text = string(name) ?? fallback.map({ "\($0)" }) ?? tableDefault(name) else { preconditionFailure("--\(name) has no default") }
         guard case .seconds(let range) = kinds[name] else { preconditionFailure("--\(name) is not seconds in its table") }
         guard let value = Double(text), value.isFinite, range.contains(value) else {
             throw UsageError("option '--\(name)' wants a number of seconds in \(range.lowerBound.formatted)...\(range.upperBound.formatted), not '\(text)'")
@@ -89,8 +113,11 @@ package struct Arguments {
         return value
     }
 
+    /// The default the option's table declares, as written.
+    private func tableDefault(_ name: String) -> String? { defaults[name] }
+
     package func optionalDouble(_ name: String) throws(UsageError) -> Double? {
-        values[name] == nil ? nil : try double(name, default: 0)
+        values[name] == nil ? nil : try double(name, default: nil)
     }
 }
 

@@ -42,12 +42,17 @@ package struct Option<Command>: Sendable {
     private(set) var help: [(label: String, lines: [String])]
     /// The arguments of `skynet node` that give a spawned node this option, from the parsed command.
     package let spawned: (@Sendable (Command) -> [String])?
+    /// Its value when not given, as a user would write it (`20`, `1G`, `1.0`): parsed by the
+    /// same code as a given value, and written for `<default>` in its usage and help.
+    package let fallback: String?
 
     /// `label` nil: hidden from usage and help.
-    package init(_ name: String, _ value: OptionValue, repeats: Bool = false, usage: String?, line: Int = 0, section: Int = 0,
-         _ label: String? = nil, _ lines: String..., spawned: (@Sendable (Command) -> [String])? = nil) {
-        (self.name, self.value, self.repeats, self.usage, self.line, self.section, self.spawned)
-            = (name, value, repeats, usage, line, section, spawned)
+    package init(_ name: String, _ value: OptionValue, default fallback: String? = nil, repeats: Bool = false, usage: String?,
+                 line: Int = 0, section: Int = 0, _ label: String? = nil, _ lines: String...,
+                 spawned: (@Sendable (Command) -> [String])? = nil) {
+        (self.name, self.value, self.fallback, self.repeats, self.line, self.section, self.spawned)
+            = (name, value, fallback, repeats, line, section, spawned)
+        self.usage = usage.map { text in fallback.map { text.replacing("<default>", with: $0) } ?? text }
         help = label.map { [($0, lines)] } ?? []
     }
 
@@ -91,6 +96,7 @@ package struct OptionTable<Command>: Sendable {
                 option.help.map { entry in
                     let name = "--\(option.name)" + (entry.label.isEmpty ? "" : " \(entry.label)")
                     let text = entry.lines.joined(separator: "\n" + indent).replacing("<range>", with: option.value.range)
+                        .replacing("<default>", with: option.fallback ?? "")
                     return "  " + (name.count < column ? name + String(repeating: " ", count: column - name.count) : name + "\n" + indent) + text
                 }
             }
@@ -107,6 +113,7 @@ package struct OptionTable<Command>: Sendable {
     /// Parses `arguments` against these options.
     package func parse(_ arguments: [String]) throws(UsageError) -> Arguments {
         try Arguments(arguments, values: Dictionary(uniqueKeysWithValues: options.map { ($0.name, $0.value) }),
-                      repeating: Set(options.filter(\.repeats).map(\.name)))
+                      repeating: Set(options.filter(\.repeats).map(\.name)),
+                      defaults: Dictionary(uniqueKeysWithValues: options.compactMap { option in option.fallback.map { (option.name, $0) } }))
     }
 }

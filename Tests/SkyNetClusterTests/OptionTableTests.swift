@@ -61,7 +61,7 @@ struct OptionTableTests {
 
     @Test func helpStatesTheRangesParsingEnforces() {
         #expect(ScanCommand.help.contains("--spawn N            start N local"))
-        #expect(ScanCommand.help.contains("afterwards, 0...64\n"))
+        #expect(ScanCommand.help.contains("afterwards, 0...64 (default 0)\n"))
         #expect(NodeCommand.help.contains("1...512K (default 256K"))
         #expect(StatusCommand.help.contains("0.001...60 (default 2)"))
         #expect(throws: UsageError.self) { try ScanCommand.optionTable.parse(["--spawn", "65"]).int("spawn", default: 0) }
@@ -73,6 +73,33 @@ struct OptionTableTests {
     }
 
     /// Every option a table accepts, and those its help lists.
+    /// Each option's default is declared once, in its table entry: it is what a command that
+    /// was not given the option reads (parsed as a given value is, so inside its range), and it
+    /// is what help says; no help line writes a default of its own beside it.
+    @Test func eachDefaultIsTheTablesAndHelpSaysIt() throws {
+        func check<Command>(_ table: OptionTable<Command>, help: String) throws {
+            let none = try table.parse([])
+            for option in table.options {
+                guard let fallback = option.fallback else { continue }
+                switch option.value {
+                case .count: #expect(try none.int(option.name) == Int(fallback), "--\(option.name)")
+                case .bytes: #expect(try none.bytes(option.name) > 0 || fallback == "0", "--\(option.name)")
+                case .seconds: #expect(try none.double(option.name) == Double(fallback), "--\(option.name)")
+                case .text, .flag: #expect(none.stringOrDefault(option.name) == fallback, "--\(option.name)")
+                }
+                let lines = option.help.flatMap(\.lines).joined(separator: " ")
+                #expect(!lines.contains("(default \(fallback)") && !lines.contains("default: \(fallback)"),
+                        "--\(option.name) writes its default into its help instead of <default>")
+                #expect(help.contains("(default \(fallback)"), "help does not say --\(option.name)'s default \(fallback)")
+            }
+        }
+        try check(ScanCommand.optionTable, help: ScanCommand.help)
+        try check(NodeCommand.optionTable, help: NodeCommand.help)
+        try check(StatusCommand.optionTable, help: StatusCommand.help)
+        #expect(try ScanCommand.optionTable.parse([]).int("total") == 20)
+        #expect(try NodeCommand.optionTable.parse([]).bytes("max-file-size") == 1 << 30)
+    }
+
     static func names<Command>(_ table: OptionTable<Command>) -> (accepted: Set<String>, listed: Set<String>) {
         (Set(table.options.map(\.name)), Set(table.options.filter { !$0.help.isEmpty }.map(\.name)))
     }
