@@ -57,7 +57,7 @@ struct NodeFileOptionsTests {
 
     @Test func helpStatesTheRangeAndTheDefault() {
         #expect(NodeCommand.help.contains("--max-file-size BYTES"))
-        #expect(NodeCommand.help.contains("1...1T\n"))
+        #expect(NodeCommand.help.contains("1...1T (default 1G;"))
         #expect(NodeCommand.help.contains("(default 1G;"))
         #expect(NodeCommand.usage.contains("[--work-dir DIR] [--max-file-size 1G] [--no-files]"))
         #expect(NodeCommand.stdioUsage.contains("[--work-dir DIR] [--max-file-size 1G] [--no-files]"))

@@ -2,41 +2,43 @@ import Foundation
 import Testing
 @testable import SkyNetRuntime
 
-/// The library as a program outside this package sees it: `import SkyNet` and the modules
-/// `swift build` made, compiled without this package's name, so only `public` declarations
-/// are visible (`package` ones are for the package's own targets).
-@Suite(.timeLimit(.minutes(5)))
-struct PublicAPITests {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
-    static let modules = skynetBinary.deletingLastPathComponent().appendingPathComponent("Modules").path
+extension ProcessTests {
+    /// The library as a program outside this package sees it: `import SkyNet` and the modules
+    /// `swift build` made, compiled without this package's name, so only `public` declarations
+    /// are visible (`package` ones are for the package's own targets).
+    @Suite(.timeLimit(.minutes(5)))
+    struct PublicAPITests {
+        static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        static let modules = skynetBinary.deletingLastPathComponent().appendingPathComponent("Modules").path
 
-    /// Type-checks `files` as a program of its own, against the built modules.
-    func typecheck(_ files: [String]) async throws -> Finished {
-        try await runProgram("/usr/bin/env", ["swiftc", "-typecheck", "-swift-version", "6", "-I", Self.modules] + files,
-                             limit: .seconds(240))
-    }
+        /// Type-checks `files` as a program of its own, against the built modules.
+        func typecheck(_ files: [String]) async throws -> Finished {
+            try await runProgram("/usr/bin/env", ["swiftc", "-typecheck", "-swift-version", "6", "-I", Self.modules] + files,
+                                 limit: .seconds(240))
+        }
 
-    @Test func theExampleCompilesAgainstThePublicAPIAlone() async throws {
-        let example = Self.repository.appendingPathComponent("Examples/WordCount/main.swift").path
-        let run = try await typecheck([example])
-        #expect(run.status == 0, "\(run.stderr)")
-    }
+        @Test func theExampleCompilesAgainstThePublicAPIAlone() async throws {
+            let example = Self.repository.appendingPathComponent("Examples/WordCount/main.swift").path
+            let run = try await typecheck([example])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
 
-    @Test func aPackageDeclarationIsNotPartOfIt() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-api-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let program = folder.appendingPathComponent("main.swift")
-        // The real clock and the peer links' internals are the package's, not the library's.
-        try """
-        import SkyNet
-        _ = DeadlineTimer.shared
-        _ = PeerLinks.Settings().returnRoots
-        """.write(to: program, atomically: true, encoding: .utf8)
-        let run = try await typecheck([program.path])
-        #expect(run.status != 0)
-        #expect(run.stderr.contains("cannot find 'DeadlineTimer' in scope"), "\(run.stderr)")
-        #expect(run.stderr.contains("'returnRoots' is inaccessible due to 'package' protection level"), "\(run.stderr)")
+        @Test func aPackageDeclarationIsNotPartOfIt() async throws {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-api-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let program = folder.appendingPathComponent("main.swift")
+            // The real clock and the peer links' internals are the package's, not the library's.
+            try """
+            import SkyNet
+            _ = DeadlineTimer.shared
+            _ = PeerLinks.Settings().returnRoots
+            """.write(to: program, atomically: true, encoding: .utf8)
+            let run = try await typecheck([program.path])
+            #expect(run.status != 0)
+            #expect(run.stderr.contains("cannot find 'DeadlineTimer' in scope"), "\(run.stderr)")
+            #expect(run.stderr.contains("'returnRoots' is inaccessible due to 'package' protection level"), "\(run.stderr)")
+        }
     }
 }
