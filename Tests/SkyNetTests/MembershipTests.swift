@@ -83,25 +83,25 @@ struct MembershipTests {
         let answers = Answers()
         answers.set(["127.0.0.1", "127.0.0.2"])
         try await withGroup(answers, port: nodes[0].port) { systems, events in
-            try await awaitState(upTo: .seconds(10)) { await Set(systems.names) == ["g/127.0.0.1", "g/127.0.0.2"] }
+            try await awaitState(upTo: .seconds(60)) { await Set(systems.names) == ["g/127.0.0.1", "g/127.0.0.2"] }
             #expect(events.lines.contains("[Cluster] Found: g/127.0.0.1 (an address of nodes.test)"))
 
             answers.set(["127.0.0.1", "127.0.0.2", "127.0.0.3"])
-            try await awaitState(upTo: .seconds(10)) { await systems.names.count == 3 }
+            try await awaitState(upTo: .seconds(60)) { await systems.names.count == 3 }
             let scanEvents = EventLog()
             let coordinator = Coordinator(systems: systems) { scanEvents.append($0) }
             let scan = Task { await coordinator.run((0..<3).map { gate.task($0) }) }
             defer { scan.cancel() }
-            try await awaitState(upTo: .seconds(10)) { nodes.allSatisfy { $0.system.counters.running == 1 } }
+            try await awaitState(upTo: .seconds(60)) { nodes.allSatisfy { $0.system.counters.running == 1 } }
 
             // .2 leaves: drained while its task runs, unlinked once that task is done.
             answers.set(["127.0.0.1", "127.0.0.3"])
-            try await events.waitFor(upTo: .seconds(10)) { if case .draining("g/127.0.0.2", _) = $0 { true } else { false } }
+            try await events.waitFor(upTo: .seconds(60)) { if case .draining("g/127.0.0.2", _) = $0 { true } else { false } }
             #expect(await systems.slotUse.first { $0.name == "g/127.0.0.2" }?.draining == true)
             #expect(!events.all.contains { if case .disconnected("g/127.0.0.2", _) = $0 { true } else { false } })
             for index in 0..<3 { try await gate.release(index) }
             let report = try await withTimeout(.seconds(30)) { await scan.value }
-            try await events.waitFor(upTo: .seconds(10)) { if case .disconnected("g/127.0.0.2", _) = $0 { true } else { false } }
+            try await events.waitFor(upTo: .seconds(60)) { if case .disconnected("g/127.0.0.2", _) = $0 { true } else { false } }
 
             #expect(report.completed == 3)
             #expect(report.gaveUp == 0)
@@ -109,7 +109,7 @@ struct MembershipTests {
             #expect(report.systems["g/127.0.0.3"]?.completed == 1)
             #expect(report.systems["g/127.0.0.2"]?.completed == 1)
             #expect(report.systems["g/127.0.0.2"]?.failed ?? 0 == 0)
-            try await awaitState(upTo: .seconds(10)) { await Set(systems.names) == ["g/127.0.0.1", "g/127.0.0.3"] }
+            try await awaitState(upTo: .seconds(60)) { await Set(systems.names) == ["g/127.0.0.1", "g/127.0.0.3"] }
             #expect(events.lines.contains("[Cluster] Draining: g/127.0.0.2 (no longer an address of nodes.test)"))
             // The coordinator let go of the node; the node itself keeps serving.
             #expect(nodes[1].phase == .accepting)

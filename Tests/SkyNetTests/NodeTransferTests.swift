@@ -53,7 +53,9 @@ struct NodeTransferTests {
             let welcome = client.readLine() ?? ""
             try client.send(bytes: bytes)
             var lines: [String] = [], answered = 0
-            while answered < replies, let line = client.readLine() {
+            // The replies come; a bound of a minute only ends a hang (the opening burst of the
+            // unit tests holds a node's answer for 15 s on two cores).
+            while answered < replies, let line = client.readLine(silence: .seconds(60)) {
                 lines.append(line)
                 let type = jsonFields(line)?["type"] as? String
                 if ["result", "failure", "stored", "error"].contains(type) { answered += 1 }

@@ -67,7 +67,9 @@ struct PeerLinksRefusalTests {
         let betaGate = Gate(answering: refusal)
         let beta = try await HelloNode { connection, _ in betaGate.answer(connection) }
         let alphaConnected = AsyncSignal<Void>()
-        var settings = PeerLinks.Settings(capacity: 1, timeout: .seconds(5))
+        // A hello bound that a loaded machine cannot run out: a timed-out hello is reported as
+        // unreachable, not refused, and the test's order would not hold.
+        var settings = PeerLinks.Settings(capacity: 1, timeout: .seconds(60))
         settings.refusalRetryDelay = .milliseconds(50)
         let cluster = ClusterConfig(nodes: [.init(name: "alpha", port: alpha.listener.port), .init(name: "beta", port: beta.listener.port)])
         let links = PeerLinks(cluster: cluster, systems: Systems(), settings: settings) { event in
