@@ -5,8 +5,8 @@ import Testing
 
 extension NodeStdioProcessTests {
     /// `skynet node --stdio` started with its stdin or stdout closed has no channel: it says so
-    /// and exits 2. (Descriptor 0 or 1 used to go to the runtime's own eventfd or epoll before
-    /// main ran, which the node then took for its channel: it exited 0 without a word.) The
+    /// and exits 2. (Descriptor 0 or 1 would otherwise go to the runtime's own eventfd or epoll
+    /// before main runs, and the node would take it for its channel and exit 0 without a word.) The
     /// harness cannot close a child's descriptor, so a shell does it here, in the test only:
     /// the binary's path is its $0, never part of the script.
     @Test(arguments: ["<&-", ">&-", "<&- >&-"])

@@ -6,8 +6,8 @@ import Testing
 extension NodeStdioProcessTests {
     /// The coordinator's side stopped reading the node's stdout, so the node holds back reading
     /// its stdin (back pressure), and then closed stdin: the node must still see the end of its
-    /// input and exit within about a second, its job's process group gone. (It used to wait in
-    /// the pause for replies nobody would read: until the idle sweep, or for ever under a job.)
+    /// input and exit within about a second, its job's process group gone, rather than wait in
+    /// the pause for replies nobody will read (until the idle sweep, or for ever under a job).
     @Test func stdinClosedWhileTheNodeHoldsBackReadingEndsItAndTheJobsGroup() async throws {
         let unread = try ChildProcess.makePipe()  // the node's stdout: never read
         defer { close(unread.read); close(unread.write) }

@@ -153,7 +153,7 @@ extension ProcessTests {
                 do {
                     try await ssh.waitForLine(timeout: .seconds(15)) { $0 == "up" }
                     // The shell printed `up` and is becoming `cat`: across its exec /proc may show
-                    // none for a moment (CI under load did), so the one session is awaited.
+                    // none for a moment under load, so the one session is awaited.
                     #expect(await host.waitUntil(within: .seconds(10)) { $0.processes().count == 1 })
                     let listener = try #require(host.sshdPID)
                     let sessionSSHDs = HostProcesses.descendants(of: listener).filter { $0.name == "sshd" }.map(\.pid)

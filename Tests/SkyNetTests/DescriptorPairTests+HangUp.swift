@@ -72,9 +72,9 @@ extension DescriptorPairTests {
     }
 
     /// The peer asks for replies it never reads, until the reader holds back; then sends one
-    /// more line and closes its end. The connection ends: over pipes it used to wait for the
-    /// replies to drain, for ever, since no reply could tell it (a TCP peer's close with bytes
-    /// unread resets the connection, which the blocked send sees).
+    /// more line and closes its end. The connection ends, over pipes too, where no reply can
+    /// tell it (a TCP peer's close with bytes unread resets the connection, which the blocked
+    /// send sees; a pipe gives no such sign, so the hang-up is watched for).
     @Test(arguments: PeerKind.allCases)
     func aReaderHeldBackEndsWhenItsPeerCloses(kind: PeerKind) async throws {
         let peer = try await link(kind)

@@ -244,7 +244,7 @@ struct NodeLoginSlowdownTests {
     /// A slowed address's hello waits on the connection's own reader: what the client sent
     /// after it (here pings in the same write) is kept in order and answered after the welcome,
     /// never before it and never dropped; a client that leaves during the wait is not refused
-    /// as "busy" (the wait used to end in a refusal on a connection already forgotten).
+    /// as "busy" (the end of the wait finds the connection gone and sends nothing).
     @Test func linesSentBehindAHeldHelloAreAnsweredAfterTheWelcomeInOrder() async throws {
         var backoff = LoginBackoff()
         backoff.freeFailures = 0  // every hello after the first failure waits (250 ms)

@@ -53,8 +53,8 @@ struct SlowLinkLivenessTests {
         }
         // Unresponsive only once the reader had stopped taking bytes for a while (at 4 s, or
         // earlier when a loaded machine starved its thread), not at the first late pong while it
-        // still read every 20 ms (1 s, as it was while queued bytes counted as moved). (A bound
-        // of 2.5 s from the start failed once in CI, at 1.96 s: the reader had been starved.)
+        // still read every 20 ms (queued bytes do not count as moved). No bound from the start:
+        // a starved reader can stop taking bytes at any time.
         let failed = ContinuousClock.now, taken = reads.withLock { $0 }
         let lastRead = try #require(taken.last(where: { $0 <= failed }), "the reader took nothing")
         #expect(failed - lastRead >= .milliseconds(500), "\(taken.count) reads, the last \(failed - lastRead) before the failure")
