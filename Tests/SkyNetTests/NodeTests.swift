@@ -35,8 +35,11 @@ struct NodeTests {
         try await withNode(options(capacity: capacity, token: token), body)
     }
 
+    /// A coordinator's connection to `node`. The bound only ends a hang: in the unit tests'
+    /// opening burst a welcome can take 15 s on two cores, and a hello that timed out would
+    /// fail the test (or, with a wrong token, leave the node no failed login to count).
     func connect(_ node: Node, token: String? = nil, keepAlive: Duration = PeerConnection.defaultKeepAliveInterval) async throws -> PeerConnection {
-        try await PeerConnection.open(name: "beta", host: "127.0.0.1", port: node.port, token: token, timeout: .seconds(5),
+        try await PeerConnection.open(name: "beta", host: "127.0.0.1", port: node.port, token: token, timeout: .seconds(60),
                                       keepAliveInterval: keepAlive)
     }
 
