@@ -16,6 +16,16 @@ let parts: [Target.Dependency] = [
 let warningsAsErrors: [SwiftSetting] = Context.environment["SKYNET_WARNINGS_AS_ERRORS"] == "1"
     ? [.unsafeFlags(["-warnings-as-errors"])] : []
 
+/// One unit-test target per library target, in `Tests/<target>Tests`: each reaches into its
+/// part with `@testable import`, and into the others it drives (a node for a peer link's test).
+let unitTestTargets: [Target] = [
+    "SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetMetrics", "SkyNetHTTP",
+    "SkyNetScheduler", "SkyNetTransfer", "SkyNetJournal", "SkyNetSSH", "SkyNetNode", "SkyNetCluster", "SkyNetDashboard",
+    "SkyNet",
+].map { part in
+    .testTarget(name: part + "Tests", dependencies: ["SkyNet", "SkyNetTestSupport"] + parts)
+}
+
 let package = Package(
     name: "SkyNet",
     platforms: [.macOS(.v15)],
@@ -64,17 +74,21 @@ let package = Package(
         .target(name: "SkyNetOptions"),
         .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet", "SkyNetOptions"] + parts),
         // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
-        // W13 runs the tests' real sshd hosts (SkyNetTestSupport imports no test framework).
-        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet", "SkyNetOptions", "SkyNetTestSupport"] + parts),
+        // W13 and W14 run real sshd hosts (SkyNetLocalHosts).
+        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet", "SkyNetOptions", "SkyNetLocalHosts"] + parts),
         // A Swift job on a coordinator and an in-process node: `swift run skynet-example-wordcount`.
         .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet"] + parts, path: "Examples/WordCount"),
-        // What both test targets use (a seeded random source for the fuzz tests).
-        .target(name: "SkyNetTestSupport", dependencies: ["SkyNet"] + parts, path: "Tests/SkyNetTestSupport"),
-        // The tests reach into each part with `@testable import`.
-        .testTarget(name: "SkyNetTests", dependencies: ["SkyNet", "SkyNetTestSupport"] + parts),
-        // Depends on the executables so that `swift test` builds `skynet` and `skynet-bench`
-        // beside the test bundle.
-        .testTarget(name: "SkyNetClusterTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetBench", "SkyNetOptions", "SkyNetTestSupport"] + parts),
+        // Throwaway hosts on this machine: sshd with temporary keys, on loopback or in network
+        // namespaces, and GNU parallel found on PATH. The ssh benchmarks (W13, W14) and the tests
+        // start the same real hosts.
+        .target(name: "SkyNetLocalHosts", dependencies: ["SkyNet"] + parts),
+        // What the test targets share: fakes, sandboxes, the manual clock, Chromium, PNG checks.
+        .target(name: "SkyNetTestSupport", dependencies: ["SkyNet", "SkyNetLocalHosts"] + parts, path: "Tests/SkyNetTestSupport"),
+    ] + unitTestTargets + [
+        // The tests that start real processes (`skynet`, sshd, Chromium, Prometheus), one suite
+        // at a time. They depend on the executables so that `swift test` builds `skynet` and
+        // `skynet-bench` beside the test bundle.
+        .testTarget(name: "SkyNetProcessTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetBench", "SkyNetOptions", "SkyNetTestSupport", "SkyNetLocalHosts"] + parts),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,7 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetLocalHosts
 import SkyNetRuntime
-import SkyNetTestSupport
 
 /// The peak resident memory of the `skynet` nodes an ssh test host's logins start: they are
 /// not our children, so they are found by the host's marker (`SSHTestHost.processes()`), and

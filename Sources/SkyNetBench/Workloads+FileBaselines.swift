@@ -1,7 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetLocalHosts
 import SkyNetRuntime
-import SkyNetTestSupport
 
 /// W14's baselines: the same files moved by `scp`, by a raw TCP pipe and by GNU parallel.
 extension Workloads {

@@ -1,7 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetLocalHosts
 import SkyNetRuntime
-import SkyNetTestSupport
 
 extension Workloads {
     /// W14: files that travel with their tasks. 200 files of 4 MiB (seeded random), each sent

@@ -1,6 +1,6 @@
 import Foundation
 import SkyNet
-import SkyNetTestSupport
+import SkyNetLocalHosts
 
 extension Workloads {
     /// W8: 2,000 tasks of `/bin/true` (a command job, `t=/bin/true`) on 3 nodes × 4 slots,

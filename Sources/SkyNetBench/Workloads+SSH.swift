@@ -1,7 +1,7 @@
 import Foundation
 import SkyNet
+import SkyNetLocalHosts
 import SkyNetRuntime
-import SkyNetTestSupport
 
 extension Workloads {
     /// W13: links over ssh, to two hosts that are real OpenSSH servers on loopback (the test

@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetLocalHosts
 import SkyNetRuntime
 
 /// Files of seeded random bytes for the tests of files that travel, their SHA-256

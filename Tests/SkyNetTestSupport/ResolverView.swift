@@ -1,5 +1,6 @@
 import Foundation
 import SkyNet
+import SkyNetLocalHosts
 
 /// A hosts file of the test's own, seen as /etc/hosts by the processes it launches: each runs
 /// in a mount namespace of its own (`unshare --mount`) where the test's `hosts` and

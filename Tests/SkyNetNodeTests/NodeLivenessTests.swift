@@ -1,0 +1,142 @@
+import Foundation
+@testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetNode
+@testable import SkyNetRuntime
+import SkyNetTestSupport
+@testable import SkyNetTransport
+@testable import SkyNetWire
+import Testing
+
+/// Half-open and silent peers, descriptors (item 8) and the hello budget
+/// (item 12), in process.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct NodeLivenessTests {
+    let nodeTests = NodeHarness()
+
+    /// A raw client: connects, sends `lines`, and returns its socket (the test closes it).
+    func rawClient(_ node: Node, saying lines: [String]) async throws -> Socket {
+        let (socket, _) = try await onOwnThread(named: "test-raw") { () throws -> (Socket, Int) in
+            let socket = try Socket.connect(host: "127.0.0.1", port: node.port, timeout: .seconds(5))
+            let bytes = Array(lines.map { $0 + "\n" }.joined().utf8)
+            return (socket, try socket.send(bytes, wait: true))
+        }
+        return socket
+    }
+
+    /// Reads until the node closes the connection (or `limit`); returns the lines and when.
+    func readToEnd(_ socket: Socket, limit: Duration) async throws -> [String] {
+        try await onOwnThread(named: "test-read") { receiveLines(from: socket, count: .max, silence: limit) }
+    }
+
+    /// On a manual clock: the sweeper (every 150 ms, a quarter of the bound) keeps the client
+    /// at 150, 300 and 450 ms of silence and drops it at the sweep that finds 600 ms.
+    @Test func aClientThatSaysHelloThenGoesSilentIsDroppedWithinTheIdleBound() async throws {
+        var options = nodeTests.options()
+        options.idleTimeout = .milliseconds(600)
+        let clock = ManualClock(), start = clock.now
+        let node = try await Node.start(options, clock: clock)
+        do {
+            let socket = try await rawClient(node, saying: [#"{"type":"hello","version":1,"name":"mute"}"#])
+            defer { socket.close() }
+            let welcome = try await onOwnThread(named: "test-read") { receiveLines(from: socket, count: 1, silence: .seconds(60)) }
+            #expect(welcome.count == 1 && welcome[0].contains("welcome"))
+            for sweep in 1...3 {
+                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
+                clock.advance(by: .milliseconds(150))
+            }
+            // The sweep at 450 ms has run (the sweeper rests until 600 ms): the client is kept.
+            await clock.waitUntilPending(at: start + .milliseconds(600))
+            #expect(node.connectionCount == 1, "dropped too early, before 600 ms of silence")
+            clock.advance(by: .milliseconds(150))
+            #expect(try await readToEnd(socket, limit: .seconds(60)).isEmpty)
+            try await awaitState(upTo: .seconds(5)) { node.connectionCount == 0 }
+        } catch {
+            await node.stop(grace: .seconds(1))
+            throw error
+        }
+        await node.stop(grace: .seconds(1))
+    }
+
+    @Test func aCoordinatorWhoseLinkIsIdleKeepsItAliveWithPings() async throws {
+        var options = nodeTests.options()
+        options.idleTimeout = .milliseconds(4500)
+        try await nodeTests.withNode(options) { node in
+            let peer = try await nodeTests.connect(node, keepAlive: .milliseconds(450))
+            defer { peer.close() }
+            // The link stays up for two idle bounds with nothing but the keep-alive pings on it
+            // (a bound ten pings long: a sanitizer build on a busy machine once missed 600 ms,
+            // and at a load average of 25 a bound of 1.5 s).
+            let closed = peer.closed
+            await #expect(throws: TimeoutError.self) { _ = try await withTimeout(.seconds(9)) { await closed.value } }
+            #expect(try await nodeTests.running(peer) == 0)
+        }
+    }
+
+    /// The node names its idle bound in the welcome, and a coordinator with the default
+    /// keep-alive (15 s) pings at a third of it: a short `--idle-timeout` never drops it.
+    @Test func aNodeWithAShortIdleBoundSaysSoAndIsPingedInTime() async throws {
+        var options = nodeTests.options()
+        // Short beside the default keep-alive of 15 s; a ping every 1.5 s leaves 3 s for a
+        // late one (at a load average of 25, 1 s was not enough under the thread sanitizer).
+        options.idleTimeout = .milliseconds(4500)
+        try await nodeTests.withNode(options) { node in
+            let peer = try await PeerConnection.open(name: "beta", host: "127.0.0.1", port: node.port, token: nil, timeout: .seconds(5))
+            defer { peer.close() }
+            #expect(peer.welcome.idleSeconds == 4.5)
+            let closed = peer.closed
+            await #expect(throws: TimeoutError.self) { _ = try await withTimeout(.seconds(9)) { await closed.value } }
+            #expect(try await nodeTests.running(peer) == 0)
+        }
+    }
+
+    @Test func anAcceptedAndAConnectedSocketBothProbeWithKeepalive() async throws {
+        let (server, client) = try await loopbackPair()
+        defer { server.close(); client.close() }
+        #expect(server.keepsAlive && client.keepsAlive)
+        #expect(server.keepAliveIdleSeconds == Socket.keepAlive.idle)
+        #expect(client.keepAliveIdleSeconds == Socket.keepAlive.idle)
+    }
+
+    @Test func runningOutOfDescriptorsNamesTheLimitAndTheFix() {
+        let error = SocketError("connect 127.0.0.1:9001", code: EMFILE)
+        #expect(error.description == "connect 127.0.0.1:9001: Too many open files "
+                + "(this process may open \(DescriptorLimit.current) descriptors; raise the limit with ulimit -n)")
+        #expect(error.isOutOfDescriptors)
+        #expect(DescriptorLimit.raiseToMaximum() >= DescriptorLimit.current)
+    }
+
+    @Test func silentConnectionsBeyondTheHelloBudgetPushOutTheOldestAndNeverLockOutAClient() async throws {
+        var options = nodeTests.options(token: "secret")
+        options.maxPendingConnections = 8
+        options.maxPendingPerAddress = 4
+        options.helloTimeout = .seconds(30)
+        try await nodeTests.withNode(options) { node in
+            var silent: [Socket] = []
+            defer { for socket in silent { socket.close() } }
+            for _ in 0..<40 { silent.append(try await rawClient(node, saying: [])) }
+            try await awaitState(upTo: .seconds(5)) { node.connectionCount <= 4 }
+            let peer = try await nodeTests.connect(node, token: "secret")
+            defer { peer.close() }
+            #expect(try await nodeTests.running(peer) == 0)
+            // The oldest silent ones were closed by the node.
+            #expect(try await readToEnd(silent[0], limit: .seconds(5)).isEmpty)
+        }
+    }
+
+    @Test func aClientBeyondMaxConnectionsIsAnsweredBusy() async throws {
+        var options = nodeTests.options()
+        options.maxConnections = 2
+        try await nodeTests.withNode(options) { node in
+            let first = try await nodeTests.connect(node), second = try await nodeTests.connect(node)
+            defer { first.close(); second.close() }
+            await #expect(throws: WireError(code: "busy", message: "too many connections (at most 2)")) {
+                _ = try await nodeTests.connect(node)
+            }
+            second.close()
+            try await awaitState(upTo: .seconds(5)) { node.connectionCount == 1 }
+            let third = try await nodeTests.connect(node)
+            third.close()
+        }
+    }
+}

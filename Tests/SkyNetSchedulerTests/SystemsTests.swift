@@ -1,0 +1,123 @@
+@testable import SkyNet
+@testable import SkyNetCluster
+@testable import SkyNetRuntime
+@testable import SkyNetScheduler
+import SkyNetTestSupport
+import Testing
+
+@Suite(.timeLimit(.minutes(3)))
+struct SystemsTests {
+    func makeSystems(local: Int = 4, peers: [(String, Int)] = []) async -> Systems {
+        let systems = Systems()
+        await systems.add(LocalSystem(name: "local", capacity: local), capacity: local)
+        for (name, capacity) in peers {
+            await systems.add(AlwaysFailingSystem(name: name, isLocal: false), capacity: capacity)
+        }
+        return systems
+    }
+
+    @Test func neverExceedsCapacityUnderAHundredConcurrentCallers() async throws {
+        let systems = await makeSystems(local: 4, peers: [("beta", 4), ("gamma", 2)])
+        let served = Counter()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<100 {
+                group.addTask {
+                    let reservation = try await systems.reserve()
+                    let inFlight = await systems.inFlight(on: reservation.name)
+                    #expect(inFlight <= 4)
+                    await Task.yield()
+                    served.increment()
+                    await systems.release(reservation)
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(served.value == 100)
+        let highWater = await systems.highWater
+        #expect(highWater["local"] == 4)
+        #expect((highWater["beta"] ?? 0) <= 4)
+        #expect((highWater["gamma"] ?? 0) <= 2)
+        #expect(await systems.inFlight(on: "local") == 0)
+    }
+
+    @Test func fillsTheLocalSystemBeforeAnyPeer() async {
+        let systems = await makeSystems(local: 2, peers: [("beta", 4)])
+        var names: [String] = []
+        for _ in 0..<4 {
+            if let reservation = await systems.tryReserve() { names.append(reservation.name) }
+        }
+        #expect(names == ["local", "local", "beta", "beta"])
+    }
+
+    @Test func aWaiterIsWokenWhenASlotFrees() async throws {
+        let systems = await makeSystems(local: 1)
+        let held = try #require(await systems.tryReserve())
+        let woken = Flag()
+        let waiter = Task {
+            let reservation = try await systems.reserve()
+            woken.set()
+            return reservation.name
+        }
+        // The waiter is in line and nothing freed a slot: it must still be waiting.
+        try await awaitState { await systems.waiterCount == 1 }
+        for _ in 0..<100 { await Task.yield() }
+        #expect(!woken.isSet)
+        await systems.release(held)
+        #expect(try await withTimeout(.seconds(5)) { try await waiter.value } == "local")
+    }
+
+    @Test func aWaiterIsWokenWhenASystemJoins() async throws {
+        let systems = await makeSystems(local: 0)
+        let waiter = Task { try await systems.reserve().name }
+        try await awaitState { await systems.waiterCount == 1 }
+        await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 1)
+        #expect(try await withTimeout(.seconds(5)) { try await waiter.value } == "beta")
+    }
+
+    @Test func localWaitersGetAFreedLocalSlotFirst() async throws {
+        let systems = await makeSystems(local: 1)
+        let held = try #require(await systems.tryReserve())
+        let anyWaiter = Task { try await systems.reserve() }
+        try await awaitState { await systems.waiterCount == 1 }
+        let localWaiter = Task { try await systems.reserve(localOnly: true) }
+        try await awaitState { await systems.waiterCount == 2 }
+        await systems.release(held)
+        let first = try await withTimeout(.seconds(5)) { try await localWaiter.value }
+        #expect(first.name == "local")
+        anyWaiter.cancel()
+        await #expect(throws: CancellationError.self) { try await anyWaiter.value }
+        #expect(await systems.inFlight(on: "local") == 1)
+    }
+
+    @Test func aCancelledWaiterLeavesTheLine() async throws {
+        let systems = await makeSystems(local: 1)
+        let held = try #require(await systems.tryReserve())
+        let waiter = Task { try await systems.reserve() }
+        try await awaitState { await systems.waiterCount == 1 }
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        try await awaitState { await systems.waiterCount == 0 }
+        await systems.release(held)
+        #expect(await systems.inFlight(on: "local") == 0)
+    }
+
+    @Test func addingANameAgainReplacesItAndRemoveDropsIt() async {
+        let systems = await makeSystems(local: 1, peers: [("beta", 1), ("gamma", 1)])
+        await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 3)
+        #expect(await systems.names == ["local", "beta", "gamma"])
+        #expect(await systems.slotUse.map(\.capacity).reduce(0, +) == 5)
+        await systems.remove(named: "beta")
+        #expect(await systems.names == ["local", "gamma"])
+    }
+
+    @Test func aSlotOfAReplacedSystemIsReleasedIntoNothing() async throws {
+        let systems = await makeSystems(local: 0, peers: [("beta", 1)])
+        let old = try #require(await systems.tryReserve())
+        await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 1)
+        let new = try #require(await systems.tryReserve())
+        await systems.release(old)
+        #expect(await systems.inFlight(on: "beta") == 1)
+        await systems.release(new)
+        #expect(await systems.inFlight(on: "beta") == 0)
+    }
+}
