@@ -28,6 +28,8 @@ public struct Coordinator: Sendable {
     package var maxResultBytes: Int?
     /// Where each attempt's outcome is counted for `/metrics` (the dashboard's); nil: nowhere.
     package var metrics: TaskMetrics?
+    /// What a slot's rest after `busy` is timed by.
+    package var clock: any TimerClock
 
     /// - Parameter onEvent: called for each event, one at a time, in order. It may suspend (an
     ///   output that is full): the scan then waits for it, holding no thread.
@@ -35,6 +37,7 @@ public struct Coordinator: Sendable {
         self.systems = systems
         self.maxAttempts = max(1, maxAttempts)
         self.onEvent = onEvent
+        clock = DeadlineTimer.shared
     }
 
     /// Runs every task of `tasks`, each to completion or to its last attempt, on the first free
@@ -102,7 +105,7 @@ public struct Coordinator: Sendable {
                     // while it is full, and the task goes to whichever slot frees first.
                     let rest = backoff.bounced(on: reservation.name)
                     group.addTask {
-                        try? await DeadlineTimer.shared.sleep(for: rest)
+                        try? await clock.sleep(for: rest)
                         return .rested(reservation)
                     }
                 case .finished(let work, let reservation, .failure(let error), let seconds)

@@ -60,7 +60,7 @@ struct PeerLink {
             case .dialing:
                 state = Task.isCancelled ? .stopped(linked: false) : await dial(&memory)
             case .waiting(let delay):
-                try? await DeadlineTimer.shared.sleep(for: delay)
+                try? await settings.clock.sleep(for: delay)
                 state = .dialing
             case .admitting(let peer):
                 state = await admit(peer, &memory)

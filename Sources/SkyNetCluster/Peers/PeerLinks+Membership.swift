@@ -61,7 +61,7 @@ extension PeerLinks {
             case nil:
                 break
             }
-            try? await DeadlineTimer.shared.sleep(for: refresh)
+            try? await context.settings.clock.sleep(for: refresh)
         }
     }
 

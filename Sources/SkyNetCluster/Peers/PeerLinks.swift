@@ -57,6 +57,8 @@ public final class PeerLinks: Sendable {
         package var returnRoots: ReturnRoots?
         /// How an address group's host becomes addresses (tests give their own answers).
         package var resolve: ClusterConfig.Resolver = ClusterConfig.systemResolver
+        /// What the links' waits (between dials, between an address group's lookups) are timed by.
+        package var clock: any TimerClock
 
         /// Settings for a scan of `job` (by default the built-in scan) over peers of `capacity`
         /// slots each.
@@ -68,6 +70,7 @@ public final class PeerLinks: Sendable {
             self.job = job
             self.jobSummary = jobSummary
             self.allowJobMismatch = allowJobMismatch
+            clock = DeadlineTimer.shared
         }
     }
 
