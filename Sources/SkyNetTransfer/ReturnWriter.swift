@@ -151,10 +151,11 @@ struct ReturnWriter: Sendable {
         defer { file.close() }
         self.file = nil
         reserved.withLock { $0 -= header.size }
-        let placed = Self.parts.withLock { _ -> Result<Bool, FileError> in
+        let placed = Self.parts.withLock { placedSoFar -> Result<Bool, FileError> in
             guard directory.holds(partName, file: file) else { return .success(false) }
             do throws(FileError) {
                 try directory.rename(partName, to: target.name)
+                placedSoFar += 1
                 return .success(true)
             } catch {
                 directory.remove(partName)
@@ -184,8 +185,11 @@ struct ReturnWriter: Sendable {
 
     /// Held while a part is made, checked and renamed, or checked and removed: within this
     /// process, a write that finds its part still its own renames or removes that file, never
-    /// the part another write of the same target has made at the name since.
-    private static let parts = Locked<Void>(())
+    /// the part another write of the same target has made at the name since. It counts the
+    /// parts placed, rather than guarding nothing: a state of no size lies at the lock object's
+    /// own address, where ThreadSanitizer took the lock's use for a write racing every read of
+    /// the object's header.
+    private static let parts = Locked(0)
 
     /// The name of the `.part` of target `name` beside it: `.NAME.skynet.part`, one per
     /// target (a leftover is found by its name alone); when that is over 255 bytes (a legal
