@@ -173,7 +173,7 @@ struct DashboardAccessTests {
         #expect(login(access, nonce: again, proof: dashboardProof(token: Self.token, nonce: again)).status == .ok)
     }
 
-    /// Issue 18, item 17: four new challenges from one address, then 1,200 from 300 addresses,
+    /// Four new challenges from one address, then 1,200 from 300 addresses,
     /// do not push out a user's pending one; once 1,024 are pending a new address gets 503.
     @Test func aPendingChallengeIsNotPushedOutByOtherAddresses() throws {
         let access = DashboardAccess(token: Self.token, host: "127.0.0.1", port: 8080)
@@ -255,7 +255,7 @@ struct DashboardAccessTests {
         }
     }
 
-    /// Issue 18, item 17: a request with no Host is refused (400), over HTTP/1.0 too.
+    /// A request with no Host is refused (400), over HTTP/1.0 too.
     @Test func aRequestWithoutAHostIsRefused() async throws {
         try await withDashboard { dashboard in
             for request in ["GET /state HTTP/1.1\r\n\r\n", "GET /state HTTP/1.0\r\n\r\n", "GET / HTTP/1.1\r\n\r\n"] {
@@ -269,7 +269,7 @@ struct DashboardAccessTests {
         #expect(open.refusal(of: dashboardRequest("/state"))?.status == .badRequest)
     }
 
-    /// Issue 18, item 17: the page may not be framed by another site (clickjacking), and a
+    /// The page may not be framed by another site (clickjacking), and a
     /// response that has a policy of its own gets `frame-ancestors` merged into it.
     @Test func everyResponseForbidsFramingAndAnExistingPolicyIsMerged() async throws {
         try await withDashboard { dashboard in

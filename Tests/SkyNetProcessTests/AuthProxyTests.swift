@@ -5,7 +5,7 @@ import Testing
 @testable import SkyNetRuntime
 import SkyNetTestSupport
 
-/// Issue 11, first "Must show": a recording proxy between a real coordinator (`skynet scan`)
+/// A recording proxy between a real coordinator (`skynet scan`)
 /// and a real node, both with the token. The token never crosses the wire, a flipped byte in
 /// a line after the handshake closes the connection and its tasks run elsewhere, a replayed
 /// line is refused; every sector is reported completed exactly once.
