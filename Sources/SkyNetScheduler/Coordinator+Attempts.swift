@@ -92,7 +92,7 @@ extension Coordinator {
 /// unbroken run of `busy` answers, with jitter so coordinators sharing a node do not come back
 /// in step, and bounded. Any other answer from the system ends its run.
 struct BusyBackoff {
-    var rest = Backoff(first: .milliseconds(50), most: .seconds(2), jitter: 0.5)
+    let rest: Backoff
     /// Unbroken `busy` answers by system name (bounded by the number of systems).
     var streaks: [String: Int] = [:]
 
