@@ -43,11 +43,31 @@ struct Admission: Sendable {
     /// The bytes of the connections that ended, added when each leaves `open`.
     var closedBytes = ByteTally()
     var accepted = 0
-    /// When pushed-out connections were last logged, and how many were pushed out since: one
-    /// line per `evictionLogInterval` sums them (`evictionReport`).
-    var lastEvictionLog: ContinuousClock.Instant?
-    var evictedSinceLog = 0
-    static let evictionLogInterval: Duration = .seconds(10)
+    /// Connections closed before their hello, as the log tells them: pushed out of a budget,
+    /// or past the hello bound. Each kind is said once at once, then summed per `logInterval`.
+    var evictions = BurstCount()
+    var lateHellos = BurstCount()
+    static let logInterval: Duration = .seconds(10)
+
+    /// Connections of one kind closed since the log last said so, and when it did.
+    struct BurstCount: Sendable {
+        var lastLog: ContinuousClock.Instant?
+        var unlogged = 0
+
+        /// Counts `added` more; returns how many to log now (all not yet logged) and whether this
+        /// is the kind's first line, or nil while the last line is more recent than
+        /// `logInterval` or there is nothing to say.
+        mutating func report(adding added: Int, now: ContinuousClock.Instant) -> (count: Int, first: Bool)? {
+            unlogged += added
+            guard unlogged > 0 else { return nil }
+            if let lastLog, now - lastLog < Admission.logInterval { return nil }
+            defer {
+                lastLog = now
+                unlogged = 0
+            }
+            return (unlogged, lastLog == nil)
+        }
+    }
 
     /// Adds a new (silent) connection; returns the silent ones it pushes out of their budget.
     mutating func add(_ session: NodeSession, address: String, now: ContinuousClock.Instant, budget: Budget) -> [NodeSession] {
@@ -94,17 +114,13 @@ struct Admission: Sendable {
 
     private static func oldest(_ entries: [Pending]) -> Int { entries.map(\.order).min() ?? .max }
 
-    /// Counts `evicted` more pushed-out connections; returns how many to log now (all not yet
-    /// logged), or nil while the last line is more recent than the interval or none are left.
-    mutating func evictionReport(adding evicted: Int, now: ContinuousClock.Instant) -> (count: Int, first: Bool)? {
-        evictedSinceLog += evicted
-        guard evictedSinceLog > 0 else { return nil }
-        if let last = lastEvictionLog, now - last < Self.evictionLogInterval { return nil }
-        defer {
-            lastEvictionLog = now
-            evictedSinceLog = 0
-        }
-        return (evictedSinceLog, lastEvictionLog == nil)
+    /// Takes out the connections still owing their hello `bound` after their accept: the
+    /// caller closes them. Taken out here, so the next sweep cannot count them again while
+    /// they close.
+    mutating func removeLate(now: ContinuousClock.Instant, bound: Duration) -> [NodeSession] {
+        let late = pending.values.filter { now - $0.since >= bound }
+        for entry in late { pending[ObjectIdentifier(entry.session)] = nil }
+        return late.map(\.session)
     }
 }
 
@@ -127,7 +143,7 @@ extension Node {
         let now = clock.now
         let (evicted, report) = admission.withLock { admission in
             let evicted = change(&admission, now, budget)
-            return (evicted, evicted.isEmpty ? nil : admission.evictionReport(adding: evicted.count, now: now))
+            return (evicted, evicted.isEmpty ? nil : admission.evictions.report(adding: evicted.count, now: now))
         }
         for old in evicted { old.connection.close() }
         if let report { logEvictions(report) }
@@ -140,7 +156,7 @@ extension Node {
             log("[Node] Closed \(report.count) connection(s) that had not finished their hello, to make room (at most "
                 + "\(options.maxPendingConnections) wait for a hello and \(options.maxHandshakes) are in a handshake, "
                 + "\(options.maxPendingPerAddress) per address each); "
-                + "more are summed and logged at most every \(Int(Admission.evictionLogInterval.seconds)) s")
+                + "more are summed and logged at most every \(Int(Admission.logInterval.seconds)) s")
         } else {
             log("[Node] Closed \(report.count) more connection(s) that had not finished their hello, to make room")
         }
@@ -167,17 +183,32 @@ extension Node {
         }
     }
 
-    /// Closes connections past their hello deadline, and clients silent past the idle bound.
+    /// Closes connections past their hello deadline, and clients silent past the idle bound;
+    /// logs what the bursts of closes and failed logins added up to.
     func sweep() {
         let now = clock.now
-        let (late, idle, report) = admission.withLock { admission in
-            (admission.pending.values.filter { now - $0.since >= options.helloTimeout }.map(\.session),
-             Array(admission.greeted.values),
-             admission.evictionReport(adding: 0, now: now))  // the rest of a burst, once its interval passed
+        let (late, idle, evicted, lateReport) = admission.withLock { admission in
+            let late = admission.removeLate(now: now, bound: options.helloTimeout)
+            return (late, Array(admission.greeted.values),
+                    admission.evictions.report(adding: 0, now: now),  // the rest of a burst, once its interval passed
+                    admission.lateHellos.report(adding: late.count, now: now))
         }
-        if let report { logEvictions(report) }
+        if let evicted { logEvictions(evicted) }
+        if let lateReport { logLateHellos(lateReport) }
         for line in logins.withLock({ $0.flush(now: now) }) { log(line) }  // bursts of failed logins, summed
         for session in late { session.connection.close() }
         for session in idle { session.closeIfIdle(now: now, bound: options.idleTimeout) }
+    }
+
+    /// Like `logEvictions`, for connections closed because their hello did not come in time:
+    /// a client on the far side of a slow or stalled link learns only that the link closed.
+    private func logLateHellos(_ report: (count: Int, first: Bool)) {
+        let bound = "within \(String(cFormat: "%g", options.helloTimeout.seconds)) s"
+        if report.first {
+            log("[Node] Closed \(report.count) connection(s) that had not finished their hello \(bound); "
+                + "more are summed and logged at most every \(Int(Admission.logInterval.seconds)) s")
+        } else {
+            log("[Node] Closed \(report.count) more connection(s) that had not finished their hello \(bound)")
+        }
     }
 }

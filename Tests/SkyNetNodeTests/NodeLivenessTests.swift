@@ -8,8 +8,7 @@ import SkyNetTestSupport
 @testable import SkyNetWire
 import Testing
 
-/// Half-open and silent peers, descriptors (item 8) and the hello budget
-/// (item 12), in process.
+/// Half-open and silent peers, descriptors and the hello budget, in process.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct NodeLivenessTests {
     let nodeTests = NodeHarness()
@@ -122,6 +121,56 @@ struct NodeLivenessTests {
             // The oldest silent ones were closed by the node.
             #expect(try await readToEnd(silent[0], limit: .seconds(5)).isEmpty)
         }
+    }
+
+    /// On a manual clock (sweeps every 150 ms): connections that send no hello within 600 ms
+    /// are closed at the sweep that finds them late, and the log says so: the first time at
+    /// once, later ones summed, never a line per connection (a flood of silent sockets must
+    /// not flood the log).
+    @Test func connectionsThatSendNoHelloInTimeAreClosedAndTheLogSumsThem() async throws {
+        var options = nodeTests.options()
+        options.helloTimeout = .milliseconds(600)
+        let clock = ManualClock(), start = clock.now
+        let log = LogLines()
+        let node = try await Node.start(options, clock: clock, log: { log.append($0) })
+        do {
+            let first = try await rawClient(node, saying: [])
+            defer { first.close() }
+            try await awaitState(upTo: .seconds(60)) { node.connectionCount == 1 }
+            for sweep in 1...4 {
+                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
+                clock.advance(by: .milliseconds(150))
+            }
+            #expect(try await readToEnd(first, limit: .seconds(60)).isEmpty)
+            try await log.waitFor("[Node] Closed 1 connection(s) that had not finished their hello within 0.6 s")
+
+            var late: [Socket] = []
+            defer { for socket in late { socket.close() } }
+            for _ in 0..<3 { late.append(try await rawClient(node, saying: [])) }
+            try await awaitState(upTo: .seconds(60)) { node.connectionCount == 3 }
+            for sweep in 5...8 {
+                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
+                clock.advance(by: .milliseconds(150))
+            }
+            for socket in late { #expect(try await readToEnd(socket, limit: .seconds(60)).isEmpty) }
+            try await awaitState(upTo: .seconds(60)) { node.connectionCount == 0 }
+            // Within the interval of the first line: counted, not yet said; said by the first
+            // sweep 10 s after it (at 10.65 s).
+            #expect(log.matching("had not finished their hello within").count == 1)
+            for sweep in 9...70 {
+                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
+                clock.advance(by: .milliseconds(150))
+            }
+            #expect(log.matching("had not finished their hello within").count == 1)
+            await clock.waitUntilPending(at: start + .milliseconds(150 * 71))
+            clock.advance(by: .milliseconds(150))
+            try await log.waitFor("[Node] Closed 3 more connection(s) that had not finished their hello within 0.6 s")
+            #expect(log.matching("had not finished their hello within").count == 2)
+        } catch {
+            await node.stop(grace: .seconds(1))
+            throw error
+        }
+        await node.stop(grace: .seconds(1))
     }
 
     @Test func aClientBeyondMaxConnectionsIsAnsweredBusy() async throws {

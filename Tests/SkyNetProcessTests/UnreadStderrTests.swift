@@ -52,8 +52,8 @@ extension ProcessTests {
             #expect(ponged == Self.rounds)
 
             // Scans with --verbose: each logs a line from a task on the pool.
-            let scanner = try await RawLineClient(port: port)
-            #expect(try await scanner.exchange(hello)?["type"] as? String == "welcome")
+            let scanner = try await RawLineClient(port: port, first: hello)
+            #expect(try await scanner.receive()?["type"] as? String == "welcome")
             var answered = 0
             for id in 0..<Self.scans {
                 let task = UUID().uuidString.lowercased()
@@ -89,21 +89,21 @@ extension ProcessTests {
         }
 
         /// A burst of connections pushed out of the hello budget is reported whole: the first
-        /// line at once, the rest summed in the next line once the interval has passed (the
-        /// old count said 1 when 4 were closed, and the other 3 were never reported).
+        /// line at once, the rest summed in the next line once the interval has passed: none is
+        /// left out.
         @Test func everyConnectionPushedOutIsCountedInTheLog() {
             var admission = Admission()
             let start = ContinuousClock.now
-            let first = admission.evictionReport(adding: 1, now: start)
+            let first = admission.evictions.report(adding: 1, now: start)
             #expect(first?.count == 1 && first?.first == true)
             for second in 1...3 {
-                #expect(admission.evictionReport(adding: 1, now: start + .seconds(second)) == nil)
+                #expect(admission.evictions.report(adding: 1, now: start + .seconds(second)) == nil)
             }
-            #expect(admission.evictionReport(adding: 0, now: start + .seconds(9)) == nil)
-            let rest = admission.evictionReport(adding: 0, now: start + Admission.evictionLogInterval)
+            #expect(admission.evictions.report(adding: 0, now: start + .seconds(9)) == nil)
+            let rest = admission.evictions.report(adding: 0, now: start + Admission.logInterval)
             #expect(rest?.count == 3 && rest?.first == false)
-            #expect(admission.evictionReport(adding: 0, now: start + .seconds(60)) == nil)  // nothing left
-            let later = admission.evictionReport(adding: 2, now: start + .seconds(61))
+            #expect(admission.evictions.report(adding: 0, now: start + .seconds(60)) == nil)  // nothing left
+            let later = admission.evictions.report(adding: 2, now: start + .seconds(61))
             #expect(later?.count == 2)
         }
 
