@@ -60,8 +60,8 @@ extension ProcessTests {
         @Test func fuzzedLinesAreEachAnsweredAndTheNodeStaysUp() async throws {
             try await withCluster(nodes: 1, nodeArguments: ["--failing-every", "0"]) { cluster in
                 let node = try #require(cluster.node("beta"))
-                let client = try await RawLineClient(port: node.port)
-                _ = try await client.exchange(#"{"type":"hello","version":1}"#)
+                let client = try await RawLineClient(port: node.port, first: #"{"type":"hello","version":1}"#)
+                _ = try await client.receive()
                 let seed = FuzzSeed(20261121)
                 var fuzz = FuzzLines(random: seed.random)
                 var answered = 0, silent = 0
@@ -116,15 +116,15 @@ extension ProcessTests {
 
             // Wrong and missing tokens: refused and closed.
             for hello in [#"{"type":"hello","version":1,"token":"guess"}"#, #"{"type":"hello","version":1}"#] {
-                let client = try await RawLineClient(port: node.port)
-                let refusal = try #require(try await client.exchange(hello))
+                let client = try await RawLineClient(port: node.port, first: hello)
+                let refusal = try #require(try await client.receive())
                 #expect(refusal["code"] as? String == "unauthorized")
                 #expect(try await client.receive() == nil)
             }
 
             // 1,000 bad lines on one connection: each answered, the connection stays usable.
-            let client = try await RawLineClient(port: node.port)
-            let welcome = try #require(try await client.exchange(#"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#))
+            let client = try await RawLineClient(port: node.port, first: #"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#)
+            let welcome = try #require(try await client.receive())
             #expect(welcome["type"] as? String == "welcome")
             var random = SeededRandom(seed: 7)
             for index in 0..<1000 {
@@ -136,8 +136,8 @@ extension ProcessTests {
             #expect(try await client.exchange(#"{"type":"ping","id":1}"#)?["type"] as? String == "pong")
 
             // 8 MiB without a newline: refused with frame-too-large, connection closed.
-            let flood = try await RawLineClient(port: node.port)
-            _ = try await flood.exchange(#"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#)
+            let flood = try await RawLineClient(port: node.port, first: #"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#)
+            _ = try await flood.receive()
             let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 1 << 20)
             let floodSocket = flood.socket
             _ = try? await onOwnThread(named: "flood") {
@@ -155,8 +155,8 @@ extension ProcessTests {
             }
 
             // A good client is still served while they hang around.
-            let good = try await RawLineClient(port: node.port)
-            #expect(try await good.exchange(#"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#)?["type"] as? String == "welcome")
+            let good = try await RawLineClient(port: node.port, first: #"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#)
+            #expect(try await good.receive()?["type"] as? String == "welcome")
             let task = UUID().uuidString
             let result = try #require(try await good.exchange(#"{"type":"scan","id":9,"task":{"id":"\#(task)","input":9,"duration":0}}"#))
             #expect(result["result"] as? String == "9")

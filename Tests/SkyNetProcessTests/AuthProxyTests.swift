@@ -40,8 +40,8 @@ extension ProcessTests {
         /// same recorder and the same window search.
         @Test func theRecorderSeesATokenSentInPlainText() async throws {
             try await withProxiedCluster(direct: false) { cluster in
-                let client = try await RawLineClient(port: cluster.proxy.port)
-                let welcome = try await client.exchange(#"{"type":"hello","version":1,"name":"v1","token":"\#(cluster.token)"}"#)
+                let client = try await RawLineClient(port: cluster.proxy.port, first: #"{"type":"hello","version":1,"name":"v1","token":"\#(cluster.token)"}"#)
+                let welcome = try await client.receive()
                 #expect(welcome?["type"] as? String == "welcome")
                 let sent = try #require(cluster.proxy.recordings.first).bytes(.fromClient)
                 #expect(firstWindow(of: cluster.token, in: sent) != nil)

@@ -23,8 +23,8 @@ extension ProcessTests {
             let clear = "Too many open files (this process may open 64 descriptors; raise the limit with ulimit -n)"
             try await node.waitForError(containing: clear)
             flood.removeAll()  // closes them all
-            let fresh = try await RawLineClient(port: port)
-            #expect(try await fresh.exchange(#"{"type":"hello","version":1}"#)?["type"] as? String == "welcome")
+            let fresh = try await RawLineClient(port: port, first: #"{"type":"hello","version":1}"#)
+            #expect(try await fresh.receive()?["type"] as? String == "welcome")
             #expect(try await fresh.exchange(#"{"type":"ping","id":1}"#)?["type"] as? String == "pong")
             let reports = node.errors.filter { $0.contains("Too many open files") }
             #expect(reports.count <= 3, "logged per accept, not per burst: \(reports.count) lines")

@@ -18,12 +18,12 @@ extension ProcessTests {
                 let node = try #require(cluster.node("beta"))
                 var silent: [RawLineClient] = []
                 for _ in 0..<4 {
-                    let client = try await RawLineClient(port: node.port)
-                    #expect(try await client.exchange(hello)?["type"] as? String == "welcome")
+                    let client = try await RawLineClient(port: node.port, first: hello)
+                    #expect(try await client.receive()?["type"] as? String == "welcome")
                     silent.append(client)
                 }
-                let fifth = try await RawLineClient(port: node.port)
-                #expect(try await fifth.exchange(hello)?["code"] as? String == "busy")
+                let fifth = try await RawLineClient(port: node.port, first: hello)
+                #expect(try await fifth.receive()?["code"] as? String == "busy")
                 // Each silent client is closed by the node within the bound (and its sweep).
                 for client in silent { #expect(try await client.receive() == nil) }
                 let scan = try await cluster.scan(["--total", "4", "--duration", "0", "--local-capacity", "0"], limit: .seconds(30))
@@ -40,8 +40,8 @@ extension ProcessTests {
                 var silent: [RawLineClient] = []
                 for _ in 0..<300 { silent.append(try await RawLineClient(port: node.port)) }
                 let clock = ContinuousClock(), start = clock.now
-                let client = try await RawLineClient(port: node.port)
-                let welcome = try await client.exchange(#"{"type":"hello","version":1,"token":"\#(token)"}"#)
+                let client = try await RawLineClient(port: node.port, first: #"{"type":"hello","version":1,"token":"\#(token)"}"#)
+                let welcome = try await client.receive()
                 #expect(welcome?["type"] as? String == "welcome")
                 #expect(clock.now - start < .seconds(2))
                 let status = try await runSkynet(["status", "--cluster", cluster.clusterFile], limit: .seconds(20),
@@ -59,8 +59,8 @@ extension ProcessTests {
                 let node = try #require(cluster.node("beta"))
                 let pid = node.processIdentifier
                 let startKiB = try #require(residentKiB(of: pid))
-                let client = try await RawLineClient(port: node.port)
-                #expect(try await client.exchange(hello)?["type"] as? String == "welcome")
+                let client = try await RawLineClient(port: node.port, first: hello)
+                #expect(try await client.receive()?["type"] as? String == "welcome")
                 let total = 1_000_000, socket = client.socket
                 let peak = Locked(startKiB), done = Flag()
                 let sampler = Task {
