@@ -5,6 +5,7 @@ import Foundation
 @testable import SkyNetRuntime
 @testable import SkyNetScheduler
 import SkyNetTestSupport
+import SkyNetTransport
 @testable import SkyNetWork
 import Testing
 
@@ -39,18 +40,31 @@ struct MembershipTests {
     }
 
     /// Three nodes on 127.0.0.1…3, one port, each running `hold` (DrainGate) in one slot.
+    /// The port is the one 127.0.0.1 was given, free there but not always on .2 or .3 (another
+    /// socket on the machine may hold it there): then the three start again on another port.
     func startNodes() async throws -> [Node] {
-        var nodes: [Node] = []
-        for index in 1...3 {
-            var options = Node.Options(name: "n\(index)")
-            options.host = "127.0.0.\(index)"
-            options.port = nodes.first?.port ?? 0
-            options.capacity = 1
-            options.failingEvery = 0
-            try DrainGate.register(in: &options.jobs)
-            nodes.append(try await Node.start(options))
+        var attempt = 0
+        while true {
+            attempt += 1
+            var nodes: [Node] = []
+            do {
+                for index in 1...3 {
+                    var options = Node.Options(name: "n\(index)")
+                    options.host = "127.0.0.\(index)"
+                    options.port = nodes.first?.port ?? 0
+                    options.capacity = 1
+                    options.failingEvery = 0
+                    try DrainGate.register(in: &options.jobs)
+                    nodes.append(try await Node.start(options))
+                }
+                return nodes
+            } catch let error as SocketError where error.code == EADDRINUSE && attempt < 10 {
+                await stop(nodes)
+            } catch {
+                await stop(nodes)
+                throw error
+            }
         }
-        return nodes
     }
 
     func withGroup<T>(
