@@ -11,7 +11,7 @@ extension ProcessTests {
     struct NodeLimitsTests {
         let hello = #"{"type":"hello","version":1,"name":"raw"}"#
 
-        /// Item 2: silent clients that said hello fill `--max-connections`; a fifth is told
+        /// Silent clients that said hello fill `--max-connections`; a fifth is told
         /// busy; once the idle bound has passed they are gone and a scan is served.
         @Test func aNodeFullOfSilentClientsServesANewCoordinatorOnceTheIdleBoundHasPassed() async throws {
             try await withCluster(nodes: 1, nodeArguments: ["--max-connections", "4", "--idle-timeout", "2", "--failing-every", "0"]) { cluster in
@@ -32,7 +32,7 @@ extension ProcessTests {
             }
         }
 
-        /// Item 12: hundreds of connections that never say hello do not keep out a client with
+        /// Hundreds of connections that never say hello do not keep out a client with
         /// the token: it is welcomed at once and `status` says up.
         @Test func silentConnectionsNeverLockOutAClientWithTheToken() async throws {
             let token = "open-sesame-open-sesame"
@@ -52,7 +52,7 @@ extension ProcessTests {
             }
         }
 
-        /// Item 11: a client streaming a million pings and reading every reply: the node stays
+        /// A client streaming a million pings and reading every reply: the node stays
         /// small (back pressure, no task per ping) and serves a fresh client at once afterwards.
         @Test func aPingFloodKeepsTheNodeSmallAndAFreshClientIsServedAfterwards() async throws {
             try await withCluster(nodes: 1, nodeArguments: ["--failing-every", "0"]) { cluster in
