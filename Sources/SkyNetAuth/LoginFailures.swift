@@ -145,8 +145,8 @@ package struct LoginFailures: Sendable {
 package struct LoginBackoff: Sendable {
     /// Failures of one prefix within a minute answered at once.
     package var freeFailures = 3
-    /// The waits after the free failures; the longest is kept under the hello deadline, so a
-    /// slowed refusal is still sent.
+    /// The waits after the free failures. A node holds a slowed hello on its reader that long,
+    /// and adds the wait to the connection's hello bound.
     package var delays = Backoff(first: .milliseconds(250), most: .seconds(2))
     /// Node-wide, failures beyond this many, coming faster than `nodeWideFailuresPerSecond`,
     /// make every hello wait `delays.most`.

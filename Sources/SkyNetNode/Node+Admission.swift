@@ -27,6 +27,9 @@ struct Admission: Sendable {
         /// Accept order: the smallest is the oldest.
         let order: Int
         var stage = Stage.silent
+        /// How long the node itself holds the hello back (a slowed login): added to the hello
+        /// bound, so that the node's own wait is never the client's lateness.
+        var held = Duration.zero
     }
 
     /// The size of one budget: at most `most` connections, `perAddress` from one address.
@@ -78,14 +81,16 @@ struct Admission: Sendable {
         return evicted
     }
 
-    /// Moves a connection that sent a valid hello to the handshake budget; returns the
-    /// connections in their handshake it pushes out (none while there is room).
-    mutating func saidHello(_ session: NodeSession, budget: Budget) -> [NodeSession] {
+    /// Moves a connection that sent a valid hello to the handshake budget, where the node holds
+    /// its answer back for `held`; returns the connections in their handshake it pushes out
+    /// (none while there is room).
+    mutating func saidHello(_ session: NodeSession, held: Duration, budget: Budget) -> [NodeSession] {
         let key = ObjectIdentifier(session)
         guard let entry = pending[key], case .silent = entry.stage else { return [] }
         pending[key] = nil  // not a candidate for its own room
         let evicted = makeRoom(in: .handshake, for: entry.address, budget: budget)
-        pending[key] = Pending(session: session, address: entry.address, since: entry.since, order: entry.order, stage: .handshake)
+        pending[key] = Pending(session: session, address: entry.address, since: entry.since, order: entry.order, stage: .handshake,
+                                 held: held)
         return evicted
     }
 
@@ -114,11 +119,11 @@ struct Admission: Sendable {
 
     private static func oldest(_ entries: [Pending]) -> Int { entries.map(\.order).min() ?? .max }
 
-    /// Takes out the connections still owing their hello `bound` after their accept: the
-    /// caller closes them. Taken out here, so the next sweep cannot count them again while
-    /// they close.
+    /// Takes out the connections still owing their hello `bound` after their accept (plus what
+    /// the node held it back): the caller closes them. Taken out here, so the next sweep
+    /// cannot count them again while they close.
     mutating func removeLate(now: ContinuousClock.Instant, bound: Duration) -> [NodeSession] {
-        let late = pending.values.filter { now - $0.since >= bound }
+        let late = pending.values.filter { now - $0.since >= bound + $0.held }
         for entry in late { pending[ObjectIdentifier(entry.session)] = nil }
         return late.map(\.session)
     }
@@ -132,9 +137,10 @@ extension Node {
         evict(most: options.maxPendingConnections) { $0.add(session, address: address, now: $1, budget: $2) }
     }
 
-    /// A connection sent a valid hello: from now on only another handshake can push it out.
-    func admitHandshake(_ session: NodeSession) {
-        evict(most: options.maxHandshakes) { admission, _, budget in admission.saidHello(session, budget: budget) }
+    /// A connection sent a valid hello, whose answer waits `held`: from now on only another
+    /// handshake can push it out.
+    func admitHandshake(_ session: NodeSession, held: Duration) {
+        evict(most: options.maxHandshakes) { admission, _, budget in admission.saidHello(session, held: held, budget: budget) }
     }
 
     /// Applies `change` to the budgets, closes the connections it pushed out and logs them.

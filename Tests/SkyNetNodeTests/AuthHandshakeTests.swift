@@ -19,10 +19,12 @@ struct AuthHandshakeTests {
     let nodeTests = NodeHarness()
 
     /// Runs `body` with a node that requires `token`, its log collected; stopped on every path.
+    /// `helloTimeout` nil keeps the harness's bound.
     func withTokenNode<T>(backoff: LoginBackoff = LoginBackoff(), clock: any TimerClock = DeadlineTimer.shared,
-                          _ body: (Node, LogLines) async throws -> T) async throws -> T {
+                          helloTimeout: Duration? = nil, _ body: (Node, LogLines) async throws -> T) async throws -> T {
         var options = nodeTests.options(token: Self.token)
         options.loginBackoff = backoff
+        if let helloTimeout { options.helloTimeout = helloTimeout }
         let log = LogLines()
         let node = try await Node.start(options, clock: clock, log: { log.append($0) })
         do {

@@ -242,6 +242,30 @@ struct NodeLoginSlowdownTests {
         }
     }
 
+    /// The node's own wait is not the client's lateness: a hello it holds back longer than is
+    /// left of the hello bound is still answered, since the bound is extended by the wait.
+    @Test func aHelloHeldPastTheHelloBoundIsStillAnswered() async throws {
+        var backoff = LoginBackoff()
+        backoff.freeFailures = 0
+        backoff.delays = Backoff(first: .seconds(3), most: .seconds(3))  // real time, on the reader
+        let clock = ManualClock(), start = clock.now  // the hello bound's sweeps: 3 s, every 0.75 s
+        try await auth.withTokenNode(backoff: backoff, clock: clock, helloTimeout: .seconds(3)) { node, log in
+            _ = try await wrongLogin(node)  // the first failure is answered at once
+            async let login = timedLogin(node, token: AuthHandshakeTests.token)
+            try await awaitState(upTo: .seconds(60)) {
+                node.admission.withLock { $0.pending.values.contains { if case .handshake = $0.stage { true } else { false } } }
+            }
+            for sweep in 1...5 {  // to 3.75 s: past the bound, within bound + wait
+                await clock.waitUntilPending(at: start + .milliseconds(750 * sweep))
+                clock.advance(by: .milliseconds(750))
+            }
+            let (took, result) = try await login
+            try result.get().close()
+            #expect(took >= .milliseconds(2500), "the right login took \(took)")
+            #expect(log.matching("had not finished their hello").isEmpty, "\(log.matching("had not finished"))")
+        }
+    }
+
     /// A slowed address's hello waits on the connection's own reader: what the client sent
     /// after it (here pings in the same write) is kept in order and answered after the welcome,
     /// never before it and never dropped; a client that leaves during the wait is not refused
