@@ -109,7 +109,6 @@ struct NodeLivenessTests {
         var options = nodeTests.options(token: "secret")
         options.maxPendingConnections = 8
         options.maxPendingPerAddress = 4
-        options.helloTimeout = .seconds(30)
         try await nodeTests.withNode(options) { node in
             var silent: [Socket] = []
             defer { for socket in silent { socket.close() } }
