@@ -8,6 +8,9 @@ import Testing
 final class RawLineClient: Sendable {
     let socket: Socket
     private let buffer = LineBuffer()
+    /// Whether `close` ran: a descriptor closed twice may close another test's socket, which
+    /// took its number meanwhile.
+    private let closed = Locked(false)
 
     /// Connects; with `first`, sends that line at once, on the thread that connected. A node
     /// closes a connection that sends no hello within 3 s, and a test process whose pool is
@@ -43,7 +46,13 @@ final class RawLineClient: Sendable {
         return try await receive()
     }
 
-    deinit { socket.close() }
+    /// Closes the connection; later calls (and the deinit) do nothing.
+    func close() {
+        guard !closed.withLock({ closed in defer { closed = true }; return closed }) else { return }
+        socket.close()
+    }
+
+    deinit { close() }
 }
 
 /// Bytes received but not yet split into lines, guarded by a lock (`Locked`).

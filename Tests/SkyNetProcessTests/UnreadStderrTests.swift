@@ -46,7 +46,7 @@ extension ProcessTests {
                 welcomed += 1
                 let pong = try await client.exchange(#"{"type":"ping","id":\#(round)}"#)
                 if pong?["type"] as? String == "pong" { ponged += 1 }
-                client.socket.close()
+                client.close()
             }
             #expect(welcomed == Self.rounds)
             #expect(ponged == Self.rounds)
@@ -62,7 +62,7 @@ extension ProcessTests {
                 if reply?["type"] as? String == "result", reply?["id"] as? Int == id { answered += 1 }
             }
             #expect(answered == Self.scans)
-            scanner.socket.close()
+            scanner.close()
 
             // Now read the pipe: room returns, and the node says how many lines it dropped.
             let log = StallableReader(fd: stderr)
