@@ -59,6 +59,7 @@ struct NodeAdmissionTests {
                     while !stopped.withLock({ $0 }) {
                         var polled = sockets.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
                         guard poll(&polled, nfds_t(polled.count), 10) > 0 else { continue }
+                        var gone: [Int] = []
                         for (index, entry) in polled.enumerated() where entry.revents != 0 {
                             let count = recv(entry.fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
                             guard count <= 0 else { continue }  // the node sent something: still open
@@ -66,8 +67,12 @@ struct NodeAdmissionTests {
                             if let again = try? NodeAdmissionTests.connect(from: address, port: port) {
                                 sockets[index] = again
                                 reconnects.increment()
+                            } else {
+                                gone.append(index)
                             }
                         }
+                        // Never polled or closed again: its number may already be another test's socket.
+                        for index in gone.reversed() { sockets.remove(at: index) }
                     }
                     for socket in sockets { socket.close() }
                     done.set()
