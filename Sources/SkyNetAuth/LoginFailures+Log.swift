@@ -2,83 +2,65 @@ import SkyNetRuntime
 
 /// The log of failed logins, per burst and never per failure: a guesser's thousands of tries
 /// are a handful of lines. A prefix's first slowed failure is said at once; the failures after
-/// it are summed and said at most every `logInterval` (by the next failure, or by the node's
-/// sweeper once the interval has passed). While the node-wide bound holds every hello back,
+/// it are summed and said at most every `LogBurst.interval` (by the next failure, or by the
+/// node's sweeper once the interval has passed). While the node-wide bound holds every hello back,
 /// one node-wide line stands for all prefixes.
 extension LoginFailures {
-    static let logInterval: Duration = .seconds(10)
-
-    /// One burst as the log tells it (a prefix's, the node-wide one, the plain-text tokens'):
-    /// when it was last said and how many since.
-    struct BurstLog: Sendable {
-        var lastLog: ContinuousClock.Instant?
-        var unlogged = 0
-
-        /// How many were counted since the last line, and how long ago that was (as the log
-        /// says seconds), once `logInterval` has passed: the count then starts over.
-        mutating func due(now: ContinuousClock.Instant) -> (count: Int, seconds: String)? {
-            guard unlogged > 0, let last = lastLog, now - last >= LoginFailures.logInterval else { return nil }
-            defer { unlogged = 0; lastLog = now }
-            return (unlogged, LoginFailures.seconds(now - last))
-        }
-    }
-
     /// Counts a failure over the node-wide bound; returns the line to log, if one is due.
     mutating func countNodeWide(now: ContinuousClock.Instant, delay: Duration) -> String? {
-        if nodeWide.lastLog.map({ nodeWide.unlogged == 0 && now - $0 >= Self.logInterval }) ?? true {
-            nodeWide.lastLog = now
-            return "[Node] Over \(backoff.nodeWideBurst) failed logins, faster than "
+        switch nodeWide.count(now: now) {
+        case .first:
+            "[Node] Over \(backoff.nodeWideBurst) failed logins, faster than "
                 + "\(String(cFormat: "%g", backoff.nodeWideFailuresPerSecond)) a second from any networks: "
                 + "every hello is now answered after \(Self.seconds(delay)) s"
+        case .more(let count, let since): Self.nodeWideSummary(count, since: since)
+        case nil: nil
         }
-        nodeWide.unlogged += 1
-        return nodeWideSummary(now: now)
     }
 
-    /// The line summing the node-wide failures since the last one, once `logInterval` has passed.
-    private mutating func nodeWideSummary(now: ContinuousClock.Instant) -> String? {
-        nodeWide.due(now: now).map { "[Node] \($0.count) more failed logins in the last \($0.seconds) s, from any networks" }
+    private static func nodeWideSummary(_ count: Int, since: Duration) -> String {
+        "[Node] \(count) more failed logins in the last \(seconds(since)) s, from any networks"
     }
 
-    /// The line for a failure of `prefix`, if one is due; updates the entry's log state.
+    /// The line for a failure of `prefix`, if one is due; counts it in the entry's burst.
     static func prefixLine(_ entry: inout Entry, prefix: String, now: ContinuousClock.Instant, delay: Duration,
                            slowed: Bool) -> String? {
         guard slowed else { return nil }  // a free failure's refusal is logged on its own
-        guard entry.log.lastLog != nil else {
-            entry.log = BurstLog(lastLog: now)
+        switch entry.log.count(now: now) {
+        case .first:
             return "[Node] \(entry.count) failed logins from \(prefix) within \(Int(window.seconds)) s: "
                 + "its hellos are now answered after \(seconds(delay)) s"
+        case .more(let count, let since): return summary(count, prefix: prefix, since: since)
+        case nil: return nil
         }
-        entry.log.unlogged += 1
-        return summary(&entry, prefix: prefix, now: now)
     }
 
-    private static func summary(_ entry: inout Entry, prefix: String, now: ContinuousClock.Instant) -> String? {
-        entry.log.due(now: now).map { "[Node] \($0.count) more failed logins from \(prefix) in the last \($0.seconds) s" }
+    private static func summary(_ count: Int, prefix: String, since: Duration) -> String {
+        "[Node] \(count) more failed logins from \(prefix) in the last \(seconds(since)) s"
     }
 
     /// Whether a right token sent in plain text is warned about now, with how many more were
     /// since the last warning; nil: it is counted for a later line.
     package mutating func warnAboutPlainText(now: ContinuousClock.Instant) -> Int? {
-        if let last = plainText.lastLog, now - last < Self.logInterval {
-            plainText.unlogged += 1
-            return nil
+        switch plainText.count(now: now) {
+        case .first(let count), .more(let count, _): count - 1  // this one is the warning's own
+        case nil: nil
         }
-        defer { plainText = BurstLog(lastLog: now) }
-        return plainText.unlogged
     }
 
     /// The summed lines whose interval has passed: the sweeper calls this about once a second.
     package mutating func flush(now: ContinuousClock.Instant) -> [String] {
         var lines: [String] = []
-        for (prefix, entry) in entries where entry.log.unlogged > 0 {
+        for (prefix, entry) in entries where entry.log.untold > 0 {
             var entry = entry
-            if let line = Self.summary(&entry, prefix: prefix, now: now) { lines.append(line) }
+            if case .more(let count, let since) = entry.log.flush(now: now) {
+                lines.append(Self.summary(count, prefix: prefix, since: since))
+            }
             entries[prefix] = entry
         }
-        if let line = nodeWideSummary(now: now) { lines.append(line) }
-        if let due = plainText.due(now: now) {
-            lines.append("[Node] Warning: \(due.count) more hellos sent the token in plain text in the last \(due.seconds) s")
+        if case .more(let count, let since) = nodeWide.flush(now: now) { lines.append(Self.nodeWideSummary(count, since: since)) }
+        if case .more(let count, let since) = plainText.flush(now: now) {
+            lines.append("[Node] Warning: \(count) more hellos sent the token in plain text in the last \(Self.seconds(since)) s")
         }
         return lines
     }

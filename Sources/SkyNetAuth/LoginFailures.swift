@@ -21,7 +21,7 @@ package struct LoginFailures: Sendable {
         var count: Int
         var last: ContinuousClock.Instant
         /// The lines about this prefix (`LoginFailures+Log.swift`).
-        var log = BurstLog()
+        var log = LogBurst()
     }
 
     /// What became of one failure: the count of its prefix, the wait its hellos get from now on,
@@ -48,9 +48,9 @@ package struct LoginFailures: Sendable {
     /// spurts at its edge).
     private var holding = false
     /// The node-wide burst being reported (`LoginFailures+Log.swift`).
-    var nodeWide = BurstLog()
+    var nodeWide = LogBurst()
     /// Plain-text tokens that were right, for their warning (`LoginFailures+Log.swift`).
-    var plainText = BurstLog()
+    var plainText = LogBurst()
     /// Every failure ever counted (`skynet_login_failures_total`): never decreases.
     package private(set) var total = 0
 

@@ -47,30 +47,9 @@ struct Admission: Sendable {
     var closedBytes = ByteTally()
     var accepted = 0
     /// Connections closed before their hello, as the log tells them: pushed out of a budget,
-    /// or past the hello bound. Each kind is said once at once, then summed per `logInterval`.
-    var evictions = BurstCount()
-    var lateHellos = BurstCount()
-    static let logInterval: Duration = .seconds(10)
-
-    /// Connections of one kind closed since the log last said so, and when it did.
-    struct BurstCount: Sendable {
-        var lastLog: ContinuousClock.Instant?
-        var unlogged = 0
-
-        /// Counts `added` more; returns how many to log now (all not yet logged) and whether this
-        /// is the kind's first line, or nil while the last line is more recent than
-        /// `logInterval` or there is nothing to say.
-        mutating func report(adding added: Int, now: ContinuousClock.Instant) -> (count: Int, first: Bool)? {
-            unlogged += added
-            guard unlogged > 0 else { return nil }
-            if let lastLog, now - lastLog < Admission.logInterval { return nil }
-            defer {
-                lastLog = now
-                unlogged = 0
-            }
-            return (unlogged, lastLog == nil)
-        }
-    }
+    /// or past the hello bound.
+    var evictions = LogBurst()
+    var lateHellos = LogBurst()
 
     /// Adds a new (silent) connection; returns the silent ones it pushes out of their budget.
     mutating func add(_ session: NodeSession, address: String, now: ContinuousClock.Instant, budget: Budget) -> [NodeSession] {
@@ -149,7 +128,7 @@ extension Node {
         let now = clock.now
         let (evicted, report) = admission.withLock { admission in
             let evicted = change(&admission, now, budget)
-            return (evicted, evicted.isEmpty ? nil : admission.evictions.report(adding: evicted.count, now: now))
+            return (evicted, evicted.isEmpty ? nil : admission.evictions.count(evicted.count, now: now))
         }
         for old in evicted { old.connection.close() }
         if let report { logEvictions(report) }
@@ -157,14 +136,15 @@ extension Node {
 
     /// One line for every connection pushed out since the last: the first says the budget,
     /// the later ones how many more (a burst is summed, never left out).
-    func logEvictions(_ report: (count: Int, first: Bool)) {
-        if report.first {
-            log("[Node] Closed \(report.count) connection(s) that had not finished their hello, to make room (at most "
+    func logEvictions(_ line: LogBurst.Line) {
+        switch line {
+        case .first(let count):
+            log("[Node] Closed \(count) connection(s) that had not finished their hello, to make room (at most "
                 + "\(options.maxPendingConnections) wait for a hello and \(options.maxHandshakes) are in a handshake, "
                 + "\(options.maxPendingPerAddress) per address each); "
-                + "more are summed and logged at most every \(Int(Admission.logInterval.seconds)) s")
-        } else {
-            log("[Node] Closed \(report.count) more connection(s) that had not finished their hello, to make room")
+                + "more are summed and logged at most every \(Int(LogBurst.interval.seconds)) s")
+        case .more(let count, _):
+            log("[Node] Closed \(count) more connection(s) that had not finished their hello, to make room")
         }
     }
 
@@ -196,8 +176,8 @@ extension Node {
         let (late, idle, evicted, lateReport) = admission.withLock { admission in
             let late = admission.removeLate(now: now, bound: options.helloTimeout)
             return (late, Array(admission.greeted.values),
-                    admission.evictions.report(adding: 0, now: now),  // the rest of a burst, once its interval passed
-                    admission.lateHellos.report(adding: late.count, now: now))
+                    admission.evictions.flush(now: now),  // the rest of a burst, once its interval passed
+                    admission.lateHellos.count(late.count, now: now))
         }
         if let evicted { logEvictions(evicted) }
         if let lateReport { logLateHellos(lateReport) }
@@ -208,13 +188,14 @@ extension Node {
 
     /// Like `logEvictions`, for connections closed because their hello did not come in time:
     /// a client on the far side of a slow or stalled link learns only that the link closed.
-    private func logLateHellos(_ report: (count: Int, first: Bool)) {
+    private func logLateHellos(_ line: LogBurst.Line) {
         let bound = "within \(String(cFormat: "%g", options.helloTimeout.seconds)) s"
-        if report.first {
-            log("[Node] Closed \(report.count) connection(s) that had not finished their hello \(bound); "
-                + "more are summed and logged at most every \(Int(Admission.logInterval.seconds)) s")
-        } else {
-            log("[Node] Closed \(report.count) more connection(s) that had not finished their hello \(bound)")
+        switch line {
+        case .first(let count):
+            log("[Node] Closed \(count) connection(s) that had not finished their hello \(bound); "
+                + "more are summed and logged at most every \(Int(LogBurst.interval.seconds)) s")
+        case .more(let count, _):
+            log("[Node] Closed \(count) more connection(s) that had not finished their hello \(bound)")
         }
     }
 }

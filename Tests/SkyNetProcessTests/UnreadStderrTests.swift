@@ -1,7 +1,6 @@
 import Foundation
 @testable import SkyNet
 @testable import SkyNetCluster
-@testable import SkyNetNode
 @testable import SkyNetRuntime
 import Testing
 
@@ -86,25 +85,6 @@ extension ProcessTests {
             let counted = lines.compactMap(Self.droppedCount).reduce(0, +)
             #expect(logged + counted == 2 * (Self.rounds + 1) + Self.scans, "\(logged) written, \(counted) dropped")
             #expect(lines.allSatisfy { $0.hasPrefix("[Node] ") }, "\(lines.filter { !$0.hasPrefix("[Node] ") }.prefix(3))")
-        }
-
-        /// A burst of connections pushed out of the hello budget is reported whole: the first
-        /// line at once, the rest summed in the next line once the interval has passed: none is
-        /// left out.
-        @Test func everyConnectionPushedOutIsCountedInTheLog() {
-            var admission = Admission()
-            let start = ContinuousClock.now
-            let first = admission.evictions.report(adding: 1, now: start)
-            #expect(first?.count == 1 && first?.first == true)
-            for second in 1...3 {
-                #expect(admission.evictions.report(adding: 1, now: start + .seconds(second)) == nil)
-            }
-            #expect(admission.evictions.report(adding: 0, now: start + .seconds(9)) == nil)
-            let rest = admission.evictions.report(adding: 0, now: start + Admission.logInterval)
-            #expect(rest?.count == 3 && rest?.first == false)
-            #expect(admission.evictions.report(adding: 0, now: start + .seconds(60)) == nil)  // nothing left
-            let later = admission.evictions.report(adding: 2, now: start + .seconds(61))
-            #expect(later?.count == 2)
         }
 
         /// N in `[Node] N log lines dropped: …`.
