@@ -60,7 +60,7 @@ package final class DescriptorPair: ByteStream {
         } else if kind == S_IFIFO || kind == S_IFCHR {
             let own = open("/proc/self/fd/\(writing)", O_WRONLY | O_NONBLOCK | O_CLOEXEC)
             if own >= 0 {
-                closeDescriptor(writing)
+                if writing != reading { closeDescriptor(writing) }  // one number is still the reading end
                 (self.writing, writeMode) = (own, .plain)
             } else {
                 let flags = fcntl(writing, F_GETFL, 0)
