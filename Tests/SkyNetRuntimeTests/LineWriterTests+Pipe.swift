@@ -16,9 +16,9 @@ extension LineWriterTests {
         private let readEnd: Int32
         private let state = Watched((lines: [String](), ended: false))
 
-        init() {
+        init() throws {
             var fds: [Int32] = [0, 0]
-            _ = pipe(&fds)
+            guard pipe(&fds) == 0 else { throw CheckFailed(description: "pipe: errno \(errno)") }
             readEnd = fds[0]
             writeEnd = fds[1]
             let readEnd = self.readEnd, state = self.state
@@ -56,7 +56,7 @@ extension LineWriterTests {
     }
 
     @Test func aLineWrittenAfterTheWriterWentToSleepIsAlwaysWritten() async throws {
-        let reader = PipeReader()
+        let reader = try PipeReader()
         defer { close(reader.writeEnd) }
         let writer = LineWriter(capacity: 1024)
         for index in 0..<300 {
@@ -68,7 +68,7 @@ extension LineWriterTests {
 
     /// Two descriptors on one pipe: what was accepted first is written first, across them.
     @Test func linesForTwoDescriptorsOfOnePipeKeepTheirOrderFromManyProducers() async throws {
-        let reader = PipeReader()
+        let reader = try PipeReader()
         let other = dup(reader.writeEnd)
         let writer = LineWriter(capacity: 128)
         let producers = 8, each = 500

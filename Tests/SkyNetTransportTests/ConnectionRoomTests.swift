@@ -47,7 +47,15 @@ struct ConnectionRoomTests {
                 receiveLines(from: client, count: lines, silence: .seconds(20))
             }
         }
-        #expect(try await withTimeout(.seconds(20)) { await answer.value } == true)
+        do {
+            #expect(try await withTimeout(.seconds(20)) { await answer.value } == true)
+        } catch {
+            // The reader must be done before the defer closes the client's number, which
+            // another test's socket could take.
+            client.shutdown(reading: true, writing: true)
+            _ = try? await drained.value
+            throw error
+        }
         #expect(connection.queuedBytes < 128 << 10 || connection.queuedBytes == 0)
         _ = try await drained.value
         #expect(connection.waitForRoom(below: 1))  // an empty queue: at once

@@ -41,21 +41,30 @@ struct ConnectionTests {
                 return receiveLines(from: client, count: total, silence: .seconds(30))  // a hang guard: a pause of 5 s was seen in a loaded run
             }
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for sender in 0..<senders {
-                group.addTask {
-                    let padding = String(repeating: ".", count: 60)
-                    for index in 0..<linesEach {
-                        try connection.send(Array("\(sender) \(index) \(padding)\n".utf8))
-                        if index == linesEach / 4 {
-                            halfway.increment()
-                            if halfway.value == senders { stalled.signal() }
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for sender in 0..<senders {
+                    group.addTask {
+                        let padding = String(repeating: ".", count: 60)
+                        for index in 0..<linesEach {
+                            try connection.send(Array("\(sender) \(index) \(padding)\n".utf8))
+                            if index == linesEach / 4 {
+                                halfway.increment()
+                                if halfway.value == senders { stalled.signal() }
+                            }
+                            if index.isMultiple(of: yieldEvery) { await Task.yield() }
                         }
-                        if index.isMultiple(of: yieldEvery) { await Task.yield() }
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+        } catch {
+            // The reader still holds the client's number: it must be done before the defer
+            // closes it, or its next read could take another test's socket by that number.
+            stalled.signal()
+            client.shutdown(reading: true, writing: true)
+            _ = try? await reader.value
+            throw error
         }
         let received = try await reader.value
         var next = [Int](repeating: 0, count: senders)

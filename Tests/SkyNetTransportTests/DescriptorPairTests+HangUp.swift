@@ -23,7 +23,7 @@ extension DescriptorPairTests {
 
     @Test func aSocketsHalfCloseIsNoHangUpButItsCloseIs() async throws {
         var ends: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0)
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0)
         let pair = try DescriptorPair(reading: ends[0], writing: ends[0])
         defer { pair.close() }
         #expect(write(ends[1], "x", 1) == 1)
