@@ -92,6 +92,12 @@ package struct JSONLine: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// A field whose value is any JSON value (a call's arguments, its result).
+    package mutating func add(_ key: String, value: JSONValue) {
+        self.key(key)
+        value.write(to: &bytes)
+    }
+
     /// `null`: a value not known yet.
     package mutating func addNull(_ key: String) {
         self.key(key)
@@ -120,7 +126,7 @@ package struct JSONLine: Sendable {
         bytes.append(UInt8(ascii: ":"))
     }
 
-    private static func appendString(_ text: String, to bytes: inout [UInt8]) {
+    static func appendString(_ text: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         // Most strings need no escape: copy them whole (a hot path in profiles).
         if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {

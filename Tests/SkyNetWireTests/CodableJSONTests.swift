@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+@testable import SkyNetWire
+
+/// Codable values to `JSONValue` and back: every shape the compiler synthesises, the same JSON
+/// as Foundation's coders read and write, and a clear refusal (with the path) of what does not
+/// travel exactly.
+struct CodableJSONTests {
+    enum Shape: Codable, Equatable {
+        case point
+        case circle(radius: Double)
+        case polygon([Int8], closed: Bool)
+    }
+
+    struct Inner: Codable, Equatable {
+        var name: String
+        var tags: [String?]
+    }
+
+    struct Sample: Codable, Equatable {
+        var int = Int.min
+        var small = Int8.max
+        var unsigned = UInt64(Int.max)
+        var float: Float = 0.25
+        var double = -1.5e-300
+        var flag = true
+        var text = "quote \" backslash \\ newline \n tab \t bell \u{7} é 🚀"
+        var missing: Int?
+        var present: Int? = 7
+        var inner = Inner(name: "inner", tags: ["a", nil, ""])
+        var shapes: [Shape] = [.point, .circle(radius: 2), .polygon([1, -2, 3], closed: false)]
+        var byName = ["one": 1, "two": 2]
+        var byNumber = [3: "three", 4: "four"]
+        var nested = [[1, 2], [], [3]]
+        var empty = [String: [Int]]()
+        var data = Data([0, 1, 2, 250, 255])
+        var url = URL(string: "https://example.com/a%20b?q=1")
+        var date = Date(timeIntervalSinceReferenceDate: 12345.5)
+    }
+
+    class Base: Codable {
+        var base = 1
+        init() {}
+    }
+
+    final class Derived: Base {
+        var own = "own"
+        enum Keys: CodingKey { case own }
+        override init() { super.init() }
+        required init(from decoder: any Decoder) throws {
+            own = try decoder.container(keyedBy: Keys.self).decode(String.self, forKey: .own)
+            try super.init(from: decoder.container(keyedBy: Keys.self).superDecoder())
+        }
+        override func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(own, forKey: .own)
+            try super.encode(to: container.superEncoder())
+        }
+    }
+
+    @Test func everySynthesisedShapeComesBackEqual() throws {
+        let value = Sample()
+        let json = try CodableJSON.encode(value)
+        #expect(try CodableJSON.decode(Sample.self, from: json) == value)
+        // The text written is what the parser reads back.
+        #expect(try JSONParser.parse(json.bytes) == json)
+    }
+
+    @Test func foundationReadsWhatWeWriteAndWeReadWhatItWrites() throws {
+        let value = Sample()
+        let ours = try CodableJSON.encode(value).bytes
+        #expect(try JSONDecoder().decode(Sample.self, from: Data(ours)) == value)
+        let theirs = try JSONEncoder().encode(value)
+        #expect(try CodableJSON.decode(Sample.self, from: JSONParser.parse(theirs)) == value)
+    }
+
+    @Test func dataIsBase64AndAURLItsStringAsFoundationWritesThem() throws {
+        let json = try CodableJSON.encode(Sample())
+        guard case .object(let fields) = json else {
+            Issue.record("not an object: \(json)")
+            return
+        }
+        #expect(fields["data"] == .string("AAEC+v8="))
+        #expect(fields["url"] == .string("https://example.com/a%20b?q=1"))
+        #expect(try CodableJSON.encode(Data("hi".utf8)) == .string("aGk="))
+        #expect(throws: DecodingError.self) { try CodableJSON.decode(Data.self, from: .string("not base64!")) }
+    }
+
+    @Test func aSubclassKeepsItsSuperclassUnderSuper() throws {
+        let value = Derived()
+        value.base = 42
+        let json = try CodableJSON.encode(value)
+        #expect(json == .object(["own": .string("own"), "super": .object(["base": .int(42)])]))
+        let back = try CodableJSON.decode(Derived.self, from: json)
+        #expect(back.base == 42 && back.own == "own")
+    }
+
+    @Test func objectsAreWrittenWithSortedKeys() throws {
+        #expect(String(decoding: JSONValue.object(["b": .int(1), "a": .array([.null, .bool(false)])]).bytes, as: UTF8.self)
+                    == #"{"a":[null,false],"b":1}"#)
+    }
+
+    struct Wide: Codable { var values: [UInt64] }
+    struct Real: Codable { var value: Double }
+    struct Narrow: Codable { var values: [Int8] }
+    struct Named: Codable { var name: String }
+
+    @Test func whatDoesNotTravelExactlyIsRefusedWithItsPath() throws {
+        #expect(throws: EncodingError.self) { try CodableJSON.encode(Wide(values: [1, .max])) }
+        do {
+            _ = try CodableJSON.encode(Wide(values: [1, .max]))
+        } catch EncodingError.invalidValue(_, let context) {
+            #expect(context.codingPath.map(\.stringValue) == ["values", "Index 1"])
+        }
+        #expect(throws: EncodingError.self) { try CodableJSON.encode(Real(value: .nan)) }
+        #expect(throws: EncodingError.self) { try CodableJSON.encode(Real(value: -.infinity)) }
+    }
+
+    @Test func aValueOfTheWrongKindIsRefusedWithItsPath() throws {
+        func failure<T: Decodable>(_ type: T.Type, _ json: JSONValue) -> DecodingError? {
+            do {
+                _ = try CodableJSON.decode(type, from: json)
+                return nil
+            } catch {
+                return error as? DecodingError
+            }
+        }
+        guard case .dataCorrupted(let range)? = failure(Narrow.self, .object(["values": .array([.int(1), .int(300)])])) else {
+            Issue.record("300 was read as an Int8")
+            return
+        }
+        #expect(range.codingPath.map(\.stringValue) == ["values", "Index 1"])
+        guard case .typeMismatch(_, let kind)? = failure(Named.self, .object(["name": .int(5)])) else {
+            Issue.record("a number was read as a String")
+            return
+        }
+        #expect(kind.codingPath.map(\.stringValue) == ["name"] && kind.debugDescription.contains("found a number"))
+        guard case .keyNotFound(let key, _)? = failure(Named.self, .object([:])) else {
+            Issue.record("a missing field was not refused")
+            return
+        }
+        #expect(key.stringValue == "name")
+        #expect(throws: DecodingError.self) { try CodableJSON.decode(Int.self, from: .double(1.5)) }
+        #expect(try CodableJSON.decode(Int.self, from: .double(2)) == 2)  // integral, as other writers may spell it
+    }
+}
