@@ -6,7 +6,7 @@ import PackageDescription
 let parts: [Target.Dependency] = [
     "SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetMetrics",
     "SkyNetScheduler", "SkyNetTransfer", "SkyNetJournal", "SkyNetLink", "SkyNetSSH", "SkyNetNode",
-    "SkyNetCluster", "SkyNetHTTP", "SkyNetDashboard",
+    "SkyNetCluster", "SkyNetHTTP", "SkyNetDashboard", "SkyNetActors",
 ]
 
 /// Every warning an error where SKYNET_WARNINGS_AS_ERRORS=1 (`.ci/run` sets it). Here rather than
@@ -21,7 +21,7 @@ let warningsAsErrors: [SwiftSetting] = Context.environment["SKYNET_WARNINGS_AS_E
 let unitTestTargets: [Target] = [
     "SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetMetrics", "SkyNetHTTP",
     "SkyNetScheduler", "SkyNetTransfer", "SkyNetJournal", "SkyNetSSH", "SkyNetNode", "SkyNetCluster", "SkyNetDashboard",
-    "SkyNet",
+    "SkyNetActors", "SkyNet",
 ].map { part in
     .testTarget(name: part + "Tests", dependencies: ["SkyNet", "SkyNetTestSupport"] + parts)
 }
@@ -67,6 +67,8 @@ let package = Package(
         .target(name: "SkyNetCluster", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetScheduler", "SkyNetTransfer", "SkyNetLink", "SkyNetSSH"]),
         // The dashboard: its page and the board it streams, served by SkyNetHTTP.
         .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWire", "SkyNetMetrics", "SkyNetScheduler", "SkyNetCluster", "SkyNetHTTP"]),
+        // Swift's distributed actors over SkyNet: the actor system, its IDs, calls as JSON.
+        .target(name: "SkyNetActors", dependencies: ["SkyNetRuntime", "SkyNetWire"]),
         // The one import for users: re-exports the parts. What imports it here also lists the
         // parts, so that a change to one rebuilds it: SkyNet's own module does not change then.
         .target(name: "SkyNet", dependencies: parts),

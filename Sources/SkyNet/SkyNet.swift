@@ -1,4 +1,5 @@
 // The one import for users of the library: `import SkyNet` brings the public API of every part (docs/API.md).
+@_exported import SkyNetActors
 @_exported import SkyNetAuth
 @_exported import SkyNetCluster
 @_exported import SkyNetDashboard

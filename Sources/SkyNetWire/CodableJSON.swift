@@ -14,8 +14,11 @@ package enum CodableJSON {
         return root.value
     }
 
-    package static func decode<Value: Decodable>(_ type: Value.Type, from json: JSONValue) throws -> Value {
-        try Read.decode(type, json, [])
+    /// Decodes `type`; `userInfo` reaches every `init(from:)` (an actor system, for the actor
+    /// references among the values).
+    package static func decode<Value: Decodable>(_ type: Value.Type, from json: JSONValue,
+                                                 userInfo: [CodingUserInfoKey: any Sendable] = [:]) throws -> Value {
+        try Read.decode(type, json, [], userInfo)
     }
 }
 
@@ -246,20 +249,20 @@ private struct AnyKey: CodingKey {
 private struct ValueDecoder: Decoder {
     let value: JSONValue
     let codingPath: [any CodingKey]
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
+    let userInfo: [CodingUserInfoKey: Any]
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .object(let members) = value else { throw Read.mismatch([String: Any].self, value, codingPath) }
-        return KeyedDecodingContainer(KeyedDecoder(members: members, codingPath: codingPath))
+        return KeyedDecodingContainer(KeyedDecoder(members: members, codingPath: codingPath, userInfo: userInfo))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard case .array(let elements) = value else { throw Read.mismatch([Any].self, value, codingPath) }
-        return UnkeyedDecoder(elements: elements, codingPath: codingPath)
+        return UnkeyedDecoder(elements: elements, codingPath: codingPath, userInfo: userInfo)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        SingleValueDecoder(value: value, codingPath: codingPath)
+        SingleValueDecoder(value: value, codingPath: codingPath, userInfo: userInfo)
     }
 }
 
@@ -312,7 +315,8 @@ private enum Read {
         }
     }
 
-    static func decode<Value: Decodable>(_ type: Value.Type, _ value: JSONValue, _ path: [any CodingKey]) throws -> Value {
+    static func decode<Value: Decodable>(_ type: Value.Type, _ value: JSONValue, _ path: [any CodingKey],
+                                        _ userInfo: [CodingUserInfoKey: Any]) throws -> Value {
         if type == Data.self {
             guard let bytes = Base64.decode(Array(try string(value, path).utf8)), let data = Data(bytes) as? Value else {
                 throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "not base64"))
@@ -325,13 +329,14 @@ private enum Read {
             }
             return url
         }
-        return try Value(from: ValueDecoder(value: value, codingPath: path))
+        return try Value(from: ValueDecoder(value: value, codingPath: path, userInfo: userInfo))
     }
 }
 
 private struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let members: [String: JSONValue]
     let codingPath: [any CodingKey]
+    let userInfo: [CodingUserInfoKey: Any]
 
     var allKeys: [Key] { members.keys.compactMap(Key.init(stringValue:)) }
     func contains(_ key: Key) -> Bool { members[key.stringValue] != nil }
@@ -360,34 +365,36 @@ private struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try Read.integer(value(key), codingPath + [key]) }
 
     func decode<Value: Decodable>(_ type: Value.Type, forKey key: Key) throws -> Value {
-        try Read.decode(type, value(key), codingPath + [key])
+        try Read.decode(type, value(key), codingPath + [key], userInfo)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        try ValueDecoder(value: value(key), codingPath: codingPath + [key]).container(keyedBy: type)
+        try ValueDecoder(value: value(key), codingPath: codingPath + [key], userInfo: userInfo).container(keyedBy: type)
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        try ValueDecoder(value: value(key), codingPath: codingPath + [key]).unkeyedContainer()
+        try ValueDecoder(value: value(key), codingPath: codingPath + [key], userInfo: userInfo).unkeyedContainer()
     }
 
     func superDecoder() throws -> any Decoder {
-        ValueDecoder(value: members["super"] ?? .null, codingPath: codingPath + [AnyKey("super")])
+        ValueDecoder(value: members["super"] ?? .null, codingPath: codingPath + [AnyKey("super")], userInfo: userInfo)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        ValueDecoder(value: members[key.stringValue] ?? .null, codingPath: codingPath + [key])
+        ValueDecoder(value: members[key.stringValue] ?? .null, codingPath: codingPath + [key], userInfo: userInfo)
     }
 }
 
 private struct UnkeyedDecoder: UnkeyedDecodingContainer {
     let elements: [JSONValue]
     let codingPath: [any CodingKey]
+    let userInfo: [CodingUserInfoKey: Any]
     private(set) var currentIndex = 0
 
-    init(elements: [JSONValue], codingPath: [any CodingKey]) {
+    init(elements: [JSONValue], codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any]) {
         self.elements = elements
         self.codingPath = codingPath
+        self.userInfo = userInfo
     }
 
     var count: Int? { elements.count }
@@ -431,29 +438,34 @@ private struct UnkeyedDecoder: UnkeyedDecodingContainer {
     mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try read(type, Read.integer) }
 
     mutating func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {
-        try read(type) { value, path in try Read.decode(type, value, path) }
+        let userInfo = self.userInfo  // not self's: read(_:_:) mutates self
+        return try read(type) { value, path in try Read.decode(type, value, path, userInfo) }
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
-        try read(KeyedDecodingContainer<NestedKey>.self) { value, path in
-            try ValueDecoder(value: value, codingPath: path).container(keyedBy: type)
+        let userInfo = self.userInfo
+        return try read(KeyedDecodingContainer<NestedKey>.self) { value, path in
+            try ValueDecoder(value: value, codingPath: path, userInfo: userInfo).container(keyedBy: type)
         }
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        try read((any UnkeyedDecodingContainer).self) { value, path in
-            try ValueDecoder(value: value, codingPath: path).unkeyedContainer()
+        let userInfo = self.userInfo
+        return try read((any UnkeyedDecodingContainer).self) { value, path in
+            try ValueDecoder(value: value, codingPath: path, userInfo: userInfo).unkeyedContainer()
         }
     }
 
     mutating func superDecoder() throws -> any Decoder {
-        try read((any Decoder).self) { value, path in ValueDecoder(value: value, codingPath: path) }
+        let userInfo = self.userInfo
+        return try read((any Decoder).self) { value, path in ValueDecoder(value: value, codingPath: path, userInfo: userInfo) }
     }
 }
 
 private struct SingleValueDecoder: SingleValueDecodingContainer {
     let value: JSONValue
     let codingPath: [any CodingKey]
+    let userInfo: [CodingUserInfoKey: Any]
 
     func decodeNil() -> Bool { value == .null }
     func decode(_ type: Bool.Type) throws -> Bool { try Read.bool(value, codingPath) }
@@ -472,6 +484,6 @@ private struct SingleValueDecoder: SingleValueDecodingContainer {
     func decode(_ type: UInt64.Type) throws -> UInt64 { try Read.integer(value, codingPath) }
 
     func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {
-        try Read.decode(type, value, codingPath)
+        try Read.decode(type, value, codingPath, userInfo)
     }
 }

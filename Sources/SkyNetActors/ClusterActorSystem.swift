@@ -1,0 +1,150 @@
+import Distributed
+import SkyNetRuntime
+import SkyNetWire
+
+/// The actor system of a SkyNet cluster: `distributed actor`s whose `ActorSystem` is this type
+/// are called by their `ClusterActorID` wherever they live, with their arguments and results
+/// as JSON (`Codable`).
+///
+/// An actor made with this system as its `actorSystem` is hosted here and callable from other
+/// systems that can reach this one; a reference to an actor of another system resolves to a
+/// proxy whose calls travel to that system.
+public final class ClusterActorSystem: DistributedActorSystem, Sendable {
+    /// Actors are called by the system that hosts them and their number there.
+    public typealias ActorID = ClusterActorID
+    /// Records a call's arguments as JSON.
+    public typealias InvocationEncoder = ClusterInvocationEncoder
+    /// Reads a call's arguments back on the host.
+    public typealias InvocationDecoder = ClusterInvocationDecoder
+    /// Takes what a method returned or threw on the host.
+    public typealias ResultHandler = ClusterResultHandler
+    /// Arguments and results are `Codable`, and travel as JSON.
+    public typealias SerializationRequirement = any Codable
+
+    /// The system's name: the first part of the ID of every actor it hosts.
+    public let name: String
+
+    /// The actors this system hosts and the channels to the others, behind one lock.
+    private struct State {
+        var lastNumber = 0
+        /// Held weakly: an actor lives as long as its users hold it; its `resignID` removes it.
+        var actors: [ClusterActorID: WeakActor] = [:]
+        var channels: [String: any ActorCallChannel] = [:]
+    }
+    private let state = Locked(State())
+
+    /// Makes a system named `name`: the name other systems reach it by.
+    public init(name: String) {
+        self.name = name
+    }
+
+    // MARK: The life of a local actor
+
+    /// A new actor's ID: this system's name and the next number.
+    public func assignID<Act: DistributedActor>(_ actorType: Act.Type) -> ClusterActorID where Act.ID == ClusterActorID {
+        state.withLock { state in
+            state.lastNumber += 1
+            return ClusterActorID(system: name, number: state.lastNumber)
+        }
+    }
+
+    /// An actor made on this system can be called from now on (it is held weakly).
+    public func actorReady<Act: DistributedActor>(_ actor: Act) where Act.ID == ClusterActorID {
+        state.withLock { $0.actors[actor.id] = WeakActor(actor) }
+    }
+
+    /// An actor of this system is gone: calls to it are refused from now on.
+    public func resignID(_ id: ClusterActorID) {
+        state.withLock { _ = $0.actors.removeValue(forKey: id) }
+    }
+
+    /// The actor hosted here with `id`; nil for another system's actor (the runtime then makes
+    /// a proxy whose calls travel); throws `actorNotFound` for one of this system that is gone.
+    public func resolve<Act: DistributedActor>(id: ClusterActorID, as actorType: Act.Type) throws -> Act?
+    where Act.ID == ClusterActorID {
+        guard id.system == name else { return nil }  // another system's: the runtime makes a proxy
+        guard let actor = state.withLock({ $0.actors[id]?.actor }) as? Act else {
+            throw ClusterActorSystemError.actorNotFound(id)
+        }
+        return actor
+    }
+
+    // MARK: Calls
+
+    /// An empty record of one call.
+    public func makeInvocationEncoder() -> ClusterInvocationEncoder { ClusterInvocationEncoder() }
+
+    /// Sends a call to the system that hosts `actor` and returns its decoded result.
+    public func remoteCall<Act: DistributedActor, Err: Error, Res: Codable>(
+        on actor: Act, target: RemoteCallTarget, invocation: inout ClusterInvocationEncoder,
+        throwing: Err.Type, returning: Res.Type
+    ) async throws -> Res where Act.ID == ClusterActorID {
+        guard let value = try await send(to: actor.id, target, invocation) else {
+            throw ClusterActorSystemError.badValue("the method returned nothing where \(Res.self) was expected")
+        }
+        do {
+            return try CodableJSON.decode(Res.self, from: value, userInfo: [.actorSystemKey: self])
+        } catch {
+            throw ClusterActorSystemError.badValue("the result: \(error)")
+        }
+    }
+
+    /// Sends a call of a method that returns nothing to the system that hosts `actor`.
+    public func remoteCallVoid<Act: DistributedActor, Err: Error>(
+        on actor: Act, target: RemoteCallTarget, invocation: inout ClusterInvocationEncoder, throwing: Err.Type
+    ) async throws where Act.ID == ClusterActorID {
+        _ = try await send(to: actor.id, target, invocation)
+    }
+
+    /// Sends one call to the system that hosts `id`; returns the method's value (nil: none).
+    private func send(to id: ClusterActorID, _ target: RemoteCallTarget, _ invocation: ClusterInvocationEncoder) async throws -> JSONValue? {
+        guard let channel = state.withLock({ $0.channels[id.system] }) else {
+            throw ClusterActorSystemError.noRoute(system: id.system)
+        }
+        let reply = try await channel.call(ActorCall(actor: id, target: target.identifier, generics: invocation.generics,
+                                                     arguments: invocation.arguments))
+        switch reply {
+        case .returned(let value): return value
+        case .threw(let type, let message): throw ClusterActorSystemError.remote(type: type, message: message)
+        case .refused(let refusal): throw refusal
+        }
+    }
+
+    /// Runs a call that arrived for an actor hosted here; never throws: what went wrong is the reply.
+    package func execute(_ call: ActorCall) async -> ActorReply {
+        guard call.actor.system == name, let actor = state.withLock({ $0.actors[call.actor]?.actor }) else {
+            return .refused(.actorNotFound(call.actor))
+        }
+        return await execute(call, on: actor)
+    }
+
+    private func execute<Act: DistributedActor>(_ call: ActorCall, on actor: Act) async -> ActorReply {
+        var decoder = ClusterInvocationDecoder(arguments: call.arguments, generics: call.generics, system: self, actorType: Act.self)
+        let handler = ClusterResultHandler(target: call.target)
+        do {
+            try await executeDistributedTarget(on: actor, target: RemoteCallTarget(call.target),
+                                               invocationDecoder: &decoder, handler: handler)
+        } catch let refusal as ClusterActorSystemError {
+            return .refused(refusal)
+        } catch {
+            return .refused(.unknownTarget(call.target))
+        }
+        return handler.result ?? .refused(.unknownTarget(call.target))
+    }
+
+    // MARK: Other systems
+
+    /// Calls to actors of the system `name` go through `channel` from now on.
+    package func connect(to name: String, through channel: any ActorCallChannel) {
+        state.withLock { $0.channels[name] = channel }
+    }
+}
+
+/// A hosted actor, held weakly (the lock of `ClusterActorSystem.state` guards the table).
+private final class WeakActor: Sendable {
+    weak let actor: (any DistributedActor)?
+
+    init(_ actor: any DistributedActor) {
+        self.actor = actor
+    }
+}

@@ -1,0 +1,28 @@
+/// Why a call to a distributed actor did not return.
+public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The system named in the actor's ID hosts no such actor (any more).
+    case actorNotFound(ClusterActorID)
+    /// This system has no link to the system that hosts the actor.
+    case noRoute(system: String)
+    /// The actor has no such distributed method: the two sides run different builds.
+    case unknownTarget(String)
+    /// An argument or the result did not encode or decode (the coding path says which).
+    case badValue(String)
+    /// Generic distributed methods are not supported: their type arguments would have to be
+    /// looked up by name from what the wire says.
+    case genericMethod(String)
+    /// The method ran and threw: the error's type and description, as its host saw them.
+    case remote(type: String, message: String)
+
+    /// The reason, for a person.
+    public var description: String {
+        switch self {
+        case .actorNotFound(let id): "no actor \(id)"
+        case .noRoute(let system): "no link to the system \(system)"
+        case .unknownTarget(let target): "the actor has no distributed method \(target) (is the other side the same build?)"
+        case .badValue(let reason): "a value of the call did not travel: \(reason)"
+        case .genericMethod(let target): "generic distributed methods are not supported (\(target))"
+        case .remote(let type, let message): "the remote call threw \(type): \(message)"
+        }
+    }
+}
