@@ -30,6 +30,8 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         /// Held weakly: an actor lives as long as its users hold it; its `resignID` removes it.
         var actors: [ClusterActorID: WeakActor] = [:]
         var channels: [String: any ActorCallChannel] = [:]
+        /// The `@Resolvable` stubs (`$Protocol`) whose calls the actors here take.
+        var stubs: [any DistributedActor.Type] = []
     }
     private let state = Locked(State())
 
@@ -119,17 +121,35 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
     }
 
     private func execute<Act: DistributedActor>(_ call: ActorCall, on actor: Act) async -> ActorReply {
+        // A method of the actor's own type, or a `@Resolvable` protocol's through its stub
+        // (whose type argument, `Self`, the runtime checks the actor against): nothing else runs.
+        let target = String(call.target.prefix(ActorTarget.maxBytes))
+        let allowed: Bool
+        switch call.generics {
+        case []: allowed = ActorTarget.isMethod(call.target, of: Act.self)
+        case [ActorCall.selfType]: allowed = resolvableStubs.contains { ActorTarget.isMethod(call.target, of: $0) }
+        default: return .refused(.genericMethod(target))
+        }
+        guard allowed else { return .refused(.unknownTarget(target)) }
         var decoder = ClusterInvocationDecoder(arguments: call.arguments, generics: call.generics, system: self, actorType: Act.self)
         let handler = ClusterResultHandler(target: call.target)
         do {
             try await executeDistributedTarget(on: actor, target: RemoteCallTarget(call.target),
                                                invocationDecoder: &decoder, handler: handler)
-        } catch let refusal as ClusterActorSystemError {
-            return .refused(refusal)
+        } catch let refusal as CallRefusal {
+            return .refused(refusal.reason)
         } catch {
             return .refused(.unknownTarget(call.target))
         }
         return handler.result ?? .refused(.unknownTarget(call.target))
+    }
+
+    private var resolvableStubs: [any DistributedActor.Type] { state.withLock { $0.stubs } }
+
+    /// Lets callers that hold only a `@Resolvable` protocol's stub (`$Counter`) call the actors
+    /// here that conform to it; other callers of the protocol's methods are refused.
+    public func acceptCalls(through stub: any DistributedActor.Type) {
+        state.withLock { $0.stubs.append(stub) }
     }
 
     // MARK: Other systems

@@ -52,7 +52,7 @@ public struct ClusterInvocationDecoder: DistributedTargetInvocationDecoder {
     /// then checks that it conforms). A method with type parameters of its own is refused.
     public mutating func decodeGenericSubstitutions() throws -> [Any.Type] {
         guard generics.allSatisfy({ $0 == ActorCall.selfType }), generics.count <= 1 else {
-            throw ClusterActorSystemError.genericMethod("type arguments \(generics.joined(separator: ", "))")
+            throw CallRefusal(reason: .genericMethod("type arguments \(generics.joined(separator: ", "))"))
         }
         return generics.map { _ in actorType }
     }
@@ -60,13 +60,13 @@ public struct ClusterInvocationDecoder: DistributedTargetInvocationDecoder {
     /// The next argument; throws `badValue` when there is none or it does not decode.
     public mutating func decodeNextArgument<Argument: Codable>() throws -> Argument {
         guard next < arguments.count else {
-            throw ClusterActorSystemError.badValue("the call has \(arguments.count) argument(s), the method takes more")
+            throw CallRefusal(reason: .badValue("the call has \(arguments.count) argument(s), the method takes more"))
         }
         defer { next += 1 }
         do {
             return try CodableJSON.decode(Argument.self, from: arguments[next], userInfo: [.actorSystemKey: system])
         } catch {
-            throw ClusterActorSystemError.badValue("argument \(next + 1): \(error)")
+            throw CallRefusal(reason: .badValue("argument \(next + 1): \(error)"))
         }
     }
 
@@ -110,13 +110,19 @@ public final class ClusterResultHandler: DistributedTargetInvocationResultHandle
 
     /// The method threw, or the call could not run: the reply says which.
     public func onThrow<Err: Error>(error: Err) async throws {
-        let answer: ActorReply = if let refusal = error as? ClusterActorSystemError {
-            .refused(refusal)
+        let answer: ActorReply = if let refusal = error as? CallRefusal {
+            .refused(refusal.reason)
         } else if error is ExecuteDistributedTargetError {
             .refused(.unknownTarget(target))
-        } else {
-            .threw(type: String(describing: type(of: error as Any)), message: String(describing: error))
+        } else {  // the method ran and threw (a refusal of a call it made itself included)
+            .threw(type: String(describing: type(of: error as Any)), message: String(String(describing: error).prefix(1024)))
         }
         reply.withLock { $0 = answer }
     }
+}
+
+/// A call refused before its method ran (its arguments, its type arguments): kept apart from
+/// what the method itself throws, which the caller hears as having run.
+struct CallRefusal: Error {
+    let reason: ClusterActorSystemError
 }

@@ -98,7 +98,8 @@ package enum Base64 {
         }
     }
 
-    /// The bytes `text` stands for, or nil when it is not strict base64 (tests, small values).
+    /// The bytes `text` stands for, or nil when it is not strict base64 (a value of a call; the
+    /// file chunks use the buffer form above).
     package static func decode(_ text: [UInt8]) -> [UInt8]? {
         var out = [UInt8](repeating: 0, count: decodedCapacity(text.count))
         let count = text.withUnsafeBytes { text in out.withUnsafeMutableBytes { decode(text, into: $0) } }

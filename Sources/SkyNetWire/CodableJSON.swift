@@ -8,6 +8,10 @@ import SkyNetRuntime
 /// JSON. Integers travel exactly or not at all: one outside `Int` is refused with the coding
 /// path, as are NaN and the infinities.
 package enum CodableJSON {
+    /// The deepest a value may nest: with the message around it, the line stays within what
+    /// `JSONParser` reads (and a recursive value cannot exhaust the stack).
+    package static let maxDepth = 24
+
     package static func encode<Value: Encodable>(_ value: Value) throws -> JSONValue {
         let root = EncodedNode()
         try Leaf.encode(value, into: root, at: [])
@@ -46,11 +50,20 @@ private final class EncodedNode {
         if elements == nil { (leaf, members, elements) = (nil, nil, []) }
     }
 
+    /// A new member `key` (replacing one written before).
     func member(_ key: String) -> EncodedNode {
         asObject()
         let node = EncodedNode()
         members?[key] = node
         return node
+    }
+
+    /// The member `key` a nested container writes into: the one already there, if any, so that
+    /// two containers asked for one key write into one value.
+    func nestedMember(_ key: String) -> EncodedNode {
+        asObject()
+        if let existing = members?[key] { return existing }
+        return member(key)
     }
 
     func appended() -> EncodedNode {
@@ -101,6 +114,10 @@ private enum Leaf {
     /// A value through its own `encode(to:)`, into `node`; `Data` and `URL` as Foundation's
     /// coders write them.
     static func encode<Value: Encodable>(_ value: Value, into node: EncodedNode, at path: [any CodingKey]) throws {
+        guard path.count < CodableJSON.maxDepth else {
+            throw EncodingError.invalidValue(value, .init(codingPath: path, debugDescription:
+                "the value nests deeper than \(CodableJSON.maxDepth) levels"))
+        }
         if let data = value as? Data {
             node.leaf = .string(String(decoding: Base64.encode(Array(data)), as: UTF8.self))
         } else if let url = value as? URL {
@@ -139,13 +156,13 @@ private struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type,
                                                          forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-        let child = node.member(key.stringValue)
+        let child = node.nestedMember(key.stringValue)
         child.asObject()
         return KeyedEncodingContainer(KeyedEncoder<NestedKey>(node: child, codingPath: codingPath + [key]))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let child = node.member(key.stringValue)
+        let child = node.nestedMember(key.stringValue)
         child.asArray()
         return UnkeyedEncoder(node: child, codingPath: codingPath + [key])
     }
@@ -296,7 +313,9 @@ private enum Read {
     static func integer<Value: FixedWidthInteger>(_ value: JSONValue, _ path: [any CodingKey]) throws -> Value {
         let exact: Value? = switch value {
         case .int(let number): Value(exactly: number)
-        case .double(let number): Value(exactly: number)
+        // Only where a Double holds every integer: a larger one was rounded when it was parsed.
+        case .double(let number) where abs(number) <= 0x1p53: Value(exactly: number)
+        case .double, .outOfRange: nil
         default: throw mismatch(Value.self, value, path)
         }
         guard let exact else {
@@ -306,13 +325,18 @@ private enum Read {
     }
 
     static func floating<Value: BinaryFloatingPoint>(_ value: JSONValue, _ path: [any CodingKey]) throws -> Value {
+        let number: Value
         switch value {
-        case .int(let number): return Value(number)
-        case .double(let number): return Value(number)
+        case .int(let integer): number = Value(integer)
+        case .double(let double): number = Value(double)
         case .outOfRange:
             throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "the number is too large for \(Value.self)"))
         default: throw mismatch(Value.self, value, path)
         }
+        guard number.isFinite else {  // a Double beyond a Float's range
+            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "the number is too large for \(Value.self)"))
+        }
+        return number
     }
 
     static func decode<Value: Decodable>(_ type: Value.Type, _ value: JSONValue, _ path: [any CodingKey],

@@ -102,6 +102,21 @@ struct ClusterActorSystemTests {
         #expect(try await home.count() == 1)
     }
 
+    /// A method that ran and threw is heard as having run, even when what it threw is one of
+    /// the system's own errors (a call it made itself found no route).
+    @Test func anErrorOfTheSystemThrownByTheMethodItselfIsWhatItThrew() async throws {
+        let (alpha, beta) = Self.pair()
+        let away = Greeter(actorSystem: beta)
+        let stranger = try Greeter.resolve(id: ClusterActorID(system: "gamma", number: 1), using: beta)
+        let remote = try Greeter.resolve(id: away.id, using: alpha)
+        let error = await #expect(throws: ClusterActorSystemError.self) { try await remote.callBack(stranger) }
+        guard case .remote(let type, let message)? = error else {
+            Issue.record("heard as \(String(describing: error))")
+            return
+        }
+        #expect(type == "ClusterActorSystemError" && message.contains("gamma"))
+    }
+
     @Test func anActorThatIsGoneOrASystemWithoutARouteIsRefused() async throws {
         let (alpha, beta) = Self.pair()
         var greeter: Greeter? = Greeter(actorSystem: beta)
@@ -170,11 +185,43 @@ distributed actor Ticker: Counter {
 }
 
 struct ResolvableProtocolTests {
-    @Test func aStubOfAResolvableProtocolCallsTheActorBehindIt() async throws {
+    @Test func aStubOfAResolvableProtocolCallsTheActorBehindItOnceTheHostAcceptsIt() async throws {
         let (alpha, beta) = ClusterActorSystemTests.pair()
         let ticker = Ticker(actorSystem: beta)
         let counter = try $Counter.resolve(id: ticker.id, using: alpha)
+        let refused = await #expect(throws: ClusterActorSystemError.self) { try await counter.next() }
+        guard case .unknownTarget? = refused else {
+            Issue.record("a stub the host did not accept was \(String(describing: refused))")
+            return
+        }
+        beta.acceptCalls(through: $Counter.self)
         #expect(try await counter.next() == 1)
         #expect(try await counter.next() == 2)
+    }
+
+    /// The runtime would run a thunk on any actor it is handed: a method of one type named in a
+    /// call to an actor of another is refused before it runs, through a stub as well.
+    @Test func aMethodOfAnotherTypeIsRefusedAndRunsNothing() async throws {
+        let (alpha, beta) = ClusterActorSystemTests.pair()
+        beta.acceptCalls(through: $Counter.self)
+        let ticker = Ticker(actorSystem: beta), greeter = ClusterActorSystemTests.Greeter(actorSystem: beta)
+        let recorder = ClusterActorSystemTests.RecordingChannel(host: beta)
+        alpha.connect(to: "beta", through: recorder)
+        _ = try await Ticker.resolve(id: ticker.id, using: alpha).next()
+        _ = try await $Counter.resolve(id: ticker.id, using: alpha).next()
+        let (own, throughStub) = (recorder.targets[0], recorder.targets[1])
+        let onGreeter = await beta.execute(ActorCall(actor: greeter.id, target: own, arguments: []))
+        #expect(onGreeter == .refused(.unknownTarget(own)))
+        let stubOnGreeter = await beta.execute(ActorCall(actor: greeter.id, target: throughStub, generics: [ActorCall.selfType], arguments: []))
+        guard case .refused = stubOnGreeter else {
+            Issue.record("a Counter call ran on a Greeter: \(stubOnGreeter)")
+            return
+        }
+        let ownWithSelf = await beta.execute(ActorCall(actor: ticker.id, target: own, generics: [ActorCall.selfType], arguments: []))
+        #expect(ownWithSelf == .refused(.unknownTarget(own)))
+        #expect(try await ticker.next() == 3)  // only the two calls above ran
+        for nonsense in ["", "$s", "greet", "$s" + String(repeating: "9", count: 5000), "$sSi"] {
+            #expect(await beta.execute(ActorCall(actor: ticker.id, target: nonsense, arguments: [])) == .refused(.unknownTarget(String(nonsense.prefix(1024)))))
+        }
     }
 }

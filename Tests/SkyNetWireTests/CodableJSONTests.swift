@@ -116,6 +116,41 @@ struct CodableJSONTests {
         #expect(throws: EncodingError.self) { try CodableJSON.encode(Real(value: -.infinity)) }
     }
 
+    final class Chain: Codable {
+        var next: Chain?
+        init(length: Int) { next = length > 1 ? Chain(length: length - 1) : nil }
+    }
+
+    @Test func aValueNestedTooDeeplyIsRefusedNotWritten() throws {
+        #expect(throws: Never.self) { try CodableJSON.encode(Chain(length: CodableJSON.maxDepth)) }
+        #expect(throws: EncodingError.self) { try CodableJSON.encode(Chain(length: CodableJSON.maxDepth + 1)) }
+        #expect(throws: EncodingError.self) { try CodableJSON.encode(Chain(length: 2000)) }  // stops at the limit
+    }
+
+    /// Numbers that a Double only rounds, or that do not fit the type, are refused.
+    @Test func numbersAreTakenOnlyWhenExact() throws {
+        let huge = try JSONParser.parse(Array("[9223372036854775809]".utf8))
+        #expect(throws: DecodingError.self) { try CodableJSON.decode([UInt64].self, from: huge) }
+        #expect(throws: DecodingError.self) { try CodableJSON.decode(Float.self, from: .double(1e300)) }
+        #expect(try CodableJSON.decode(Float.self, from: .double(0.5)) == 0.5)
+        #expect(try CodableJSON.decode(Int.self, from: .double(0x1p53)) == 1 << 53)
+    }
+
+    struct TwoContainers: Encodable {
+        enum Keys: CodingKey { case box, a, b }
+        func encode(to encoder: any Encoder) throws {
+            var outer = encoder.container(keyedBy: Keys.self)
+            var first = outer.nestedContainer(keyedBy: Keys.self, forKey: .box)
+            try first.encode(1, forKey: .a)
+            var second = outer.nestedContainer(keyedBy: Keys.self, forKey: .box)
+            try second.encode(2, forKey: .b)
+        }
+    }
+
+    @Test func twoNestedContainersForOneKeyWriteIntoOneValue() throws {
+        #expect(try CodableJSON.encode(TwoContainers()) == .object(["box": .object(["a": .int(1), "b": .int(2)])]))
+    }
+
     @Test func aValueOfTheWrongKindIsRefusedWithItsPath() throws {
         func failure<T: Decodable>(_ type: T.Type, _ json: JSONValue) -> DecodingError? {
             do {
