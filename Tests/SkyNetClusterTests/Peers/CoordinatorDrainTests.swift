@@ -30,31 +30,31 @@ struct CoordinatorDrainTests {
         var settings = PeerLinks.Settings(capacity: 2, timeout: .seconds(5), job: "hold", jobSummary: "cat {}")
         settings.refusalRetryDelay = .milliseconds(100)
         try await linksTests.withLinks(to: [beta, gamma], settings: settings) { _, systems, events in
-            try await awaitState(upTo: .seconds(10)) { await systems.names.count == 2 }
+            try await awaitState(upTo: .seconds(60)) { await systems.names.count == 2 }
             let scanEvents = Locked<[ScanEvent]>([])
             var coordinator = Coordinator(systems: systems) { event in scanEvents.withLock { $0.append(event) } }
             let metrics = TaskMetrics(jobs: ["hold"])
             coordinator.metrics = metrics
             let scan = Task { await coordinator.run((0..<4).map { gate.task($0) }) }
             defer { scan.cancel() }
-            try await awaitState(upTo: .seconds(10)) {
+            try await awaitState(upTo: .seconds(60)) {
                 // Running on the nodes, not only reserved here: the drain must cancel them.
                 beta.system.counters.running == 2 && gamma.system.counters.running == 2
             }
 
             // beta drains: its two tasks are cancelled after 0.2 s and wait for a slot of gamma.
             let drain = Task { await beta.drain(within: .milliseconds(200)) }
-            try await events.waitFor(upTo: .seconds(10)) {
+            try await events.waitFor(upTo: .seconds(60)) {
                 if case .draining("beta", _) = $0 { true } else { false }
             }
-            try await withTimeout(.seconds(10)) { await drain.value }
+            try await withTimeout(.seconds(60)) { await drain.value }
             #expect(beta.phase == .stopped)
             // Every FIFO at once: the re-run tasks open theirs only once gamma has room.
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for index in 0..<4 { group.addTask { try await gate.release(index, within: .seconds(30)) } }
+                for index in 0..<4 { group.addTask { try await gate.release(index, within: .seconds(60)) } }
                 try await group.waitForAll()
             }
-            let report = try await withTimeout(.seconds(30)) { await scan.value }
+            let report = try await withTimeout(.seconds(60)) { await scan.value }
 
             #expect(report.completed == 4)
             #expect(report.gaveUp == 0)
