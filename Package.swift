@@ -62,13 +62,13 @@ let package = Package(
         // Nodes over ssh: logins, the ssh child as a channel, shipping the binary.
         .target(name: "SkyNetSSH", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetLink"]),
         // The node: sessions, admission, drain, its files and metrics.
-        .target(name: "SkyNetNode", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetMetrics", "SkyNetScheduler", "SkyNetTransfer", "SkyNetLink"]),
+        .target(name: "SkyNetNode", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetMetrics", "SkyNetScheduler", "SkyNetTransfer", "SkyNetLink", "SkyNetActors"]),
         // The coordinator's cluster: the cluster file, the links to its peers, spawned nodes.
-        .target(name: "SkyNetCluster", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetScheduler", "SkyNetTransfer", "SkyNetLink", "SkyNetSSH"]),
+        .target(name: "SkyNetCluster", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetScheduler", "SkyNetTransfer", "SkyNetLink", "SkyNetSSH", "SkyNetActors"]),
         // The dashboard: its page and the board it streams, served by SkyNetHTTP.
         .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWire", "SkyNetMetrics", "SkyNetScheduler", "SkyNetCluster", "SkyNetHTTP"]),
         // Swift's distributed actors over SkyNet: the actor system, its IDs, calls as JSON.
-        .target(name: "SkyNetActors", dependencies: ["SkyNetRuntime", "SkyNetWire"]),
+        .target(name: "SkyNetActors", dependencies: ["SkyNetRuntime", "SkyNetWork", "SkyNetWire"]),
         // The one import for users: re-exports the parts. What imports it here also lists the
         // parts, so that a change to one rebuilds it: SkyNet's own module does not change then.
         .target(name: "SkyNet", dependencies: parts),

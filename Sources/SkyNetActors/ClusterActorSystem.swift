@@ -114,8 +114,9 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
 
     /// Runs a call that arrived for an actor hosted here; never throws: what went wrong is the reply.
     package func execute(_ call: ActorCall) async -> ActorReply {
-        guard call.actor.system == name, let actor = state.withLock({ $0.actors[call.actor]?.actor }) else {
-            return .refused(.actorNotFound(call.actor))
+        let id = call.actor
+        guard id.system == name, let actor = state.withLock({ $0.actors[id]?.actor }) else {
+            return .refused(.actorNotFound(id))
         }
         return await execute(call, on: actor)
     }

@@ -1,3 +1,6 @@
+import SkyNetWire
+import SkyNetWork
+
 /// Why a call to a distributed actor did not return.
 public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The system named in the actor's ID hosts no such actor (any more).
@@ -13,6 +16,17 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
     case genericMethod(String)
     /// The method ran and threw: the error's type and description, as its host saw them.
     case remote(type: String, message: String)
+
+    /// The protocol's code for a refusal before the method ran (`remote` and `noRoute` never
+    /// travel: they are the caller's own).
+    package var code: FailureCode {
+        switch self {
+        case .actorNotFound: .actorNotFound
+        case .unknownTarget: .unknownTarget
+        case .genericMethod: .genericMethod
+        case .badValue, .noRoute, .remote: .badValue
+        }
+    }
 
     /// The reason, for a person.
     public var description: String {

@@ -1,3 +1,4 @@
+import SkyNetActors
 import SkyNetAuth
 import SkyNetMetrics
 import SkyNetRuntime
@@ -42,6 +43,9 @@ public final class Node: Sendable {
         public var jobs = JobRegistry()
         /// When set, a client must prove it knows this token (docs/PROTOCOL.md, "Authentication").
         public var token: String?
+        /// The distributed actors a client may call (`call`); nil: none, every call is refused
+        /// `actor-not-found`.
+        public var actors: ClusterActorSystem?
         /// How refusals to an address that keeps failing to log in are slowed.
         package var loginBackoff = LoginBackoff()
         /// The most clients that completed their hello, served at once.

@@ -1,3 +1,4 @@
+import SkyNetActors
 import SkyNetAuth
 import SkyNetLink
 import SkyNetRuntime
@@ -25,6 +26,8 @@ extension NodeSession {
         case .cancel(let id):
             state.withLock { $0.scans[id] }?.cancel()
             cancelUpload(id)
+        case .call(let id, let call):
+            startCall(id: id, call)
         case .ping(let id):
             if state.withLock({ $0.scans[id] != nil || $0.uploads[id] != nil }) {
                 return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
@@ -57,6 +60,47 @@ extension NodeSession {
             return nil
         }
         if let refusal { send(refusal) }
+    }
+
+    /// Runs a call of a hosted actor's method in a task of its own, counted among the
+    /// connection's requests in flight (a `cancel` of its id cancels it).
+    private func startCall(id: Int, _ call: ActorCall) {
+        guard let actors = node.options.actors else {
+            let refusal = ActorReply.refused(.actorNotFound(call.actor))
+            return send(refusal.reply(id: id).line)
+        }
+        let refusal: [UInt8]? = state.withLock { state in
+            guard state.scans[id] == nil, state.uploads[id] == nil else {
+                return WireError.badRequest("request id \(id) is already in flight", id: id).line
+            }
+            guard !node.isStopping else { return WireError(code: .busy, message: node.stoppingMessage, id: id).line }
+            guard state.scans.count < node.options.maxRequestsPerConnection else {
+                return WireError(code: .busy, message: "too many requests in flight on this connection", id: id).line
+            }
+            guard node.pending.begin() else { return WireError(code: .busy, message: node.stoppingMessage, id: id).line }
+            state.scans[id] = Task {
+                let reply = await actors.execute(call).reply(id: id)
+                // Forget the id before replying: the client may reuse it once it has the reply.
+                let now = self.node.clock.now
+                self.state.withLock { state in
+                    state.scans.removeValue(forKey: id)
+                    state.lastActivity = now
+                }
+                self.send(self.fitting(reply, id: id))
+                self.node.pending.end()
+            }
+            return nil
+        }
+        if let refusal { send(refusal) }
+    }
+
+    /// `reply`'s line, or a `bad-value` error when the value is too large for a wire line.
+    private func fitting(_ reply: Reply, id: Int) -> [UInt8] {
+        let line = reply.line
+        let room = node.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        guard line.count > room else { return line }
+        return WireError(code: .badValue, message: "the result is \(line.count) bytes once encoded, over the \(room) of a wire line",
+                         id: id).line
     }
 
     private func runScan(id: Int, task: ScanTask) async {

@@ -48,12 +48,17 @@ package enum Reply: Sendable, Equatable {
     /// The node drains: it takes no new work, and cancels what still runs after
     /// `timeout` seconds. Sent once, unsolicited, with no id.
     case draining(timeout: Double)
+    /// A call's method returned `value` (nil: it returns nothing).
+    case returned(id: Int, value: JSONValue?)
+    /// A call's method threw: the error's type and description, as the node saw them.
+    case threw(id: Int, type: String, message: String)
 
     /// The request this reply ends, if any.
     package var requestID: Int? {
         switch self {
         case .welcome, .challenge, .returnFile, .chunk, .fileEnd, .draining: nil
-        case .result(let id, _, _), .failure(let id, _, _, _), .pong(let id, _), .stored(let id): id
+        case .result(let id, _, _), .failure(let id, _, _, _), .pong(let id, _), .stored(let id),
+             .returned(let id, _), .threw(let id, _, _): id
         case .error(let error): error.id
         }
     }
@@ -65,7 +70,7 @@ package enum Reply: Sendable, Equatable {
         case .returnFile(let header): header.id
         case .chunk(let chunk): chunk.id
         case .fileEnd(let end): end.id
-        case .welcome, .challenge, .result, .failure, .pong, .error, .stored, .draining: nil
+        case .welcome, .challenge, .result, .failure, .pong, .error, .stored, .draining, .returned, .threw: nil
         }
     }
 
@@ -125,6 +130,15 @@ package enum Reply: Sendable, Equatable {
             // Whole seconds as an integer (`"timeout":30`), as an operator wrote them.
             if timeout == timeout.rounded(), abs(timeout) < 0x1p53 { json.add("timeout", Int(timeout)) } else { json.add("timeout", timeout) }
             return json.line
+        case .returned(let id, let value):
+            var json = JSONLine(type: "returned", id: id)
+            if let value { json.add("value", value: value) }
+            return json.line
+        case .threw(let id, let type, let message):
+            var json = JSONLine(type: "threw", id: id)
+            json.add("error", type)
+            json.add("message", message)
+            return json.line
         }
     }
 
@@ -176,6 +190,10 @@ package enum Reply: Sendable, Equatable {
                 throw .badRequest("draining needs \"timeout\": a number of seconds, 0 or more")
             }
             return .draining(timeout: timeout)
+        case "returned":
+            return .returned(id: try fields.requestID(), value: fields.value("value"))
+        case "threw":
+            return .threw(id: try fields.requestID(), type: cut(try fields.string("error")), message: cut(try fields.optionalString("message") ?? ""))
         case "error":
             return .error(WireError(code: FailureCode(rawValue: try fields.string("code")), message: try fields.optionalString("message").map(cut), id: fields.id))
         case let other:

@@ -27,6 +27,8 @@ package enum Request: Sendable, Equatable {
     case chunk(FileChunk)
     /// The end of that file, with its SHA-256 (`end`).
     case fileEnd(FileEnd)
+    /// A call of a distributed actor's method hosted by the node (`call`).
+    case call(id: Int, ActorCall)
 
     /// The request that runs `task`: a `scan` for the built-in scan, else a `job`.
     package static func run(id: Int, task: ScanTask) -> Request {
@@ -80,6 +82,7 @@ package enum Request: Sendable, Equatable {
         case .basefile(let basefile): return basefile.line
         case .chunk(let chunk): return chunk.line
         case .fileEnd(let end): return end.line
+        case .call(let id, let call): return call.line(id: id)
         }
     }
 
@@ -122,6 +125,8 @@ package enum Request: Sendable, Equatable {
             return .chunk(try fields.fileChunk(inReply: false))
         case "end":
             return .fileEnd(try fields.fileEnd(inReply: false))
+        case "call":
+            return .call(id: try fields.requestID(), try fields.actorCall())
         case let other:
             throw WireError(code: .unknownType, message: "unknown type \"\(other)\"", id: id)
         }

@@ -121,6 +121,8 @@ package final class FakeNode: Sendable {
             try? connection.send(WireError(code: .unknownType, message: "unknown type \"transfer\"", id: transfer.id).line)
         case .basefile(let basefile):
             try? connection.send(WireError(code: .unknownType, message: "unknown type \"basefile\"", id: basefile.id).line)
+        case .call(let id, _):
+            try? connection.send(WireError(code: .unknownType, message: "unknown type \"call\"", id: id).line)
         case .chunk, .fileEnd:
             break
         case .cancel(let id):

@@ -65,7 +65,7 @@ extension Request {
     /// A request that runs a task (as opposed to a ping, a hello or a cancel).
     var isWork: Bool {
         switch self {
-        case .scan, .job, .transfer: true
+        case .scan, .job, .transfer, .call: true
         case .hello, .auth, .cancel, .ping, .basefile, .chunk, .fileEnd: false
         }
     }

@@ -7,12 +7,15 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStri
     case noSpace, fileTooLarge, fileChanged, missingReturn, badFile
     // Errors of a connection or a request.
     case badRequest, unknownType, frameTooLarge, helloRequired, unsupportedVersion, unauthorized
+    // Refusals of an actor call, before its method ran.
+    case actorNotFound, unknownTarget, badValue, genericMethod
     case other(String)
 
     private static let known: [FailureCode] = [
         .taskFailed, .busy, .cancelled, .deadline, .unknownJob, .badReply,
         .noSpace, .fileTooLarge, .fileChanged, .missingReturn, .badFile,
         .badRequest, .unknownType, .frameTooLarge, .helloRequired, .unsupportedVersion, .unauthorized,
+        .actorNotFound, .unknownTarget, .badValue, .genericMethod,
     ]
 
     /// The code spelled `rawValue` on the wire; an unknown spelling is kept in `other`.
@@ -45,6 +48,10 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStri
         case .helloRequired: "hello-required"
         case .unsupportedVersion: "unsupported-version"
         case .unauthorized: "unauthorized"
+        case .actorNotFound: "actor-not-found"
+        case .unknownTarget: "unknown-target"
+        case .badValue: "bad-value"
+        case .genericMethod: "generic-method"
         case .other(let code): code
         }
     }

@@ -1,0 +1,44 @@
+import SkyNetWire
+
+/// What became of a call on the system that hosts its actor.
+package enum ActorReply: Sendable, Equatable {
+    /// The method returned this value (`nil`: it returns nothing).
+    case returned(JSONValue?)
+    /// The method threw: the error's type and description, as the host saw them.
+    case threw(type: String, message: String)
+    /// The call never ran: no such actor, no such method, arguments that did not decode.
+    case refused(ClusterActorSystemError)
+}
+
+/// How a system reaches the system that hosts an actor (a link to its node).
+package protocol ActorCallChannel: Sendable {
+    func call(_ call: ActorCall) async throws -> ActorReply
+}
+
+extension ActorReply {
+    /// The reply line that tells the caller of request `id`.
+    package func reply(id: Int) -> Reply {
+        switch self {
+        case .returned(let value): .returned(id: id, value: value)
+        case .threw(let type, let message): .threw(id: id, type: type, message: message)
+        case .refused(let refusal): .error(WireError(code: refusal.code, message: refusal.description, id: id))
+        }
+    }
+
+    /// What a node's reply to `call` says; nil for a reply that is no answer to a call.
+    package init?(_ reply: Reply, to call: ActorCall) {
+        switch reply {
+        case .returned(_, let value): self = .returned(value)
+        case .threw(_, let type, let message): self = .threw(type: type, message: message)
+        case .error(let error):
+            let refusal: ClusterActorSystemError = switch error.code {
+            case .actorNotFound: .actorNotFound(call.actor)
+            case .unknownTarget: .unknownTarget(call.target)
+            case .genericMethod: .genericMethod(call.target)
+            default: .badValue(error.message ?? error.code.rawValue)
+            }
+            self = .refused(refusal)
+        default: return nil
+        }
+    }
+}

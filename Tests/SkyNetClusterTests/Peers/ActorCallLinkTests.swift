@@ -1,0 +1,122 @@
+import Distributed
+import Foundation
+import Testing
+@testable import SkyNet
+@testable import SkyNetActors
+@testable import SkyNetCluster
+@testable import SkyNetNode
+@testable import SkyNetRuntime
+import SkyNetTestSupport
+
+/// Calls of distributed actors over a real TCP link: a node hosts the actors of its system,
+/// a coordinator's system calls them through its `PeerConnection`.
+@Suite(.timeLimit(.minutes(2)))
+struct ActorCallLinkTests {
+    let nodes = NodeHarness()
+
+    distributed actor LinkedGreeter {
+        typealias ActorSystem = ClusterActorSystem
+        /// How many `hold` calls began, and how many were cancelled.
+        let started: Counter
+        let cancelled: Counter
+
+        init(actorSystem: ClusterActorSystem, started: Counter = Counter(), cancelled: Counter = Counter()) {
+            self.actorSystem = actorSystem
+            self.started = started
+            self.cancelled = cancelled
+        }
+
+        distributed func greet(_ name: String) -> String { "hello \(name)" }
+
+        /// Runs until cancelled.
+        distributed func hold() async throws -> Int {
+            started.increment()
+            do {
+                try await Task.sleep(for: .seconds(3600))
+            } catch {
+                cancelled.increment()
+                throw error
+            }
+            return 0
+        }
+    }
+
+    /// A node hosting `beta`'s actors, a link to it, and a system `alpha` calling through it.
+    func withLinkedSystems(_ body: (ClusterActorSystem, ClusterActorSystem, Node, PeerConnection) async throws -> Void) async throws {
+        let beta = ClusterActorSystem(name: "beta")
+        var options = nodes.options()
+        options.actors = beta
+        try await nodes.withNode(options) { node in
+            let peer = try await nodes.connect(node)
+            defer { peer.close() }
+            let alpha = ClusterActorSystem(name: "alpha")
+            alpha.connect(to: "beta", through: peer)
+            try await body(alpha, beta, node, peer)
+        }
+    }
+
+    @Test func aCallTravelsToTheNodeThatHostsTheActorAndBack() async throws {
+        try await withLinkedSystems { alpha, beta, _, _ in
+            let greeter = LinkedGreeter(actorSystem: beta)
+            let remote = try LinkedGreeter.resolve(id: greeter.id, using: alpha)
+            #expect(try await remote.greet("ada") == "hello ada")
+            let results = try await withThrowingTaskGroup(of: String.self) { group in
+                for index in 0..<50 { group.addTask { try await remote.greet("\(index)") } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(Set(results) == Set((0..<50).map { "hello \($0)" }))
+            let gone = try LinkedGreeter.resolve(id: ClusterActorID(system: "beta", number: 999), using: alpha)
+            await #expect(throws: ClusterActorSystemError.actorNotFound(ClusterActorID(system: "beta", number: 999))) {
+                try await gone.greet("nobody")
+            }
+        }
+    }
+
+    /// When the link ends, every call in flight on it fails at once, not at a timeout.
+    @Test func callsInFlightFailAtOnceWhenTheLinkEnds() async throws {
+        try await withLinkedSystems { alpha, beta, _, peer in
+            let started = Counter()
+            let greeter = LinkedGreeter(actorSystem: beta, started: started)
+            let remote = try LinkedGreeter.resolve(id: greeter.id, using: alpha)
+            let calls = (0..<20).map { _ in Task { try await remote.hold() } }
+            try await awaitState(upTo: .seconds(60)) { started.value == 20 }
+            let clock = ContinuousClock(), closed = clock.now
+            peer.close()
+            var failures = 0
+            for call in calls {
+                do { _ = try await call.value } catch { failures += 1 }
+            }
+            #expect(failures == 20)
+            #expect(clock.now - closed < .seconds(10), "the calls failed \(clock.now - closed) after the link closed")
+        }
+    }
+
+    /// Cancelling the caller's task cancels the method running on the node.
+    @Test func aCallersCancellationReachesTheNode() async throws {
+        try await withLinkedSystems { alpha, beta, _, _ in
+            let started = Counter(), cancelled = Counter()
+            let greeter = LinkedGreeter(actorSystem: beta, started: started, cancelled: cancelled)
+            let remote = try LinkedGreeter.resolve(id: greeter.id, using: alpha)
+            let call = Task { try await remote.hold() }
+            try await awaitState(upTo: .seconds(60)) { started.value == 1 }
+            call.cancel()
+            await #expect(throws: CancellationError.self) { try await call.value }
+            try await awaitState(upTo: .seconds(60)) { cancelled.value == 1 }
+            #expect(try await remote.greet("after") == "hello after")  // the link goes on
+        }
+    }
+
+    /// A node that hosts no actors refuses a call, naming the actor.
+    @Test func aNodeWithoutActorsRefusesACall() async throws {
+        try await nodes.withNode(nodes.options()) { node in
+            let peer = try await nodes.connect(node)
+            defer { peer.close() }
+            let alpha = ClusterActorSystem(name: "alpha")
+            alpha.connect(to: "beta", through: peer)
+            let remote = try LinkedGreeter.resolve(id: ClusterActorID(system: "beta", number: 1), using: alpha)
+            await #expect(throws: ClusterActorSystemError.actorNotFound(ClusterActorID(system: "beta", number: 1))) {
+                try await remote.greet("x")
+            }
+        }
+    }
+}
