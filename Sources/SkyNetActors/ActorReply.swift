@@ -8,6 +8,10 @@ package enum ActorReply: Sendable, Equatable {
     case threw(type: String, message: String)
     /// The call never ran: no such actor, no such method, arguments that did not decode.
     case refused(ClusterActorSystemError)
+
+    /// What a method "threw" when it ran but its result could not be sent back (it did not
+    /// encode, or was too large for a line).
+    package static let resultNotSent = "ResultNotSent"
 }
 
 /// How a system reaches the system that hosts an actor (a link to its node).
@@ -21,7 +25,7 @@ extension ActorReply {
         switch self {
         case .returned(let value): .returned(id: id, value: value)
         case .threw(let type, let message): .threw(id: id, type: type, message: message)
-        case .refused(let refusal): .error(WireError(code: refusal.code, message: refusal.description, id: id))
+        case .refused(let refusal): .error(WireError(code: refusal.code, message: refusal.detail, id: id))
         }
     }
 
@@ -31,11 +35,13 @@ extension ActorReply {
         case .returned(_, let value): self = .returned(value)
         case .threw(_, let type, let message): self = .threw(type: type, message: message)
         case .error(let error):
+            let message = error.message ?? ""
             let refusal: ClusterActorSystemError = switch error.code {
             case .actorNotFound: .actorNotFound(call.actor)
             case .unknownTarget: .unknownTarget(call.target)
-            case .genericMethod: .genericMethod(call.target)
-            default: .badValue(error.message ?? error.code.rawValue)
+            case .genericMethod: .genericMethod(message)
+            case .badValue: .badValue(message)
+            default: .refused(code: error.code.rawValue, message: message)
             }
             self = .refused(refusal)
         default: return nil

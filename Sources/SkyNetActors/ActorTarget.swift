@@ -1,38 +1,46 @@
-import SkyNetRuntime
+import SkyNetWire
 
 /// Which methods a call may name. A target is the mangled name of a distributed thunk, and the
 /// runtime runs the thunk it names on the actor it is given without checking that the actor is
-/// of the thunk's type: the host checks that first, from the demangled name, never by looking
-/// a type up from what the wire says.
+/// of the thunk's type. The host checks the mangled text itself: it never demangles or looks
+/// up a type from what the wire says (the runtime's demangler is not built for hostile input).
 enum ActorTarget {
-    /// The longest target taken (real ones are well under 300 bytes).
-    static let maxBytes = 1024
-
-    /// Whether `target` is a distributed method declared in `type` itself (not in a type nested
-    /// in it, not in an extension in another module).
+    /// Whether `target` is a distributed method declared in `type` itself: `$s`, the type's
+    /// mangled name, the method's name as one plain identifier, a signature that does not start
+    /// as a nested type's would, and the distributed thunk's `TE`.
+    ///
+    /// What this leaves out is refused as an unknown target: methods of generic actors, of
+    /// private types, and names the compiler writes with word substitutions (a name that
+    /// repeats a word of its type's).
     static func isMethod(_ target: String, of type: Any.Type) -> Bool {
-        guard let demangled = demangle(target) else { return false }
-        let prefix = "distributed thunk " + _typeName(type, qualified: true) + "."
-        guard demangled.hasPrefix(prefix) else { return false }
-        // The method's own name follows, up to its parameter list: a dot there is a nested type.
-        let rest = demangled.dropFirst(prefix.count)
-        guard let open = rest.firstIndex(of: "(") else { return false }
-        return !rest[..<open].contains(".") && !rest[..<open].isEmpty
+        guard let typeName = _mangledTypeName(type) else { return false }
+        let bytes = Array(target.utf8), prefix = Array(("$s" + typeName).utf8)
+        guard bytes.count <= ActorCall.maxTargetBytes, bytes.starts(with: prefix), bytes.suffix(2) == Array("TE".utf8),
+              bytes.allSatisfy(isMangledText) else { return false }
+        // The method's name: a length (no leading zero, which would start word substitutions)
+        // and that many characters.
+        var index = prefix.count, length = 0
+        while index < bytes.count, let digit = digit(bytes[index]), length < 1000 {
+            guard length > 0 || digit > 0 else { return false }
+            length = length * 10 + digit
+            index += 1
+        }
+        guard length > 0, index + length < bytes.count - 2 else { return false }
+        index += length
+        // A nested type's name would be followed by its kind: class, struct, enum, protocol.
+        return !"CVOP".utf8.contains(bytes[index])
     }
 
-    /// The runtime's demangling of `symbol`, or nil if it is none (or too long to try).
-    static func demangle(_ symbol: String) -> String? {
-        guard symbol.utf8.count <= maxBytes, symbol.hasPrefix("$s") else { return nil }
-        return symbol.withCString { name in
-            guard let text = swiftDemangle(name, UInt(strlen(name)), nil, nil, 0) else { return nil }
-            defer { free(text) }
-            return String(cString: text)
+    private static func digit(_ byte: UInt8) -> Int? {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) ? Int(byte - UInt8(ascii: "0")) : nil
+    }
+
+    /// The characters of a mangled Swift name of ASCII identifiers.
+    private static func isMangledText(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "$"): true
+        default: false
         }
     }
 }
-
-/// The Swift runtime's demangler (exported by libswiftCore; no module declares it): returns a
-/// malloc'd string, or nil when the input is not a mangled name.
-@_silgen_name("swift_demangle")
-private func swiftDemangle(_ mangled: UnsafePointer<CChar>, _ length: UInt, _ output: UnsafeMutablePointer<CChar>?,
-                           _ outputLength: UnsafeMutablePointer<UInt>?, _ flags: UInt32) -> UnsafeMutablePointer<CChar>?

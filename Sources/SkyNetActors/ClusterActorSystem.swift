@@ -124,7 +124,7 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
     private func execute<Act: DistributedActor>(_ call: ActorCall, on actor: Act) async -> ActorReply {
         // A method of the actor's own type, or a `@Resolvable` protocol's through its stub
         // (whose type argument, `Self`, the runtime checks the actor against): nothing else runs.
-        let target = String(call.target.prefix(ActorTarget.maxBytes))
+        let target = String(call.target.prefix(ActorCall.maxTargetBytes))
         let allowed: Bool
         switch call.generics {
         case []: allowed = ActorTarget.isMethod(call.target, of: Act.self)

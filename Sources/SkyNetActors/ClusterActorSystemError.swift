@@ -16,6 +16,9 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
     case genericMethod(String)
     /// The method ran and threw: the error's type and description, as its host saw them.
     case remote(type: String, message: String)
+    /// The node refused the call before it ran, for a reason of its own: `busy` (it drains, or
+    /// the link holds its most calls), `unknown-type` (it is older than actor calls) …
+    case refused(code: String, message: String)
 
     /// The protocol's code for a refusal before the method ran (`remote` and `noRoute` never
     /// travel: they are the caller's own).
@@ -25,6 +28,19 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
         case .unknownTarget: .unknownTarget
         case .genericMethod: .genericMethod
         case .badValue, .noRoute, .remote: .badValue
+        case .refused(let code, _): FailureCode(rawValue: code)
+        }
+    }
+
+    /// What the refusal's message says on the wire: the particulars, without the words the
+    /// caller's `description` puts around them.
+    package var detail: String {
+        switch self {
+        case .actorNotFound(let id): "no actor \(id)"
+        case .noRoute(let system): system
+        case .unknownTarget(let target), .genericMethod(let target): target
+        case .badValue(let reason): reason
+        case .remote(_, let message), .refused(_, let message): message
         }
     }
 
@@ -37,6 +53,7 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
         case .badValue(let reason): "a value of the call did not travel: \(reason)"
         case .genericMethod(let target): "generic distributed methods are not supported (\(target))"
         case .remote(let type, let message): "the remote call threw \(type): \(message)"
+        case .refused(let code, let message): "the node refused the call (\(code)): \(message)"
         }
     }
 }

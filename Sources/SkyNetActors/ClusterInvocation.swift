@@ -97,8 +97,8 @@ public final class ClusterResultHandler: DistributedTargetInvocationResultHandle
         let encoded: ActorReply
         do {
             encoded = .returned(try CodableJSON.encode(value))
-        } catch {
-            encoded = .refused(.badValue("the result: \(error)"))
+        } catch {  // the method ran: its caller must not hear that it did not
+            encoded = .threw(type: ActorReply.resultNotSent, message: "the result did not encode: \(error)")
         }
         reply.withLock { $0 = encoded }
     }

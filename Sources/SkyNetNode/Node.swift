@@ -26,6 +26,10 @@ public final class Node: Sendable {
         case stopped
     }
 
+    /// The most actor calls one connection runs at once: each holds its arguments (up to a
+    /// line's 1 MiB, parsed) until it ends.
+    static let maxCallsPerConnection = 64
+
     /// What a node serves and how much of it: its name, address, slots and jobs.
     public struct Options: Sendable {
         /// The name peers see; empty: `node-PORT` with the real port.

@@ -63,27 +63,30 @@ extension NodeSession {
     }
 
     /// Runs a call of a hosted actor's method in a task of its own, counted among the
-    /// connection's requests in flight (a `cancel` of its id cancels it).
+    /// connection's requests in flight (a `cancel` of its id cancels it). At most
+    /// `maxCallsPerConnection` run at once: each holds its arguments until it ends.
     private func startCall(id: Int, _ call: ActorCall) {
-        guard let actors = node.options.actors else {
-            let refusal = ActorReply.refused(.actorNotFound(call.actor))
-            return send(refusal.reply(id: id).line)
-        }
         let refusal: [UInt8]? = state.withLock { state in
             guard state.scans[id] == nil, state.uploads[id] == nil else {
                 return WireError.badRequest("request id \(id) is already in flight", id: id).line
             }
             guard !node.isStopping else { return WireError(code: .busy, message: node.stoppingMessage, id: id).line }
-            guard state.scans.count < node.options.maxRequestsPerConnection else {
+            guard let actors = node.options.actors else {
+                return ActorReply.refused(.actorNotFound(call.actor)).reply(id: id).line
+            }
+            guard state.scans.count + state.uploads.count < node.options.maxRequestsPerConnection,
+                  state.calls < Node.maxCallsPerConnection else {
                 return WireError(code: .busy, message: "too many requests in flight on this connection", id: id).line
             }
             guard node.pending.begin() else { return WireError(code: .busy, message: node.stoppingMessage, id: id).line }
+            state.calls += 1
             state.scans[id] = Task {
                 let reply = await actors.execute(call).reply(id: id)
                 // Forget the id before replying: the client may reuse it once it has the reply.
                 let now = self.node.clock.now
                 self.state.withLock { state in
                     state.scans.removeValue(forKey: id)
+                    state.calls -= 1
                     state.lastActivity = now
                 }
                 self.send(self.fitting(reply, id: id))
@@ -94,13 +97,14 @@ extension NodeSession {
         if let refusal { send(refusal) }
     }
 
-    /// `reply`'s line, or a `bad-value` error when the value is too large for a wire line.
+    /// `reply`'s line; a result too large for a wire line is told as what the method threw
+    /// (it ran, so the caller must not hear that it did not).
     private func fitting(_ reply: Reply, id: Int) -> [UInt8] {
         let line = reply.line
         let room = node.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
         guard line.count > room else { return line }
-        return WireError(code: .badValue, message: "the result is \(line.count) bytes once encoded, over the \(room) of a wire line",
-                         id: id).line
+        return Reply.threw(id: id, type: ActorReply.resultNotSent,
+                           message: "the result is \(line.count) bytes once encoded, over the \(room) of a wire line").line
     }
 
     private func runScan(id: Int, task: ScanTask) async {

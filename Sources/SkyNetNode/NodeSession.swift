@@ -28,6 +28,8 @@ final class NodeSession: Sendable {
     struct State {
         var phase = Phase.greeting
         var scans: [Int: Task<Void, Never>] = [:]
+        /// How many of `scans` are actor calls (`Node.maxCallsPerConnection`).
+        var calls = 0
         /// Files being received, by request id (a transfer's input, a basefile).
         var uploads: [Int: NodeUpload] = [:]
         /// When the client was last heard from, or a scan of it last ended.

@@ -191,7 +191,8 @@ package enum Reply: Sendable, Equatable {
             }
             return .draining(timeout: timeout)
         case "returned":
-            return .returned(id: try fields.requestID(), value: fields.value("value"))
+            // Absent: the method returns nothing; `null`: it returned nil.
+            return .returned(id: try fields.requestID(), value: fields.fields["value"])
         case "threw":
             return .threw(id: try fields.requestID(), type: cut(try fields.string("error")), message: cut(try fields.optionalString("message") ?? ""))
         case "error":

@@ -46,14 +46,6 @@ package struct WireFields {
         }
     }
 
-    /// Any value the field holds (nil: absent or null).
-    func value(_ key: String) -> JSONValue? {
-        switch fields[key] {
-        case nil, .null?: nil
-        case let value?: value
-        }
-    }
-
     func optionalInt(_ key: String) -> Int? {
         if case .int(let value) = fields[key] { value } else { nil }
     }

@@ -27,6 +27,7 @@ struct ActorCallLinkTests {
         }
 
         distributed func greet(_ name: String) -> String { "hello \(name)" }
+        distributed func half(_ number: Int?) -> Int? { number.flatMap { $0.isMultiple(of: 2) ? $0 / 2 : nil } }
 
         /// Runs until cancelled.
         distributed func hold() async throws -> Int {
@@ -65,6 +66,10 @@ struct ActorCallLinkTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(Set(results) == Set((0..<50).map { "hello \($0)" }))
+            // nil travels as null and comes back nil, not as "returned nothing".
+            #expect(try await remote.half(8) == 4)
+            #expect(try await remote.half(7) == nil)
+            #expect(try await remote.half(nil) == nil)
             let gone = try LinkedGreeter.resolve(id: ClusterActorID(system: "beta", number: 999), using: alpha)
             await #expect(throws: ClusterActorSystemError.actorNotFound(ClusterActorID(system: "beta", number: 999))) {
                 try await gone.greet("nobody")
@@ -103,6 +108,24 @@ struct ActorCallLinkTests {
             await #expect(throws: CancellationError.self) { try await call.value }
             try await awaitState(upTo: .seconds(60)) { cancelled.value == 1 }
             #expect(try await remote.greet("after") == "hello after")  // the link goes on
+        }
+    }
+
+    /// A connection runs at most 64 calls at once: one more is refused `busy` and never runs.
+    @Test func callsBeyondTheConnectionsBoundAreRefusedBusy() async throws {
+        try await withLinkedSystems { alpha, beta, _, _ in
+            let started = Counter()
+            let greeter = LinkedGreeter(actorSystem: beta, started: started)
+            let remote = try LinkedGreeter.resolve(id: greeter.id, using: alpha)
+            let calls = (0..<Node.maxCallsPerConnection).map { _ in Task { try await remote.hold() } }
+            defer { for call in calls { call.cancel() } }
+            try await awaitState(upTo: .seconds(60)) { started.value == Node.maxCallsPerConnection }
+            let error = await #expect(throws: ClusterActorSystemError.self) { try await remote.hold() }
+            guard case .refused(let code, _)? = error else {
+                Issue.record("the call past the bound was \(String(describing: error))")
+                return
+            }
+            #expect(code == "busy" && started.value == Node.maxCallsPerConnection)
         }
     }
 
