@@ -1,3 +1,5 @@
+import SkyNetWire
+
 /// Which actor, on which system: what a `distributed actor` of a `ClusterActorSystem` is
 /// called by. It is `Codable`, so a reference to an actor can be an argument or a result and be
 /// called back from wherever it arrives.
@@ -15,4 +17,14 @@ public struct ClusterActorID: Hashable, Sendable, Codable, CustomStringConvertib
 
     /// `system/number`, as errors and logs say it.
     public var description: String { "\(system)/\(number)" }
+}
+
+extension ActorCall {
+    /// A call of the actor `actor`.
+    package init(actor: ClusterActorID, target: String, generics: [String] = [], arguments: [JSONValue]) {
+        self.init(system: actor.system, number: actor.number, target: target, generics: generics, arguments: arguments)
+    }
+
+    /// The actor called.
+    package var actor: ClusterActorID { ClusterActorID(system: system, number: number) }
 }
