@@ -97,11 +97,17 @@ extension NodeSession {
         if let refusal { send(refusal) }
     }
 
+    /// The most bytes a reply line may hold: a wire line, less the seal on an authenticated
+    /// connection (its sequence number and MAC ride on the same line).
+    var replyRoom: Int {
+        node.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+    }
+
     /// `reply`'s line; a result too large for a wire line is told as what the method threw
     /// (it ran, so the caller must not hear that it did not).
     private func fitting(_ reply: Reply, id: Int) -> [UInt8] {
         let line = reply.line
-        let room = node.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        let room = replyRoom
         guard line.count > room else { return line }
         return Reply.threw(id: id, type: ActorReply.resultNotSent,
                            message: "the result is \(line.count) bytes once encoded, over the \(room) of a wire line").line
@@ -129,8 +135,7 @@ extension NodeSession {
             return "client"
         }
         var line = reply.line
-        // On an authenticated connection the sequence number and MAC ride on the same line.
-        let room = node.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        let room = replyRoom
         if line.count > room {
             // Escaping (a result full of control characters grows up to six times) can take a
             // result past a wire line, which the client would refuse and drop the link for.

@@ -35,7 +35,7 @@ extension NodeSession {
             state.scans.removeValue(forKey: id)
             state.lastActivity = now
         }
-        let room = node.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        let room = replyRoom
         if reply.line.count > room {
             reply = .failure(id: id, task: task.id, code: .taskFailed,
                              message: "the result is \(reply.line.count) bytes once encoded, over the \(room) of a wire line")
