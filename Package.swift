@@ -23,7 +23,7 @@ let unitTestTargets: [Target] = [
     "SkyNetScheduler", "SkyNetTransfer", "SkyNetJournal", "SkyNetSSH", "SkyNetNode", "SkyNetCluster", "SkyNetDashboard",
     "SkyNetActors", "SkyNet",
 ].map { part in
-    .testTarget(name: part + "Tests", dependencies: ["SkyNet", "SkyNetTestSupport"] + parts)
+    .testTarget(name: part + "Tests", dependencies: ["SkyNet", "SkyNetCommands", "SkyNetTestSupport"] + parts)
 }
 
 let package = Package(
@@ -33,6 +33,7 @@ let package = Package(
         .executable(name: "skynet", targets: ["SkyNetCLI"]),
         .executable(name: "skynet-bench", targets: ["SkyNetBench"]),
         .executable(name: "skynet-example-wordcount", targets: ["SkyNetExampleWordCount"]),
+        .executable(name: "skynet-example-actors", targets: ["SkyNetExampleActors"]),
         .library(name: "SkyNet", targets: ["SkyNet"]),
     ],
     targets: [
@@ -68,18 +69,23 @@ let package = Package(
         // The dashboard: its page and the board it streams, served by SkyNetHTTP.
         .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWire", "SkyNetMetrics", "SkyNetScheduler", "SkyNetCluster", "SkyNetHTTP"]),
         // Swift's distributed actors over SkyNet: the actor system, its IDs, calls as JSON.
-        .target(name: "SkyNetActors", dependencies: ["SkyNetRuntime", "SkyNetWork", "SkyNetWire"]),
+        .target(name: "SkyNetActors", dependencies: ["SkyNetRuntime", "SkyNetAuth", "SkyNetWork", "SkyNetWire"]),
+        // The programs: `skynet`'s commands (node, scan, status), and a program of the library's
+        // own that serves as its node and links to nodes of itself (`ClusterProgram`).
+        .target(name: "SkyNetCommands", dependencies: ["SkyNetOptions"] + parts),
         // The one import for users: re-exports the parts. What imports it here also lists the
         // parts, so that a change to one rebuilds it: SkyNet's own module does not change then.
-        .target(name: "SkyNet", dependencies: parts),
+        .target(name: "SkyNet", dependencies: ["SkyNetCommands"] + parts),
         // One option table per command: parsing, usage, help, a spawned node's arguments.
         .target(name: "SkyNetOptions"),
-        .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNet", "SkyNetOptions"] + parts),
+        .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNetCommands", "SkyNetRuntime"]),
         // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
         // W13 and W14 run real sshd hosts (SkyNetLocalHosts).
         .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet", "SkyNetOptions", "SkyNetLocalHosts"] + parts),
         // A Swift job on a coordinator and an in-process node: `swift run skynet-example-wordcount`.
         .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet"] + parts, path: "Examples/WordCount"),
+        // The book's scan over distributed actors on nodes of its own binary: `swift run skynet-example-actors`.
+        .executableTarget(name: "SkyNetExampleActors", dependencies: ["SkyNet"], path: "Examples/Actors"),
         // Throwaway hosts on this machine: sshd with temporary keys, on loopback or in network
         // namespaces, and GNU parallel found on PATH. The ssh benchmarks (W13, W14) and the tests
         // start the same real hosts.
@@ -90,7 +96,7 @@ let package = Package(
         // The tests that start real processes (`skynet`, sshd, Chromium, Prometheus), one suite
         // at a time. They depend on the executables so that `swift test` builds `skynet` and
         // `skynet-bench` beside the test bundle.
-        .testTarget(name: "SkyNetProcessTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetBench", "SkyNetOptions", "SkyNetTestSupport", "SkyNetLocalHosts"] + parts),
+        .testTarget(name: "SkyNetProcessTests", dependencies: ["SkyNet", "SkyNetCLI", "SkyNetCommands", "SkyNetBench", "SkyNetExampleActors", "SkyNetOptions", "SkyNetTestSupport", "SkyNetLocalHosts"] + parts),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,7 +1,9 @@
 // The one import for users of the library: `import SkyNet` brings the public API of every part (docs/API.md).
+@_exported import Distributed
 @_exported import SkyNetActors
 @_exported import SkyNetAuth
 @_exported import SkyNetCluster
+@_exported import SkyNetCommands
 @_exported import SkyNetDashboard
 @_exported import SkyNetHTTP
 @_exported import SkyNetJournal

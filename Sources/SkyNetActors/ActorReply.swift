@@ -17,6 +17,11 @@ package enum ActorReply: Sendable, Equatable {
 /// How a system reaches the system that hosts an actor (a link to its node).
 package protocol ActorCallChannel: Sendable {
     func call(_ call: ActorCall) async throws -> ActorReply
+    /// Asks the system at the other end to make an actor: its ID, or why not (a
+    /// `ClusterActorSystemError`; `remote` for what the factory threw).
+    func spawn(_ spawn: ActorSpawn) async throws -> ClusterActorID
+    /// The actor the system at the other end spawned with `name`; nil: it has none.
+    func lookup(name: String) async throws -> ClusterActorID?
 }
 
 extension ActorReply {
@@ -34,17 +39,25 @@ extension ActorReply {
         switch reply {
         case .returned(_, let value): self = .returned(value)
         case .threw(_, let type, let message): self = .threw(type: type, message: message)
-        case .error(let error):
-            let message = error.message ?? ""
-            let refusal: ClusterActorSystemError = switch error.code {
-            case .actorNotFound: .actorNotFound(call.actor)
-            case .unknownTarget: .unknownTarget(call.target)
-            case .genericMethod: .genericMethod(message)
-            case .badValue: .badValue(message)
-            default: .refused(code: error.code.rawValue, message: message)
-            }
-            self = .refused(refusal)
+        case .error(let error): self = .refused(ClusterActorSystemError(error, call: call))
         default: return nil
+        }
+    }
+}
+
+extension ClusterActorSystemError {
+    /// What a node's `error` reply to a call (`call`), a spawn or a lookup says.
+    package init(_ error: WireError, call: ActorCall? = nil) {
+        let message = error.message ?? ""
+        switch error.code {
+        case .actorNotFound: self = call.map { .actorNotFound($0.actor) } ?? .refused(code: error.code.rawValue, message: message)
+        case .unknownTarget: self = .unknownTarget(call?.target ?? message)
+        case .genericMethod: self = .genericMethod(message)
+        case .badValue: self = .badValue(message)
+        case .undeclaredActor: self = .undeclaredType(message)
+        case .tooManyActors: self = .tooManyActors(message)
+        case .nameTaken: self = .nameTaken(message)
+        default: self = .refused(code: error.code.rawValue, message: message)
         }
     }
 }

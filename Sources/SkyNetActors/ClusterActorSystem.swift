@@ -24,20 +24,51 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
     /// The system's name: the first part of the ID of every actor it hosts.
     public let name: String
 
-    /// The actors this system hosts and the channels to the others, behind one lock.
-    private struct State {
+    /// The types this system makes when asked (`spawn`); its `build` is what a link compares.
+    public let registry: ActorRegistry
+    /// The most actors spawns may make here; more are refused (`tooManyActors`).
+    public let maxActors: Int
+
+    /// A link to another system: the node it is, its channel, and what this system has sent
+    /// it (what `.leastLoaded` weighs).
+    struct Link {
+        let node: String
+        let number: Int
+        let channel: any ActorCallChannel
+        var calls = 0
+    }
+
+    /// The actors this system hosts, the ones spawns made, and the links to the others: one
+    /// lock, so that a check (a free slot, a name not taken, the least loaded link) and what
+    /// it decides happen in one step.
+    struct State {
         var lastNumber = 0
         /// Held weakly: an actor lives as long as its users hold it; its `resignID` removes it.
         var actors: [ClusterActorID: WeakActor] = [:]
-        var channels: [String: any ActorCallChannel] = [:]
+        /// What spawns made here, held until this system ends: nobody here holds them else.
+        var spawned: [ClusterActorID: any DistributedActor] = [:]
+        /// Spawns under way here, counted against `maxActors` before their factory runs.
+        var spawning = 0
+        /// The names actors were spawned with here, and those of spawns under way (nil).
+        var names: [String: ClusterActorID?] = [:]
+        /// The links to other systems, by system name.
+        var links: [String: Link] = [:]
+        var lastLink = 0
+        /// How many actors this system placed on each node (by system name), over reconnects.
+        var placed: [String: Int] = [:]
+        /// The next turn of `.spread`.
+        var spreadTurn = 0
         /// The `@Resolvable` stubs (`$Protocol`) whose calls the actors here take.
         var stubs: [any DistributedActor.Type] = []
     }
-    private let state = Locked(State())
+    let state = Locked(State())
 
-    /// Makes a system named `name`: the name other systems reach it by.
-    public init(name: String) {
+    /// Makes a system named `name` (the name other systems reach it by) that makes the types
+    /// of `registry` when asked, at most `maxActors` of them.
+    public init(name: String, registry: ActorRegistry = ActorRegistry(), maxActors: Int = 10_000) {
         self.name = name
+        self.registry = registry
+        self.maxActors = max(0, maxActors)
     }
 
     // MARK: The life of a local actor
@@ -100,9 +131,12 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
 
     /// Sends one call to the system that hosts `id`; returns the method's value (nil: none).
     private func send(to id: ClusterActorID, _ target: RemoteCallTarget, _ invocation: ClusterInvocationEncoder) async throws -> JSONValue? {
-        guard let channel = state.withLock({ $0.channels[id.system] }) else {
-            throw ClusterActorSystemError.noRoute(system: id.system)
+        let channel = state.withLock { state -> (any ActorCallChannel)? in
+            state.links[id.system]?.calls += 1
+            return state.links[id.system]?.channel
         }
+        guard let channel else { throw ClusterActorSystemError.noRoute(system: id.system) }
+        defer { state.withLock { $0.links[id.system]?.calls -= 1 } }
         let reply = try await channel.call(ActorCall(actor: id, target: target.identifier, generics: invocation.generics,
                                                      arguments: invocation.arguments))
         switch reply {
@@ -155,14 +189,33 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
 
     // MARK: Other systems
 
-    /// Calls to actors of the system `name` go through `channel` from now on.
-    package func connect(to name: String, through channel: any ActorCallChannel) {
-        state.withLock { $0.channels[name] = channel }
+    /// Calls to actors of the system `system`, the node `node` (by default the system's
+    /// name), go through `channel` from now on; returns the link's number, for `disconnect`.
+    @discardableResult
+    package func connect(to system: String, node: String? = nil, through channel: any ActorCallChannel) -> Int {
+        state.withLock { state in
+            state.lastLink += 1
+            state.links[system] = Link(node: node ?? system, number: state.lastLink, channel: channel)
+            return state.lastLink
+        }
+    }
+
+    /// The link `number` to `system` is gone: calls to its actors have no route (unless a
+    /// newer link to it came meanwhile, which stays).
+    package func disconnect(from system: String, link number: Int) {
+        state.withLock { state in
+            if state.links[system]?.number == number { state.links.removeValue(forKey: system) }
+        }
+    }
+
+    /// The nodes linked to this system whose actors it can call, by name, sorted.
+    public var nodes: [String] {
+        state.withLock { $0.links.values.map(\.node) }.sorted()
     }
 }
 
 /// A hosted actor, held weakly (the lock of `ClusterActorSystem.state` guards the table).
-private final class WeakActor: Sendable {
+final class WeakActor: Sendable {
     weak let actor: (any DistributedActor)?
 
     init(_ actor: any DistributedActor) {

@@ -16,6 +16,14 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
     case genericMethod(String)
     /// The method ran and threw: the error's type and description, as its host saw them.
     case remote(type: String, message: String)
+    /// The system asked to make an actor has no such type declared (`ActorRegistry`).
+    case undeclaredType(String)
+    /// The system asked to make an actor hosts its most already.
+    case tooManyActors(String)
+    /// Another actor of the system asked already has that name.
+    case nameTaken(String)
+    /// No linked node can take the spawn (none linked, or none of that name).
+    case noNode(String)
     /// The node refused the call before it ran, for a reason of its own: `busy` (it drains, or
     /// the link holds its most calls), `unknown-type` (it is older than actor calls) …
     case refused(code: String, message: String)
@@ -27,7 +35,10 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
         case .actorNotFound: .actorNotFound
         case .unknownTarget: .unknownTarget
         case .genericMethod: .genericMethod
-        case .badValue, .noRoute, .remote: .badValue
+        case .badValue, .noRoute, .remote, .noNode: .badValue
+        case .undeclaredType: .undeclaredActor
+        case .tooManyActors: .tooManyActors
+        case .nameTaken: .nameTaken
         case .refused(let code, _): FailureCode(rawValue: code)
         }
     }
@@ -38,6 +49,8 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
         switch self {
         case .actorNotFound(let id): "no actor \(id)"
         case .noRoute(let system): system
+        case .undeclaredType(let name), .nameTaken(let name): name
+        case .tooManyActors(let reason), .noNode(let reason): reason
         case .unknownTarget(let target), .genericMethod(let target): target
         case .badValue(let reason): reason
         case .remote(_, let message), .refused(_, let message): message
@@ -52,6 +65,10 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
         case .unknownTarget(let target): "the actor has no distributed method \(target) (is the other side the same build?)"
         case .badValue(let reason): "a value of the call did not travel: \(reason)"
         case .genericMethod(let target): "generic distributed methods are not supported (\(target))"
+        case .undeclaredType(let name): "no actor type '\(name)' is declared there (declare it in the program's ActorRegistry)"
+        case .tooManyActors(let reason): "no more actors there: \(reason)"
+        case .nameTaken(let name): "an actor named '\(name)' is there already"
+        case .noNode(let reason): "no node to place the actor on: \(reason)"
         case .remote(let type, let message): "the remote call threw \(type): \(message)"
         case .refused(let code, let message): "the node refused the call (\(code)): \(message)"
         }

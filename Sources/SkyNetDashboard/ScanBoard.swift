@@ -191,6 +191,7 @@ package final class ScanBoard: Sendable {
             case .unauthorized(_, let reason): state.rows[index].state = .unauthorized; state.rows[index].detail = reason
             case .lacksJob: state.rows[index].state = .lacksJob; state.rows[index].detail = event.refusalHint
             case .jobDiffers: state.rows[index].detail = event.description
+            case .actorsDiffer: state.rows[index].state = .refused; state.rows[index].detail = event.description
             case .draining(_, let reason): state.rows[index].state = .draining; state.rows[index].detail = reason
             case .discovered, .tooManyAddresses: break
             }

@@ -27,7 +27,22 @@ extension NodeSession {
             state.withLock { $0.scans[id] }?.cancel()
             cancelUpload(id)
         case .call(let id, let call):
-            startCall(id: id, call)
+            startActorWork(id: id, refusing: .actorNotFound(call.actor)) { await $0.execute(call).reply(id: id) }
+        case .spawn(let id, let spawn):
+            startActorWork(id: id, refusing: .undeclaredType(spawn.type)) { actors in
+                do {
+                    let actor = try await actors.spawnHere(spawn)
+                    return .spawned(id: id, system: actor.system, number: actor.number)
+                } catch let refusal as ClusterActorSystemError {
+                    return ActorReply.refused(refusal).reply(id: id)
+                } catch {
+                    return .threw(id: id, type: String(describing: type(of: error)), message: "\(error)")
+                }
+            }
+        case .lookup(let id, let name):
+            let found = node.options.actors?.lookupHere(name: name)
+            send(found.map { Reply.spawned(id: id, system: $0.system, number: $0.number).line }
+                 ?? WireError(code: .actorNotFound, message: "no actor named \(name)", id: id).line)
         case .ping(let id):
             if state.withLock({ $0.scans[id] != nil || $0.uploads[id] != nil }) {
                 return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
@@ -62,18 +77,18 @@ extension NodeSession {
         if let refusal { send(refusal) }
     }
 
-    /// Runs a call of a hosted actor's method in a task of its own, counted among the
-    /// connection's requests in flight (a `cancel` of its id cancels it). At most
-    /// `maxCallsPerConnection` run at once: each holds its arguments until it ends.
-    private func startCall(id: Int, _ call: ActorCall) {
+    /// Runs a call of a hosted actor's method, or a spawn, in a task of its own, counted among
+    /// the connection's requests in flight (a `cancel` of its id cancels it). At most
+    /// `maxCallsPerConnection` run at once: each holds its arguments until it ends. A node
+    /// that hosts no actors answers `refusal`.
+    private func startActorWork(id: Int, refusing refusal: ClusterActorSystemError,
+                                _ work: @escaping @Sendable (ClusterActorSystem) async -> Reply) {
         let refusal: [UInt8]? = state.withLock { state in
             guard state.scans[id] == nil, state.uploads[id] == nil else {
                 return WireError.badRequest("request id \(id) is already in flight", id: id).line
             }
             guard !node.isStopping else { return WireError(code: .busy, message: node.stoppingMessage, id: id).line }
-            guard let actors = node.options.actors else {
-                return ActorReply.refused(.actorNotFound(call.actor)).reply(id: id).line
-            }
+            guard let actors = node.options.actors else { return ActorReply.refused(refusal).reply(id: id).line }
             guard state.scans.count + state.uploads.count < node.options.maxRequestsPerConnection,
                   state.calls < Node.maxCallsPerConnection else {
                 return WireError(code: .busy, message: "too many requests in flight on this connection", id: id).line
@@ -81,7 +96,7 @@ extension NodeSession {
             guard node.pending.begin() else { return WireError(code: .busy, message: node.stoppingMessage, id: id).line }
             state.calls += 1
             state.scans[id] = Task {
-                let reply = await actors.execute(call).reply(id: id)
+                let reply = await work(actors)
                 // Forget the id before replying: the client may reuse it once it has the reply.
                 let now = self.node.clock.now
                 self.state.withLock { state in

@@ -182,7 +182,8 @@ final class NodeSession: Sendable {
         if node.options.logsConnections { node.log("[Node] Connected: \(client) from \(connection.peer)\(keys == nil ? "" : " (authenticated)")") }
         send(Reply.welcome(version: wireVersion, name: node.options.name, capacity: node.system.capacity,
                            jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds,
-                           files: node.offersFiles ? FileSupport(maxFileSize: node.options.maxFileSize) : nil).line)
+                           files: node.offersFiles ? FileSupport(maxFileSize: node.options.maxFileSize) : nil,
+                           actors: node.options.actors.map { ActorOffer(system: $0.name, build: $0.registry.build) }).line)
         welcomeSent()
     }
 

@@ -27,6 +27,10 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// first peer's), compared word by word: handled as `lacksJob`, unless the scan allows the
     /// mismatch (`used`): then warned about once and used.
     case jobDiffers(String, job: String, summary: String, expected: String, used: Bool)
+    /// Its program declares other distributed actor types than ours (`build`, `expected`:
+    /// which types each declares): another build. Handled as `lacksJob`: reported once,
+    /// closed, not used, asked again only rarely.
+    case actorsDiffer(String, build: String, expected: String)
     /// A request timed out: no new work until it answers a ping.
     case unresponsive(String)
     /// Answered its ping after `unresponsive`: it takes work again.
@@ -51,6 +55,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _), .sshUnreachable(let name, _, _, _),
              .shippingAgain(let name, _),
              .refused(let name, _, _), .unauthorized(let name, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _, _),
+             .actorsDiffer(let name, _, _),
              .unresponsive(let name), .responsive(let name), .draining(let name, _), .discovered(let name, _, _, _), .returned(let name, _),
              .tooManyAddresses(let name, _, _, _): name
         }
@@ -72,6 +77,8 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
             "[Cluster] Warning: \(name) runs job '\(job)' as '\(summary)', not '\(expected)'"
         case .jobDiffers(let name, let job, let summary, let expected, false):
             "[Cluster] Job differs: \(name) runs job '\(job)' as '\(summary)', not '\(expected)'; not used (--allow-job-mismatch uses it)"
+        case .actorsDiffer(let name, let build, let expected):
+            "[Cluster] Actors differ: \(name) declares other actor types (build \(build), here \(expected)); not used (run this program's own build there: --ship copies it)"
         case .unresponsive(let name): "[Cluster] Unresponsive: \(name)"
         case .responsive(let name): "[Cluster] Responsive: \(name)"
         case .draining(let name, let reason): "[Cluster] Draining: \(name) (\(reason))"
@@ -102,6 +109,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         if case .jobDiffers(_, let job, _, let expected, _) = self {
             return "no peer runs the job '\(job)' as '\(expected)' (give --allow-job-mismatch to use them anyway)"
         }
+        if case .actorsDiffer = self { return "every peer runs another build of this program (other actor types)" }
         if case .unauthorized(_, let reason) = self { return "no peer proved it knows the token (the last: \(reason))" }
         return "every peer refused this coordinator (\(refusalHint))"
     }

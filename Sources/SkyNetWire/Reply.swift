@@ -30,7 +30,10 @@ package enum Reply: Sendable, Equatable {
     /// long while none of its scans runs); nil from a node that does not say.
     ///
     /// `files`: what the node offers for files; nil from a node that takes none.
-    case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?, idle: Double? = nil, files: FileSupport? = nil)
+    ///
+    /// `actors`: the system of the distributed actors the node hosts; nil from one that hosts none.
+    case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?, idle: Double? = nil, files: FileSupport? = nil,
+                 actors: ActorOffer? = nil)
     /// A node's answer to a hello with a nonce: its own nonce, for the coordinator's proof.
     case challenge(nonce: [UInt8])
     case result(id: Int, task: UUID, result: String)
@@ -52,13 +55,15 @@ package enum Reply: Sendable, Equatable {
     case returned(id: Int, value: JSONValue?)
     /// A call's method threw: the error's type and description, as the node saw them.
     case threw(id: Int, type: String, message: String)
+    /// A spawn made, or a lookup found, the actor `number` of the node's system `system`.
+    case spawned(id: Int, system: String, number: Int)
 
     /// The request this reply ends, if any.
     package var requestID: Int? {
         switch self {
         case .welcome, .challenge, .returnFile, .chunk, .fileEnd, .draining: nil
         case .result(let id, _, _), .failure(let id, _, _, _), .pong(let id, _), .stored(let id),
-             .returned(let id, _), .threw(let id, _, _): id
+             .returned(let id, _), .threw(let id, _, _), .spawned(let id, _, _): id
         case .error(let error): error.id
         }
     }
@@ -70,14 +75,14 @@ package enum Reply: Sendable, Equatable {
         case .returnFile(let header): header.id
         case .chunk(let chunk): chunk.id
         case .fileEnd(let end): end.id
-        case .welcome, .challenge, .result, .failure, .pong, .error, .stored, .draining, .returned, .threw: nil
+        case .welcome, .challenge, .result, .failure, .pong, .error, .stored, .draining, .returned, .threw, .spawned: nil
         }
     }
 
     /// The line to send.
     package var line: [UInt8] {
         switch self {
-        case .welcome(let version, let name, let capacity, let jobs, let idle, let files):
+        case .welcome(let version, let name, let capacity, let jobs, let idle, let files, let actors):
             var json = JSONLine(type: "welcome")
             json.add("version", version)
             json.add("name", name)
@@ -93,6 +98,12 @@ package enum Reply: Sendable, Equatable {
                 offer.add("version", files.version)
                 offer.add("max_file_size", Int(files.maxFileSize))
                 json.add("files", object: offer)
+            }
+            if let actors {
+                var offer = JSONLine()
+                offer.add("system", actors.system)
+                offer.add("build", actors.build)
+                json.add("actors", object: offer)
             }
             return json.line
         case .challenge(let nonce):
@@ -139,6 +150,13 @@ package enum Reply: Sendable, Equatable {
             json.add("error", type)
             json.add("message", message)
             return json.line
+        case .spawned(let id, let system, let number):
+            var actor = JSONLine()
+            actor.add("system", system)
+            actor.add("number", number)
+            var json = JSONLine(type: "spawned", id: id)
+            json.add("actor", object: actor)
+            return json.line
         }
     }
 
@@ -164,7 +182,7 @@ package enum Reply: Sendable, Equatable {
             return .welcome(version: try fields.int("version"), name: try fields.string("name"),
                             capacity: try fields.int("capacity", in: 0...Int.max), jobs: try fields.jobs(),
                             idle: try fields.optionalNumber("idle").flatMap { $0.isFinite && $0 > 0 ? min($0, maxIdleSeconds) : nil },
-                            files: try fields.fileSupport())
+                            files: try fields.fileSupport(), actors: try fields.actorOffer())
         case "challenge":
             return .challenge(nonce: try fields.hexBytes("nonce", count: WireAuth.nonceCount, in: "challenge"))
         case "result":
@@ -195,6 +213,11 @@ package enum Reply: Sendable, Equatable {
             return .returned(id: try fields.requestID(), value: fields.fields["value"])
         case "threw":
             return .threw(id: try fields.requestID(), type: cut(try fields.string("error")), message: cut(try fields.optionalString("message") ?? ""))
+        case "spawned":
+            let actor = try fields.object("actor")
+            let system = try actor.string("system")
+            guard ActorSpawn.isName(system) else { throw .badRequest("\"actor.system\" must be 1 to \(ActorSpawn.maxNameBytes) bytes of printable text") }
+            return .spawned(id: try fields.requestID(), system: system, number: try actor.int("number", in: 1...Int.max))
         case "error":
             return .error(WireError(code: FailureCode(rawValue: try fields.string("code")), message: try fields.optionalString("message").map(cut), id: fields.id))
         case let other:

@@ -29,6 +29,10 @@ package enum Request: Sendable, Equatable {
     case fileEnd(FileEnd)
     /// A call of a distributed actor's method hosted by the node (`call`).
     case call(id: Int, ActorCall)
+    /// Make an actor of a type the node's program declared (`spawn`).
+    case spawn(id: Int, ActorSpawn)
+    /// Find an actor the node hosts by the name it was spawned with (`lookup`).
+    case lookup(id: Int, name: String)
 
     /// The request that runs `task`: a `scan` for the built-in scan, else a `job`.
     package static func run(id: Int, task: ScanTask) -> Request {
@@ -83,6 +87,11 @@ package enum Request: Sendable, Equatable {
         case .chunk(let chunk): return chunk.line
         case .fileEnd(let end): return end.line
         case .call(let id, let call): return call.line(id: id)
+        case .spawn(let id, let spawn): return spawn.line(id: id)
+        case .lookup(let id, let name):
+            var json = JSONLine(type: "lookup", id: id)
+            json.add("name", name)
+            return json.line
         }
     }
 
@@ -127,6 +136,11 @@ package enum Request: Sendable, Equatable {
             return .fileEnd(try fields.fileEnd(inReply: false))
         case "call":
             return .call(id: try fields.requestID(), try fields.actorCall())
+        case "spawn":
+            return .spawn(id: try fields.requestID(), try fields.actorSpawn())
+        case "lookup":
+            let id = try fields.requestID()
+            return .lookup(id: id, name: try fields.actorName(optional: false) ?? "")
         case let other:
             throw WireError(code: .unknownType, message: "unknown type \"\(other)\"", id: id)
         }

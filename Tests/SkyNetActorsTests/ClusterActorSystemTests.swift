@@ -49,6 +49,13 @@ struct ClusterActorSystemTests {
             guard case .returned(let value?) = reply else { return reply }
             return .returned(try JSONParser.parse(value.bytes))
         }
+
+        func spawn(_ spawn: ActorSpawn) async throws -> ClusterActorID {
+            let arguments = try spawn.arguments.map { try JSONParser.parse($0.bytes) }
+            return try await host.spawnHere(ActorSpawn(type: spawn.type, name: spawn.name, arguments: arguments))
+        }
+
+        func lookup(name: String) async throws -> ClusterActorID? { host.lookupHere(name: name) }
     }
 
     /// Two systems, each with a channel to the other.
@@ -166,6 +173,9 @@ struct ClusterActorSystemTests {
             seen.withLock { $0.append(call.target) }
             return await host.execute(call)
         }
+
+        func spawn(_ spawn: ActorSpawn) async throws -> ClusterActorID { try await host.spawnHere(spawn) }
+        func lookup(name: String) async throws -> ClusterActorID? { host.lookupHere(name: name) }
     }
 }
 

@@ -1,6 +1,6 @@
 import Foundation
 @testable import SkyNet
-@testable import SkyNetCLI
+@testable import SkyNetCommands
 @testable import SkyNetCluster
 @testable import SkyNetNode
 @testable import SkyNetRuntime

@@ -1,5 +1,5 @@
 @testable import SkyNet
-@testable import SkyNetCLI
+@testable import SkyNetCommands
 @testable import SkyNetCluster
 @testable import SkyNetOptions
 import SkyNetTestSupport

@@ -18,9 +18,10 @@ extension ProcessTests {
                                  limit: .seconds(240))
         }
 
-        @Test func theExampleCompilesAgainstThePublicAPIAlone() async throws {
-            let example = Self.repository.appendingPathComponent("Examples/WordCount/main.swift").path
-            let run = try await typecheck([example])
+        @Test(arguments: ["WordCount", "Actors"])
+        func theExampleCompilesAgainstThePublicAPIAlone(example: String) async throws {
+            let main = Self.repository.appendingPathComponent("Examples/\(example)/main.swift").path
+            let run = try await typecheck([main])
             #expect(run.status == 0, "\(run.stderr)")
         }
 

@@ -123,6 +123,10 @@ package final class FakeNode: Sendable {
             try? connection.send(WireError(code: .unknownType, message: "unknown type \"basefile\"", id: basefile.id).line)
         case .call(let id, _):
             try? connection.send(WireError(code: .unknownType, message: "unknown type \"call\"", id: id).line)
+        case .spawn(let id, _):
+            try? connection.send(WireError(code: .unknownType, message: "unknown type \"spawn\"", id: id).line)
+        case .lookup(let id, _):
+            try? connection.send(WireError(code: .unknownType, message: "unknown type \"lookup\"", id: id).line)
         case .chunk, .fileEnd:
             break
         case .cancel(let id):

@@ -70,10 +70,10 @@ final class Handshake: Sendable {
             } catch {
                 finish(.failure(PeerDisconnected(peer: name, reason: "closed during the handshake")))
             }
-        case .success(.welcome(let version, let name, let capacity, let jobs, let idle, let files)):
+        case .success(.welcome(let version, let name, let capacity, let jobs, let idle, let files, let actors)):
             guard token == nil else { return finish(.failure(PeerUnauthenticated(peer: self.name, reason: "it does not know the token"))) }
             if let refusal = Self.refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
-            finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle, files: files)))
+            finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle, files: files, actors: actors)))
         case .success(.error(let error as any Error)):
             finish(.failure(error))
         case .failure(let error):
@@ -93,12 +93,12 @@ final class Handshake: Sendable {
         var receiving = LineSeal(key: keys.receiving)
         switch receiving.open(line) {
         case .success(let opened):
-            guard case .welcome(let version, let name, let capacity, let jobs, let idle, let files)? = try? Reply.decode(opened) else {
+            guard case .welcome(let version, let name, let capacity, let jobs, let idle, let files, let actors)? = try? Reply.decode(opened) else {
                 return finish(.failure(WireError.badRequest("expected a welcome after the proof")))
             }
             if let refusal = Self.refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
             connection.authenticate(sending: LineSeal(key: keys.sending), receiving: receiving)
-            finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle, files: files)))
+            finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle, files: files, actors: actors)))
         case .failure(let rejection):
             if rejection == .missing, case .error(let error)? = try? Reply.decode(line) { return finish(.failure(error)) }
             finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))

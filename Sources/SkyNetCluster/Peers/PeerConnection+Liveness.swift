@@ -65,8 +65,8 @@ extension Request {
     /// A request that runs a task (as opposed to a ping, a hello or a cancel).
     var isWork: Bool {
         switch self {
-        case .scan, .job, .transfer, .call: true
-        case .hello, .auth, .cancel, .ping, .basefile, .chunk, .fileEnd: false
+        case .scan, .job, .transfer, .call, .spawn: true
+        case .hello, .auth, .cancel, .ping, .basefile, .chunk, .fileEnd, .lookup: false
         }
     }
 }

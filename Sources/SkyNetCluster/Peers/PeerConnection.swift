@@ -33,13 +33,17 @@ package final class PeerConnection: Sendable {
         /// What the node offers for files; nil: it takes none (an older node, or
         /// one started with `--no-files`), and is never sent a file request.
         package let files: FileSupport?
+        /// The system of the distributed actors the node hosts; nil: it hosts none.
+        package let actors: ActorOffer?
 
-        package init(name: String, capacity: Int, jobs: [String: String]?, idleSeconds: Double? = nil, files: FileSupport? = nil) {
+        package init(name: String, capacity: Int, jobs: [String: String]?, idleSeconds: Double? = nil, files: FileSupport? = nil,
+                     actors: ActorOffer? = nil) {
             self.name = name
             self.capacity = capacity
             self.jobs = jobs ?? [JobRegistry.scan: "built-in simulated scan"]
             self.idleSeconds = idleSeconds
             self.files = files
+            self.actors = actors
         }
     }
 

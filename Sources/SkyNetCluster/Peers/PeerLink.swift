@@ -1,3 +1,4 @@
+import SkyNetActors
 import SkyNetLink
 import SkyNetRuntime
 import SkyNetSSH
@@ -136,6 +137,9 @@ struct PeerLink {
         case .usable:
             break
         }
+        if let actors = settings.actors, let offer = peer.welcome.actors, offer.build != actors.registry.build {
+            return await refused(peer, .actorsDiffer(node.name, build: offer.build, expected: actors.registry.build), &memory)
+        }
         let filesRefusal: ClusterEvent?
         do {
             filesRefusal = try await PeerLinks.readyForFiles(peer, named: node.name, settings: settings)
@@ -171,11 +175,15 @@ struct PeerLink {
             await log(responsive ? .responsive(name) : .unresponsive(name))
         }
         await systems.add(remote, capacity: slots, draining: peer.isDraining)
+        let actorLink = peer.welcome.actors.flatMap { offer in
+            settings.actors.map { (offer.system, $0.connect(to: offer.system, node: name, through: peer)) }
+        }
         context.traffic.linked(peer, named: name)
         await log(.connected(name))
         let linked = ContinuousClock.now
         let reason = await PeerLinks.awaitClose(of: peer, named: name, systems: systems, log: log)
         await systems.remove(named: name)
+        if let (system, number) = actorLink { settings.actors?.disconnect(from: system, link: number) }
         context.traffic.unlinked(named: name)
         if Task.isCancelled {
             await peer.finish()

@@ -1,3 +1,4 @@
+import SkyNetActors
 import SkyNetLink
 import SkyNetRuntime
 import SkyNetSSH
@@ -46,6 +47,9 @@ public final class PeerLinks: Sendable {
         /// Use a peer that runs the job as another command, after a warning, instead of
         /// leaving it out (`--allow-job-mismatch`).
         package var allowJobMismatch: Bool
+        /// The distributed actor system whose calls the links carry: a peer whose welcome offers
+        /// actors is connected to it while linked, unless it declares other types (`actorsDiffer`).
+        package var actors: ClusterActorSystem?
         /// How ssh nodes of the cluster are reached (their own backoff, no token).
         package var ssh = SSHSettings()
         /// The scan's files: when active, only peers that offer files are used, each
@@ -106,7 +110,7 @@ public final class PeerLinks: Sendable {
         let log: @Sendable (ClusterEvent) async -> Void = { event in
             var refused = false
             switch event {
-            case .refused, .unauthorized, .lacksJob, .jobDiffers(_, _, _, _, used: false):
+            case .refused, .unauthorized, .lacksJob, .jobDiffers(_, _, _, _, used: false), .actorsDiffer:
                 refused = true
                 _ = refusing.withLock { $0.insert(event.peer) }
             case .connected:

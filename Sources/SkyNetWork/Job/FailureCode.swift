@@ -9,6 +9,8 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStri
     case badRequest, unknownType, frameTooLarge, helloRequired, unsupportedVersion, unauthorized
     // Refusals of an actor call, before its method ran.
     case actorNotFound, unknownTarget, badValue, genericMethod
+    // Refusals of an actor spawn.
+    case undeclaredActor, tooManyActors, nameTaken
     case other(String)
 
     private static let known: [FailureCode] = [
@@ -16,6 +18,7 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStri
         .noSpace, .fileTooLarge, .fileChanged, .missingReturn, .badFile,
         .badRequest, .unknownType, .frameTooLarge, .helloRequired, .unsupportedVersion, .unauthorized,
         .actorNotFound, .unknownTarget, .badValue, .genericMethod,
+        .undeclaredActor, .tooManyActors, .nameTaken,
     ]
 
     /// The code spelled `rawValue` on the wire; an unknown spelling is kept in `other`.
@@ -52,6 +55,9 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, ExpressibleByStri
         case .unknownTarget: "unknown-target"
         case .badValue: "bad-value"
         case .genericMethod: "generic-method"
+        case .undeclaredActor: "undeclared-actor"
+        case .tooManyActors: "too-many-actors"
+        case .nameTaken: "name-taken"
         case .other(let code): code
         }
     }

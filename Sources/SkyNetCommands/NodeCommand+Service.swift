@@ -1,4 +1,3 @@
-import SkyNet
 import SkyNetNode
 import SkyNetRuntime
 import SkyNetTransport

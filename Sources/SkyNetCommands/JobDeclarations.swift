@@ -1,4 +1,3 @@
-import SkyNet
 import SkyNetOptions
 import SkyNetWork
 

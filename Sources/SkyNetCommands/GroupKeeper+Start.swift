@@ -1,4 +1,3 @@
-import SkyNet
 import SkyNetRuntime
 
 extension GroupKeeper {

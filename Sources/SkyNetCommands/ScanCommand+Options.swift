@@ -1,4 +1,3 @@
-import SkyNet
 import SkyNetCluster
 import SkyNetOptions
 import SkyNetWork

@@ -1,4 +1,3 @@
-import SkyNet
 import SkyNetJournal
 import SkyNetRuntime
 

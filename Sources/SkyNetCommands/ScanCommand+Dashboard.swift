@@ -1,4 +1,3 @@
-import SkyNet
 import SkyNetDashboard
 import SkyNetMetrics
 import SkyNetOptions

@@ -1,4 +1,3 @@
-import SkyNet
 import SkyNetJournal
 import SkyNetRuntime
 import SkyNetScheduler
@@ -109,6 +108,8 @@ final class ScanOutput: Sendable {
         case .jobDiffers(_, let job, let summary, let expected, let used):
             json = self.event("job-differs"); json.add("job", job); json.add("summary", summary); json.add("expected", expected)
             json.add("used", used)
+        case .actorsDiffer(_, let build, let expected):
+            json = self.event("actors-differ"); json.add("build", build); json.add("expected", expected)
         case .unresponsive: json = self.event("unresponsive")
         case .responsive: json = self.event("responsive")
         case .draining(_, let reason): json = self.event("draining"); json.add("reason", reason)

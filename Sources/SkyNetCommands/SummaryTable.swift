@@ -1,4 +1,3 @@
-import SkyNet
 import SkyNetScheduler
 
 extension ScanReport {

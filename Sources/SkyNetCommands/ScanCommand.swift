@@ -1,6 +1,6 @@
-import SkyNet
 import SkyNetCluster
 import SkyNetOptions
+import SkyNetRuntime
 import SkyNetWork
 
 /// `skynet scan`: runs a scan from this process over its local system and the cluster's peers.

@@ -1,8 +1,8 @@
-import SkyNet
 import SkyNetHTTP
 import SkyNetMetrics
 import SkyNetNode
 import SkyNetOptions
+import SkyNetTransport
 
 /// `skynet node --metrics [HOST:]PORT`: `/metrics` and `/healthz` on a port of their own
 /// (`MetricsEndpoint`), started once the node accepts connections and stopped after it has

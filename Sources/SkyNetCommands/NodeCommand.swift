@@ -1,4 +1,4 @@
-import SkyNet
+import SkyNetActors
 import SkyNetCluster
 import SkyNetNode
 import SkyNetOptions
@@ -82,6 +82,11 @@ struct NodeCommand: Command {
     let metrics: ListenAddress?
 
     init(arguments: [String]) throws(UsageError) {
+        try self.init(arguments: arguments, program: ProgramDeclarations())
+    }
+
+    /// A node of `program`: its jobs beside the declared ones, its actor types.
+    init(arguments: [String], program: ProgramDeclarations) throws(UsageError) {
         var args = try Self.optionTable.parse(arguments)
         stdio = args.flag("stdio")
         if stdio {
@@ -112,7 +117,8 @@ struct NodeCommand: Command {
         options.acceptsFiles = !args.flag("no-files")
         let maxOutput = try args.bytes("max-output")
         let declared = args.strings("job")
-        options.jobs = try JobDeclarations.register(declared, in: options.jobs, maxOutput: maxOutput)
+        options.jobs = try JobDeclarations.register(declared, in: program.jobs, maxOutput: maxOutput)
+        options.actors = program.actors.map { ClusterActorSystem(name: Self.actorSystemName(options.name), registry: $0) }
         if !stdio, !declared.isEmpty, options.token == nil, !Socket.isLoopback(options.host) {
             throw UsageError("""
                 refusing to start: this node declares command jobs and would listen on \(options.host) without \
@@ -123,6 +129,12 @@ struct NodeCommand: Command {
         }
         self.options = options
         exitWithParent = args.flag(String(NodeProcess.exitWithParentFlag.dropFirst(2)))
+    }
+
+    /// The name a node's actor IDs carry: its own name and a random tag, so that an ID of an
+    /// actor of a node that restarted under the same name reaches no actor of the new one.
+    static func actorSystemName(_ nodeName: String) -> String {
+        "\(nodeName.isEmpty ? "node" : nodeName)-\(String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16))"
     }
 
     /// `--work-dir DIR` made absolute (a job's working directory is below it, and jobs run

@@ -1,5 +1,5 @@
-import SkyNet
 import SkyNetOptions
+import SkyNetRuntime
 
 /// The cluster's shared secret, as the command line gives it: `--token-file FILE` if given,
 /// else `SKYNET_TOKEN` from the environment. Never an argument: argv is visible to every user

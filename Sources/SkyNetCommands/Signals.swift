@@ -1,5 +1,4 @@
 import Dispatch
-import SkyNet
 import SkyNetRuntime
 
 /// Catches SIGINT, SIGTERM and SIGHUP so a command can stop in order instead of dying: a

@@ -1,4 +1,3 @@
-import SkyNet
 import SkyNetRuntime
 
 /// Descriptors 0, 1 and 2 as this process found them when it started.

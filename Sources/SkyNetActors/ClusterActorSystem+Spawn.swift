@@ -1,0 +1,146 @@
+import Distributed
+import SkyNetWire
+
+/// Where a spawn puts its actor.
+public enum ActorPlacement: Sendable, Hashable {
+    /// On the linked node of this name (as the cluster names it: `node1`, `gpu1`).
+    case node(String)
+    /// On the linked node this system has the fewest calls in flight to, then the one it has
+    /// placed the fewest actors on, then the first by name.
+    case leastLoaded
+    /// On each linked node in turn, by name.
+    case spread
+    /// On this system.
+    case local
+}
+
+extension ClusterActorSystem {
+    // MARK: Spawning
+
+    /// Makes an actor of `type` (declared in this system's registry, as in every copy of the
+    /// program) where `placement` says, and returns it: a remote reference whose calls travel
+    /// there, or the actor itself for `.local`. `name`, unique on that system, finds it later
+    /// (`lookup`).
+    public func spawn<Act: DistributedActor>(
+        _ type: Act.Type, on placement: ActorPlacement = .leastLoaded, name: String? = nil
+    ) async throws -> Act where Act.ActorSystem == ClusterActorSystem {
+        try await spawn(type, arguments: nil, on: placement, name: name)
+    }
+
+    /// Makes an actor of `type` from `arguments` (its factory's, declared with
+    /// `declare(_:as:arguments:make:)`) where `placement` says, and returns it.
+    public func spawn<Act: DistributedActor, Arguments: Codable & Sendable>(
+        _ type: Act.Type, with arguments: Arguments, on placement: ActorPlacement = .leastLoaded, name: String? = nil
+    ) async throws -> Act where Act.ActorSystem == ClusterActorSystem {
+        let value: JSONValue
+        do { value = try CodableJSON.encode(arguments) } catch { throw ClusterActorSystemError.badValue("the spawn arguments: \(error)") }
+        return try await spawn(type, arguments: value, on: placement, name: name)
+    }
+
+    private func spawn<Act: DistributedActor>(
+        _ type: Act.Type, arguments: JSONValue?, on placement: ActorPlacement, name: String?
+    ) async throws -> Act where Act.ActorSystem == ClusterActorSystem {
+        guard let typeName = registry.name(of: type) else { throw ClusterActorSystemError.undeclaredType(String(describing: type)) }
+        if let name, !ActorSpawn.isName(name) {
+            throw ClusterActorSystemError.badValue("an actor's name is 1 to \(ActorSpawn.maxNameBytes) bytes of printable text")
+        }
+        let request = ActorSpawn(type: typeName, name: name, arguments: arguments)
+        let id: ClusterActorID
+        if let (system, channel) = try place(placement) {
+            do {
+                id = try await channel.spawn(request)
+            } catch {
+                state.withLock { $0.placed[system, default: 1] -= 1 }
+                throw error
+            }
+        } else {
+            id = try await spawnHere(request)
+        }
+        return try Act.resolve(id: id, using: self)
+    }
+
+    /// The link a spawn goes through (counted as placed there in the same step); nil: here.
+    private func place(_ placement: ActorPlacement) throws(ClusterActorSystemError) -> (String, any ActorCallChannel)? {
+        try state.withLock { state throws(ClusterActorSystemError) in
+            let links = state.links.sorted { $0.value.node < $1.value.node }
+            let chosen: (key: String, value: Link)
+            switch placement {
+            case .local:
+                return nil
+            case .node(let node):
+                guard let link = links.first(where: { $0.value.node == node }) else {
+                    throw .noNode("no node named \(node) is linked (linked: \(links.map(\.value.node).joined(separator: ", ")))")
+                }
+                chosen = link
+            case .leastLoaded:
+                guard let link = links.min(by: { ($0.value.calls, state.placed[$0.key, default: 0]) < ($1.value.calls, state.placed[$1.key, default: 0]) }) else {
+                    throw .noNode("no node that hosts actors is linked")
+                }
+                chosen = link
+            case .spread:
+                guard !links.isEmpty else { throw .noNode("no node that hosts actors is linked") }
+                chosen = links[state.spreadTurn % links.count]
+                state.spreadTurn += 1
+            }
+            state.placed[chosen.key, default: 0] += 1
+            return (chosen.key, chosen.value.channel)
+        }
+    }
+
+    /// Makes an actor here from a spawn request (another system's, or this one's own):
+    /// refused for a type not declared, a name taken, or `maxActors` reached; what its factory
+    /// threw is thrown as it came.
+    package func spawnHere(_ request: ActorSpawn) async throws -> ClusterActorID {
+        guard let declaration = registry.declarations[request.type] else {
+            throw ClusterActorSystemError.undeclaredType(request.type)
+        }
+        try state.withLock { state throws(ClusterActorSystemError) in
+            guard state.spawned.count + state.spawning < maxActors else {
+                throw .tooManyActors("\(name) hosts its most, \(maxActors) actors")
+            }
+            if let name = request.name {
+                guard state.names[name] == nil else { throw .nameTaken(name) }
+                state.names[name] = .some(nil)
+            }
+            state.spawning += 1
+        }
+        let made: (any DistributedActor, ClusterActorID)
+        do {
+            made = try await declaration.make(request.arguments, self)
+            guard made.1.system == name else {
+                throw ClusterActorSystemError.badValue("the factory of \(request.type) made its actor on the system \(made.1.system), not on \(name)")
+            }
+        } catch {
+            state.withLock { state in
+                state.spawning -= 1
+                if let name = request.name { state.names.removeValue(forKey: name) }
+            }
+            throw error
+        }
+        state.withLock { state in
+            state.spawning -= 1
+            state.spawned[made.1] = made.0
+            if let name = request.name { state.names[name] = made.1 }
+        }
+        return made.1
+    }
+
+    // MARK: Finding
+
+    /// The actor spawned with `name` on this system or on a linked node (asked in turn, by
+    /// name), as a reference of `type`; nil when none of them has one.
+    public func lookup<Act: DistributedActor>(_ type: Act.Type, named name: String) async throws -> Act?
+    where Act.ActorSystem == ClusterActorSystem {
+        if let id = lookupHere(name: name) { return try Act.resolve(id: id, using: self) }
+        let links = state.withLock { $0.links.values.sorted { $0.node < $1.node }.map(\.channel) }
+        for channel in links {
+            if let id = try await channel.lookup(name: name) { return try Act.resolve(id: id, using: self) }
+        }
+        return nil
+    }
+
+    /// The actor spawned here with `name`, if there is one.
+    package func lookupHere(name: String) -> ClusterActorID? {
+        state.withLock { $0.names[name] ?? nil }
+    }
+}

@@ -1,0 +1,174 @@
+import SkyNetActors
+import SkyNetCluster
+import SkyNetOptions
+import SkyNetRuntime
+import SkyNetScheduler
+
+/// A program's actor system, linked to nodes of the same program: the nodes it starts itself
+/// (`--spawn N`: this executable, as `ClusterProgram` serves it) and those of a cluster file.
+/// While a node is linked, `system` places actors on it and calls them there; a node whose
+/// program declares other actor types is refused at the handshake (`Actors differ`).
+public final class ActorCluster: Sendable {
+    /// Which nodes to link to.
+    public struct Options: Sendable {
+        /// Nodes of this executable to start on this machine (`--spawn N`), each tied to this
+        /// process (they stop when it ends, however it ends).
+        public var spawn = 0
+        /// The nodes of a cluster file (`--cluster FILE`).
+        public var cluster = ClusterConfig()
+        /// The cluster token the nodes were started with (`--token-file FILE` or
+        /// `SKYNET_TOKEN`); the spawned nodes get the same file.
+        public var tokenFile: String?
+        var token: String?
+        /// How long `start` waits for every node to be linked.
+        public var readyTimeout: Duration = .seconds(30)
+        /// The bound of connecting to a node and of its liveness pings.
+        public var timeout: Duration = .seconds(5)
+
+        /// Links to nothing: a system alone, until options say otherwise.
+        public init() {}
+
+        /// The options of a command line: `--spawn N`, `--cluster FILE`, `--token-file FILE`
+        /// (what `PROGRAM --help` should list); anything else is an `ActorClusterError` that
+        /// says what is wrong, with the usage line.
+        public init(arguments: [String]) throws(ActorClusterError) {
+            do throws(UsageError) {
+                let args = try Self.optionTable.parse(arguments)
+                spawn = try args.int("spawn")
+                if let path = args.string("cluster") {
+                    do { cluster = try ClusterConfig.load(from: path) } catch { throw UsageError("\(error)") }
+                }
+                let token = try ClusterToken.load(args)
+                tokenFile = token?.file
+                self.token = token?.value
+            } catch {
+                throw ActorClusterError(description: "\(error)\n\(Self.usage)")
+            }
+        }
+
+        /// `--spawn`, `--cluster` and `--token-file`: their parsing, usage and help.
+        static let optionTable = OptionTable<Options>(options: [
+            .init("spawn", .count(0...64), default: "0", usage: "[--spawn N]", "N",
+                  "start N nodes of this program on this machine, <range> (default <default>)"),
+            .init("cluster", .text, usage: "[--cluster FILE]", "FILE", "link to the nodes of the cluster file FILE"),
+            .init("token-file", .text, usage: "[--token-file FILE]", "FILE",
+                  "the cluster token, from FILE (else SKYNET_TOKEN); the spawned nodes get it too",
+                  spawned: { $0.tokenFile.map { ["--token-file", $0] } ?? [] }),
+        ], usagePrefix: "usage: \(URL(fileURLWithPath: CommandLine.arguments.first ?? "PROGRAM").lastPathComponent)")
+
+        /// The usage line of these options.
+        public static var usage: String { optionTable.usage }
+        /// Their help, one entry per option.
+        public static var help: String { optionTable.help }
+    }
+
+    /// This program's actor system: `spawn(_:on:)` places actors on the linked nodes.
+    public let system: ClusterActorSystem
+    private let nodes: [NodeProcess]
+    private let links: PeerLinks
+
+    /// Makes this program's actor system (named `name`, with the types of `actors`), starts
+    /// the `--spawn` nodes and links to every node; returns once each is linked, or throws
+    /// when one is not within `options.readyTimeout` (saying which, and why). `log` gets the
+    /// links' events (`[Cluster] Connected: node1` …).
+    public static func start(name: String = "main", actors: ActorRegistry, options: Options,
+                             log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> ActorCluster {
+        let system = ClusterActorSystem(name: name, registry: actors)
+        let nodes = try await spawnNodes(options)
+        let peers = ClusterConfig(nodes: options.cluster.nodes + nodes.map { .init(name: $0.name, host: $0.host, port: $0.port) },
+                                  capacity: options.cluster.capacity)
+        var settings = PeerLinks.Settings(timeout: options.timeout, token: options.token)
+        settings.actors = system
+        let progress = LinkProgress(expected: Set(peers.nodes.map(\.name)))
+        let links = PeerLinks(cluster: peers, systems: Systems(), settings: settings) { event in
+            log(event.description)
+            progress.record(event)
+        }
+        let cluster = ActorCluster(system: system, nodes: nodes, links: links)
+        do {
+            try await withTimeout(options.readyTimeout) { await progress.allLinked.value }
+        } catch {
+            await cluster.stop()
+            throw ActorClusterError(description: "not every node was linked within \(options.readyTimeout): \(progress.missing)")
+        }
+        return cluster
+    }
+
+    private init(system: ClusterActorSystem, nodes: [NodeProcess], links: PeerLinks) {
+        self.system = system
+        self.nodes = nodes
+        self.links = links
+    }
+
+    /// Closes every link (calls in flight fail at once) and stops the spawned nodes.
+    public func stop() async {
+        await links.stop()
+        await withTaskGroup(of: Void.self) { group in
+            for node in nodes { group.addTask { await node.stop(grace: .seconds(2)) } }
+        }
+    }
+
+    /// Starts `options.spawn` nodes of this executable in parallel; if one fails, stops the others.
+    private static func spawnNodes(_ options: Options) async throws -> [NodeProcess] {
+        guard options.spawn > 0 else { return [] }
+        let executable = URL(fileURLWithPath: runningExecutablePath())
+        let arguments = Options.optionTable.spawnedArguments(for: options)
+        let started = await withTaskGroup(of: Result<NodeProcess, any Error>.self) { group in
+            for index in 1...options.spawn {
+                group.addTask {
+                    do {
+                        return .success(try await NodeProcess.start(executable: executable, name: "node\(index)", arguments: arguments))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let nodes = started.compactMap { try? $0.get() }
+        for case .failure(let error) in started {
+            for node in nodes { await node.stop() }
+            throw error
+        }
+        return nodes
+    }
+}
+
+/// Why an `ActorCluster` could not start.
+public struct ActorClusterError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, naming the nodes.
+    public let description: String
+}
+
+/// Which nodes have been linked, and what the others last reported.
+private final class LinkProgress: Sendable {
+    private struct State {
+        var waiting: Set<String>
+        var last: [String: String] = [:]
+    }
+    private let state: Locked<State>
+    let allLinked = AsyncSignal<Void>()
+
+    init(expected: Set<String>) {
+        state = Locked(State(waiting: expected))
+        if expected.isEmpty { allLinked.fulfil(()) }
+    }
+
+    func record(_ event: ClusterEvent) {
+        state.withLock { state in
+            if case .connected(let name) = event {
+                state.waiting.remove(name)
+                if state.waiting.isEmpty { allLinked.fulfil(()) }
+            } else {
+                state.last[event.peer] = event.description
+            }
+        }
+    }
+
+    /// The nodes not linked yet, each with its last report.
+    var missing: String {
+        state.withLock { state in
+            state.waiting.sorted().map { name in state.last[name].map { "\(name) (\($0))" } ?? name }.joined(separator: ", ")
+        }
+    }
+}
