@@ -80,35 +80,57 @@ await ClusterProgram.serveIfNode(actors: actors)
 func scanTheSky(arguments: [String]) async throws {
     let options = try ActorCluster.Options(arguments: arguments.isEmpty ? ["--spawn", "2"] : arguments)
     let cluster = try await ActorCluster.start(actors: actors, options: options) { print($0) }
+    do {
+        try await scan(over: cluster)
+        await cluster.stop()
+    } catch {
+        await cluster.stop()
+        throw error
+    }
+}
+
+/// Places a ScanSystem on every node, then scans 20 sectors: four at a time on each system,
+/// each call bounded by a TimeoutTask, a failed scan run again here (at most 3 times in all).
+func scan(over cluster: ActorCluster) async throws {
     let systems = Systems()
     let local = ScanSystem(name: "local", actorSystem: cluster.system)
     await systems.add(local, named: "local")
     for node in cluster.system.nodes {
         await systems.add(try await cluster.system.spawn(ScanSystem.self, with: node, on: .node(node)), named: node)
     }
-
     let started = ContinuousClock.now
     let sectors = Sectors(total: 20)
-    /// Scans `sector` on `system`, and again here (up to 3 times) when that fails.
-    @Sendable func scan(_ sector: Int, on system: ScanSystem, named name: String, attempt: Int = 1) async {
+    /// Scans `sector` on `system`, and again here when that fails; whether it was scanned.
+    @Sendable func scan(_ sector: Int, on system: ScanSystem, named name: String, attempt: Int = 1) async -> Bool {
         do {
             let result = try await TimeoutTask(seconds: 5) { try await system.scan(sector: sector) }.value
             print(name == "local" ? "Completed: \(result)" : "Completed: \(result) by \(name)")
+            return true
         } catch {
+            guard attempt < 3 else {
+                print("Gave up on task: \(sector) after \(attempt) attempts. Failed with: \(error)")
+                return false
+            }
             print("Re-run task: \(sector). Failed with: \(error)")
-            if attempt < 3 { await scan(sector, on: local, named: "local", attempt: attempt + 1) }
+            return await scan(sector, on: local, named: "local", attempt: attempt + 1)
         }
     }
-    await withTaskGroup(of: Void.self) { group in
+    let completed = await withTaskGroup(of: Int.self) { group in
         for (name, system) in await systems.all {
             for _ in 0..<4 {
-                group.addTask { while let sector = await sectors.take() { await scan(sector, on: system, named: name) } }
+                group.addTask {
+                    var done = 0
+                    while let sector = await sectors.take() {
+                        if await scan(sector, on: system, named: name) { done += 1 }
+                    }
+                    return done
+                }
             }
         }
+        return await group.reduce(0, +)
     }
     print("Done.")
-    print("Finished \(sectors.total) scans in \(String(format: "%.2f", (ContinuousClock.now - started) / .seconds(1))) seconds.")
-    await cluster.stop()
+    print("Finished \(completed) scans in \(String(format: "%.2f", (ContinuousClock.now - started) / .seconds(1))) seconds.")
 }
 
 do {

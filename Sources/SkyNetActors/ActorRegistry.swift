@@ -53,7 +53,7 @@ public struct ActorRegistry: Sendable {
             do {
                 arguments = try CodableJSON.decode(Arguments.self, from: value ?? .null, userInfo: [.actorSystemKey: system])
             } catch {
-                throw ClusterActorSystemError.badValue("the spawn arguments of \(Act.self): \(error)")
+                throw SpawnArgumentsRefusal(reason: "the spawn arguments of \(Act.self): \(error)")
             }
             let actor = try await make(arguments, system)
             return (actor, actor.id)
@@ -70,6 +70,9 @@ public struct ActorRegistry: Sendable {
         }
         if let other = declarations[name] {
             throw Refusal(description: "the actor type name '\(name)' is declared twice (\(other.type) and \(type)); give one `as:` another name")
+        }
+        if let other = self.name(of: type) {
+            throw Refusal(description: "the actor type \(type) is declared twice (as '\(other)' and '\(name)'): a spawn of it must name one")
         }
         declarations[name] = Declaration(type: type, make: make)
     }

@@ -16,12 +16,17 @@ package enum ActorReply: Sendable, Equatable {
 
 /// How a system reaches the system that hosts an actor (a link to its node).
 package protocol ActorCallChannel: Sendable {
-    func call(_ call: ActorCall) async throws -> ActorReply
+    /// Whether the system at the other end said it stops: no actor is placed there then.
+    var isDraining: Bool { get }
+    /// Sends `call` and awaits its reply, for at most `timeout` (then it throws `TimeoutError`
+    /// and cancels the call at the other end).
+    func call(_ call: ActorCall, timeout: Duration) async throws -> ActorReply
     /// Asks the system at the other end to make an actor: its ID, or why not (a
     /// `ClusterActorSystemError`; `remote` for what the factory threw).
-    func spawn(_ spawn: ActorSpawn) async throws -> ClusterActorID
-    /// The actor the system at the other end spawned with `name`; nil: it has none.
-    func lookup(name: String) async throws -> ClusterActorID?
+    func spawn(_ spawn: ActorSpawn, timeout: Duration) async throws -> ClusterActorID
+    /// The actor of the declared type `type` the system at the other end spawned with `name`;
+    /// nil: it has none.
+    func lookup(name: String, type: String) async throws -> ClusterActorID?
 }
 
 extension ActorReply {

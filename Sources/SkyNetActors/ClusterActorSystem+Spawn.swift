@@ -1,4 +1,5 @@
 import Distributed
+import SkyNetRuntime
 import SkyNetWire
 
 /// Where a spawn puts its actor.
@@ -46,23 +47,33 @@ extension ClusterActorSystem {
         }
         let request = ActorSpawn(type: typeName, name: name, arguments: arguments)
         let id: ClusterActorID
-        if let (system, channel) = try place(placement) {
+        if let system = try place(placement) {
             do {
-                id = try await channel.spawn(request)
+                let timeout = min(Self.callOptions.timeout ?? callTimeout, callTimeout)
+                id = try await onLink(system, deadline: clock.now + timeout, timeout: timeout) { channel in
+                    try await channel.spawn(request, timeout: timeout)
+                }
+                guard id.system == system else {
+                    throw ClusterActorSystemError.badValue("the node of \(system) answered the spawn with an actor of \(id.system)")
+                }
             } catch {
                 state.withLock { $0.placed[system, default: 1] -= 1 }
                 throw error
             }
         } else {
-            id = try await spawnHere(request)
+            do {
+                id = try await spawnHere(request)
+            } catch let failure as ActorFactoryFailure {
+                throw failure.error
+            }
         }
         return try Act.resolve(id: id, using: self)
     }
 
-    /// The link a spawn goes through (counted as placed there in the same step); nil: here.
-    private func place(_ placement: ActorPlacement) throws(ClusterActorSystemError) -> (String, any ActorCallChannel)? {
+    /// The system a spawn goes to (counted as placed there in the same step); nil: here.
+    private func place(_ placement: ActorPlacement) throws(ClusterActorSystemError) -> String? {
         try state.withLock { state throws(ClusterActorSystemError) in
-            let links = state.links.sorted { $0.value.node < $1.value.node }
+            let links = state.links.filter { !$0.value.channel.isDraining }.sorted { $0.value.node < $1.value.node }
             let chosen: (key: String, value: Link)
             switch placement {
             case .local:
@@ -83,13 +94,13 @@ extension ClusterActorSystem {
                 state.spreadTurn += 1
             }
             state.placed[chosen.key, default: 0] += 1
-            return (chosen.key, chosen.value.channel)
+            return chosen.key
         }
     }
 
     /// Makes an actor here from a spawn request (another system's, or this one's own):
-    /// refused for a type not declared, a name taken, or `maxActors` reached; what its factory
-    /// threw is thrown as it came.
+    /// refused for a type not declared, a name taken, `maxActors` reached or arguments that do
+    /// not decode; what its factory threw comes wrapped in an `ActorFactoryFailure`.
     package func spawnHere(_ request: ActorSpawn) async throws -> ClusterActorID {
         guard let declaration = registry.declarations[request.type] else {
             throw ClusterActorSystemError.undeclaredType(request.type)
@@ -106,10 +117,18 @@ extension ClusterActorSystem {
         }
         let made: (any DistributedActor, ClusterActorID)
         do {
-            made = try await declaration.make(request.arguments, self)
+            do {
+                made = try await declaration.make(request.arguments, self)
+            } catch let refusal as SpawnArgumentsRefusal {
+                throw ClusterActorSystemError.badValue(refusal.reason)
+            } catch {
+                throw ActorFactoryFailure(error: error)
+            }
             guard made.1.system == name else {
                 throw ClusterActorSystemError.badValue("the factory of \(request.type) made its actor on the system \(made.1.system), not on \(name)")
             }
+            // A spawn given up meanwhile (its caller cancelled it, its link ended) keeps nothing.
+            try Task.checkCancellation()
         } catch {
             state.withLock { state in
                 state.spawning -= 1
@@ -120,27 +139,55 @@ extension ClusterActorSystem {
         state.withLock { state in
             state.spawning -= 1
             state.spawned[made.1] = made.0
-            if let name = request.name { state.names[name] = made.1 }
+            if let name = request.name { state.names[name] = NamedActor(id: made.1, type: request.type) }
         }
         return made.1
     }
 
     // MARK: Finding
 
-    /// The actor spawned with `name` on this system or on a linked node (asked in turn, by
-    /// name), as a reference of `type`; nil when none of them has one.
+    /// The actor of `type` spawned with `name` on this system or on a linked node (asked in
+    /// turn, by name, each within the call deadline; a node that cannot answer is passed
+    /// over); nil when none of them has one.
     public func lookup<Act: DistributedActor>(_ type: Act.Type, named name: String) async throws -> Act?
     where Act.ActorSystem == ClusterActorSystem {
-        if let id = lookupHere(name: name) { return try Act.resolve(id: id, using: self) }
-        let links = state.withLock { $0.links.values.sorted { $0.node < $1.node }.map(\.channel) }
-        for channel in links {
-            if let id = try await channel.lookup(name: name) { return try Act.resolve(id: id, using: self) }
+        guard let typeName = registry.name(of: type) else { throw ClusterActorSystemError.undeclaredType(String(describing: type)) }
+        guard ActorSpawn.isName(name) else {
+            throw ClusterActorSystemError.badValue("an actor's name is 1 to \(ActorSpawn.maxNameBytes) bytes of printable text")
+        }
+        if let id = lookupHere(name: name, type: typeName) { return try Act.resolve(id: id, using: self) }
+        let timeout = min(Self.callOptions.timeout ?? callTimeout, callTimeout)
+        let links = state.withLock { $0.links.values.sorted { $0.node < $1.node }.map { ($0.channel, $0.number) } }
+        for (channel, _) in links {
+            guard let id = try? await withTimeout(timeout, clock: clock, { try await channel.lookup(name: name, type: typeName) }) ?? nil,
+                  state.withLock({ $0.links[id.system] != nil }) else { continue }
+            return try Act.resolve(id: id, using: self)
         }
         return nil
     }
 
-    /// The actor spawned here with `name`, if there is one.
-    package func lookupHere(name: String) -> ClusterActorID? {
-        state.withLock { $0.names[name] ?? nil }
+    /// The actor spawned here with `name` (and of the declared type `type`, when given).
+    package func lookupHere(name: String, type: String? = nil) -> ClusterActorID? {
+        state.withLock { state in
+            guard case .some(.some(let named)) = state.names[name], type == nil || named.type == type else { return nil }
+            return named.id
+        }
     }
+}
+
+/// An actor spawned with a name: its ID and its declared type's name.
+struct NamedActor {
+    let id: ClusterActorID
+    let type: String
+}
+
+/// What a factory threw when a spawn asked it for an actor: told to the caller as the
+/// factory's own error (`threw` on the wire), never as a refusal of the spawn.
+package struct ActorFactoryFailure: Error {
+    package let error: any Error
+}
+
+/// Arguments of a spawn that did not decode into what the factory takes: the factory never ran.
+struct SpawnArgumentsRefusal: Error {
+    let reason: String
 }

@@ -29,13 +29,32 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
     /// The most actors spawns may make here; more are refused (`tooManyActors`).
     public let maxActors: Int
 
-    /// A link to another system: the node it is, its channel, and what this system has sent
-    /// it (what `.leastLoaded` weighs).
+    /// The longest a call may take, from when it is made until its reply (`CallOptions` may
+    /// ask for less); then it fails with `deadline`, and is cancelled on its node.
+    public let callTimeout: Duration
+    /// What the deadlines of calls are timed by.
+    let clock: any TimerClock
+
+    /// A link to another system: the node it is, its channel, the calls this system has in
+    /// flight on it (what `.leastLoaded` weighs; at most `ActorCall.maxCallsPerConnection`)
+    /// and those waiting for room, in turn.
     struct Link {
         let node: String
         let number: Int
         let channel: any ActorCallChannel
         var calls = 0
+        var waiting: [Int: Waiter] = [:]
+        /// The waiting calls' tickets in turn, from `nextTurn` (a turn whose call stopped
+        /// waiting is skipped).
+        var turns: [Int] = []
+        var nextTurn = 0
+    }
+
+    /// A call waiting for room on a link; its timer fails it at its deadline. It is resumed
+    /// with the number and node of the link it has a place on.
+    struct Waiter {
+        let continuation: CheckedContinuation<(Int, String), any Error>
+        let timer: TimerTicket
     }
 
     /// The actors this system hosts, the ones spawns made, and the links to the others: one
@@ -50,10 +69,11 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         /// Spawns under way here, counted against `maxActors` before their factory runs.
         var spawning = 0
         /// The names actors were spawned with here, and those of spawns under way (nil).
-        var names: [String: ClusterActorID?] = [:]
+        var names: [String: NamedActor?] = [:]
         /// The links to other systems, by system name.
         var links: [String: Link] = [:]
         var lastLink = 0
+        var lastWaiter = 0
         /// How many actors this system placed on each node (by system name), over reconnects.
         var placed: [String: Int] = [:]
         /// The next turn of `.spread`.
@@ -65,10 +85,18 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
 
     /// Makes a system named `name` (the name other systems reach it by) that makes the types
     /// of `registry` when asked, at most `maxActors` of them.
-    public init(name: String, registry: ActorRegistry = ActorRegistry(), maxActors: Int = 10_000) {
+    public convenience init(name: String, registry: ActorRegistry = ActorRegistry(), maxActors: Int = 10_000, callTimeout: Duration = .seconds(60)) {
+        self.init(name: name, registry: registry, maxActors: maxActors, callTimeout: callTimeout, clock: DeadlineTimer.shared)
+    }
+
+    /// A system whose call deadlines are timed by `clock`.
+    package init(name: String, registry: ActorRegistry = ActorRegistry(), maxActors: Int = 10_000, callTimeout: Duration = .seconds(60),
+                 clock: any TimerClock) {
         self.name = name
         self.registry = registry
         self.maxActors = max(0, maxActors)
+        self.callTimeout = max(.zero, callTimeout)
+        self.clock = clock
     }
 
     // MARK: The life of a local actor
@@ -100,50 +128,6 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
             throw ClusterActorSystemError.actorNotFound(id)
         }
         return actor
-    }
-
-    // MARK: Calls
-
-    /// An empty record of one call.
-    public func makeInvocationEncoder() -> ClusterInvocationEncoder { ClusterInvocationEncoder() }
-
-    /// Sends a call to the system that hosts `actor` and returns its decoded result.
-    public func remoteCall<Act: DistributedActor, Err: Error, Res: Codable>(
-        on actor: Act, target: RemoteCallTarget, invocation: inout ClusterInvocationEncoder,
-        throwing: Err.Type, returning: Res.Type
-    ) async throws -> Res where Act.ID == ClusterActorID {
-        guard let value = try await send(to: actor.id, target, invocation) else {
-            throw ClusterActorSystemError.badValue("the method returned nothing where \(Res.self) was expected")
-        }
-        do {
-            return try CodableJSON.decode(Res.self, from: value, userInfo: [.actorSystemKey: self])
-        } catch {
-            throw ClusterActorSystemError.badValue("the result: \(error)")
-        }
-    }
-
-    /// Sends a call of a method that returns nothing to the system that hosts `actor`.
-    public func remoteCallVoid<Act: DistributedActor, Err: Error>(
-        on actor: Act, target: RemoteCallTarget, invocation: inout ClusterInvocationEncoder, throwing: Err.Type
-    ) async throws where Act.ID == ClusterActorID {
-        _ = try await send(to: actor.id, target, invocation)
-    }
-
-    /// Sends one call to the system that hosts `id`; returns the method's value (nil: none).
-    private func send(to id: ClusterActorID, _ target: RemoteCallTarget, _ invocation: ClusterInvocationEncoder) async throws -> JSONValue? {
-        let channel = state.withLock { state -> (any ActorCallChannel)? in
-            state.links[id.system]?.calls += 1
-            return state.links[id.system]?.channel
-        }
-        guard let channel else { throw ClusterActorSystemError.noRoute(system: id.system) }
-        defer { state.withLock { $0.links[id.system]?.calls -= 1 } }
-        let reply = try await channel.call(ActorCall(actor: id, target: target.identifier, generics: invocation.generics,
-                                                     arguments: invocation.arguments))
-        switch reply {
-        case .returned(let value): return value
-        case .threw(let type, let message): throw ClusterActorSystemError.remote(type: type, message: message)
-        case .refused(let refusal): throw refusal
-        }
     }
 
     /// Runs a call that arrived for an actor hosted here; never throws: what went wrong is the reply.
@@ -193,18 +177,30 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
     /// name), go through `channel` from now on; returns the link's number, for `disconnect`.
     @discardableResult
     package func connect(to system: String, node: String? = nil, through channel: any ActorCallChannel) -> Int {
-        state.withLock { state in
+        let (number, admitted) = state.withLock { state in
             state.lastLink += 1
-            state.links[system] = Link(node: node ?? system, number: state.lastLink, channel: channel)
-            return state.lastLink
+            var link = Link(node: node ?? system, number: state.lastLink, channel: channel)
+            // The calls that waited for room on a link this one replaces wait here now.
+            if let old = state.links[system] { (link.waiting, link.turns, link.nextTurn) = (old.waiting, old.turns, old.nextTurn) }
+            let admitted = link.admitWaiters()
+            state.links[system] = link
+            return (link.number, admitted)
         }
+        resume(admitted, link: number, node: node ?? system)
+        return number
     }
 
     /// The link `number` to `system` is gone: calls to its actors have no route (unless a
-    /// newer link to it came meanwhile, which stays).
+    /// newer link to it came meanwhile, which stays), and those waiting for room on it fail.
     package func disconnect(from system: String, link number: Int) {
-        state.withLock { state in
-            if state.links[system]?.number == number { state.links.removeValue(forKey: system) }
+        let waiting = state.withLock { state -> [Waiter] in
+            guard let link = state.links[system], link.number == number else { return [] }
+            state.links.removeValue(forKey: system)
+            return Array(link.waiting.values)
+        }
+        for waiter in waiting {
+            clock.cancel(waiter.timer)
+            waiter.continuation.resume(throwing: ClusterActorSystemError.noRoute(system: system))
         }
     }
 

@@ -24,6 +24,11 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
     case nameTaken(String)
     /// No linked node can take the spawn (none linked, or none of that name).
     case noNode(String)
+    /// The call took longer than its deadline (this long); it is cancelled on its node, where
+    /// it may have run.
+    case deadline(Duration)
+    /// The link to the actor's node ended while the call was in flight: it may have run.
+    case linkLost(node: String, reason: String)
     /// The node refused the call before it ran, for a reason of its own: `busy` (it drains, or
     /// the link holds its most calls), `unknown-type` (it is older than actor calls) …
     case refused(code: String, message: String)
@@ -35,7 +40,7 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
         case .actorNotFound: .actorNotFound
         case .unknownTarget: .unknownTarget
         case .genericMethod: .genericMethod
-        case .badValue, .noRoute, .remote, .noNode: .badValue
+        case .badValue, .noRoute, .remote, .noNode, .deadline, .linkLost: .badValue
         case .undeclaredType: .undeclaredActor
         case .tooManyActors: .tooManyActors
         case .nameTaken: .nameTaken
@@ -50,7 +55,8 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
         case .actorNotFound(let id): "no actor \(id)"
         case .noRoute(let system): system
         case .undeclaredType(let name), .nameTaken(let name): name
-        case .tooManyActors(let reason), .noNode(let reason): reason
+        case .tooManyActors(let reason), .noNode(let reason), .linkLost(_, let reason): reason
+        case .deadline(let limit): "\(limit)"
         case .unknownTarget(let target), .genericMethod(let target): target
         case .badValue(let reason): reason
         case .remote(_, let message), .refused(_, let message): message
@@ -69,6 +75,8 @@ public enum ClusterActorSystemError: Error, Sendable, Equatable, CustomStringCon
         case .tooManyActors(let reason): "no more actors there: \(reason)"
         case .nameTaken(let name): "an actor named '\(name)' is there already"
         case .noNode(let reason): "no node to place the actor on: \(reason)"
+        case .deadline(let limit): "the call took longer than its deadline (\(limit)); it may have run"
+        case .linkLost(let node, let reason): "the link to \(node) ended while the call was in flight (\(reason)); it may have run"
         case .remote(let type, let message): "the remote call threw \(type): \(message)"
         case .refused(let code, let message): "the node refused the call (\(code)): \(message)"
         }

@@ -22,7 +22,7 @@ public final class ActorCluster: Sendable {
         var token: String?
         /// How long `start` waits for every node to be linked.
         public var readyTimeout: Duration = .seconds(30)
-        /// The bound of connecting to a node and of its liveness pings.
+        /// The bound of connecting to a node and of its handshake.
         public var timeout: Duration = .seconds(5)
 
         /// Links to nothing: a system alone, until options say otherwise.
@@ -73,6 +73,10 @@ public final class ActorCluster: Sendable {
     /// links' events (`[Cluster] Connected: node1` …).
     public static func start(name: String = "main", actors: ActorRegistry, options: Options,
                              log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> ActorCluster {
+        let spawnedNames = Set((0..<options.spawn).map { "node\($0 + 1)" })
+        if let clash = options.cluster.nodes.first(where: { spawnedNames.contains($0.name) }) {
+            throw ActorClusterError(description: "the cluster file's node \"\(clash.name)\" has the name of a spawned node; rename it")
+        }
         let system = ClusterActorSystem(name: name, registry: actors)
         let nodes = try await spawnNodes(options)
         let peers = ClusterConfig(nodes: options.cluster.nodes + nodes.map { .init(name: $0.name, host: $0.host, port: $0.port) },

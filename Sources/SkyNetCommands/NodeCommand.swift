@@ -119,9 +119,10 @@ struct NodeCommand: Command {
         let declared = args.strings("job")
         options.jobs = try JobDeclarations.register(declared, in: program.jobs, maxOutput: maxOutput)
         options.actors = program.actors.map { ClusterActorSystem(name: Self.actorSystemName(options.name), registry: $0) }
-        if !stdio, !declared.isEmpty, options.token == nil, !Socket.isLoopback(options.host) {
+        let hostsActors = !(program.actors?.names.isEmpty ?? true)
+        if !stdio, !declared.isEmpty || hostsActors, options.token == nil, !Socket.isLoopback(options.host) {
             throw UsageError("""
-                refusing to start: this node declares command jobs and would listen on \(options.host) without \
+                refusing to start: this node declares \(hostsActors ? "distributed actors" : "command jobs") and would listen on \(options.host) without \
                 SKYNET_TOKEN or --token-file, so anyone who can reach its port could run them. Set SKYNET_TOKEN in \
                 the environment of this node and of its coordinators (or give them all --token-file FILE), or bind \
                 a loopback address (--host 127.0.0.1)

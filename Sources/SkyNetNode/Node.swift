@@ -5,6 +5,7 @@ import SkyNetRuntime
 import SkyNetScheduler
 import SkyNetTransfer
 import SkyNetTransport
+import SkyNetWire
 import SkyNetWork
 
 /// A node: serves scans to peers over TCP on its own `LocalSystem`, or to the one peer at
@@ -28,7 +29,7 @@ public final class Node: Sendable {
 
     /// The most actor calls one connection runs at once: each holds its arguments (up to a
     /// line's 1 MiB, parsed) until it ends.
-    static let maxCallsPerConnection = 64
+    static let maxCallsPerConnection = ActorCall.maxCallsPerConnection
 
     /// What a node serves and how much of it: its name, address, slots and jobs.
     public struct Options: Sendable {

@@ -35,12 +35,17 @@ extension NodeSession {
                     return .spawned(id: id, system: actor.system, number: actor.number)
                 } catch let refusal as ClusterActorSystemError {
                     return ActorReply.refused(refusal).reply(id: id)
+                } catch let failure as ActorFactoryFailure {
+                    return .threw(id: id, type: String(describing: type(of: failure.error)), message: "\(failure.error)")
                 } catch {
-                    return .threw(id: id, type: String(describing: type(of: error)), message: "\(error)")
+                    return .error(WireError(code: .cancelled, message: "the spawn was cancelled", id: id))
                 }
             }
-        case .lookup(let id, let name):
-            let found = node.options.actors?.lookupHere(name: name)
+        case .lookup(let id, let name, let type):
+            if state.withLock({ $0.scans[id] != nil || $0.uploads[id] != nil }) {
+                return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
+            }
+            let found = node.options.actors?.lookupHere(name: name, type: type)
             send(found.map { Reply.spawned(id: id, system: $0.system, number: $0.number).line }
                  ?? WireError(code: .actorNotFound, message: "no actor named \(name)", id: id).line)
         case .ping(let id):

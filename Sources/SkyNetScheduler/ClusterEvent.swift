@@ -28,8 +28,9 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// mismatch (`used`): then warned about once and used.
     case jobDiffers(String, job: String, summary: String, expected: String, used: Bool)
     /// Its program declares other distributed actor types than ours (`build`, `expected`:
-    /// which types each declares): another build. Handled as `lacksJob`: reported once,
-    /// closed, not used, asked again only rarely.
+    /// which types each declares; `build` empty: it hosts no actors): another program or
+    /// another build. Handled as `lacksJob`: reported once, closed, not used, asked again
+    /// only rarely.
     case actorsDiffer(String, build: String, expected: String)
     /// A request timed out: no new work until it answers a ping.
     case unresponsive(String)
@@ -77,8 +78,10 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
             "[Cluster] Warning: \(name) runs job '\(job)' as '\(summary)', not '\(expected)'"
         case .jobDiffers(let name, let job, let summary, let expected, false):
             "[Cluster] Job differs: \(name) runs job '\(job)' as '\(summary)', not '\(expected)'; not used (--allow-job-mismatch uses it)"
+        case .actorsDiffer(let name, "", _):
+            "[Cluster] Actors differ: \(name) hosts no actors; not used (start it as this program's node: PROGRAM node --port N)"
         case .actorsDiffer(let name, let build, let expected):
-            "[Cluster] Actors differ: \(name) declares other actor types (build \(build), here \(expected)); not used (run this program's own build there: --ship copies it)"
+            "[Cluster] Actors differ: \(name) declares other actor types (build \(build), here \(expected)); not used (run this program's own build there)"
         case .unresponsive(let name): "[Cluster] Unresponsive: \(name)"
         case .responsive(let name): "[Cluster] Responsive: \(name)"
         case .draining(let name, let reason): "[Cluster] Draining: \(name) (\(reason))"

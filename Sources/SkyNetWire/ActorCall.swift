@@ -15,6 +15,9 @@ package struct ActorCall: Sendable, Equatable {
     package static let maxTargetBytes = 1024
     package static let maxGenerics = 4
     package static let maxArguments = 64
+    /// The most calls (and spawns) a node runs at once for one connection: it refuses more
+    /// (`busy`), and a caller keeps the rest waiting, in turn.
+    package static let maxCallsPerConnection = 64
 
     package init(system: String, number: Int, target: String, generics: [String] = [], arguments: [JSONValue]) {
         self.system = system

@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 /// A request that a node make an actor of a type its program declared (`spawn`): the type's
 /// declared name, a name to find the actor by later (optional, unique on that node) and the
 /// arguments its factory takes (JSON; absent for a type declared without).
@@ -47,11 +49,16 @@ package struct ActorOffer: Sendable, Equatable {
 extension WireFields {
     /// A `spawn` request's fields, validated.
     func actorSpawn() throws(WireError) -> ActorSpawn {
-        let type = try string("actor_type")
+        return ActorSpawn(type: try actorType(optional: false) ?? "", name: try actorName(optional: true), arguments: fields["arguments"])
+    }
+
+    /// The `actor_type` of a `spawn` (required) or a `lookup` (optional), validated.
+    func actorType(optional: Bool) throws(WireError) -> String? {
+        guard let type = try optional ? optionalString("actor_type") : string("actor_type") else { return nil }
         guard ActorSpawn.isName(type) else {
             throw .badRequest("\"actor_type\" must be 1 to \(ActorSpawn.maxNameBytes) bytes of printable text", id: id)
         }
-        return ActorSpawn(type: type, name: try actorName(optional: true), arguments: fields["arguments"])
+        return type
     }
 
     /// The `name` of a `spawn` (optional) or a `lookup` (required), validated.
@@ -72,8 +79,8 @@ extension WireFields {
         guard case .object = value else { throw .badRequest("\"actors\" must be an object", id: id) }
         let offer = try object("actors")
         let system = try offer.string("system"), build = try offer.string("build")
-        guard ActorSpawn.isName(system), build.utf8.count <= 64 else {
-            throw .badRequest("\"actors\" needs a \"system\" name and a \"build\" of at most 64 characters", id: id)
+        guard ActorSpawn.isName(system), (1...64).contains(build.utf8.count), build.utf8.allSatisfy({ Secrets.hexValue($0) != nil }) else {
+            throw .badRequest("\"actors\" needs a \"system\" name and a \"build\" of 1 to 64 hex digits", id: id)
         }
         return ActorOffer(system: system, build: build)
     }

@@ -32,7 +32,7 @@ package enum Request: Sendable, Equatable {
     /// Make an actor of a type the node's program declared (`spawn`).
     case spawn(id: Int, ActorSpawn)
     /// Find an actor the node hosts by the name it was spawned with (`lookup`).
-    case lookup(id: Int, name: String)
+    case lookup(id: Int, name: String, type: String? = nil)
 
     /// The request that runs `task`: a `scan` for the built-in scan, else a `job`.
     package static func run(id: Int, task: ScanTask) -> Request {
@@ -88,9 +88,10 @@ package enum Request: Sendable, Equatable {
         case .fileEnd(let end): return end.line
         case .call(let id, let call): return call.line(id: id)
         case .spawn(let id, let spawn): return spawn.line(id: id)
-        case .lookup(let id, let name):
+        case .lookup(let id, let name, let type):
             var json = JSONLine(type: "lookup", id: id)
             json.add("name", name)
+            if let type { json.add("actor_type", type) }
             return json.line
         }
     }
@@ -140,7 +141,7 @@ package enum Request: Sendable, Equatable {
             return .spawn(id: try fields.requestID(), try fields.actorSpawn())
         case "lookup":
             let id = try fields.requestID()
-            return .lookup(id: id, name: try fields.actorName(optional: false) ?? "")
+            return .lookup(id: id, name: try fields.actorName(optional: false) ?? "", type: try fields.actorType(optional: true))
         case let other:
             throw WireError(code: .unknownType, message: "unknown type \"\(other)\"", id: id)
         }

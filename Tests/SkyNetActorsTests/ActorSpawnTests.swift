@@ -85,8 +85,12 @@ struct ActorSpawnTests {
     }
 
     @Test func whatAFactoryThrowsReachesTheCallerAndFreesItsPlace() async throws {
-        let (caller, hosts) = try Self.cluster(["alpha"], registry: Self.registry(failing: true), maxActors: 1)
-        await #expect(throws: Refused.self) { try await caller.spawn(Tally.self, with: "x", on: .node("alpha"), name: "one") }
+        let (caller, hosts) = try Self.cluster(["alpha"], registry: Self.registry(failing: true), callerRegistry: Self.registry(failing: true), maxActors: 1)
+        await #expect(throws: ClusterActorSystemError.remote(type: "Refused", message: "Refused()")) {
+            try await caller.spawn(Tally.self, with: "x", on: .node("alpha"), name: "one")
+        }
+        // Here, what the factory threw comes as it was thrown.
+        await #expect(throws: Refused.self) { try await caller.spawn(Tally.self, with: "y", on: .local) }
         #expect(hosts[0].state.withLock { $0.spawning == 0 && $0.names.isEmpty })
         #expect(caller.state.withLock { $0.placed["alpha-tag"] } == 0)
     }

@@ -42,20 +42,25 @@ struct ClusterActorSystemTests {
     /// again on the way.
     struct TextChannel: ActorCallChannel {
         let host: ClusterActorSystem
+        var isDraining: Bool { false }
 
-        func call(_ call: ActorCall) async throws -> ActorReply {
+        func call(_ call: ActorCall, timeout: Duration) async throws -> ActorReply {
             let arguments = try call.arguments.map { try JSONParser.parse($0.bytes) }
             let reply = await host.execute(ActorCall(actor: call.actor, target: call.target, generics: call.generics, arguments: arguments))
             guard case .returned(let value?) = reply else { return reply }
             return .returned(try JSONParser.parse(value.bytes))
         }
 
-        func spawn(_ spawn: ActorSpawn) async throws -> ClusterActorID {
+        func spawn(_ spawn: ActorSpawn, timeout: Duration) async throws -> ClusterActorID {
             let arguments = try spawn.arguments.map { try JSONParser.parse($0.bytes) }
-            return try await host.spawnHere(ActorSpawn(type: spawn.type, name: spawn.name, arguments: arguments))
+            do {
+                return try await host.spawnHere(ActorSpawn(type: spawn.type, name: spawn.name, arguments: arguments))
+            } catch let failure as ActorFactoryFailure {
+                throw ClusterActorSystemError.remote(type: String(describing: type(of: failure.error)), message: "\(failure.error)")
+            }
         }
 
-        func lookup(name: String) async throws -> ClusterActorID? { host.lookupHere(name: name) }
+        func lookup(name: String, type: String) async throws -> ClusterActorID? { host.lookupHere(name: name, type: type) }
     }
 
     /// Two systems, each with a channel to the other.
@@ -165,17 +170,18 @@ struct ClusterActorSystemTests {
 
     final class RecordingChannel: ActorCallChannel {
         let host: ClusterActorSystem
+        var isDraining: Bool { false }
         private let seen = Locked<[String]>([])
         init(host: ClusterActorSystem) { self.host = host }
         var targets: [String] { seen.withLock { $0 } }
 
-        func call(_ call: ActorCall) async throws -> ActorReply {
+        func call(_ call: ActorCall, timeout: Duration) async throws -> ActorReply {
             seen.withLock { $0.append(call.target) }
             return await host.execute(call)
         }
 
-        func spawn(_ spawn: ActorSpawn) async throws -> ClusterActorID { try await host.spawnHere(spawn) }
-        func lookup(name: String) async throws -> ClusterActorID? { host.lookupHere(name: name) }
+        func spawn(_ spawn: ActorSpawn, timeout: Duration) async throws -> ClusterActorID { try await host.spawnHere(spawn) }
+        func lookup(name: String, type: String) async throws -> ClusterActorID? { host.lookupHere(name: name, type: type) }
     }
 }
 

@@ -1,4 +1,5 @@
 import SkyNetActors
+import SkyNetAuth
 import SkyNetRuntime
 import SkyNetWire
 import SkyNetWork
@@ -8,11 +9,22 @@ import SkyNetWork
 /// ends). A call given up here (the caller's cancellation, a peer that stopped answering) is
 /// cancelled on the node too.
 extension PeerConnection: ActorCallChannel {
-    package func call(_ call: ActorCall) async throws -> ActorReply {
+    /// How long a node may leave a ping unanswered while calls are in flight: then every call
+    /// on its link fails at once (`linkLost`), well before their deadlines. The bound a
+    /// coordinator's links give tasks by default (`PeerLinks.Settings.timeout`).
+    static let actorLiveness: Duration = .seconds(5)
+
+    package func call(_ call: ActorCall, timeout: Duration) async throws -> ActorReply {
         let id = nextID()
+        // A line past the node's limit would end the link (`frame-too-large`), and every call on it.
+        let line = call.line(id: id)
+        let room = connection.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        guard line.count <= room else {
+            throw ClusterActorSystemError.badValue("the call's line is \(line.count) bytes, more than a line holds (\(room)): pass less")
+        }
         let reply: Reply
         do {
-            reply = try await request(id: id, .call(id: id, call))
+            reply = try await request(id: id, sending: { try self.connection.send(line) }, timeout: timeout, liveness: Self.actorLiveness)
         } catch let error as WireError {
             reply = .error(error)
         } catch where error is CancellationError || error is TimeoutError || error is PeerUnresponsive {
@@ -25,19 +37,23 @@ extension PeerConnection: ActorCallChannel {
         return answer
     }
 
-    package func spawn(_ spawn: ActorSpawn) async throws -> ClusterActorID {
+    package func spawn(_ spawn: ActorSpawn, timeout: Duration) async throws -> ClusterActorID {
         let id = nextID()
-        switch try await actorRequest(id: id, .spawn(id: id, spawn)) {
+        let room = connection.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        guard spawn.line(id: id).count <= room else {
+            throw ClusterActorSystemError.badValue("the spawn's arguments are more than a line holds (\(room) bytes): pass less")
+        }
+        switch try await actorRequest(id: id, .spawn(id: id, spawn), timeout: timeout) {
         case .spawned(_, let system, let number): return ClusterActorID(system: system, number: number)
         case .threw(_, let type, let message): throw ClusterActorSystemError.remote(type: type, message: message)
         case let other: throw WireError.badRequest("the node answered a spawn with \(other)")
         }
     }
 
-    package func lookup(name: String) async throws -> ClusterActorID? {
+    package func lookup(name: String, type: String) async throws -> ClusterActorID? {
         let id = nextID()
         do {
-            switch try await actorRequest(id: id, .lookup(id: id, name: name)) {
+            switch try await actorRequest(id: id, .lookup(id: id, name: name, type: type)) {
             case .spawned(_, let system, let number): return ClusterActorID(system: system, number: number)
             case let other: throw WireError.badRequest("the node answered a lookup with \(other)")
             }
@@ -47,11 +63,14 @@ extension PeerConnection: ActorCallChannel {
     }
 
     /// Sends a spawn or a lookup; a node's refusal comes back as the `ClusterActorSystemError` it means.
-    private func actorRequest(id: Int, _ request: Request) async throws -> Reply {
+    private func actorRequest(id: Int, _ request: Request, timeout: Duration? = nil) async throws -> Reply {
         do {
-            return try await self.request(id: id, request)
+            return try await self.request(id: id, request, timeout: timeout, liveness: Self.actorLiveness)
         } catch let error as WireError {
             throw ClusterActorSystemError(error)
+        } catch where error is CancellationError || error is TimeoutError || error is PeerUnresponsive {
+            post(.cancel(id: id))  // given up here: the node stops the factory, should it still be alive
+            throw error
         }
     }
 }

@@ -137,8 +137,10 @@ struct PeerLink {
         case .usable:
             break
         }
-        if let actors = settings.actors, let offer = peer.welcome.actors, offer.build != actors.registry.build {
-            return await refused(peer, .actorsDiffer(node.name, build: offer.build, expected: actors.registry.build), &memory)
+        // A program's own system uses only nodes of the same program (the same actor types);
+        // one that offers its own system's name would route its actors' calls to itself.
+        if let actors = settings.actors, peer.welcome.actors?.build != actors.registry.build || peer.welcome.actors?.system == actors.name {
+            return await refused(peer, .actorsDiffer(node.name, build: peer.welcome.actors?.build ?? "", expected: actors.registry.build), &memory)
         }
         let filesRefusal: ClusterEvent?
         do {

@@ -112,20 +112,42 @@ struct ActorCallLinkTests {
     }
 
     /// A connection runs at most 64 calls at once: one more is refused `busy` and never runs.
-    @Test func callsBeyondTheConnectionsBoundAreRefusedBusy() async throws {
-        try await withLinkedSystems { alpha, beta, _, _ in
+    /// The caller keeps a call past the connection's bound waiting (here until its deadline);
+    /// the node refuses one that another client sends past the bound.
+    @Test func callsBeyondTheConnectionsBoundWaitAtTheCallerAndTheNodeRefusesMore() async throws {
+        try await withLinkedSystems { alpha, beta, _, peer in
             let started = Counter()
             let greeter = LinkedGreeter(actorSystem: beta, started: started)
             let remote = try LinkedGreeter.resolve(id: greeter.id, using: alpha)
             let calls = (0..<Node.maxCallsPerConnection).map { _ in Task { try await remote.hold() } }
             defer { for call in calls { call.cancel() } }
             try await awaitState(upTo: .seconds(60)) { started.value == Node.maxCallsPerConnection }
-            let error = await #expect(throws: ClusterActorSystemError.self) { try await remote.hold() }
-            guard case .refused(let code, _)? = error else {
-                Issue.record("the call past the bound was \(String(describing: error))")
+            await #expect(throws: ClusterActorSystemError.deadline(.milliseconds(300))) {
+                try await ClusterActorSystem.withCallOptions(CallOptions(timeout: .milliseconds(300))) { try await remote.hold() }
+            }
+            let reply = try await peer.call(ActorCall(actor: greeter.id, target: "past-the-bound", arguments: []), timeout: .seconds(30))
+            guard case .refused(.refused(let code, _)) = reply else {
+                Issue.record("the call past the bound was \(reply)")
                 return
             }
             #expect(code == "busy" && started.value == Node.maxCallsPerConnection)
+        }
+    }
+
+    /// A call too large for a line is refused before it is sent: the link, and the calls on
+    /// it, live on.
+    @Test func aCallTooLargeForALineFailsAloneAndTheLinkStays() async throws {
+        try await withLinkedSystems { alpha, beta, _, peer in
+            let greeter = LinkedGreeter(actorSystem: beta)
+            let remote = try LinkedGreeter.resolve(id: greeter.id, using: alpha)
+            do {
+                _ = try await remote.greet(String(repeating: "x", count: 2 << 20))
+                Issue.record("a call of 2 MiB was sent")
+            } catch ClusterActorSystemError.badValue(let reason) {
+                #expect(reason.contains("more than a line holds"), "\(reason)")
+            }
+            #expect(try await remote.greet("ada") == "hello ada")
+            #expect(peer.closed.current == nil)
         }
     }
 

@@ -115,7 +115,7 @@ struct ActorSpawnLinkTests {
             try await events.waitFor { if case .connected = $0 { true } else { false } }
             let channel = try #require(caller.state.withLock { $0.links["beta-1234"]?.channel })
             await #expect(throws: ClusterActorSystemError.undeclaredType("Stranger")) {
-                try await channel.spawn(ActorSpawn(type: "Stranger"))
+                try await channel.spawn(ActorSpawn(type: "Stranger"), timeout: .seconds(30))
             }
         }
     }

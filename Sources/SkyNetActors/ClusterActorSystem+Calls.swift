@@ -1,0 +1,193 @@
+import Distributed
+import SkyNetRuntime
+import SkyNetWire
+
+/// How the calls a task makes are bounded and retried: `ClusterActorSystem.withCallOptions`.
+public struct CallOptions: Sendable {
+    /// The most each call may take, from when it is made (waiting for room on its link
+    /// included); nil: the system's `callTimeout`. A longer one than that is cut to it.
+    public var timeout: Duration?
+    /// How many times a call whose link ended while it was in flight is made again. Calls are
+    /// at most once by default (0): such a call may have run, and only the caller knows
+    /// whether running it twice is harmless.
+    public var retries: Int
+
+    /// Options for the calls made within `withCallOptions`.
+    public init(timeout: Duration? = nil, retries: Int = 0) {
+        self.timeout = timeout
+        self.retries = max(0, retries)
+    }
+}
+
+extension ClusterActorSystem {
+    /// The options of the calls the current task makes.
+    @TaskLocal static var callOptions = CallOptions()
+
+    /// Runs `body` with `options` for every distributed call it makes (and the tasks it
+    /// starts make): a shorter deadline, or retries.
+    public static func withCallOptions<T>(_ options: CallOptions, _ body: () async throws -> T) async rethrows -> T {
+        try await $callOptions.withValue(options) { try await body() }
+    }
+
+    /// An empty record of one call.
+    public func makeInvocationEncoder() -> ClusterInvocationEncoder { ClusterInvocationEncoder() }
+
+    /// Sends a call to the system that hosts `actor` and returns its decoded result.
+    public func remoteCall<Act: DistributedActor, Err: Error, Res: Codable>(
+        on actor: Act, target: RemoteCallTarget, invocation: inout ClusterInvocationEncoder,
+        throwing: Err.Type, returning: Res.Type
+    ) async throws -> Res where Act.ID == ClusterActorID {
+        guard let value = try await send(to: actor.id, target, invocation) else {
+            throw ClusterActorSystemError.badValue("the method returned nothing where \(Res.self) was expected")
+        }
+        do {
+            return try CodableJSON.decode(Res.self, from: value, userInfo: [.actorSystemKey: self])
+        } catch {
+            throw ClusterActorSystemError.badValue("the result: \(error)")
+        }
+    }
+
+    /// Sends a call of a method that returns nothing to the system that hosts `actor`.
+    public func remoteCallVoid<Act: DistributedActor, Err: Error>(
+        on actor: Act, target: RemoteCallTarget, invocation: inout ClusterInvocationEncoder, throwing: Err.Type
+    ) async throws where Act.ID == ClusterActorID {
+        _ = try await send(to: actor.id, target, invocation)
+    }
+
+    /// Sends one call to the system that hosts `id`, again as its options allow when its link
+    /// ended; returns the method's value (nil: none).
+    private func send(to id: ClusterActorID, _ target: RemoteCallTarget, _ invocation: ClusterInvocationEncoder) async throws -> JSONValue? {
+        let options = Self.callOptions
+        let timeout = min(options.timeout ?? callTimeout, callTimeout)
+        let deadline = clock.now + timeout
+        var attempt = 0
+        while true {
+            let call = ActorCall(actor: id, target: target.identifier, generics: invocation.generics, arguments: invocation.arguments)
+            do {
+                return try await send(call, deadline: deadline, timeout: timeout)
+            } catch ClusterActorSystemError.linkLost where attempt < options.retries && clock.now < deadline {
+                attempt += 1
+            }
+        }
+    }
+
+    /// One call, within `deadline`: it waits its turn on the link, then is sent.
+    private func send(_ call: ActorCall, deadline: ContinuousClock.Instant, timeout: Duration) async throws -> JSONValue? {
+        let reply = try await onLink(call.system, deadline: deadline, timeout: timeout) { channel in
+            try await channel.call(call, timeout: max(.zero, deadline - self.clock.now))
+        }
+        switch reply {
+        case .returned(let value): return value
+        case .threw(let type, let message): throw ClusterActorSystemError.remote(type: type, message: message)
+        case .refused(let refusal): throw refusal
+        }
+    }
+
+    /// Runs `body` (a call or a spawn) with the link to `system` once it has a place among the
+    /// link's calls in flight, within `deadline`. What `body` throws becomes what it means for
+    /// the caller: a link that ended is `linkLost` (the request may have run), a `TimeoutError`
+    /// is `deadline`.
+    func onLink<T>(_ system: String, deadline: ContinuousClock.Instant, timeout: Duration,
+                   _ body: (any ActorCallChannel) async throws -> T) async throws -> T {
+        let (link, node) = try await enter(system, until: deadline, timeout: timeout)
+        defer { leave(system, link: link) }
+        let channel = state.withLock { $0.links[system].flatMap { $0.number == link ? $0.channel : nil } }
+        guard let channel else { throw ClusterActorSystemError.noRoute(system: system) }
+        do {
+            return try await body(channel)
+        } catch let error as ClusterActorSystemError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch is TimeoutError {
+            throw ClusterActorSystemError.deadline(timeout)
+        } catch {
+            throw ClusterActorSystemError.linkLost(node: node, reason: "\(error)")
+        }
+    }
+
+    /// Takes a place among the calls in flight on the link to `system` (at most
+    /// `ActorCall.maxCallsPerConnection`), waiting in turn for one until `deadline`; returns
+    /// the link's number and node. Cancelling the caller ends the wait.
+    private func enter(_ system: String, until deadline: ContinuousClock.Instant, timeout: Duration) async throws -> (Int, String) {
+        let ticket = state.withLock { state in
+            state.lastWaiter += 1
+            return state.lastWaiter
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int, String), any Error>) in
+                let outcome = state.withLock { state -> Result<(Int, String), any Error>? in
+                    guard var link = state.links[system] else { return .failure(ClusterActorSystemError.noRoute(system: system)) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if link.waiting.isEmpty, link.calls < ActorCall.maxCallsPerConnection {
+                        link.calls += 1
+                        state.links[system] = link
+                        return .success((link.number, link.node))
+                    }
+                    let timer = clock.schedule(at: deadline) { [self] in
+                        fail(waiter: ticket, on: system, with: ClusterActorSystemError.deadline(timeout))
+                    }
+                    link.waiting[ticket] = Waiter(continuation: continuation, timer: timer)
+                    link.turns.append(ticket)
+                    state.links[system] = link
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            fail(waiter: ticket, on: system, with: CancellationError())
+        }
+    }
+
+    /// Ends the wait of `ticket` with `error`, if it still waits.
+    private func fail(waiter ticket: Int, on system: String, with error: any Error) {
+        let waiter = state.withLock { state -> Waiter? in
+            // Its turn stays in `turns`, skipped when it comes.
+            state.links[system]?.waiting.removeValue(forKey: ticket)
+        }
+        guard let waiter else { return }
+        clock.cancel(waiter.timer)
+        waiter.continuation.resume(throwing: error)
+    }
+
+    /// A call on the link `number` to `system` ended: the next waiting call takes its place.
+    private func leave(_ system: String, link number: Int) {
+        let (admitted, node) = state.withLock { state -> ([Waiter], String) in
+            guard var link = state.links[system], link.number == number else { return ([], "") }
+            link.calls -= 1
+            let admitted = link.admitWaiters()
+            state.links[system] = link
+            return (admitted, link.node)
+        }
+        resume(admitted, link: number, node: node)
+    }
+
+    /// Lets the admitted calls go on the link `number` of `node` (their places are counted already).
+    func resume(_ admitted: [Waiter], link number: Int, node: String) {
+        for waiter in admitted {
+            clock.cancel(waiter.timer)
+            waiter.continuation.resume(returning: (number, node))
+        }
+    }
+}
+
+extension ClusterActorSystem.Link {
+    /// Takes the waiting calls that fit, in turn, counting their places.
+    mutating func admitWaiters() -> [ClusterActorSystem.Waiter] {
+        var admitted: [ClusterActorSystem.Waiter] = []
+        while calls < ActorCall.maxCallsPerConnection, nextTurn < turns.count {
+            if let waiter = waiting.removeValue(forKey: turns[nextTurn]) {
+                calls += 1
+                admitted.append(waiter)
+            }
+            nextTurn += 1
+        }
+        // The turns taken go once they are half the list: each call's turn is moved at most
+        // about once, however long the queue.
+        if nextTurn > 0, nextTurn * 2 >= turns.count {
+            turns.removeFirst(nextTurn)
+            nextTurn = 0
+        }
+        return admitted
+    }
+}
