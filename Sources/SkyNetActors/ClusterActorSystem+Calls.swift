@@ -116,20 +116,20 @@ extension ClusterActorSystem {
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int, String), any Error>) in
+                // The link is changed where it is stored: a copy would copy its waiting calls.
                 let outcome = state.withLock { state -> Result<(Int, String), any Error>? in
-                    guard var link = state.links[system] else { return .failure(ClusterActorSystemError.noRoute(system: system)) }
+                    guard let index = state.links.index(forKey: system) else { return .failure(ClusterActorSystemError.noRoute(system: system)) }
                     if Task.isCancelled { return .failure(CancellationError()) }
-                    if link.waiting.isEmpty, link.calls < ActorCall.maxCallsPerConnection {
-                        link.calls += 1
-                        state.links[system] = link
-                        return .success((link.number, link.node))
+                    let number = state.links.values[index].number, node = state.links.values[index].node
+                    if state.links.values[index].waiting.isEmpty, state.links.values[index].calls < ActorCall.maxCallsPerConnection {
+                        state.links.values[index].calls += 1
+                        return .success((number, node))
                     }
                     let timer = clock.schedule(at: deadline) { [self] in
                         fail(waiter: ticket, on: system, with: ClusterActorSystemError.deadline(timeout))
                     }
-                    link.waiting[ticket] = Waiter(continuation: continuation, timer: timer)
-                    link.turns.append(ticket)
-                    state.links[system] = link
+                    state.links.values[index].waiting[ticket] = Waiter(continuation: continuation, timer: timer)
+                    state.links.values[index].turns.append(ticket)
                     return nil
                 }
                 if let outcome { continuation.resume(with: outcome) }
@@ -153,11 +153,9 @@ extension ClusterActorSystem {
     /// A call on the link `number` to `system` ended: the next waiting call takes its place.
     private func leave(_ system: String, link number: Int) {
         let (admitted, node) = state.withLock { state -> ([Waiter], String) in
-            guard var link = state.links[system], link.number == number else { return ([], "") }
-            link.calls -= 1
-            let admitted = link.admitWaiters()
-            state.links[system] = link
-            return (admitted, link.node)
+            guard let index = state.links.index(forKey: system), state.links.values[index].number == number else { return ([], "") }
+            state.links.values[index].calls -= 1
+            return (state.links.values[index].admitWaiters(), state.links.values[index].node)
         }
         resume(admitted, link: number, node: node)
     }

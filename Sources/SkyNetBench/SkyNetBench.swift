@@ -17,15 +17,24 @@ enum SkyNetBench {
         .init("dask-w2", .text, usage: "[--dask-w2 1091]", "R",
               "dask's W2 rate in tasks/s, from run_peers.sh in the same sitting, for W2's",
               "\">= 25x dask\" (default 1091, the last measured dask W2)"),
+        .init("ray-a2", .text, usage: "[--ray-a2 3794]", "R",
+              "Ray's A2 rate in calls/s, from bench_actors.py in the same sitting, for A2's",
+              "\">= 10x Ray\" (default 3794, the last measured Ray A2)"),
         // Hidden: a smaller W10 while working on the benchmark itself (the rows name the
         // number used); BENCHMARKS.md figures are taken at the default.
         .init("w10-total", .count(1000...10_000_000), usage: nil),
     ], usagePrefix: "usage: skynet-bench", sections: [""], column: 16)
     static let usage = optionTable.usage + "\n" + optionTable.help
-    static let workloadNames = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14"]
+    static let workloadNames = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14",
+                                "A1", "A2", "A3", "A4"]
 
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
+        // `skynet-bench node …`: a node of the bench's own actors, as the A workloads start it.
+        if arguments.first == "node" || arguments.first == GroupKeeper.command {
+            _ = try? blocking { await ClusterProgram.serveIfNode(actors: BenchEcho.registry) }
+            exit(2)
+        }
         if arguments.first == "echo-server" {
             do { try PingPong.serve() } catch { note("echo-server: \(error)"); exit(1) }
             return
@@ -51,6 +60,8 @@ enum SkyNetBench {
         let out = args.string("out") ?? "bench-results.json"
         let daskW2 = args.string("dask-w2").map { Double($0) ?? .nan } ?? 1091
         guard daskW2.isFinite, daskW2 > 0, daskW2 <= 10_000_000 else { fail("--dask-w2 takes tasks/s above 0") }
+        let rayA2 = args.string("ray-a2").map { Double($0) ?? .nan } ?? 3794
+        guard rayA2.isFinite, rayA2 > 0, rayA2 <= 10_000_000 else { fail("--ray-a2 takes calls/s above 0") }
         Socket.ignoreBrokenPipes()
         let interrupts = Children.killOnInterrupt()
         defer { withExtendedLifetime(interrupts) {} }
@@ -59,13 +70,14 @@ enum SkyNetBench {
         guard FileManager.default.isExecutableFile(atPath: skynet.path) else {
             fail("no skynet beside skynet-bench: run `swift build -c release` first")
         }
-        let workloads = Workloads(skynet: skynet, bench: bench, runs: runs, daskW2: daskW2, w10Total: w10Total)
+        let workloads = Workloads(skynet: skynet, bench: bench, runs: runs, daskW2: daskW2, rayA2: rayA2, w10Total: w10Total)
         let plan: [(Set<String>, () throws -> [Row])] = [
             (["W1", "W2", "W3"], workloads.dispatchOnly), (["W4"], workloads.injectedFailures),
             (["W5"], workloads.roundTrip), (["W6"], workloads.wide), (["W7"], workloads.footprint),
             (["W8"], workloads.commandJobs), (["W9"], workloads.scale), (["W10"], workloads.tenMillion),
             (["W11"], workloads.authenticationCost), (["W12"], workloads.dashboardCost),
             (["W13"], workloads.sshLinks), (["W14"], workloads.filesTravel),
+            (["A1", "A2", "A3"], workloads.actorCalls),
         ]
         var rows: [Row] = [], failed: [String] = []
         for (names, run) in plan where only.map({ !$0.isDisjoint(with: names) }) ?? true {

@@ -10,6 +10,8 @@ struct Workloads {
     let runs: Int
     /// dask's W2 rate (tasks/s), measured by run_peers.sh in the same sitting: W2's 25x target.
     let daskW2: Double
+    /// Ray's A2 rate (calls/s), measured by bench_actors.py in the same sitting: A2's 10x target.
+    let rayA2: Double
     /// W10's number of tasks (10,000,000; smaller only while developing the benchmark).
     let w10Total: Int
 

@@ -64,7 +64,8 @@ public final class ActorCluster: Sendable {
 
     /// This program's actor system: `spawn(_:on:)` places actors on the linked nodes.
     public let system: ClusterActorSystem
-    private let nodes: [NodeProcess]
+    /// The `--spawn` nodes' processes, in order (`node1` first).
+    package let nodes: [NodeProcess]
     private let links: PeerLinks
 
     /// Makes this program's actor system (named `name`, with the types of `actors`), starts
@@ -134,7 +135,8 @@ public final class ActorCluster: Sendable {
             for node in nodes { await node.stop() }
             throw error
         }
-        return nodes
+        // node1 … node10: the shorter name first is the numeric order.
+        return nodes.sorted { ($0.name.count, $0.name) < ($1.name.count, $1.name) }
     }
 }
 
