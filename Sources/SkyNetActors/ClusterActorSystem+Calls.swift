@@ -62,12 +62,22 @@ extension ClusterActorSystem {
         let deadline = clock.now + timeout
         var attempt = 0
         while true {
-            let call = ActorCall(actor: id, target: target.identifier, generics: invocation.generics, arguments: invocation.arguments)
+            let actor = try await route(id, until: deadline)
+            let call = ActorCall(actor: actor, target: target.identifier, generics: invocation.generics, arguments: invocation.arguments)
             do {
                 return try await send(call, deadline: deadline, timeout: timeout)
             } catch ClusterActorSystemError.linkLost where attempt < options.retries && clock.now < deadline {
                 attempt += 1
+            } catch ClusterActorSystemError.noRoute where clock.now < deadline && isRestarting(id, from: actor) {
+                continue  // it never went out: the actor is being made again, or was
             }
+        }
+    }
+
+    /// Whether the actor `id` is being made again, or was, since calls reached it at `actor`.
+    private func isRestarting(_ id: ClusterActorID, from actor: ClusterActorID) -> Bool {
+        state.withLock { state in
+            state.restarting[id] != nil || state.restartable[id].map { $0.current != actor } ?? false
         }
     }
 

@@ -21,25 +21,26 @@ extension ClusterActorSystem {
     /// Makes an actor of `type` (declared in this system's registry, as in every copy of the
     /// program) where `placement` says, and returns it: a remote reference whose calls travel
     /// there, or the actor itself for `.local`. `name`, unique on that system, finds it later
-    /// (`lookup`).
+    /// (`lookup`); `restart` says what becomes of it when its node's link ends.
     public func spawn<Act: DistributedActor>(
-        _ type: Act.Type, on placement: ActorPlacement = .leastLoaded, name: String? = nil
+        _ type: Act.Type, on placement: ActorPlacement = .leastLoaded, name: String? = nil, restart: RestartPolicy = .never
     ) async throws -> Act where Act.ActorSystem == ClusterActorSystem {
-        try await spawn(type, arguments: nil, on: placement, name: name)
+        try await spawn(type, arguments: nil, on: placement, name: name, restart: restart)
     }
 
     /// Makes an actor of `type` from `arguments` (its factory's, declared with
     /// `declare(_:as:arguments:make:)`) where `placement` says, and returns it.
     public func spawn<Act: DistributedActor, Arguments: Codable & Sendable>(
-        _ type: Act.Type, with arguments: Arguments, on placement: ActorPlacement = .leastLoaded, name: String? = nil
+        _ type: Act.Type, with arguments: Arguments, on placement: ActorPlacement = .leastLoaded, name: String? = nil,
+        restart: RestartPolicy = .never
     ) async throws -> Act where Act.ActorSystem == ClusterActorSystem {
         let value: JSONValue
         do { value = try CodableJSON.encode(arguments) } catch { throw ClusterActorSystemError.badValue("the spawn arguments: \(error)") }
-        return try await spawn(type, arguments: value, on: placement, name: name)
+        return try await spawn(type, arguments: value, on: placement, name: name, restart: restart)
     }
 
     private func spawn<Act: DistributedActor>(
-        _ type: Act.Type, arguments: JSONValue?, on placement: ActorPlacement, name: String?
+        _ type: Act.Type, arguments: JSONValue?, on placement: ActorPlacement, name: String?, restart: RestartPolicy
     ) async throws -> Act where Act.ActorSystem == ClusterActorSystem {
         guard let typeName = registry.name(of: type) else { throw ClusterActorSystemError.undeclaredType(String(describing: type)) }
         if let name, !ActorSpawn.isName(name) {
@@ -49,17 +50,12 @@ extension ClusterActorSystem {
         let id: ClusterActorID
         if let system = try place(placement) {
             do {
-                let timeout = min(Self.callOptions.timeout ?? callTimeout, callTimeout)
-                id = try await onLink(system, deadline: clock.now + timeout, timeout: timeout) { channel in
-                    try await channel.spawn(request, timeout: timeout)
-                }
-                guard id.system == system else {
-                    throw ClusterActorSystemError.badValue("the node of \(system) answered the spawn with an actor of \(id.system)")
-                }
+                id = try await spawn(request, on: system)
             } catch {
                 state.withLock { $0.placed[system, default: 1] -= 1 }
                 throw error
             }
+            remember(id, request, restart: restart)
         } else {
             do {
                 id = try await spawnHere(request)
@@ -70,8 +66,20 @@ extension ClusterActorSystem {
         return try Act.resolve(id: id, using: self)
     }
 
+    /// Asks the linked system `system` to make an actor, within the call deadline.
+    func spawn(_ request: ActorSpawn, on system: String) async throws -> ClusterActorID {
+        let timeout = min(Self.callOptions.timeout ?? callTimeout, callTimeout)
+        let id = try await onLink(system, deadline: clock.now + timeout, timeout: timeout) { channel in
+            try await channel.spawn(request, timeout: timeout)
+        }
+        guard id.system == system else {
+            throw ClusterActorSystemError.badValue("the node of \(system) answered the spawn with an actor of \(id.system)")
+        }
+        return id
+    }
+
     /// The system a spawn goes to (counted as placed there in the same step); nil: here.
-    private func place(_ placement: ActorPlacement) throws(ClusterActorSystemError) -> String? {
+    func place(_ placement: ActorPlacement) throws(ClusterActorSystemError) -> String? {
         try state.withLock { state throws(ClusterActorSystemError) in
             let links = state.links.filter { !$0.value.channel.isDraining }.sorted { $0.value.node < $1.value.node }
             let chosen: (key: String, value: Link)

@@ -80,6 +80,13 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         var spreadTurn = 0
         /// The `@Resolvable` stubs (`$Protocol`) whose calls the actors here take.
         var stubs: [any DistributedActor.Type] = []
+        /// The actors this system spawned with `RestartPolicy.onNodeLoss`, by the ID their
+        /// references carry: how to make each again, and where it is now.
+        var restartable: [ClusterActorID: Restartable] = [:]
+        /// Those being made again: their calls wait for the new one.
+        var restarting: [ClusterActorID: AsyncSignal<Void>] = [:]
+        /// What to run when an actor is gone (`whenTerminated`), by the ID its references carry.
+        var watchers: [ClusterActorID: [@Sendable (ClusterActorID) -> Void]] = [:]
     }
     let state = Locked(State())
 
@@ -116,7 +123,11 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
 
     /// An actor of this system is gone: calls to it are refused from now on.
     public func resignID(_ id: ClusterActorID) {
-        state.withLock { _ = $0.actors.removeValue(forKey: id) }
+        let watchers = state.withLock { state in
+            state.actors.removeValue(forKey: id)
+            return state.watchers.removeValue(forKey: id) ?? []
+        }
+        for watcher in watchers { watcher(id) }
     }
 
     /// The actor hosted here with `id`; nil for another system's actor (the runtime then makes
@@ -192,16 +203,19 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
 
     /// The link `number` to `system` is gone: calls to its actors have no route (unless a
     /// newer link to it came meanwhile, which stays), and those waiting for room on it fail.
-    package func disconnect(from system: String, link number: Int) {
-        let waiting = state.withLock { state -> [Waiter] in
-            guard let link = state.links[system], link.number == number else { return [] }
+    /// `nodeLost`: the node is taken for dead (not this system stopping its links): its
+    /// actors with a restart policy are made again elsewhere, the others are terminated.
+    package func disconnect(from system: String, link number: Int, nodeLost: Bool = true) {
+        let (waiting, lost) = state.withLock { state -> ([Waiter], LostActors) in
+            guard let link = state.links[system], link.number == number else { return ([], LostActors()) }
             state.links.removeValue(forKey: system)
-            return Array(link.waiting.values)
+            return (Array(link.waiting.values), nodeLost ? Self.loseActors(of: system, &state) : LostActors())
         }
         for waiter in waiting {
             clock.cancel(waiter.timer)
             waiter.continuation.resume(throwing: ClusterActorSystemError.noRoute(system: system))
         }
+        handle(lost)
     }
 
     /// The nodes linked to this system whose actors it can call, by name, sorted.

@@ -77,7 +77,7 @@ enum SkyNetBench {
             (["W8"], workloads.commandJobs), (["W9"], workloads.scale), (["W10"], workloads.tenMillion),
             (["W11"], workloads.authenticationCost), (["W12"], workloads.dashboardCost),
             (["W13"], workloads.sshLinks), (["W14"], workloads.filesTravel),
-            (["A1", "A2", "A3"], workloads.actorCalls),
+            (["A1", "A2", "A3"], workloads.actorCalls), (["A4"], workloads.actorFailover),
         ]
         var rows: [Row] = [], failed: [String] = []
         for (names, run) in plan where only.map({ !$0.isDisjoint(with: names) }) ?? true {

@@ -125,3 +125,109 @@ extension Workloads {
         return Double(count) / (ContinuousClock.now - start).seconds
     }
 }
+
+extension Workloads {
+    /// A4: 10,000 calls over 3 nodes, 100 in flight, a node killed (SIGKILL) as call 5,000 is
+    /// made: every call ends (none waits out its deadline), each failure is known within a
+    /// second of the kill, no call runs twice (each node's actor journals the calls it runs, in
+    /// a file that outlives the kill), and an actor with a restart policy answers again.
+    func actorFailover() throws -> [Row] {
+        var hangs: [Double] = [], surfaced: [Double] = [], duplicates: [Double] = [], failed: [Double] = [], restarted: [Double] = []
+        for _ in 0..<runs {
+            let run = try blocking { [self] in try await failoverRun() }
+            hangs.append(Double(run.hangs))
+            surfaced.append(run.slowestFailure * 1000)
+            duplicates.append(Double(run.duplicates))
+            failed.append(Double(run.failed))
+            restarted.append(run.restartedAfter * 1000)
+        }
+        return [
+            Row(workload: "A4", measure: "calls that hung", unit: "calls", values: hangs, target: "0", met: hangs.allSatisfy { $0 == 0 }),
+            Row(workload: "A4", measure: "slowest failure after the kill", unit: "ms", values: surfaced, target: "<= 1000",
+                met: surfaced.allSatisfy { $0 <= 1000 }),
+            Row(workload: "A4", measure: "calls run twice", unit: "calls", values: duplicates, target: "0", met: duplicates.allSatisfy { $0 == 0 }),
+            Row(workload: "A4", measure: "calls that failed", unit: "calls", values: failed),
+            Row(workload: "A4", measure: "restarted actor answers after", unit: "ms", values: restarted, target: "<= 2000",
+                met: restarted.allSatisfy { $0 <= 2000 }),
+        ]
+    }
+
+    struct FailoverRun: Sendable {
+        var hangs = 0, failed = 0, duplicates = 0
+        var slowestFailure = 0.0, restartedAfter = Double.infinity
+    }
+
+    private func failoverRun() async throws -> FailoverRun {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-bench-a4-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cluster = try await ActorCluster.start(actors: BenchEcho.registry, options: Self.actorOptions(spawn: 3))
+        do {
+            let run = try await failover(cluster, journals: folder)
+            await cluster.stop()
+            return run
+        } catch {
+            await cluster.stop()
+            throw error
+        }
+    }
+
+    private func failover(_ cluster: ActorCluster, journals folder: URL) async throws -> FailoverRun {
+        let system = cluster.system, nodes = system.nodes
+        var spawned: [BenchEcho] = []
+        for (index, node) in nodes.enumerated() {
+            spawned.append(try await system.spawn(BenchEcho.self, with: folder.appendingPathComponent("\(index).log").path, on: .node(node)))
+        }
+        let actors = spawned
+        let victim = try requireNode(cluster.nodes.first { $0.name == nodes[1] })
+        let survivor = try await system.spawn(BenchEcho.self, with: "", on: .node(nodes[1]), restart: .onNodeLoss)
+        let total = 10_000, inFlight = 100, killAt = 5_000
+        let killed = Locked<ContinuousClock.Instant?>(nil)
+        let outcome = Locked(FailoverRun())
+        try await ClusterActorSystem.withCallOptions(CallOptions(timeout: .seconds(30))) {
+            try await withThrowingDiscardingTaskGroup { group in
+                for maker in 0..<inFlight {
+                    group.addTask {
+                        for call in stride(from: maker, to: total, by: inFlight) {
+                            if call == killAt {
+                                killed.withLock { $0 = .now }  // before the kill: its failures come after
+                                victim.send(SIGKILL)
+                            }
+                            do {
+                                _ = try await actors[call % actors.count].record(call)
+                            } catch ClusterActorSystemError.deadline {
+                                outcome.withLock { $0.hangs += 1 }
+                            } catch {
+                                let after = killed.withLock { $0 }.map { (ContinuousClock.now - $0).seconds } ?? .infinity
+                                outcome.withLock { $0.failed += 1; $0.slowestFailure = max($0.slowestFailure, after) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The restartable actor, made again on a node still up, through its old reference.
+        let kill = killed.withLock { $0 } ?? .now
+        while (try? await survivor.noop(1)) == nil, ContinuousClock.now - kill < .seconds(10) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        var run = outcome.withLock { $0 }
+        if (try? await survivor.noop(1)) != nil { run.restartedAfter = (ContinuousClock.now - kill).seconds }
+        var seen: [Int: Int] = [:]
+        for index in nodes.indices {
+            let text = (try? String(contentsOf: folder.appendingPathComponent("\(index).log"), encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") { if let call = Int(line) { seen[call, default: 0] += 1 } }
+        }
+        run.duplicates = seen.values.filter { $0 > 1 }.count
+        guard seen.count + run.failed + run.hangs >= total else {
+            throw BenchError("A4: \(total - seen.count - run.failed - run.hangs) calls neither ran nor failed")
+        }
+        return run
+    }
+}
+
+/// The node `node`, or a benchmark error saying it is missing.
+private func requireNode(_ node: NodeProcess?) throws -> NodeProcess {
+    guard let node else { throw BenchError("A4: the node to kill is not among the spawned ones") }
+    return node
+}

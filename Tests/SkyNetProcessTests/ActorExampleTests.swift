@@ -9,9 +9,9 @@ extension ProcessTests {
     struct ActorExampleTests {
         static let example = skynetBinary.deletingLastPathComponent().appendingPathComponent("skynet-example-actors").path
 
-        /// The example's node processes still running (`PROGRAM node …`).
-        static func nodesLeft() async throws -> [String] {
-            let run = try await runProgram("/usr/bin/pgrep", ["-af", "skynet-example-actors node"])
+        /// The node processes of `program` still running (`PROGRAM node …`).
+        static func nodesLeft(program: String = "skynet-example-actors") async throws -> [String] {
+            let run = try await runProgram("/usr/bin/pgrep", ["-af", "\(program) node"])
             return run.lines.filter { !$0.contains("pgrep") }
         }
 

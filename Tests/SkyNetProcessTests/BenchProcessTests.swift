@@ -52,6 +52,27 @@ extension ProcessTests {
             }
         }
 
+        /// A4 on real processes: a node of the bench's own program SIGKILLed with 100 calls in
+        /// flight. Every call ends, each failure within 2 s of the kill, none runs twice (the
+        /// nodes journal what they run), and an actor with a restart policy answers again.
+        @Test func aNodeKilledWithCallsInFlightFailsThemAtOnceAndRunsNoneTwice() async throws {
+            try await withScratchFolder { folder in
+                let out = folder.appendingPathComponent("bench.json").path
+                let run = try await runProgram(Self.bench, ["--only", "A4", "--runs", "1", "--out", out], limit: .seconds(150))
+                #expect(run.status == 0, "stderr: \(run.stderr)")
+                let rows = try #require(try Self.results(out)["rows"] as? [[String: Any]])
+                func value(_ measure: String) -> Double? {
+                    rows.first { $0["measure"] as? String == measure }?["median"] as? Double
+                }
+                #expect(value("calls that hung") == 0, "\(rows)")
+                #expect(value("calls run twice") == 0, "\(rows)")
+                #expect((value("calls that failed") ?? 0) > 0, "the kill failed calls: \(rows)")
+                #expect((value("slowest failure after the kill") ?? .infinity) <= 2000, "\(rows)")
+                #expect((value("restarted actor answers after") ?? .infinity) <= 10_000, "\(rows)")
+                #expect(try await ActorExampleTests.nodesLeft(program: "skynet-bench").isEmpty)
+            }
+        }
+
         static func results(_ path: String) throws -> [String: Any] {
             try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
         }

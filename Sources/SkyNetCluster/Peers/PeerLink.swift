@@ -185,7 +185,7 @@ struct PeerLink {
         let linked = ContinuousClock.now
         let reason = await PeerLinks.awaitClose(of: peer, named: name, systems: systems, log: log)
         await systems.remove(named: name)
-        if let (system, number) = actorLink { settings.actors?.disconnect(from: system, link: number) }
+        if let (system, number) = actorLink { settings.actors?.disconnect(from: system, link: number, nodeLost: !Task.isCancelled) }
         context.traffic.unlinked(named: name)
         if Task.isCancelled {
             await peer.finish()
