@@ -70,6 +70,10 @@ public final class Node: Sendable {
         /// scans runs is closed: its host may have died without closing the connection.
         package var idleTimeout: Duration = .seconds(60)
         package var maxRequestsPerConnection = 1024
+        /// The most bytes of call and spawn lines the node holds in flight over all its
+        /// connections: each call keeps its arguments, parsed, until it ends, and 64 calls of
+        /// a 1 MiB line on each of hundreds of connections would hold gigabytes. Past it, `busy`.
+        package var maxCallBytes = 64 << 20
         /// Log every task (never the token).
         package var verbose = false
         /// How long a drain (SIGTERM) lets running tasks finish before it cancels them.
@@ -112,6 +116,8 @@ public final class Node: Sendable {
     let logins: Locked<LoginFailures>
     /// Requests started and not yet answered, over all connections; closed by `stop`.
     let pending = InFlight()
+    /// The bytes of the call and spawn lines in flight (`Options.maxCallBytes`).
+    let callBytes = Locked(0)
     /// Accepting, draining or stopped; changed only by `drain` (`Node+Drain.swift`).
     /// With the instant a drain cancels what still runs (the `draining` line says how far off).
     let phaseState: Locked<(phase: Phase, cancelAt: ContinuousClock.Instant)>

@@ -9,7 +9,7 @@ extension NodeSession {
     /// One request of a client that said hello. Runs on the reader thread: a ping is answered
     /// here, with no task of its own, so a flood of pings costs nothing but its replies (and
     /// those are bounded by the connection's back pressure).
-    func serve(_ request: Request) {
+    func serve(_ request: Request, bytes: Int) {
         switch request {
         case .hello, .auth:
             send(WireError.badRequest("already greeted").line)
@@ -27,9 +27,9 @@ extension NodeSession {
             state.withLock { $0.scans[id] }?.cancel()
             cancelUpload(id)
         case .call(let id, let call):
-            startActorWork(id: id, refusing: .actorNotFound(call.actor)) { await $0.execute(call).reply(id: id) }
+            startActorWork(id: id, bytes: bytes, refusing: .actorNotFound(call.actor)) { await $0.execute(call).reply(id: id) }
         case .spawn(let id, let spawn):
-            startActorWork(id: id, refusing: .undeclaredType(spawn.type)) { actors in
+            startActorWork(id: id, bytes: bytes, refusing: .undeclaredType(spawn.type)) { actors in
                 do {
                     let actor = try await actors.spawnHere(spawn)
                     return .spawned(id: id, system: actor.system, number: actor.number)
@@ -84,9 +84,10 @@ extension NodeSession {
 
     /// Runs a call of a hosted actor's method, or a spawn, in a task of its own, counted among
     /// the connection's requests in flight (a `cancel` of its id cancels it). At most
-    /// `maxCallsPerConnection` run at once: each holds its arguments until it ends. A node
-    /// that hosts no actors answers `refusal`.
-    private func startActorWork(id: Int, refusing refusal: ClusterActorSystemError,
+    /// `maxCallsPerConnection` run at once, and the node holds at most `Options.maxCallBytes` of their
+    /// lines (`bytes` each): each holds its arguments until it ends. A node that hosts no
+    /// actors answers `refusal`.
+    private func startActorWork(id: Int, bytes: Int, refusing refusal: ClusterActorSystemError,
                                 _ work: @escaping @Sendable (ClusterActorSystem) async -> Reply) {
         let refusal: [UInt8]? = state.withLock { state in
             guard state.scans[id] == nil, state.uploads[id] == nil else {
@@ -98,10 +99,22 @@ extension NodeSession {
                   state.calls < Node.maxCallsPerConnection else {
                 return WireError(code: .busy, message: "too many requests in flight on this connection", id: id).line
             }
-            guard node.pending.begin() else { return WireError(code: .busy, message: node.stoppingMessage, id: id).line }
+            let heldBytes = node.callBytes.withLock { held in
+                guard held + bytes <= node.options.maxCallBytes else { return false }
+                held += bytes
+                return true
+            }
+            guard heldBytes else {
+                return WireError(code: .busy, message: "the calls in flight on this node hold their most bytes (\(node.options.maxCallBytes) bytes)", id: id).line
+            }
+            guard node.pending.begin() else {
+                node.callBytes.withLock { $0 -= bytes }
+                return WireError(code: .busy, message: node.stoppingMessage, id: id).line
+            }
             state.calls += 1
             state.scans[id] = Task {
                 let reply = await work(actors)
+                self.node.callBytes.withLock { $0 -= bytes }
                 // Forget the id before replying: the client may reuse it once it has the reply.
                 let now = self.node.clock.now
                 self.state.withLock { state in

@@ -92,7 +92,7 @@ final class NodeSession: Sendable {
             checkProof(line, client: client, transcript: transcript)
         case (.serving, .line(let line)):
             do {
-                try serve(Request.decode(line))
+                try serve(Request.decode(line), bytes: line.count)
             } catch {
                 endUpload(error.id)
                 send(error.line)

@@ -21,8 +21,10 @@ struct AuthHandshakeTests {
     /// Runs `body` with a node that requires `token`, its log collected; stopped on every path.
     /// `helloTimeout` nil keeps the harness's bound.
     func withTokenNode<T>(backoff: LoginBackoff = LoginBackoff(), clock: any TimerClock = DeadlineTimer.shared,
-                          helloTimeout: Duration? = nil, _ body: (Node, LogLines) async throws -> T) async throws -> T {
+                          helloTimeout: Duration? = nil, actors: ClusterActorSystem? = nil,
+                          _ body: (Node, LogLines) async throws -> T) async throws -> T {
         var options = nodeTests.options(token: Self.token)
+        options.actors = actors
         options.loginBackoff = backoff
         if let helloTimeout { options.helloTimeout = helloTimeout }
         let log = LogLines()

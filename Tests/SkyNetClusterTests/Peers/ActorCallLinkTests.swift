@@ -7,6 +7,7 @@ import Testing
 @testable import SkyNetNode
 @testable import SkyNetRuntime
 import SkyNetTestSupport
+@testable import SkyNetTransport
 
 /// Calls of distributed actors over a real TCP link: a node hosts the actors of its system,
 /// a coordinator's system calls them through its `PeerConnection`.
@@ -28,6 +29,11 @@ struct ActorCallLinkTests {
 
         distributed func greet(_ name: String) -> String { "hello \(name)" }
         distributed func half(_ number: Int?) -> Int? { number.flatMap { $0.isMultiple(of: 2) ? $0 / 2 : nil } }
+
+        /// Holds `text` until cancelled.
+        distributed func holdOnto(_ text: String) async throws -> Int {
+            try await hold() + text.count
+        }
 
         /// Runs until cancelled.
         distributed func hold() async throws -> Int {
@@ -148,6 +154,84 @@ struct ActorCallLinkTests {
             }
             #expect(try await remote.greet("ada") == "hello ada")
             #expect(peer.closed.current == nil)
+        }
+    }
+
+    /// The node holds at most `maxCallBytes` of call lines in flight: a call past it is
+    /// refused `busy` and runs nothing; once the others end, calls run again.
+    @Test func callsPastTheNodesByteBudgetAreRefusedBusy() async throws {
+        let beta = ClusterActorSystem(name: "beta")
+        var options = nodes.options()
+        options.actors = beta
+        options.maxCallBytes = 64 << 10
+        try await nodes.withNode(options) { node in
+            let peer = try await nodes.connect(node)
+            defer { peer.close() }
+            let alpha = ClusterActorSystem(name: "alpha")
+            alpha.connect(to: "beta", through: peer)
+            let started = Counter(), cancelled = Counter()
+            let greeter = LinkedGreeter(actorSystem: beta, started: started, cancelled: cancelled)
+            let remote = try LinkedGreeter.resolve(id: greeter.id, using: alpha)
+            // Three calls of 20 KiB fit in 64 KiB; the fourth does not.
+            let held = (0..<3).map { _ in Task { try await remote.holdOnto(String(repeating: "x", count: 20 << 10)) } }
+            try await awaitState(upTo: .seconds(60)) { started.value == 3 }
+            do {
+                _ = try await remote.holdOnto(String(repeating: "y", count: 20 << 10))
+                Issue.record("a call past the byte budget ran")
+            } catch ClusterActorSystemError.refused(let code, let message) {
+                #expect(code == "busy" && message.contains("bytes"), "\(message)")
+            }
+            #expect(started.value == 3)
+            for call in held { call.cancel() }
+            try await awaitState(upTo: .seconds(60)) { cancelled.value == 3 }
+            #expect(try await remote.greet("again") == "hello again")
+        }
+    }
+
+    distributed actor Gate {
+        typealias ActorSystem = ClusterActorSystem
+        let opened: AsyncSignal<Void>
+        let started: Counter
+
+        init(opened: AsyncSignal<Void>, started: Counter, actorSystem: ClusterActorSystem) {
+            self.opened = opened
+            self.started = started
+            self.actorSystem = actorSystem
+        }
+
+        distributed func pass(_ number: Int) async -> Int {
+            started.increment()
+            await opened.value
+            return number
+        }
+    }
+
+    /// 10,000 calls made at once against an actor that holds each: 64 travel, the rest wait
+    /// at the caller without a byte sent for them; once it lets them through, each runs once.
+    @Test func tenThousandCallsAgainstASlowActorWaitAtTheCallerAndEachRunsOnce() async throws {
+        try await withLinkedSystems { alpha, beta, _, peer in
+            let opened = AsyncSignal<Void>(), started = Counter()
+            let gate = Gate(opened: opened, started: started, actorSystem: beta)
+            let remote = try Gate.resolve(id: gate.id, using: alpha)
+            let sentBefore = peer.connection.sentBytes.load(ordering: .relaxed)
+            let total = 10_000
+            let sum = Locked(0)
+            let calls = Task {
+                try await withThrowingDiscardingTaskGroup { group in
+                    for number in 0..<total { group.addTask { let value = try await remote.pass(number); sum.withLock { $0 += value } } }
+                }
+            }
+            try await awaitState(upTo: .seconds(60)) { started.value == Node.maxCallsPerConnection }
+            try await awaitState(upTo: .seconds(60)) {
+                alpha.state.withLock { $0.links["beta"]?.waiting.count } == total - Node.maxCallsPerConnection
+            }
+            let sent = peer.connection.sentBytes.load(ordering: .relaxed) - sentBefore
+            #expect(sent < 64 * 1024, "\(sent) bytes went out for 64 calls")  // a call's line is about 150 bytes
+            #expect(started.value == Node.maxCallsPerConnection)
+            opened.fulfil(())
+            try await calls.value
+            #expect(sum.withLock { $0 } == (0..<total).reduce(0, +))
+            #expect(started.value == total)
         }
     }
 
