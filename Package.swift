@@ -81,17 +81,17 @@ let package = Package(
         .executableTarget(name: "SkyNetCLI", dependencies: ["SkyNetCommands", "SkyNetRuntime"]),
         // The benchmark: `swift run -c release skynet-bench` (see BENCHMARKS.md).
         // W13 and W14 run real sshd hosts (SkyNetLocalHosts).
-        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet", "SkyNetOptions", "SkyNetLocalHosts"] + parts),
+        .executableTarget(name: "SkyNetBench", dependencies: ["SkyNet", "SkyNetCommands", "SkyNetOptions", "SkyNetLocalHosts"] + parts),
         // A Swift job on a coordinator and an in-process node: `swift run skynet-example-wordcount`.
-        .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet"] + parts, path: "Examples/WordCount"),
+        .executableTarget(name: "SkyNetExampleWordCount", dependencies: ["SkyNet", "SkyNetCommands"] + parts, path: "Examples/WordCount"),
         // The book's scan over distributed actors on nodes of its own binary: `swift run skynet-example-actors`.
-        .executableTarget(name: "SkyNetExampleActors", dependencies: ["SkyNet"], path: "Examples/Actors"),
+        .executableTarget(name: "SkyNetExampleActors", dependencies: ["SkyNet", "SkyNetCommands"] + parts, path: "Examples/Actors"),
         // Throwaway hosts on this machine: sshd with temporary keys, on loopback or in network
         // namespaces, and GNU parallel found on PATH. The ssh benchmarks (W13, W14) and the tests
         // start the same real hosts.
-        .target(name: "SkyNetLocalHosts", dependencies: ["SkyNet"] + parts),
+        .target(name: "SkyNetLocalHosts", dependencies: ["SkyNet", "SkyNetCommands"] + parts),
         // What the test targets share: fakes, sandboxes, the manual clock, Chromium, PNG checks.
-        .target(name: "SkyNetTestSupport", dependencies: ["SkyNet", "SkyNetLocalHosts"] + parts, path: "Tests/SkyNetTestSupport"),
+        .target(name: "SkyNetTestSupport", dependencies: ["SkyNet", "SkyNetCommands", "SkyNetLocalHosts"] + parts, path: "Tests/SkyNetTestSupport"),
     ] + unitTestTargets + [
         // The tests that start real processes (`skynet`, sshd, Chromium, Prometheus), one suite
         // at a time. They depend on the executables so that `swift test` builds `skynet` and

@@ -2,10 +2,13 @@ import SkyNetActors
 import SkyNetCluster
 import SkyNetOptions
 import SkyNetRuntime
+import SkyNetSSH
 import SkyNetScheduler
 
 /// A program's actor system, linked to nodes of the same program: the nodes it starts itself
-/// (`--spawn N`: this executable, as `ClusterProgram` serves it) and those of a cluster file.
+/// (`--spawn N`: this executable, as `ClusterProgram` serves it), hosts it logs in to with ssh
+/// (`--ssh LOGIN`: this executable is shipped there, so every node runs this very build) and
+/// those of a cluster file.
 /// While a node is linked, `system` places actors on it and calls them there; a node whose
 /// program declares other actor types is refused at the handshake (`Actors differ`).
 public final class ActorCluster: Sendable {
@@ -16,6 +19,11 @@ public final class ActorCluster: Sendable {
         public var spawn = 0
         /// The nodes of a cluster file (`--cluster FILE`).
         public var cluster = ClusterConfig()
+        /// Hosts to log in to with ssh, each running a node of this program shipped there
+        /// (`--ssh [N/][USER@]HOST[:PORT]`, repeatable or joined by commas).
+        var ssh: [SSHLogin] = []
+        /// The ssh program and its options (`--ssh-command`).
+        var sshCommand = SSHCommand.standard
         /// The cluster token the nodes were started with (`--token-file FILE` or
         /// `SKYNET_TOKEN`); the spawned nodes get the same file.
         public var tokenFile: String?
@@ -33,17 +41,29 @@ public final class ActorCluster: Sendable {
         /// says what is wrong, with the usage line.
         public init(arguments: [String]) throws(ActorClusterError) {
             do throws(UsageError) {
-                let args = try Self.optionTable.parse(arguments)
-                spawn = try args.int("spawn")
-                if let path = args.string("cluster") {
-                    do { cluster = try ClusterConfig.load(from: path) } catch { throw UsageError("\(error)") }
-                }
-                let token = try ClusterToken.load(args)
-                tokenFile = token?.file
-                self.token = token?.value
+                self = try Self.parse(arguments)
             } catch {
                 throw ActorClusterError(description: "\(error)\n\(Self.usage)")
             }
+        }
+
+        private static func parse(_ arguments: [String]) throws(UsageError) -> Options {
+            let args = try optionTable.parse(arguments)
+            var options = Options()
+            options.spawn = try args.int("spawn")
+            if let path = args.string("cluster") {
+                do { options.cluster = try ClusterConfig.load(from: path) } catch { throw UsageError("\(error)") }
+            }
+            let token = try ClusterToken.load(args)
+            options.tokenFile = token?.file
+            options.token = token?.value
+            do {
+                options.ssh = try args.strings("ssh").flatMap { try SSHLogin.list($0) }
+                if let text = args.string("ssh-command") { options.sshCommand = try SSHCommand(text) }
+            } catch {
+                throw UsageError("\(error)")
+            }
+            return options
         }
 
         /// `--spawn`, `--cluster` and `--token-file`: their parsing, usage and help.
@@ -51,6 +71,10 @@ public final class ActorCluster: Sendable {
             .init("spawn", .count(0...64), default: "0", usage: "[--spawn N]", "N",
                   "start N nodes of this program on this machine, <range> (default <default>)"),
             .init("cluster", .text, usage: "[--cluster FILE]", "FILE", "link to the nodes of the cluster file FILE"),
+            .init("ssh", .text, repeats: true, usage: "[--ssh [N/][USER@]HOST[:PORT] ...]", "LOGIN",
+                  "log in to LOGIN with ssh and run a node of this program there, shipped to",
+                  "~/.cache/skynet first (N/: its slots); repeatable, or joined by commas"),
+            .init("ssh-command", .text, usage: "[--ssh-command 'ssh OPTIONS']", "COMMAND", "the ssh program and its options (default ssh)"),
             .init("token-file", .text, usage: "[--token-file FILE]", "FILE",
                   "the cluster token, from FILE (else SKYNET_TOKEN); the spawned nodes get it too",
                   spawned: { $0.tokenFile.map { ["--token-file", $0] } ?? [] }),
@@ -80,10 +104,13 @@ public final class ActorCluster: Sendable {
         }
         let system = ClusterActorSystem(name: name, registry: actors)
         let nodes = try await spawnNodes(options)
-        let peers = ClusterConfig(nodes: options.cluster.nodes + nodes.map { .init(name: $0.name, host: $0.host, port: $0.port) },
+        let peers = ClusterConfig(nodes: options.cluster.nodes + nodes.map { .init(name: $0.name, host: $0.host, port: $0.port) }
+                                      + options.ssh.map { ClusterConfig.Node(name: $0.description, ssh: $0) },
                                   capacity: options.cluster.capacity)
         var settings = PeerLinks.Settings(timeout: options.timeout, token: options.token)
         settings.actors = system
+        // Over ssh, the node is always this program's own build: another would declare other types.
+        settings.ssh = SSHSettings(command: options.sshCommand, ship: true) { log($0) }
         let progress = LinkProgress(expected: Set(peers.nodes.map(\.name)))
         let links = PeerLinks(cluster: peers, systems: Systems(), settings: settings) { event in
             log(event.description)

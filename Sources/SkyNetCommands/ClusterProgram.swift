@@ -22,9 +22,16 @@ public enum ClusterProgram {
     /// Serves as a node when this process was started as one (`PROGRAM node …`, options as
     /// `skynet node` takes them) and ends the process when the node stops; returns at once
     /// otherwise. Call it first in `main`, before the program does anything else.
+    ///
+    /// `PROGRAM --version` alone prints the program's name and SkyNet's version and exits:
+    /// `--ship` runs it on a host to check that the copy it shipped starts there.
     public static func serveIfNode(actors: ActorRegistry, jobs: JobRegistry = JobRegistry(),
                                    arguments: [String] = CommandLine.arguments) async {
         let rest = Array(arguments.dropFirst())
+        if rest == ["--version"] {
+            print("\(URL(fileURLWithPath: arguments.first ?? "program").lastPathComponent) (SkyNet \(Commands.version))")
+            exit(0)
+        }
         guard let first = rest.first, first == NodeCommand.name || first == GroupKeeper.command else { return }
         Commands.prepareProcess()
         exit(await Commands.run(rest, program: ProgramDeclarations(jobs: jobs, actors: actors)))
