@@ -92,7 +92,8 @@ public final class ActorCluster: Sendable {
     package let nodes: [NodeProcess]
     private let links: PeerLinks
 
-    /// Makes this program's actor system (named `name`, with the types of `actors`), starts
+    /// Makes this program's actor system (named `name` and a random tag, so that two runs of
+    /// the program linked to the same nodes are told apart; with the types of `actors`), starts
     /// the `--spawn` nodes and links to every node; returns once each is linked, or throws
     /// when one is not within `options.readyTimeout` (saying which, and why). `log` gets the
     /// links' events (`[Cluster] Connected: node1` …).
@@ -102,7 +103,7 @@ public final class ActorCluster: Sendable {
         if let clash = options.cluster.nodes.first(where: { spawnedNames.contains($0.name) }) {
             throw ActorClusterError(description: "the cluster file's node \"\(clash.name)\" has the name of a spawned node; rename it")
         }
-        let system = ClusterActorSystem(name: name, registry: actors)
+        let system = ClusterActorSystem(name: "\(name)-\(String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16))", registry: actors)
         let nodes = try await spawnNodes(options)
         let peers = ClusterConfig(nodes: options.cluster.nodes + nodes.map { .init(name: $0.name, host: $0.host, port: $0.port) }
                                       + options.ssh.map { ClusterConfig.Node(name: $0.description, ssh: $0) },

@@ -41,6 +41,8 @@ extension NodeSession {
                     return .error(WireError(code: .cancelled, message: "the spawn was cancelled", id: id))
                 }
             }
+        case .answer(let reply):
+            answerCallToCaller(reply)
         case .lookup(let id, let name, let type):
             if state.withLock({ $0.scans[id] != nil || $0.uploads[id] != nil }) {
                 return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)

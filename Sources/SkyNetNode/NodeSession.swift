@@ -30,6 +30,11 @@ final class NodeSession: Sendable {
         var scans: [Int: Task<Void, Never>] = [:]
         /// How many of `scans` are actor calls (`Node.maxCallsPerConnection`).
         var calls = 0
+        /// The client's own actor system, named in its hello, once the node's can call it.
+        var callerActors: CallerActors?
+        /// The node's calls of the client's actors awaiting their answer, by the id the node gave.
+        var callsToCaller: [Int: CallToCaller] = [:]
+        var lastCallToCaller = 0
         /// Files being received, by request id (a transfer's input, a basefile).
         var uploads: [Int: NodeUpload] = [:]
         /// When the client was last heard from, or a scan of it last ended.
@@ -110,10 +115,11 @@ final class NodeSession: Sendable {
     private func greet(_ line: Data) {
         let hello: (version: Int, name: String, token: String?, nonce: [UInt8]?)
         do {
-            guard case .hello(let version, let name, let token, let nonce) = try Request.decode(line) else {
+            guard case .hello(let version, let name, let token, let nonce, let actors) = try Request.decode(line) else {
                 return refuse(WireError(code: .helloRequired, message: "the first message must be a hello"))
             }
             hello = (version, name, token, nonce)
+            state.withLock { $0.callerActors = actors.map { CallerActors(system: $0) } }
         } catch {
             let saysHello = (try? WireFields(line).type()) == "hello"
             return refuse(saysHello ? WireError.badRequest(error.message ?? "malformed hello")
@@ -185,6 +191,7 @@ final class NodeSession: Sendable {
                            files: node.offersFiles ? FileSupport(maxFileSize: node.options.maxFileSize) : nil,
                            actors: node.options.actors.map { ActorOffer(system: $0.name, build: $0.registry.build) }).line)
         welcomeSent()
+        linkCallerActors()
     }
 
     private func refuse(_ error: WireError, log: Bool = true) {
@@ -213,6 +220,7 @@ final class NodeSession: Sendable {
             return (state.phase, state.scans)
         }
         for scan in scans.values { scan.cancel() }
+        endCallsToCaller(reason)
         // Files: uploads discarded, returns stopped, and the connection's directory removed once
         // its last task ended (`SessionFiles`).
         discardUploads()

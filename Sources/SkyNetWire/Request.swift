@@ -8,7 +8,9 @@ package let wireVersion = 1
 package enum Request: Sendable, Equatable {
     /// `token`: protocol v1's token in plain text (a node still accepts it; ours never sends it).
     /// `nonce`: the coordinator's nonce of a token handshake (`"auth":"hmac-sha256"`).
-    case hello(version: Int, name: String, token: String? = nil, nonce: [UInt8]? = nil)
+    /// `actors`: the name of the client's own actor system, whose actors the node's may call
+    /// back over this connection.
+    case hello(version: Int, name: String, token: String? = nil, nonce: [UInt8]? = nil, actors: String? = nil)
     /// The coordinator's proof that it knows the token, answering a node's `challenge`.
     case auth(proof: [UInt8])
     /// A task of the built-in scan (protocol v1; a deadline rides along as `task.timeout`).
@@ -33,6 +35,9 @@ package enum Request: Sendable, Equatable {
     case spawn(id: Int, ActorSpawn)
     /// Find an actor the node hosts by the name it was spawned with (`lookup`).
     case lookup(id: Int, name: String, type: String? = nil)
+    /// The client's answer (`returned`, `threw`, `error`) to a `call` the node sent it: a call
+    /// of the client's own actors, made by the node's.
+    case answer(Reply)
 
     /// The request that runs `task`: a `scan` for the built-in scan, else a `job`.
     package static func run(id: Int, task: ScanTask) -> Request {
@@ -45,7 +50,7 @@ package enum Request: Sendable, Equatable {
     /// The line to send.
     package var line: [UInt8] {
         switch self {
-        case .hello(let version, let name, let token, let nonce):
+        case .hello(let version, let name, let token, let nonce, let actors):
             var json = JSONLine(type: "hello")
             json.add("version", version)
             json.add("name", name)
@@ -54,6 +59,7 @@ package enum Request: Sendable, Equatable {
                 json.add("auth", WireAuth.scheme)
                 json.add("nonce", Secrets.hex(nonce))
             }
+            if let actors { json.add("actors", actors) }
             return json.line
         case .auth(let proof):
             var json = JSONLine(type: "auth")
@@ -93,6 +99,7 @@ package enum Request: Sendable, Equatable {
             json.add("name", name)
             if let type { json.add("actor_type", type) }
             return json.line
+        case .answer(let reply): return reply.line
         }
     }
 
@@ -114,7 +121,11 @@ package enum Request: Sendable, Equatable {
             guard name.utf8.count <= Self.maxNameBytes, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
                 throw .badRequest("hello \"name\" must be at most \(Self.maxNameBytes) bytes of printable text")
             }
-            return .hello(version: version, name: name, token: try fields.optionalString("token"), nonce: try fields.helloNonce())
+            let actors = try fields.optionalString("actors")
+            if let actors, !ActorSpawn.isName(actors) {
+                throw .badRequest("hello \"actors\" must be 1 to \(ActorSpawn.maxNameBytes) bytes of printable text")
+            }
+            return .hello(version: version, name: name, token: try fields.optionalString("token"), nonce: try fields.helloNonce(), actors: actors)
         case "auth":
             return .auth(proof: try fields.hexBytes("proof", count: WireAuth.proofCount, in: "auth"))
         case "scan":
@@ -139,6 +150,8 @@ package enum Request: Sendable, Equatable {
             return .call(id: try fields.requestID(), try fields.actorCall())
         case "spawn":
             return .spawn(id: try fields.requestID(), try fields.actorSpawn())
+        case "returned", "threw", "error":
+            return .answer(try Reply.decode(line))
         case "lookup":
             let id = try fields.requestID()
             return .lookup(id: id, name: try fields.actorName(optional: false) ?? "", type: try fields.actorType(optional: true))

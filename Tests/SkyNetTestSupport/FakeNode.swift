@@ -125,6 +125,8 @@ package final class FakeNode: Sendable {
             try? connection.send(WireError(code: .unknownType, message: "unknown type \"call\"", id: id).line)
         case .spawn(let id, _):
             try? connection.send(WireError(code: .unknownType, message: "unknown type \"spawn\"", id: id).line)
+        case .answer:
+            break
         case .lookup(let id, _, _):
             try? connection.send(WireError(code: .unknownType, message: "unknown type \"lookup\"", id: id).line)
         case .chunk, .fileEnd:

@@ -62,6 +62,40 @@ extension PeerConnection: ActorCallChannel {
         }
     }
 
+    /// From now on, runs the calls the node makes of `host`'s actors (references to them
+    /// passed to the node's actors), at most `ActorCall.maxCallsPerConnection` at once.
+    package func serveCalls(of host: ClusterActorSystem) {
+        callsFromNode.withLock { $0.host = host }
+    }
+
+    /// A line from the node that is no reply: a call of our actors, run on the host system
+    /// and answered; anything else is refused (a node speaks no other request).
+    func serveCall(_ line: Data) {
+        guard case .call(let id, let call)? = try? Request.decode(line) else { return }
+        let host = callsFromNode.withLock { served -> ClusterActorSystem?? in
+            guard let host = served.host else { return .some(nil) }
+            guard served.running < ActorCall.maxCallsPerConnection else { return nil }
+            served.running += 1
+            return host
+        }
+        switch host {
+        case nil:
+            try? connection.send(WireError(code: .busy, message: "too many calls in flight on this link", id: id).line)
+        case .some(nil):
+            try? connection.send(ActorReply.refused(.actorNotFound(call.actor)).reply(id: id).line)
+        case .some(let host?):
+            Task {
+                let reply = await host.execute(call).reply(id: id)
+                var line = reply.line
+                if line.count > connection.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0) {
+                    line = Reply.threw(id: id, type: ActorReply.resultNotSent, message: "the result is more than a line holds").line
+                }
+                callsFromNode.withLock { $0.running -= 1 }
+                try? connection.send(line)
+            }
+        }
+    }
+
     /// Sends a spawn or a lookup; a node's refusal comes back as the `ClusterActorSystemError` it means.
     private func actorRequest(id: Int, _ request: Request, timeout: Duration? = nil) async throws -> Reply {
         do {
@@ -73,4 +107,11 @@ extension PeerConnection: ActorCallChannel {
             throw error
         }
     }
+}
+
+/// The calls a node makes of our actors over one link: the system that hosts them (none
+/// until the link serves calls) and how many run.
+struct CallsFromNode {
+    var host: ClusterActorSystem?
+    var running = 0
 }

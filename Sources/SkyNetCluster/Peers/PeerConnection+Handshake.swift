@@ -34,13 +34,14 @@ final class Handshake: Sendable {
     let welcomed = AsyncSignal<Result<PeerConnection, any Error>>()
 
     /// The handshake with `name` over `connection`: with a token, the hello asks for a challenge.
-    init(name: String, connection: Connection, token: HMACSHA256?, clock: any TimerClock) {
+    /// `actors`: the name of our actor system, whose actors the node's may call back.
+    init(name: String, connection: Connection, token: HMACSHA256?, clock: any TimerClock, actors: String? = nil) {
         self.name = name
         self.connection = connection
         self.token = token
         self.clock = clock
         let nonce = token == nil ? nil : Secrets.randomBytes(WireAuth.nonceCount)
-        hello = Array(Request.hello(version: wireVersion, name: "coordinator", nonce: nonce).line.dropLast())
+        hello = Array(Request.hello(version: wireVersion, name: "coordinator", nonce: nonce, actors: actors).line.dropLast())
     }
 
     func deliver(_ event: Connection.Event) {

@@ -66,7 +66,7 @@ extension Request {
     var isWork: Bool {
         switch self {
         case .scan, .job, .transfer, .call, .spawn: true
-        case .hello, .auth, .cancel, .ping, .basefile, .chunk, .fileEnd, .lookup: false
+        case .hello, .auth, .cancel, .ping, .basefile, .chunk, .fileEnd, .lookup, .answer: false
         }
     }
 }

@@ -80,6 +80,8 @@ package final class PeerConnection: Sendable {
     package let name: String
     package let welcome: Welcome
     let connection: Connection
+    /// The calls the node makes of our actors over this link (`PeerConnection+Actors.swift`).
+    let callsFromNode = Locked(CallsFromNode())
     let state: Locked<State>
     /// What keeps the link's time: request time limits, keep-alive and liveness pings.
     let clock: any TimerClock
@@ -106,11 +108,11 @@ package final class PeerConnection: Sendable {
     /// An error is the one the dialer explains it as (over ssh: what ssh said).
     package static func open(name: String, dialer: any PeerDialer, token: String?, timeout: Duration,
                             keepAliveInterval: Duration = defaultKeepAliveInterval,
-                            clock: any TimerClock = DeadlineTimer.shared) async throws -> PeerConnection {
+                            clock: any TimerClock = DeadlineTimer.shared, actors: String? = nil) async throws -> PeerConnection {
         let link = try await dialer.dial(timeout: timeout)
         let connection = link.connection
         let handshake = Handshake(name: name, connection: connection, token: token.map { HMACSHA256(key: Array($0.utf8)) },
-                                  clock: clock)
+                                  clock: clock, actors: actors)
         connection.start(onEvent: handshake.deliver, onClose: handshake.fail)
         do {
             try connection.send(handshake.hello + [0x0A])
@@ -288,7 +290,8 @@ package final class PeerConnection: Sendable {
     }
 
     func deliver(_ event: Connection.Event) {
-        guard case .line(let line) = event, let reply = try? Reply.decode(line) else { return }
+        guard case .line(let line) = event else { return }
+        guard let reply = try? Reply.decode(line) else { return serveCall(line) }
         if case .draining(let timeout) = reply {
             drainingState.withLock { $0 = true }
             return draining.fulfil(timeout)

@@ -84,7 +84,7 @@ struct PeerLink {
         let peer: PeerConnection
         do {
             peer = try await PeerConnection.open(name: node.name, dialer: dialer, token: dialer.sendsToken ? settings.token : nil,
-                                                 timeout: settings.timeout)
+                                                 timeout: settings.timeout, actors: settings.actors?.name)
         } catch {
             if Task.isCancelled { return .stopped(linked: false) }
             return await failedDial(error, &memory)
@@ -178,7 +178,10 @@ struct PeerLink {
         }
         await systems.add(remote, capacity: slots, draining: peer.isDraining)
         let actorLink = peer.welcome.actors.flatMap { offer in
-            settings.actors.map { (offer.system, $0.connect(to: offer.system, node: name, through: peer)) }
+            settings.actors.map { actors in
+                peer.serveCalls(of: actors)
+                return (offer.system, actors.connect(to: offer.system, node: name, through: peer))
+            }
         }
         context.traffic.linked(peer, named: name)
         await log(.connected(name))

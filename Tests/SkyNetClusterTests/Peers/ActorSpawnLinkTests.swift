@@ -27,6 +27,16 @@ struct ActorSpawnLinkTests {
         }
 
         distributed func work(_ sector: Int) -> String { "\(label) scanned \(sector) on \(id.system)" }
+
+        /// Calls `listener` back, wherever it lives.
+        distributed func tell(_ listener: Listener, _ text: String) async throws -> String {
+            try await listener.heard("\(text) from \(id.system)")
+        }
+    }
+
+    distributed actor Listener {
+        typealias ActorSystem = ClusterActorSystem
+        distributed func heard(_ text: String) -> String { "heard \(text) on \(id.system)" }
     }
 
     distributed actor Stranger {
@@ -105,6 +115,26 @@ struct ActorSpawnLinkTests {
             try await events.waitFor { if case .disconnected = $0 { true } else { false } }
             #expect(caller.nodes.isEmpty)
             await #expect(throws: ClusterActorSystemError.noRoute(system: "beta-1234")) { try await worker.work(8) }
+        }
+    }
+
+    /// A reference to one of the caller's own actors, passed to an actor on the node, is called
+    /// back over the same link (sealed, with the token); once the link ends it has no route.
+    @Test func aReferenceToTheCallersActorPassedToANodesActorIsCalledBack() async throws {
+        try await withLinkedNode(try Self.registry(), caller: try Self.registry()) { caller, node, events in
+            try await events.waitFor { if case .connected = $0 { true } else { false } }
+            let worker = try await caller.spawn(Worker.self, with: "w", on: .node("beta"))
+            let listener = Listener(actorSystem: caller)
+            #expect(try await worker.tell(listener, "hello") == "heard hello from beta-1234 on caller")
+            let told = try await withThrowingTaskGroup(of: String.self) { group in
+                for index in 0..<100 { group.addTask { try await worker.tell(listener, "\(index)") } }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(told == Set((0..<100).map { "heard \($0) from beta-1234 on caller" }))
+            #expect(node.options.actors?.nodes == ["coordinator"])
+            await node.stop(grace: .seconds(1))
+            #expect(node.options.actors?.nodes.isEmpty == true)
+            _ = listener
         }
     }
 
