@@ -69,7 +69,7 @@ let package = Package(
         // The dashboard: its page and the board it streams, served by SkyNetHTTP.
         .target(name: "SkyNetDashboard", dependencies: ["SkyNetRuntime", "SkyNetTransport", "SkyNetAuth", "SkyNetWire", "SkyNetMetrics", "SkyNetScheduler", "SkyNetCluster", "SkyNetHTTP"]),
         // Swift's distributed actors over SkyNet: the actor system, its IDs, calls as JSON.
-        .target(name: "SkyNetActors", dependencies: ["SkyNetRuntime", "SkyNetAuth", "SkyNetWork", "SkyNetWire"]),
+        .target(name: "SkyNetActors", dependencies: ["SkyNetRuntime", "SkyNetAuth", "SkyNetWork", "SkyNetWire", "SkyNetMetrics"]),
         // The programs: `skynet`'s commands (node, scan, status), and a program of the library's
         // own that serves as its node and links to nodes of itself (`ClusterProgram`).
         .target(name: "SkyNetCommands", dependencies: ["SkyNetOptions"] + parts),

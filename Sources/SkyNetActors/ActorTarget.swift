@@ -5,30 +5,32 @@ import SkyNetWire
 /// of the thunk's type. The host checks the mangled text itself: it never demangles or looks
 /// up a type from what the wire says (the runtime's demangler is not built for hostile input).
 enum ActorTarget {
-    /// Whether `target` is a distributed method declared in `type` itself: `$s`, the type's
-    /// mangled name, the method's name as one plain identifier, a signature that does not start
-    /// as a nested type's would, and the distributed thunk's `TE`.
+    /// The name of the distributed method of `type` that `target` names, when it is one
+    /// declared in `type` itself: `$s`, the type's mangled name, the method's name as one plain
+    /// identifier, a signature that does not start as a nested type's would, and the
+    /// distributed thunk's `TE`; nil for anything else.
     ///
     /// What this leaves out is refused as an unknown target: methods of generic actors, of
     /// private types, and names the compiler writes with word substitutions (a name that
     /// repeats a word of its type's).
-    static func isMethod(_ target: String, of type: Any.Type) -> Bool {
-        guard let typeName = _mangledTypeName(type) else { return false }
+    static func method(_ target: String, of type: Any.Type) -> String? {
+        guard let typeName = _mangledTypeName(type) else { return nil }
         let bytes = Array(target.utf8), prefix = Array(("$s" + typeName).utf8)
         guard bytes.count <= ActorCall.maxTargetBytes, bytes.starts(with: prefix), bytes.suffix(2) == Array("TE".utf8),
-              bytes.allSatisfy(isMangledText) else { return false }
+              bytes.allSatisfy(isMangledText) else { return nil }
         // The method's name: a length (no leading zero, which would start word substitutions)
         // and that many characters.
         var index = prefix.count, length = 0
         while index < bytes.count, let digit = digit(bytes[index]), length < 1000 {
-            guard length > 0 || digit > 0 else { return false }
+            guard length > 0 || digit > 0 else { return nil }
             length = length * 10 + digit
             index += 1
         }
-        guard length > 0, index + length < bytes.count - 2 else { return false }
+        guard length > 0, index + length < bytes.count - 2 else { return nil }
+        let name = String(decoding: bytes[index..<(index + length)], as: UTF8.self)
         index += length
         // A nested type's name would be followed by its kind: class, struct, enum, protocol.
-        return !"CVOP".utf8.contains(bytes[index])
+        return "CVOP".utf8.contains(bytes[index]) ? nil : name
     }
 
     private static func digit(_ byte: UInt8) -> Int? {

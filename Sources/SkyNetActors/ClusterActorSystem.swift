@@ -26,6 +26,8 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
 
     /// The types this system makes when asked (`spawn`); its `build` is what a link compares.
     public let registry: ActorRegistry
+    /// The calls this system ran for others, for `/metrics`.
+    package let metrics = ActorMetrics()
     /// The most actors spawns may make here; more are refused (`tooManyActors`).
     public let maxActors: Int
 
@@ -145,6 +147,7 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
     package func execute(_ call: ActorCall) async -> ActorReply {
         let id = call.actor
         guard id.system == name, let actor = state.withLock({ $0.actors[id]?.actor }) else {
+            metrics.record(type: ActorMetrics.unknown, method: ActorMetrics.unknown, outcome: .refused, seconds: nil)
             return .refused(.actorNotFound(id))
         }
         return await execute(call, on: actor)
@@ -154,13 +157,30 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         // A method of the actor's own type, or a `@Resolvable` protocol's through its stub
         // (whose type argument, `Self`, the runtime checks the actor against): nothing else runs.
         let target = String(call.target.prefix(ActorCall.maxTargetBytes))
-        let allowed: Bool
+        let typeLabel = registry.name(of: Act.self) ?? String(describing: Act.self)
+        let method: String?
         switch call.generics {
-        case []: allowed = ActorTarget.isMethod(call.target, of: Act.self)
-        case [ActorCall.selfType]: allowed = resolvableStubs.contains { ActorTarget.isMethod(call.target, of: $0) }
-        default: return .refused(.genericMethod(target))
+        case []: method = ActorTarget.method(call.target, of: Act.self)
+        case [ActorCall.selfType]: method = resolvableStubs.lazy.compactMap { ActorTarget.method(call.target, of: $0) }.first
+        default: method = nil
         }
-        guard allowed else { return .refused(.unknownTarget(target)) }
+        guard let method else {
+            metrics.record(type: typeLabel, method: ActorMetrics.unknown, outcome: .refused, seconds: nil)
+            return call.generics.isEmpty || call.generics == [ActorCall.selfType] ? .refused(.unknownTarget(target)) : .refused(.genericMethod(target))
+        }
+        let started = ContinuousClock.now
+        let reply = await run(call, on: actor)
+        let outcome: ActorMetrics.Outcome = switch reply {
+        case .returned: .returned
+        case .threw: .threw
+        case .refused: .refused
+        }
+        metrics.record(type: typeLabel, method: method, outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
+        return reply
+    }
+
+    /// Runs a call whose target the host checked.
+    private func run<Act: DistributedActor>(_ call: ActorCall, on actor: Act) async -> ActorReply {
         var decoder = ClusterInvocationDecoder(arguments: call.arguments, generics: call.generics, system: self, actorType: Act.self)
         let handler = ClusterResultHandler(target: call.target)
         do {

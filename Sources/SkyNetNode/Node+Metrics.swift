@@ -34,6 +34,6 @@ extension Node {
             ]),
             .single("skynet_draining", help: "1 while the node drains or stops (it takes no new tasks), else 0.",
                     kind: .gauge, value: stopping ? 1 : 0),
-        ]
+        ] + (options.actors?.metricFamilies() ?? [])
     }
 }

@@ -103,6 +103,32 @@ extension ProcessTests {
             #expect(try await node.finish(timeout: .seconds(20)).status == 0)
         }
 
+        /// A node of a program with actors shows them on `/metrics`: the actors it hosts by
+        /// type, the calls it ran by type, method and outcome, and their seconds; promtool
+        /// accepts it.
+        @Test(.enabled(if: promtoolPath != nil, "needs promtool (apt-get install prometheus)"))
+        func aNodeOfAnActorProgramShowsItsActorsAndCalls() async throws {
+            let scratch = try TokenScratch()
+            let example = ActorExampleTests.example
+            let node = try RunningProcess(["node", "--port", "0", "--metrics", "0", "--name", "n1"], program: example)
+            defer { node.kill() }
+            let metricsPort = try await Self.metricsPort(node)
+            let cluster = try scratch.clusterFile([(name: "n1", port: try await Self.nodePort(node))])
+            let run = try await runProgram(example, ["--cluster", cluster], limit: .seconds(120))
+            #expect(run.status == 0, "\(run.stderr)")
+            let by = run.lines.filter { $0.hasSuffix(" by n1") }.count
+            #expect(by > 0, "\(run.stdout)")
+            let metrics = try await dashboardGet(port: metricsPort, "/metrics")
+            let text = String(decoding: metrics.body, as: UTF8.self)
+            #expect(text.contains(#"skynet_actors{type="ScanSystem"} 1"#), "\(text)")
+            #expect(text.contains(#"skynet_actor_calls_total{type="ScanSystem",method="scan",outcome="returned"} \#(by)"#), "\(text)")
+            #expect(text.contains(#"skynet_actor_call_seconds_count{type="ScanSystem",method="scan"}"#), "\(text)")
+            let check = try await Self.promtoolCheck(metrics.body, scratch: scratch, named: "actors.prom")
+            #expect(check.status == 0 && check.stdout.isEmpty && check.stderr.isEmpty, "\(check.stdout)\(check.stderr)")
+            node.send(SIGTERM)
+            #expect(try await node.finish(timeout: .seconds(20)).status == 0)
+        }
+
         /// A metrics connection that fails is logged as the metrics server's (`[Node] Metrics
         /// server: …`), never under `[Node] Metrics: `, the prefix of the URL line that scripts
         /// match, and never as a dashboard's.
