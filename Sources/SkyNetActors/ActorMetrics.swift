@@ -80,14 +80,20 @@ extension ClusterActorSystem {
     /// What `/metrics` shows of this system: the actors it hosts by type (`skynet_actors`),
     /// and the calls it ran (`ActorMetrics`).
     package func metricFamilies() -> [MetricFamily] {
+        let hosted = hostedCounts()
+        return [
+            MetricFamily(name: "skynet_actors", help: "Distributed actors hosted, by type.", kind: .gauge,
+                         samples: hosted.keys.sorted().map { .init(labels: [("type", $0)], value: Double(hosted[$0] ?? 0)) }),
+        ] + metrics.families()
+    }
+
+    /// How many actors this system hosts, by type (the declared name, else the type's own).
+    package func hostedCounts() -> [String: Int] {
         let types = state.withLock { state in
             state.actors.values.compactMap { $0.actor.map { type(of: $0) } }
         }
         var hosted: [String: Int] = [:]
         for type in types { hosted[registry.name(of: type) ?? String(describing: type), default: 0] += 1 }
-        return [
-            MetricFamily(name: "skynet_actors", help: "Distributed actors hosted, by type.", kind: .gauge,
-                         samples: hosted.keys.sorted().map { .init(labels: [("type", $0)], value: Double(hosted[$0] ?? 0)) }),
-        ] + metrics.families()
+        return hosted
     }
 }

@@ -13,7 +13,8 @@ struct StatusCommand: Command {
     static let help = """
         Ping every node of the cluster file at once and print a table: name, address, up or
         down (and why: refused, timed out, unauthorized, unknown host), running/capacity,
-        completed tasks and the ping's round trip. With a token (SKYNET_TOKEN or --token-file),
+        completed tasks and the ping's round trip, and, for nodes of a program with distributed
+        actors, the actors each hosts by type. With a token (SKYNET_TOKEN or --token-file),
         each node must prove it knows it, and the token is never sent. A node with "ssh" in the
         cluster file is checked by logging in and starting a node over the session (`skynet`
         from the host's PATH), as a scan would: down says why, in ssh's words; with --watch, every
@@ -96,15 +97,18 @@ struct StatusCommand: Command {
     }
 
     static func table(_ statuses: [PeerStatus]) -> String {
-        let header = ["name", "address", "state", "running", "completed", "round trip"]
+        // The actors column only when some node hosts actors (a program's nodes).
+        let withActors = statuses.contains { if case .up(let pong, _) = $0.state { pong.actors != nil } else { false } }
+        let header = ["name", "address", "state", "running", "completed", "round trip"] + (withActors ? ["actors"] : [])
         let rows = statuses.map { status -> [String] in
             let address = status.node.address
             switch status.state {
             case .up(let pong, let milliseconds):
+                let actors = pong.actors.map { $0.isEmpty ? "none" : $0.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") } ?? "-"
                 return [status.node.name, address, pong.draining ? "up (draining)" : "up", "\(pong.running)/\(pong.capacity)", String(pong.completed),
-                        String(cFormat: "%.2f ms", milliseconds)]
+                        String(cFormat: "%.2f ms", milliseconds)] + (withActors ? [actors] : [])
             case .down(let reason):
-                return [status.node.name, address, "down (\(reason))", "-", "-", "-"]
+                return [status.node.name, address, "down (\(reason))", "-", "-", "-"] + (withActors ? ["-"] : [])
             }
         }
         // Names from a shared cluster file and reasons from the nodes' answers come from outside.
@@ -135,6 +139,11 @@ struct StatusCommand: Command {
             json.add("failed", pong.failed)
             json.add("round_trip_ms", milliseconds)
             if pong.draining { json.add("draining", true) }
+            if let actors = pong.actors {
+                var counts = JSONLine()
+                for (type, count) in actors.sorted(by: { $0.key < $1.key }) { counts.add(type, count) }
+                json.add("actors", object: counts)
+            }
         case .down(let reason):
             json.add("up", false)
             json.add("reason", reason)

@@ -57,7 +57,8 @@ extension NodeSession {
             let system = node.system, counters = system.counters
             send(Reply.pong(id: id, Pong(
                 name: node.options.name, running: counters.running, capacity: system.capacity,
-                completed: counters.completed, failed: counters.failed, draining: node.phase != .accepting)).line)
+                completed: counters.completed, failed: counters.failed, draining: node.phase != .accepting,
+                actors: node.options.actors?.hostedCounts())).line)
         }
     }
 

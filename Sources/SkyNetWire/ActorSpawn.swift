@@ -73,6 +73,22 @@ extension WireFields {
         return name
     }
 
+    /// A pong's `actors`: how many of each type the node hosts, at most 256 types; nil when absent.
+    func actorCounts() throws(WireError) -> [String: Int]? {
+        guard let value = fields["actors"], value != .null else { return nil }
+        guard case .object(let object) = value, object.count <= 256 else {
+            throw .badRequest("\"actors\" must be an object of at most 256 types", id: id)
+        }
+        var counts: [String: Int] = [:]
+        for (type, count) in object {
+            guard ActorSpawn.isName(type), case .int(let number) = count, number >= 0 else {
+                throw .badRequest("\"actors\" must map type names to counts", id: id)
+            }
+            counts[type] = number
+        }
+        return counts
+    }
+
     /// A welcome's `actors`, validated; nil from a node that hosts none.
     func actorOffer() throws(WireError) -> ActorOffer? {
         guard let value = fields["actors"], value != .null else { return nil }

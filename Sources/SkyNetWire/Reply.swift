@@ -10,14 +10,18 @@ package struct Pong: Sendable, Equatable {
     package var failed: Int
     /// Whether the node drains: it takes no new work; written only when true.
     package var draining: Bool
+    /// The distributed actors the node hosts, by type; nil from a node that hosts none.
+    package var actors: [String: Int]?
 
-    package init(name: String, running: Int, capacity: Int, completed: Int, failed: Int, draining: Bool = false) {
+    package init(name: String, running: Int, capacity: Int, completed: Int, failed: Int, draining: Bool = false,
+                 actors: [String: Int]? = nil) {
         self.name = name
         self.running = running
         self.capacity = capacity
         self.completed = completed
         self.failed = failed
         self.draining = draining
+        self.actors = actors
     }
 }
 
@@ -129,6 +133,11 @@ package enum Reply: Sendable, Equatable {
             json.add("completed", pong.completed)
             json.add("failed", pong.failed)
             if pong.draining { json.add("draining", true) }
+            if let actors = pong.actors {
+                var counts = JSONLine()
+                for (type, count) in actors.sorted(by: { $0.key < $1.key }) { counts.add(type, count) }
+                json.add("actors", object: counts)
+            }
             return json.line
         case .error(let error):
             return error.line
@@ -194,7 +203,7 @@ package enum Reply: Sendable, Equatable {
             return .pong(id: try fields.requestID(), Pong(
                 name: try fields.string("name"), running: try fields.int("running"), capacity: try fields.int("capacity"),
                 completed: try fields.int("completed"), failed: try fields.int("failed"),
-                draining: try fields.optionalBool("draining") ?? false))
+                draining: try fields.optionalBool("draining") ?? false, actors: try fields.actorCounts()))
         case "return":
             return .returnFile(try fields.returnHeader())
         case "data":

@@ -125,6 +125,11 @@ extension ProcessTests {
             #expect(text.contains(#"skynet_actor_call_seconds_count{type="ScanSystem",method="scan"}"#), "\(text)")
             let check = try await Self.promtoolCheck(metrics.body, scratch: scratch, named: "actors.prom")
             #expect(check.status == 0 && check.stdout.isEmpty && check.stderr.isEmpty, "\(check.stdout)\(check.stderr)")
+            // `skynet status` lists them too: the spawned actor stays on the node after its program.
+            let status = try await runSkynet(["status", "--cluster", cluster, "--json"])
+            #expect(status.stdout.contains(#""actors":{"ScanSystem":1}"#), "\(status.stdout)")
+            let table = try await runSkynet(["status", "--cluster", cluster]).lines
+            #expect(table.first?.hasSuffix("actors") == true && table.last?.hasSuffix("ScanSystem 1") == true, "\(table)")
             node.send(SIGTERM)
             #expect(try await node.finish(timeout: .seconds(20)).status == 0)
         }

@@ -16,6 +16,13 @@ struct ActorSpawnWireTests {
         let welcome = Reply.welcome(version: 1, name: "node1", capacity: 4, jobs: nil,
                                     actors: ActorOffer(system: "node1-1a2b3c4d", build: "0123456789abcdef"))
         #expect(try Reply.decode(Data(welcome.line)) == welcome)
+        let pong = Reply.pong(id: 2, Pong(name: "n", running: 0, capacity: 4, completed: 1, failed: 0, actors: ["ScanSystem": 3, "Other": 0]))
+        #expect(try Reply.decode(Data(pong.line)) == pong)
+        let bare = Reply.pong(id: 2, Pong(name: "n", running: 0, capacity: 4, completed: 1, failed: 0))
+        #expect(try Reply.decode(Data(bare.line)) == bare)
+        #expect(throws: WireError.self) {
+            try Reply.decode(Data(#"{"type":"pong","id":1,"name":"n","running":0,"capacity":1,"completed":0,"failed":0,"actors":{"A":-1}}"#.utf8))
+        }
         let plain = Reply.welcome(version: 1, name: "node1", capacity: 4, jobs: nil)
         #expect(!String(decoding: plain.line, as: UTF8.self).contains("actors"))
         #expect(try Reply.decode(Data(plain.line)) == plain)
