@@ -99,12 +99,12 @@ public final class ActorCluster: Sendable {
     /// links' events (`[Cluster] Connected: node1` …).
     public static func start(name: String = "main", actors: ActorRegistry, options: Options,
                              log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> ActorCluster {
-        let spawnedNames = Set((0..<options.spawn).map { "node\($0 + 1)" })
+        let spawnedNames = Set((0..<options.spawn).map { NodeProcess.spawnedName($0 + 1) })
         if let clash = options.cluster.nodes.first(where: { spawnedNames.contains($0.name) }) {
             throw ActorClusterError(description: "the cluster file's node \"\(clash.name)\" has the name of a spawned node; rename it")
         }
         let system = ClusterActorSystem(name: "\(name)-\(String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16))", registry: actors)
-        let nodes = try await spawnNodes(options)
+        let nodes = try await NodeProcess.startAll(options.spawn, arguments: Options.optionTable.spawnedArguments(for: options))
         let peers = ClusterConfig(nodes: options.cluster.nodes + nodes.map { .init(name: $0.name, host: $0.host, port: $0.port) }
                                       + options.ssh.map { ClusterConfig.Node(name: $0.description, ssh: $0) },
                                   capacity: options.cluster.capacity)
@@ -141,31 +141,6 @@ public final class ActorCluster: Sendable {
         }
     }
 
-    /// Starts `options.spawn` nodes of this executable in parallel; if one fails, stops the others.
-    private static func spawnNodes(_ options: Options) async throws -> [NodeProcess] {
-        guard options.spawn > 0 else { return [] }
-        let executable = URL(fileURLWithPath: runningExecutablePath())
-        let arguments = Options.optionTable.spawnedArguments(for: options)
-        let started = await withTaskGroup(of: Result<NodeProcess, any Error>.self) { group in
-            for index in 1...options.spawn {
-                group.addTask {
-                    do {
-                        return .success(try await NodeProcess.start(executable: executable, name: "node\(index)", arguments: arguments))
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-            }
-            return await group.reduce(into: []) { $0.append($1) }
-        }
-        let nodes = started.compactMap { try? $0.get() }
-        for case .failure(let error) in started {
-            for node in nodes { await node.stop() }
-            throw error
-        }
-        // node1 … node10: the shorter name first is the numeric order.
-        return nodes.sorted { ($0.name.count, $0.name) < ($1.name.count, $1.name) }
-    }
 }
 
 /// Why an `ActorCluster` could not start.

@@ -275,29 +275,6 @@ extension ScanCommand {
 
     /// Starts the --spawn nodes in parallel; if one fails, stops the others.
     private func spawnNodes() async throws -> [NodeProcess] {
-        guard spawn > 0 else { return [] }
-        let executable = URL(fileURLWithPath: runningExecutablePath())
-        let arguments = Self.optionTable.spawnedArguments(for: self)
-        // Every start is awaited, failed or not, so that no node that came up late is left
-        // running when another failed.
-        let started = await withTaskGroup(of: Result<NodeProcess, any Error>.self) { group in
-            for index in 1...spawn {
-                group.addTask {
-                    do {
-                        return .success(try await NodeProcess.start(executable: executable, name: Self.spawnedName(index), arguments: arguments))
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-            }
-            return await group.reduce(into: []) { $0.append($1) }
-        }
-        let nodes = started.compactMap { try? $0.get() }
-        for case .failure(let error) in started {
-            for node in nodes { await node.stop() }
-            throw error
-        }
-        // node1 … node10: the shorter name first is the numeric order.
-        return nodes.sorted { ($0.name.count, $0.name) < ($1.name.count, $1.name) }
+        try await NodeProcess.startAll(spawn, arguments: Self.optionTable.spawnedArguments(for: self))
     }
 }

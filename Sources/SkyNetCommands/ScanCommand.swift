@@ -149,7 +149,7 @@ struct ScanCommand: Command {
                 : cluster.timeout != nil ? "the cluster file's timeout \(timeout.formatted)" : "the default --timeout 5"
             throw UsageError("\(source) is not longer than --duration \(duration.formatted): every remote task would time out; give --timeout above \(duration.formatted)")
         }
-        let spawnedNames = Set((0..<spawn).map { Self.spawnedName($0 + 1) })
+        let spawnedNames = Set((0..<spawn).map { NodeProcess.spawnedName($0 + 1) })
         if let clash = cluster.nodes.first(where: { spawnedNames.contains($0.name) }) {
             throw UsageError("the cluster file's node \"\(clash.name)\" has the name of a spawned node; rename it")
         }
@@ -164,9 +164,6 @@ struct ScanCommand: Command {
         try JobDeclarations.checked(value) { try JobRegistry.validate(value) }
         return (value, nil)
     }
-
-    /// The name of the `index`-th spawned node (from 1).
-    static func spawnedName(_ index: Int) -> String { "node\(index)" }
 
     /// The named cluster file; without a name ./cluster.json when it exists, else no peers.
     static func loadCluster(named path: String?) throws(UsageError) -> ClusterConfig {

@@ -59,6 +59,36 @@ package final class NodeProcess: Sendable {
         }
     }
 
+    /// The name of the `index`-th node a process spawns (from 1): `node1`, `node2` …
+    package static func spawnedName(_ index: Int) -> String { "node\(index)" }
+
+    /// Starts `count` nodes of this executable (`node1` …) in parallel, each with `arguments`,
+    /// and returns them in order; if one fails, stops the others and throws its error. Every
+    /// start is awaited, failed or not, so that no node that came up late is left running.
+    package static func startAll(_ count: Int, arguments: [String]) async throws -> [NodeProcess] {
+        guard count > 0 else { return [] }
+        let executable = URL(fileURLWithPath: runningExecutablePath())
+        let started = await withTaskGroup(of: Result<NodeProcess, any Error>.self) { group in
+            for index in 1...count {
+                group.addTask {
+                    do {
+                        return .success(try await start(executable: executable, name: spawnedName(index), arguments: arguments))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let nodes = started.compactMap { try? $0.get() }
+        for case .failure(let error) in started {
+            for node in nodes { await node.stop() }
+            throw error
+        }
+        // node1 … node10: the shorter name first is the numeric order.
+        return nodes.sorted { ($0.name.count, $0.name) < ($1.name.count, $1.name) }
+    }
+
     /// The arguments `start` gives the executable: `node --port PORT --name NAME --exit-with-parent EXTRA…`.
     package static func commandLine(name: String, port: Int = 0, arguments: [String]) -> [String] {
         ["node", "--port", String(port), "--name", name, exitWithParentFlag] + arguments
