@@ -2,8 +2,10 @@ import SkyNetWire
 
 /// Which methods a call may name. A target is the mangled name of a distributed thunk, and the
 /// runtime runs the thunk it names on the actor it is given without checking that the actor is
-/// of the thunk's type. The host checks the mangled text itself: it never demangles or looks
-/// up a type from what the wire says (the runtime's demangler is not built for hostile input).
+/// of the thunk's type. The host checks the mangled text itself, then that it is the name of a
+/// thunk compiled into this program: the runtime demangles a target's signature to learn its
+/// arguments, and its demangler is not built for hostile input (a made-up signature after a
+/// real type and method name crashes it), so nothing but a compiler's own name reaches it.
 enum ActorTarget {
     /// The name of the distributed method of `type` that `target` names, when it is one
     /// declared in `type` itself: `$s`, the type's mangled name, the method's name as one plain
@@ -30,7 +32,16 @@ enum ActorTarget {
         let name = String(decoding: bytes[index..<(index + length)], as: UTF8.self)
         index += length
         // A nested type's name would be followed by its kind: class, struct, enum, protocol.
-        return "CVOP".utf8.contains(bytes[index]) ? nil : name
+        guard !"CVOP".utf8.contains(bytes[index]) else { return nil }
+        return isCompiledThunk(bytes) ? name : nil
+    }
+
+    /// Whether `name` is, byte for byte, the name of a distributed thunk in this program's
+    /// table of accessible functions: the runtime's lookup compares names and demangles nothing.
+    private static func isCompiledThunk(_ name: [UInt8]) -> Bool {
+        name.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress.map { findAccessibleFunction($0, UInt(buffer.count)) != nil } ?? false
+        }
     }
 
     private static func digit(_ byte: UInt8) -> Int? {
@@ -46,3 +57,8 @@ enum ActorTarget {
         }
     }
 }
+
+/// The Swift runtime's lookup of an accessible function (a distributed thunk) by its exact
+/// name, the one `executeDistributedTarget` starts with: a table search, no demangling.
+@_silgen_name("swift_findAccessibleFunction")
+private func findAccessibleFunction(_ name: UnsafePointer<UInt8>, _ length: UInt) -> UnsafeRawPointer?

@@ -236,8 +236,11 @@ struct ResolvableProtocolTests {
         let ownWithSelf = await beta.execute(ActorCall(actor: ticker.id, target: own, generics: [ActorCall.selfType], arguments: []))
         #expect(ownWithSelf == .refused(.unknownTarget(own)))
         #expect(try await ticker.next() == 3)  // only the two calls above ran
-        // Texts the runtime's demangler is known to crash on are never given to it.
-        let hostile = ["$s3abcLlfMf_", String(own.dropLast(2)) + "LlfMf_TE", String(own.dropLast(2)) + "0aTE"]
+        // Texts the runtime's demangler is known to crash on are never given to it, nor a
+        // signature of nonsense after the actor's type and a method's name.
+        let method = try #require(own.range(of: "4next")).upperBound
+        let signatures = ["6sectorSS$Si_tYaKFTE", "xxQpyYaKFTE", "SiXmyYaKFTE", "SSSgyYaKFTE"].map { String(own[..<method]) + $0 }
+        let hostile = ["$s3abcLlfMf_", String(own.dropLast(2)) + "LlfMf_TE", String(own.dropLast(2)) + "0aTE"] + signatures
         for nonsense in ["", "$s", "greet", "$s" + String(repeating: "9", count: 5000), "$sSi"] + hostile {
             #expect(await beta.execute(ActorCall(actor: ticker.id, target: nonsense, arguments: [])) == .refused(.unknownTarget(String(nonsense.prefix(1024)))))
         }
