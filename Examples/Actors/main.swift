@@ -70,6 +70,11 @@ actor Sectors {
     }
 }
 
+/// Prints a line at once: a pipe reading the program sees each as it happens.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 // Every process of the program declares the same actor types; a node started as
 // `PROGRAM node …` serves them here and never returns.
 var actors = ActorRegistry()
@@ -79,7 +84,7 @@ await ClusterProgram.serveIfNode(actors: actors)
 /// Links to the nodes, scans the sectors over every system, prints the book's lines.
 func scanTheSky(arguments: [String]) async throws {
     let options = try ActorCluster.Options(arguments: arguments.isEmpty ? ["--spawn", "2"] : arguments)
-    let cluster = try await ActorCluster.start(actors: actors, options: options) { print($0) }
+    let cluster = try await ActorCluster.start(actors: actors, options: options) { say($0) }
     do {
         try await scan(over: cluster)
         await cluster.stop()
@@ -104,14 +109,14 @@ func scan(over cluster: ActorCluster) async throws {
     @Sendable func scan(_ sector: Int, on system: ScanSystem, named name: String, attempt: Int = 1) async -> Bool {
         do {
             let result = try await TimeoutTask(seconds: 5) { try await system.scan(sector: sector) }.value
-            print(name == "local" ? "Completed: \(result)" : "Completed: \(result) by \(name)")
+            say(name == "local" ? "Completed: \(result)" : "Completed: \(result) by \(name)")
             return true
         } catch {
             guard attempt < 3 else {
-                print("Gave up on task: \(sector) after \(attempt) attempts. Failed with: \(error)")
+                say("Gave up on task: \(sector) after \(attempt) attempts. Failed with: \(error)")
                 return false
             }
-            print("Re-run task: \(sector). Failed with: \(error)")
+            say("Re-run task: \(sector). Failed with: \(error)")
             return await scan(sector, on: local, named: "local", attempt: attempt + 1)
         }
     }
@@ -129,8 +134,8 @@ func scan(over cluster: ActorCluster) async throws {
         }
         return await group.reduce(0, +)
     }
-    print("Done.")
-    print("Finished \(completed) scans in \(String(format: "%.2f", (ContinuousClock.now - started) / .seconds(1))) seconds.")
+    say("Done.")
+    say("Finished \(completed) scans in \(String(format: "%.2f", (ContinuousClock.now - started) / .seconds(1))) seconds.")
 }
 
 do {

@@ -108,8 +108,10 @@ extension ClusterActorSystem {
 
     /// Makes an actor here from a spawn request (another system's, or this one's own):
     /// refused for a type not declared, a name taken, `maxActors` reached or arguments that do
-    /// not decode; what its factory threw comes wrapped in an `ActorFactoryFailure`.
-    package func spawnHere(_ request: ActorSpawn) async throws -> ClusterActorID {
+    /// not decode; what its factory threw comes wrapped in an `ActorFactoryFailure`. With an
+    /// `owner` (the connection that asked), the actor is held until `release(owner:)`; without,
+    /// as long as this system.
+    package func spawnHere(_ request: ActorSpawn, owner: Int? = nil) async throws -> ClusterActorID {
         guard let declaration = registry.declarations[request.type] else {
             throw ClusterActorSystemError.undeclaredType(request.type)
         }
@@ -147,9 +149,27 @@ extension ClusterActorSystem {
         state.withLock { state in
             state.spawning -= 1
             state.spawned[made.1] = made.0
+            if let owner { state.owners[made.1] = owner }
             if let name = request.name { state.names[name] = NamedActor(id: made.1, type: request.type) }
         }
         return made.1
+    }
+
+    /// The owner of spawned actors is gone (the connection that asked for them closed): they
+    /// are let go, with their names, and no longer count against `maxActors`. An actor lives
+    /// as long as the caller that spawned it is linked, so no client can keep a node's room for
+    /// actors, or its memory, once it is gone.
+    package func release(owner: Int) {
+        let released = state.withLock { state -> [any DistributedActor] in
+            let ids = state.owners.filter { $0.value == owner }.map(\.key)
+            guard !ids.isEmpty else { return [] }
+            let gone = Set(ids)
+            for id in ids { state.owners.removeValue(forKey: id) }
+            state.names = state.names.filter { entry in entry.value.map { !gone.contains($0.id) } ?? true }
+            return ids.compactMap { state.spawned.removeValue(forKey: $0) }
+        }
+        // Let go outside the lock: an actor's deinit resigns its ID, which takes the lock.
+        withExtendedLifetime(released) {}
     }
 
     // MARK: Finding

@@ -66,8 +66,11 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         var lastNumber = 0
         /// Held weakly: an actor lives as long as its users hold it; its `resignID` removes it.
         var actors: [ClusterActorID: WeakActor] = [:]
-        /// What spawns made here, held until this system ends: nobody here holds them else.
+        /// What spawns made here, held while their owner is (`spawnHere`): nobody here holds
+        /// them else.
         var spawned: [ClusterActorID: any DistributedActor] = [:]
+        /// The owner of each actor a spawn of another system made (a connection's number).
+        var owners: [ClusterActorID: Int] = [:]
         /// Spawns under way here, counted against `maxActors` before their factory runs.
         var spawning = 0
         /// The names actors were spawned with here, and those of spawns under way (nil).

@@ -58,7 +58,11 @@ public final class ActorCluster: Sendable {
             options.tokenFile = token?.file
             options.token = token?.value
             do {
-                options.ssh = try args.strings("ssh").flatMap { try SSHLogin.list($0) }
+                for value in args.strings("ssh") {
+                    let listed = try SSHLogin.list(value)
+                    if listed.isEmpty { throw UsageError("option '--ssh' wants [N/][USER@]HOST[:PORT], or several joined by commas") }
+                    options.ssh += listed
+                }
                 if let text = args.string("ssh-command") { options.sshCommand = try SSHCommand(text) }
             } catch {
                 throw UsageError("\(error)")

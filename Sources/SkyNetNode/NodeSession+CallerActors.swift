@@ -50,6 +50,9 @@ struct CallerGone: Error, CustomStringConvertible {
 }
 
 extension NodeSession {
+    /// What owns the actors this connection's spawns made: they are let go when it closes.
+    var ownerKey: Int { ObjectIdentifier(self).hashValue }
+
     /// Once the client is welcomed: the node's actor system reaches the client's through
     /// this connection, when both have one.
     func linkCallerActors() {
@@ -103,5 +106,6 @@ extension NodeSession {
             call.continuation.resume(throwing: CallerGone(reason: reason.description))
         }
         if let caller, let link = caller.link { node.options.actors?.disconnect(from: caller.system, link: link) }
+        node.options.actors?.release(owner: ownerKey)
     }
 }

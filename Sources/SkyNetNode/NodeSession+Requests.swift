@@ -31,7 +31,7 @@ extension NodeSession {
         case .spawn(let id, let spawn):
             startActorWork(id: id, bytes: bytes, refusing: .undeclaredType(spawn.type)) { actors in
                 do {
-                    let actor = try await actors.spawnHere(spawn)
+                    let actor = try await actors.spawnHere(spawn, owner: self.ownerKey)
                     return .spawned(id: id, system: actor.system, number: actor.number)
                 } catch let refusal as ClusterActorSystemError {
                     return ActorReply.refused(refusal).reply(id: id)
@@ -49,7 +49,7 @@ extension NodeSession {
             }
             let found = node.options.actors?.lookupHere(name: name, type: type)
             send(found.map { Reply.spawned(id: id, system: $0.system, number: $0.number).line }
-                 ?? WireError(code: .actorNotFound, message: "no actor named \(name)", id: id).line)
+                 ?? WireError(code: .actorNotFound, message: "no actor named \(name)" + (type.map { " of type \($0)" } ?? ""), id: id).line)
         case .ping(let id):
             if state.withLock({ $0.scans[id] != nil || $0.uploads[id] != nil }) {
                 return send(WireError.badRequest("request id \(id) is already in flight", id: id).line)
@@ -98,9 +98,11 @@ extension NodeSession {
             }
             guard !node.isStopping else { return WireError(code: .busy, message: node.stoppingMessage, id: id).line }
             guard let actors = node.options.actors else { return ActorReply.refused(refusal).reply(id: id).line }
-            guard state.scans.count + state.uploads.count < node.options.maxRequestsPerConnection,
-                  state.calls < Node.maxCallsPerConnection else {
+            guard state.scans.count + state.uploads.count < node.options.maxRequestsPerConnection else {
                 return WireError(code: .busy, message: "too many requests in flight on this connection", id: id).line
+            }
+            guard state.calls < Node.maxCallsPerConnection else {
+                return WireError(code: .busy, message: "too many calls in flight on this connection (at most \(Node.maxCallsPerConnection))", id: id).line
             }
             let heldBytes = node.callBytes.withLock { held in
                 guard held + bytes <= node.options.maxCallBytes else { return false }

@@ -46,8 +46,8 @@ extension WireFields {
     func actorCall() throws(WireError) -> ActorCall {
         let actor = try object("actor")
         let system = try actor.string("system")
-        guard system.utf8.count <= Request.maxNameBytes else {
-            throw .badRequest("\"actor.system\" is longer than \(Request.maxNameBytes) bytes", id: id)
+        guard ActorSpawn.isName(system) else {
+            throw .badRequest("\"actor.system\" must be 1 to \(ActorSpawn.maxNameBytes) bytes of printable text", id: id)
         }
         let target = try string("target")
         guard !target.isEmpty, target.utf8.count <= ActorCall.maxTargetBytes else {

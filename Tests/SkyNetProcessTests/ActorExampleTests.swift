@@ -30,11 +30,13 @@ extension ProcessTests {
             #expect(try await Self.nodesLeft().isEmpty)
         }
 
-        @Test func aBadArgumentIsAUsageErrorNotACrash() async throws {
-            let run = try await runProgram(Self.example, ["--spawn", "many"])
+        @Test(arguments: [(["--spawn", "many"], "--spawn"), (["--ssh", ""], "--ssh"), (["--cluster", "/nonexistent"], "/nonexistent")])
+        func aBadArgumentIsAUsageErrorNotACrash(arguments: [String], names: String) async throws {
+            let run = try await runProgram(Self.example, arguments)
             #expect(run.status == 1)
-            #expect(run.stderr.contains("--spawn") && run.stderr.contains("usage: skynet-example-actors"), "\(run.stderr)")
+            #expect(run.stderr.contains(names) && run.stderr.contains("usage: skynet-example-actors"), "\(run.stderr)")
             #expect(!run.stderr.contains("Fatal error"))
+            #expect(try await Self.nodesLeft().isEmpty)
         }
 
         @Test func itsOwnNodeServesAsSkynetNodeDoesAndDeclaresItsActors() async throws {

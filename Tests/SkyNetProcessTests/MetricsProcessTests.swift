@@ -114,22 +114,25 @@ extension ProcessTests {
             defer { node.kill() }
             let metricsPort = try await Self.metricsPort(node)
             let cluster = try scratch.clusterFile([(name: "n1", port: try await Self.nodePort(node))])
-            let run = try await runProgram(example, ["--cluster", cluster], limit: .seconds(120))
-            #expect(run.status == 0, "\(run.stderr)")
-            let by = run.lines.filter { $0.hasSuffix(" by n1") }.count
-            #expect(by > 0, "\(run.stdout)")
-            let metrics = try await dashboardGet(port: metricsPort, "/metrics")
-            let text = String(decoding: metrics.body, as: UTF8.self)
-            #expect(text.contains(#"skynet_actors{type="ScanSystem"} 1"#), "\(text)")
-            #expect(text.contains(#"skynet_actor_calls_total{type="ScanSystem",method="scan",outcome="returned"} \#(by)"#), "\(text)")
-            #expect(text.contains(#"skynet_actor_call_seconds_count{type="ScanSystem",method="scan"}"#), "\(text)")
-            let check = try await Self.promtoolCheck(metrics.body, scratch: scratch, named: "actors.prom")
-            #expect(check.status == 0 && check.stdout.isEmpty && check.stderr.isEmpty, "\(check.stdout)\(check.stderr)")
-            // `skynet status` lists them too: the spawned actor stays on the node after its program.
+            let program = try RunningProcess(["--cluster", cluster], program: example)
+            defer { program.kill() }
+            // While the program runs, the actor it spawned lives on n1: /metrics and `skynet status` show it.
+            try await program.waitForLine(timeout: .seconds(60)) { $0.hasSuffix(" by n1") }
+            let during = String(decoding: try await dashboardGet(port: metricsPort, "/metrics").body, as: UTF8.self)
+            #expect(during.contains(#"skynet_actors{type="ScanSystem"} 1"#), "\(during)")
             let status = try await runSkynet(["status", "--cluster", cluster, "--json"])
             #expect(status.stdout.contains(#""actors":{"ScanSystem":1}"#), "\(status.stdout)")
             let table = try await runSkynet(["status", "--cluster", cluster]).lines
             #expect(table.first?.hasSuffix("actors") == true && table.last?.hasSuffix("ScanSystem 1") == true, "\(table)")
+            let run = try await program.finish(timeout: .seconds(120))
+            #expect(run.status == 0, "\(run.stderr)")
+            let by = program.lines.filter { $0.hasSuffix(" by n1") }.count
+            let metrics = try await dashboardGet(port: metricsPort, "/metrics")
+            let text = String(decoding: metrics.body, as: UTF8.self)
+            #expect(text.contains(#"skynet_actor_calls_total{type="ScanSystem",method="scan",outcome="returned"} \#(by)"#), "\(text)")
+            #expect(text.contains(#"skynet_actor_call_seconds_count{type="ScanSystem",method="scan"} \#(by)"#), "\(text)")
+            let check = try await Self.promtoolCheck(metrics.body, scratch: scratch, named: "actors.prom")
+            #expect(check.status == 0 && check.stdout.isEmpty && check.stderr.isEmpty, "\(check.stdout)\(check.stderr)")
             node.send(SIGTERM)
             #expect(try await node.finish(timeout: .seconds(20)).status == 0)
         }

@@ -23,6 +23,8 @@ struct ActorCallWireTests {
     @Test(arguments: [
         (#"{"type":"call","id":1,"target":"t","arguments":[]}"#, "actor"),
         (#"{"type":"call","id":1,"actor":{"system":"b","number":0},"target":"t","arguments":[]}"#, "actor.number"),
+        (#"{"type":"call","id":1,"actor":{"system":"","number":1},"target":"t","arguments":[]}"#, "actor.system"),
+        (#"{"type":"call","id":1,"actor":{"system":"a\nb","number":1},"target":"t","arguments":[]}"#, "actor.system"),
         (#"{"type":"call","id":1,"actor":{"system":"b","number":1},"target":"","arguments":[]}"#, "target"),
         (#"{"type":"call","id":1,"actor":{"system":"b","number":1},"target":"t"}"#, "arguments"),
         (#"{"type":"call","id":1,"actor":{"system":"b","number":1},"target":"t","arguments":{}}"#, "arguments"),

@@ -138,6 +138,27 @@ struct ActorSpawnLinkTests {
         }
     }
 
+    /// An actor lives as long as the connection that spawned it: when it closes, the node
+    /// lets its actors and their names go, and another client may take the name again.
+    @Test func theActorsAConnectionSpawnedGoWithIt() async throws {
+        let host = ClusterActorSystem(name: "beta-1234", registry: try Self.registry())
+        var options = nodes.options()
+        options.actors = host
+        try await nodes.withNode(options) { node in
+            let first = try await nodes.connect(node)
+            let made = try await first.spawn(ActorSpawn(type: "Worker", name: "kept", arguments: .string("a")), timeout: .seconds(30))
+            #expect(host.lookupHere(name: "kept") == made)
+            #expect(host.state.withLock { $0.spawned.count } == 1)
+            first.close()
+            try await awaitState(upTo: .seconds(60)) { host.state.withLock { $0.spawned.isEmpty && $0.names.isEmpty } }
+            let second = try await nodes.connect(node)
+            defer { second.close() }
+            let again = try await second.spawn(ActorSpawn(type: "Worker", name: "kept", arguments: .string("b")), timeout: .seconds(30))
+            #expect(again != made)
+            #expect(host.metricFamilies().first { $0.name == "skynet_actors" }?.samples.first?.value == 1)
+        }
+    }
+
     @Test func aTypeTheNodeDoesNotDeclareIsRefusedOverTheLink() async throws {
         // The same build, by its types: the caller names a type the node's registry lacks only
         // when it sends the name itself, as another client could.
