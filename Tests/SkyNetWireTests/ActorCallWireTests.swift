@@ -32,13 +32,7 @@ struct ActorCallWireTests {
         (#"{"type":"call","id":1,"actor":{"system":"b","number":1},"target":"t","generics":[1],"arguments":[]}"#, "generics"),
     ])
     func aMalformedCallIsABadRequestNamingTheField(line: String, field: String) {
-        do {
-            _ = try Request.decode(Data(line.utf8))
-            Issue.record("accepted: \(line)")
-        } catch {
-            #expect(error.code == .badRequest && error.id == 1, "\(error)")
-            #expect(error.message?.contains(field) == true, "\(error)")
-        }
+        expectBadRequest(line, naming: field)
     }
 
     @Test func aCallOverItsBoundsIsRefused() {
@@ -48,5 +42,16 @@ struct ActorCallWireTests {
         #expect(throws: WireError.self) { try Request.decode(Data(many.line(id: 1))) }
         let system = ActorCall(system: String(repeating: "s", count: 129), number: 1, target: "t", arguments: [])
         #expect(throws: WireError.self) { try Request.decode(Data(system.line(id: 1))) }
+    }
+}
+
+/// `line` (a request with id 1) is refused as a `bad-request` that carries the id and names `field`.
+func expectBadRequest(_ line: String, naming field: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    do {
+        _ = try Request.decode(Data(line.utf8))
+        Issue.record("accepted: \(line)", sourceLocation: sourceLocation)
+    } catch {
+        #expect(error.code == .badRequest && error.id == 1, "\(error)", sourceLocation: sourceLocation)
+        #expect(error.message?.contains(field) == true, "\(error)", sourceLocation: sourceLocation)
     }
 }
