@@ -97,8 +97,12 @@ extension ClusterActorSystem {
     /// link's calls in flight, within `deadline`. What `body` throws becomes what it means for
     /// the caller: a link that ended is `linkLost` (the request may have run), a `TimeoutError`
     /// is `deadline`.
-    func onLink<T>(_ system: String, deadline: ContinuousClock.Instant, timeout: Duration,
+    func onLink<T>(_ target: String, deadline: ContinuousClock.Instant, timeout: Duration,
                    _ body: (any ActorCallChannel) async throws -> T) async throws -> T {
+        // The system's own link, else one that routes others' calls.
+        let system = state.withLock { state in
+            state.links[target] != nil ? target : state.links.first { $0.value.routesOthers }?.key
+        } ?? target
         let (link, node) = try await enter(system, until: deadline, timeout: timeout)
         defer { leave(system, link: link) }
         let channel = state.withLock { $0.links[system].flatMap { $0.number == link ? $0.channel : nil } }
@@ -113,6 +117,32 @@ extension ClusterActorSystem {
             throw ClusterActorSystemError.deadline(timeout)
         } catch {
             throw ClusterActorSystemError.linkLost(node: node, reason: "\(error)")
+        }
+    }
+
+    /// From now on, a call that arrives here for an actor of a system linked to this one is
+    /// passed on to it: a node's actor can call an actor of another node whose reference it
+    /// was given, through the program that links both (nodes link only to their callers).
+    package func relayCalls() {
+        state.withLock { $0.relays = true }
+    }
+
+    /// Passes `call` on to the linked system that hosts its actor, within this system's call
+    /// deadline. A call that may have run there and did not answer (its link ended, its
+    /// deadline passed) is told as thrown: the caller must not take it for one that never ran.
+    func relay(_ call: ActorCall) async -> ActorReply {
+        let deadline = clock.now + callTimeout
+        do {
+            return try await onLink(call.system, deadline: deadline, timeout: callTimeout) { channel in
+                try await channel.call(call, timeout: max(.zero, deadline - self.clock.now))
+            }
+        } catch let error as ClusterActorSystemError {
+            switch error {
+            case .linkLost, .deadline: return .threw(type: "ClusterActorSystemError", message: error.description)
+            default: return .refused(error)
+            }
+        } catch {
+            return .threw(type: String(describing: type(of: error)), message: "\(error)")
         }
     }
 

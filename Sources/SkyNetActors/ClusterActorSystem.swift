@@ -44,6 +44,9 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         let node: String
         let number: Int
         let channel: any ActorCallChannel
+        /// Calls for systems with no link of their own go this way (a node's caller, which
+        /// relays them to the node that hosts their actor).
+        var routesOthers = false
         var calls = 0
         var waiting: [Int: Waiter] = [:]
         /// The waiting calls' tickets in turn, from `nextTurn` (a turn whose call stopped
@@ -90,6 +93,8 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         var restartable: [ClusterActorID: Restartable] = [:]
         /// Those being made again: their calls wait for the new one.
         var restarting: [ClusterActorID: AsyncSignal<Void>] = [:]
+        /// Whether calls that arrive for a linked system's actors are passed on to it (`relayCalls`).
+        var relays = false
         /// What to run when an actor is gone (`whenTerminated`), by the ID its references carry.
         var watchers: [ClusterActorID: [@Sendable (ClusterActorID) -> Void]] = [:]
     }
@@ -146,9 +151,13 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         return actor
     }
 
-    /// Runs a call that arrived for an actor hosted here; never throws: what went wrong is the reply.
+    /// Runs a call that arrived for an actor hosted here, or, on a system that relays, passes
+    /// one for a linked system on to it; never throws: what went wrong is the reply.
     package func execute(_ call: ActorCall) async -> ActorReply {
         let id = call.actor
+        if id.system != name, state.withLock({ $0.relays && $0.links[id.system] != nil }) {
+            return await relay(call)
+        }
         guard id.system == name, let actor = state.withLock({ $0.actors[id]?.actor }) else {
             metrics.record(type: ActorMetrics.unknown, method: ActorMetrics.unknown, outcome: .refused, seconds: nil)
             return .refused(.actorNotFound(id))
@@ -210,10 +219,11 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
     /// Calls to actors of the system `system`, the node `node` (by default the system's
     /// name), go through `channel` from now on; returns the link's number, for `disconnect`.
     @discardableResult
-    package func connect(to system: String, node: String? = nil, through channel: any ActorCallChannel) -> Int {
+    /// `routesOthers`: calls for systems that have no link here go this way too.
+    package func connect(to system: String, node: String? = nil, through channel: any ActorCallChannel, routesOthers: Bool = false) -> Int {
         let (number, admitted) = state.withLock { state in
             state.lastLink += 1
-            var link = Link(node: node ?? system, number: state.lastLink, channel: channel)
+            var link = Link(node: node ?? system, number: state.lastLink, channel: channel, routesOthers: routesOthers)
             // The calls that waited for room on a link this one replaces wait here now.
             if let old = state.links[system] { (link.waiting, link.turns, link.nextTurn) = (old.waiting, old.turns, old.nextTurn) }
             let admitted = link.admitWaiters()

@@ -108,6 +108,7 @@ public final class ActorCluster: Sendable {
             throw ActorClusterError(description: "the cluster file's node \"\(clash.name)\" has the name of a spawned node; rename it")
         }
         let system = ClusterActorSystem(name: "\(name)-\(String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16))", registry: actors)
+        system.relayCalls()
         let nodes = try await NodeProcess.startAll(options.spawn, arguments: Options.optionTable.spawnedArguments(for: options))
         let peers = ClusterConfig(nodes: options.cluster.nodes + nodes.map { .init(name: $0.name, host: $0.host, port: $0.port) }
                                       + options.ssh.map { ClusterConfig.Node(name: $0.description, ssh: $0) },

@@ -58,7 +58,8 @@ extension NodeSession {
     func linkCallerActors() {
         guard let actors = node.options.actors, let system = state.withLock({ $0.callerActors?.system }) else { return }
         let client = state.withLock { state in if case .serving(let client) = state.phase { client } else { system } }
-        let number = actors.connect(to: system, node: client, through: CallerChannel(session: self))
+        // The caller links the other nodes: calls for their actors go through it.
+        let number = actors.connect(to: system, node: client, through: CallerChannel(session: self), routesOthers: true)
         state.withLock { $0.callerActors?.link = number }
     }
 

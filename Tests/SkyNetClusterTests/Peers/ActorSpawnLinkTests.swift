@@ -28,6 +28,11 @@ struct ActorSpawnLinkTests {
 
         distributed func work(_ sector: Int) -> String { "\(label) scanned \(sector) on \(id.system)" }
 
+        /// Asks `other` to work, wherever it lives.
+        distributed func ask(_ other: Worker, _ sector: Int) async throws -> String {
+            try await other.work(sector)
+        }
+
         /// Calls `listener` back, wherever it lives.
         distributed func tell(_ listener: Listener, _ text: String) async throws -> String {
             try await listener.heard("\(text) from \(id.system)")
@@ -156,6 +161,38 @@ struct ActorSpawnLinkTests {
             let again = try await second.spawn(ActorSpawn(type: "Worker", name: "kept", arguments: .string("b")), timeout: .seconds(30))
             #expect(again != made)
             #expect(host.metricFamilies().first { $0.name == "skynet_actors" }?.samples.first?.value == 1)
+        }
+    }
+
+    /// Nodes link only to their callers: a node's actor calls another node's actor, whose
+    /// reference it was given, through the program that links both (which relays the call).
+    @Test func aNodesActorCallsAnotherNodesActorThroughTheProgramThatLinksBoth() async throws {
+        let registry = try Self.registry()
+        var beta = nodes.options(token: Self.token), gamma = nodes.options(token: Self.token)
+        (beta.name, gamma.name) = ("beta", "gamma")
+        beta.actors = ClusterActorSystem(name: "beta-1234", registry: registry)
+        gamma.actors = ClusterActorSystem(name: "gamma-5678", registry: registry)
+        try await nodes.withNode(beta) { betaNode in
+            try await nodes.withNode(gamma) { gammaNode in
+                let caller = ClusterActorSystem(name: "caller", registry: registry)
+                caller.relayCalls()
+                var settings = PeerLinks.Settings(timeout: .seconds(30), token: Self.token)
+                settings.actors = caller
+                let events = Events()
+                let links = PeerLinks(cluster: ClusterConfig(nodes: [.init(name: "beta", port: betaNode.port),
+                                                                     .init(name: "gamma", port: gammaNode.port)]),
+                                      systems: Systems(), settings: settings) { events.append($0) }
+                do {
+                    try await awaitState(upTo: .seconds(60)) { caller.nodes == ["beta", "gamma"] }
+                    let onGamma = try await caller.spawn(Worker.self, with: "g", on: .node("gamma"))
+                    let onBeta = try await caller.spawn(Worker.self, with: "b", on: .node("beta"))
+                    #expect(try await onBeta.ask(onGamma, 7) == "g scanned 7 on gamma-5678")
+                    await links.stop()
+                } catch {
+                    await links.stop()
+                    throw error
+                }
+            }
         }
     }
 
