@@ -14,11 +14,16 @@ extension PeerConnection: ActorCallChannel {
     /// coordinator's links give tasks by default (`PeerLinks.Settings.timeout`).
     static let actorLiveness: Duration = .seconds(5)
 
+    /// The most bytes a line to the node may hold: a wire line, less the seal on a token link.
+    /// Past it the node would end the link (`frame-too-large`), and every call on it.
+    var lineRoom: Int {
+        connection.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+    }
+
     package func call(_ call: ActorCall, timeout: Duration) async throws -> ActorReply {
         let id = nextID()
-        // A line past the node's limit would end the link (`frame-too-large`), and every call on it.
         let line = call.line(id: id)
-        let room = connection.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        let room = lineRoom
         guard line.count <= room else {
             throw ClusterActorSystemError.badValue("the call's line is \(line.count) bytes, more than a line holds (\(room)): pass less")
         }
@@ -39,7 +44,7 @@ extension PeerConnection: ActorCallChannel {
 
     package func spawn(_ spawn: ActorSpawn, timeout: Duration) async throws -> ClusterActorID {
         let id = nextID()
-        let room = connection.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
+        let room = lineRoom
         guard spawn.line(id: id).count <= room else {
             throw ClusterActorSystemError.badValue("the spawn's arguments are more than a line holds (\(room) bytes): pass less")
         }
@@ -87,7 +92,7 @@ extension PeerConnection: ActorCallChannel {
             Task {
                 let reply = await host.execute(call).reply(id: id)
                 var line = reply.line
-                if line.count > connection.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0) {
+                if line.count > lineRoom {
                     line = Reply.threw(id: id, type: ActorReply.resultNotSent, message: "the result is more than a line holds").line
                 }
                 callsFromNode.withLock { $0.running -= 1 }
