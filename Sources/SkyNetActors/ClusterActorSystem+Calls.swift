@@ -150,9 +150,23 @@ extension ClusterActorSystem {
     /// `ActorCall.maxCallsPerConnection`), waiting in turn for one until `deadline`; returns
     /// the link's number and node. Cancelling the caller ends the wait.
     private func enter(_ system: String, until deadline: ContinuousClock.Instant, timeout: Duration) async throws -> (Int, String) {
-        let ticket = state.withLock { state in
+        // A place free and nobody waiting: taken at once, without suspending the caller (a
+        // continuation resumed at once would still send it back through the executor's queue).
+        let (place, ticket) = state.withLock { state -> ((Int, String)?, Int) in
+            if let index = state.links.index(forKey: system), state.links.values[index].waiting.isEmpty,
+               state.links.values[index].calls < ActorCall.maxCallsPerConnection {
+                state.links.values[index].calls += 1
+                return ((state.links.values[index].number, state.links.values[index].node), 0)
+            }
             state.lastWaiter += 1
-            return state.lastWaiter
+            return (nil, state.lastWaiter)
+        }
+        if let place {
+            guard !Task.isCancelled else {
+                leave(system, link: place.0)
+                throw CancellationError()
+            }
+            return place
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int, String), any Error>) in
