@@ -1,9 +1,9 @@
 import SkyNetRuntime
 import SkyNetWork
 
-/// The two lines that make up nearly all traffic, `scan` requests and `result` replies,
-/// decoded without the general JSON parser when they are written exactly as our own encoder
-/// writes them (the parser's dictionary of values was the largest user-space cost of a
+/// The lines that make up nearly all traffic, `scan` requests and `result` replies (and the
+/// calls of actors and their answers), decoded without the general JSON parser when they are
+/// written exactly as our own encoder writes them (the parser's dictionary of values was the largest user-space cost of a
 /// node's request and of a coordinator's reply).
 ///
 /// Safe by construction: a line is taken here only if encoding the decoded message again
@@ -45,7 +45,7 @@ enum CanonicalLine {
         }
     }
 
-    private static func exact<T>(_ line: Data, _ read: (inout ExactLineReader, UnsafeBufferPointer<UInt8>) -> T?) -> T? {
+    static func exact<T>(_ line: Data, _ read: (inout ExactLineReader, UnsafeBufferPointer<UInt8>) -> T?) -> T? {
         line.withUnsafeBytes { raw in
             raw.withMemoryRebound(to: UInt8.self) { bytes in
                 var reader = ExactLineReader(bytes: bytes)

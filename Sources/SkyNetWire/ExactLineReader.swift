@@ -86,6 +86,17 @@ package struct ExactLineReader {
         return value
     }
 
+    /// The JSON value that fills the rest of the line but its last `suffix`, through the
+    /// general parser (a call's arguments, a method's result).
+    package mutating func value(before suffix: StaticString) -> JSONValue? {
+        let end = bytes.count - suffix.utf8CodeUnitCount
+        guard end > index else { return nil }
+        for offset in 0..<suffix.utf8CodeUnitCount where bytes[end + offset] != suffix.utf8Start[offset] { return nil }
+        guard let value = try? JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[index..<end])) else { return nil }
+        index = bytes.count
+        return value
+    }
+
     private mutating func skip(while accepted: (UInt8) -> Bool) {
         while index < bytes.count, accepted(bytes[index]) { index += 1 }
     }

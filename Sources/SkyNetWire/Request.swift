@@ -108,6 +108,7 @@ package enum Request: Sendable, Equatable {
     package static func decode(_ line: Data) throws(WireError) -> Request {
         if let scan = CanonicalLine.scan(line) { return scan }
         if let chunk = CanonicalLine.chunk(line, inReply: false) { return .chunk(chunk) }
+        if let call = CanonicalLine.call(line) { return call }
         let fields = try WireFields(line)
         let id = fields.optionalInt("id")
         switch try fields.type() {
