@@ -100,6 +100,16 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
     }
     let state = Locked(State())
 
+    /// A call's target for an actor type, with its type arguments (none, or a stub's `Self`).
+    struct CheckedTargetKey: Hashable {
+        let type: ObjectIdentifier
+        let target: String
+        let generics: [String]
+    }
+    /// The targets calls named that the host checked and let run (`checkedTarget`): the
+    /// type's label and the method's name.
+    private let checkedTargets = Locked<[CheckedTargetKey: (String, String)]>([:])
+
     /// Makes a system named `name` (the name other systems reach it by) that makes the types
     /// of `registry` when asked, at most `maxActors` of them.
     public convenience init(name: String, registry: ActorRegistry = ActorRegistry(), maxActors: Int = 10_000, callTimeout: Duration = .seconds(60)) {
@@ -168,16 +178,9 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
     private func execute<Act: DistributedActor>(_ call: ActorCall, on actor: Act) async -> ActorReply {
         // A method of the actor's own type, or a `@Resolvable` protocol's through its stub
         // (whose type argument, `Self`, the runtime checks the actor against): nothing else runs.
-        let target = String(call.target.prefix(ActorCall.maxTargetBytes))
-        let typeLabel = registry.name(of: Act.self) ?? String(describing: Act.self)
-        let method: String?
-        switch call.generics {
-        case []: method = ActorTarget.method(call.target, of: Act.self)
-        case [ActorCall.selfType]: method = resolvableStubs.lazy.compactMap { ActorTarget.method(call.target, of: $0) }.first
-        default: method = nil
-        }
-        guard let method else {
-            metrics.record(type: typeLabel, method: ActorMetrics.unknown, outcome: .refused, seconds: nil)
+        guard let (typeLabel, method) = checkedTarget(call, of: Act.self) else {
+            let target = String(call.target.prefix(ActorCall.maxTargetBytes))
+            metrics.record(type: registry.name(of: Act.self) ?? String(describing: Act.self), method: ActorMetrics.unknown, outcome: .refused, seconds: nil)
             return call.generics.isEmpty || call.generics == [ActorCall.selfType] ? .refused(.unknownTarget(target)) : .refused(.genericMethod(target))
         }
         let started = ContinuousClock.now
@@ -189,6 +192,24 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         }
         metrics.record(type: typeLabel, method: method, outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
         return reply
+    }
+
+    /// The label of `type` and the name of the method `call` names, when the actor may run it;
+    /// nil when it may not. What passed is remembered: the check reads the whole target and
+    /// searches the runtime's table of functions. What is remembered is bounded by the
+    /// program: only targets that name a thunk compiled into it, for the types it hosts.
+    private func checkedTarget(_ call: ActorCall, of type: any DistributedActor.Type) -> (String, String)? {
+        let key = CheckedTargetKey(type: ObjectIdentifier(type), target: call.target, generics: call.generics)
+        if let known = checkedTargets.withLock({ $0[key] }) { return known }
+        let method: String? = switch call.generics {
+        case []: ActorTarget.method(call.target, of: type)
+        case [ActorCall.selfType]: resolvableStubs.lazy.compactMap { ActorTarget.method(call.target, of: $0) }.first
+        default: nil
+        }
+        guard let method else { return nil }
+        let checked = (registry.name(of: type) ?? String(describing: type), method)
+        checkedTargets.withLock { $0[key] = checked }
+        return checked
     }
 
     /// Runs a call whose target the host checked.
