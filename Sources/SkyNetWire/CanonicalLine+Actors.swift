@@ -16,7 +16,7 @@ extension CanonicalLine {
                   arguments.count <= ActorCall.maxArguments
             else { return nil }
             let request = Request.call(id: id, ActorCall(system: system, number: number, target: target, arguments: arguments))
-            return request.line.dropLast().elementsEqual(bytes) ? request : nil
+            return writes(request.line, as: bytes) ? request : nil
         }
     }
 
@@ -33,7 +33,7 @@ extension CanonicalLine {
                 guard reader.literal("}"), reader.atEnd else { return nil }
             }
             let reply = Reply.returned(id: id, value: value)
-            return reply.line.dropLast().elementsEqual(bytes) ? reply : nil
+            return writes(reply.line, as: bytes) ? reply : nil
         }
     }
 }

@@ -20,7 +20,7 @@ enum CanonicalLine {
                   reader.literal("}"), reader.atEnd
             else { return nil }
             let reply = Reply.result(id: id, task: task, result: result)
-            return reply.line.dropLast().elementsEqual(bytes) ? reply : nil
+            return writes(reply.line, as: bytes) ? reply : nil
         }
     }
 
@@ -41,8 +41,13 @@ enum CanonicalLine {
             }
             guard reader.literal("}}"), reader.atEnd else { return nil }
             let request = Request.scan(id: id, task: ScanTask(id: taskID, input: input, duration: duration, timeout: timeout))
-            return request.line.dropLast().elementsEqual(bytes) ? request : nil
+            return writes(request.line, as: bytes) ? request : nil
         }
+    }
+
+    /// Whether `line`, as our encoder writes it (with its newline), is `bytes` and a newline.
+    static func writes(_ line: [UInt8], as bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        line.count == bytes.count + 1 && line.withUnsafeBufferPointer { UnsafeBufferPointer(rebasing: $0.dropLast()).elementsEqual(bytes) }
     }
 
     static func exact<T>(_ line: Data, _ read: (inout ExactLineReader, UnsafeBufferPointer<UInt8>) -> T?) -> T? {

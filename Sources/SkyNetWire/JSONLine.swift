@@ -127,26 +127,30 @@ package struct JSONLine: Sendable {
     }
 
     static func appendString(_ text: String, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
-        // Most strings need no escape: copy them whole (a hot path in profiles).
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            bytes.append(contentsOf: text.utf8)
+        var text = text
+        // Over the string's own UTF-8 (a native string is contiguous): the runs that need no
+        // escape, nearly always the whole string, are copied whole (a hot path in profiles).
+        text.withUTF8 { utf8 in
             bytes.append(UInt8(ascii: "\""))
-            return
-        }
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
-            case 10: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 13: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 9: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0..<32:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-            default: bytes.append(byte)
+            var run = 0
+            for index in utf8.indices {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run..<index]))
+                run = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
+                case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
+                case 10: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
+                case 13: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
+                case 9: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+                }
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...]))
+            bytes.append(UInt8(ascii: "\""))
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 }
