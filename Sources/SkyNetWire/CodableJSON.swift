@@ -13,6 +13,15 @@ package enum CodableJSON {
     package static let maxDepth = 24
 
     package static func encode<Value: Encodable>(_ value: Value) throws -> JSONValue {
+        // The commonest arguments and results, as their single-value containers write them,
+        // without a tree of encoding nodes.
+        switch value {
+        case let number as Int: return .int(number)
+        case let text as String: return .string(text)
+        case let flag as Bool: return .bool(flag)
+        case let number as Double: return try Leaf.floating(number, at: [])
+        default: break
+        }
         let root = EncodedNode()
         try Leaf.encode(value, into: root, at: [])
         return root.value
@@ -21,8 +30,18 @@ package enum CodableJSON {
     /// Decodes `type`; `userInfo` reaches every `init(from:)` (an actor system, for the actor
     /// references among the values).
     package static func decode<Value: Decodable>(_ type: Value.Type, from json: JSONValue,
-                                                 userInfo: [CodingUserInfoKey: any Sendable] = [:]) throws -> Value {
-        try Read.decode(type, json, [], userInfo)
+                                                 userInfo: @autoclosure () -> [CodingUserInfoKey: any Sendable] = [:]) throws -> Value {
+        // The commonest arguments and results, as their single-value containers read them,
+        // without a decoder (or the `userInfo` no primitive reads).
+        let primitive: Any? = switch type {
+        case is Int.Type: try Read.integer(json, []) as Int
+        case is String.Type: try Read.string(json, [])
+        case is Bool.Type: try Read.bool(json, [])
+        case is Double.Type: try Read.floating(json, []) as Double
+        default: nil
+        }
+        if let primitive, let value = primitive as? Value { return value }
+        return try Read.decode(type, json, [], userInfo())
     }
 }
 

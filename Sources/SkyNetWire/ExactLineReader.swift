@@ -87,12 +87,13 @@ package struct ExactLineReader {
     }
 
     /// The JSON value that fills the rest of the line but its last `suffix`, through the
-    /// general parser (a call's arguments, a method's result).
+    /// general parser, as a member of the line's object (a call's arguments, a method's
+    /// result): nested as deep as the parser takes in a whole line, and no deeper.
     package mutating func value(before suffix: StaticString) -> JSONValue? {
         let end = bytes.count - suffix.utf8CodeUnitCount
         guard end > index else { return nil }
         for offset in 0..<suffix.utf8CodeUnitCount where bytes[end + offset] != suffix.utf8Start[offset] { return nil }
-        guard let value = try? JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[index..<end])) else { return nil }
+        guard let value = try? JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[index..<end]), depth: 1) else { return nil }
         index = bytes.count
         return value
     }

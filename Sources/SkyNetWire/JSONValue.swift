@@ -48,10 +48,12 @@ package struct JSONParser {
     private let bytes: [UInt8]
     private var index = 0
 
-    package static func parse<Bytes: Collection<UInt8>>(_ input: Bytes) throws(JSONSyntaxError) -> JSONValue {
+    /// Parses `input` as one JSON value; `depth`: how deep it sits in a value around it (the
+    /// limit counts from the outermost).
+    package static func parse<Bytes: Collection<UInt8>>(_ input: Bytes, depth: Int = 0) throws(JSONSyntaxError) -> JSONValue {
         var parser = JSONParser(bytes: Array(input))
         parser.skipSpace()
-        let value = try parser.value(depth: 0)
+        let value = try parser.value(depth: depth)
         parser.skipSpace()
         guard parser.index == parser.bytes.count else { throw parser.error("unexpected text after the value") }
         return value

@@ -70,6 +70,17 @@ extension CanonicalLineTests {
             #expect(CanonicalLine.call(line) == nil, "\(text.prefix(120))")
             #expect(throws: WireError.self) { try Request.decode(line) }
         }
+        // Arguments nested about as deep as a line may nest: the fast path takes exactly what
+        // the general decoder takes.
+        for depth in 28...34 {
+            let nested = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+            let line = Data(#"{"type":"call","id":1,"actor":{"system":"n","number":1},"target":"T","arguments":\#(nested)}"#.utf8)
+            let general = Self.generalCall(line)
+            #expect(CanonicalLine.call(line) == general, "\(depth)")
+            #expect((general == nil) == (depth > 31), "\(depth)")
+            let returned = Data(#"{"type":"returned","id":1,"value":\#(nested)}"#.utf8)
+            #expect(CanonicalLine.returned(returned) == Self.generalReturned(returned), "\(depth)")
+        }
         let spaced = Data(#"{"type":"call", "id":1,"actor":{"system":"n","number":1},"target":"T","arguments":[2]}"#.utf8)
         #expect(CanonicalLine.call(spaced) == nil)
         #expect(try Request.decode(spaced) == .call(id: 1, ActorCall(system: "n", number: 1, target: "T", arguments: [.int(2)])))

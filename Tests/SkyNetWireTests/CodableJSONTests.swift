@@ -74,6 +74,27 @@ struct CodableJSONTests {
         #expect(try CodableJSON.decode(Sample.self, from: JSONParser.parse(theirs)) == value)
     }
 
+    /// A primitive alone (most arguments and results) takes a shorter way: it must give what
+    /// the containers give, optionals and refusals included.
+    @Test func aPrimitiveAloneAndItsOptionalComeBackAsTheContainersGiveThem() throws {
+        #expect(try CodableJSON.encode(4) == .int(4))
+        #expect(try CodableJSON.encode(Int?.some(4)) == .int(4))
+        #expect(try CodableJSON.encode(Int?.none) == .null)
+        #expect(try CodableJSON.encode("x") == .string("x"))
+        #expect(try CodableJSON.encode(true) == .bool(true))
+        #expect(try CodableJSON.encode(0.5) == .double(0.5))
+        #expect(throws: EncodingError.self) { try CodableJSON.encode(Double.nan) }
+        #expect(try CodableJSON.decode(Int.self, from: .int(4)) == 4)
+        #expect(try CodableJSON.decode(Int?.self, from: .int(4)) == 4)
+        #expect(try CodableJSON.decode(Int?.self, from: .null) == nil)
+        #expect(try CodableJSON.decode(String?.self, from: .string("a")) == "a")
+        #expect(try CodableJSON.decode(Double.self, from: .int(3)) == 3)
+        #expect(try CodableJSON.decode(Bool?.self, from: .null) == nil)
+        #expect(throws: DecodingError.self) { try CodableJSON.decode(Int.self, from: .string("4")) }
+        #expect(throws: DecodingError.self) { try CodableJSON.decode(Int.self, from: .null) }
+        #expect(throws: DecodingError.self) { try CodableJSON.decode(String.self, from: .int(1)) }
+    }
+
     @Test func dataIsBase64AndAURLItsStringAsFoundationWritesThem() throws {
         let json = try CodableJSON.encode(Sample())
         guard case .object(let fields) = json else {
