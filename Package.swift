@@ -37,8 +37,10 @@ let package = Package(
         .library(name: "SkyNet", targets: ["SkyNet"]),
     ],
     targets: [
-        // Locks, threads, the timer, the line splitter, child processes: depends on nothing.
-        .target(name: "SkyNetRuntime"),
+        // The system calls of readiness that Swift's C library modules leave out (epoll, kqueue).
+        .target(name: "CSkyNetPlatform"),
+        // Locks, threads, the timer, the event loop, the line splitter, child processes.
+        .target(name: "SkyNetRuntime", dependencies: ["CSkyNetPlatform"]),
         // Sockets, the listener, connections that carry lines (through filters given to them).
         .target(name: "SkyNetTransport", dependencies: ["SkyNetRuntime"]),
         // SHA-256, HMAC, the token handshake's proofs, sealed lines, failed logins.
@@ -101,6 +103,6 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-for target in package.targets {
+for target in package.targets where target.name != "CSkyNetPlatform" {
     target.swiftSettings = (target.swiftSettings ?? []) + warningsAsErrors
 }

@@ -158,7 +158,7 @@ package final class HTTPServer: Sendable {
         let server = HTTPServer(configuration: configuration, routes: routes, listener: listener)
         server.scheduleTick()
         server.startRefuser()
-        listener.start(onAccept: { [server] socket, peer in server.accept(socket, from: peer) },
+        try listener.start(onAccept: { [server] socket, peer in server.accept(socket, from: peer) },
                        onFailure: { [configuration] error in configuration.log(configuration.logPrefix + "\(error)") })
         return server
     }

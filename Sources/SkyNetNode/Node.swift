@@ -152,7 +152,7 @@ public final class Node: Sendable {
         Socket.ignoreBrokenPipes()
         let listener = try await Listener.bind(host: options.host, port: options.port)
         let node = Node(options: options, listener: listener, clock: clock, log: log)
-        listener.start(onAccept: { [node] socket, peer in node.accept(socket, peer: peer) },
+        try listener.start(onAccept: { [node] socket, peer in node.accept(socket, peer: peer) },
                        onFailure: { error in log("[Node] Cannot accept connections: \(error)") })
         node.startSweeper()
         if node.offersFiles { node.files.sweepLeftovers() }

@@ -1,15 +1,15 @@
 import SkyNetRuntime
 
-/// A listening socket whose accept loop runs on a thread of its own.
+/// A listening socket whose connections are taken on one of the process's event loops.
 package final class Listener: Sendable {
     package let socket: Socket
     /// The bound address; `port` is the real one when 0 was asked for.
     package let host: String
     package let port: Int
-    /// `stopping`: stop() was called; `closed`: the accept thread closed the socket. Both
-    /// change under the lock, so shutdown never reaches a closed (maybe reused) descriptor.
-    private let state = Locked((stopping: false, closed: false))
-    /// Fulfilled when the accept loop has ended and the socket is closed.
+    /// `stopping`: stop() was called; `closed`: the socket is closed; `watch`: the loop's, once
+    /// started.
+    private let state = Locked<(stopping: Bool, closed: Bool, watch: EventLoop.Watch?)>((false, false, nil))
+    /// Fulfilled when accepting has ended and the socket is closed.
     package let stopped = AsyncSignal<Void>()
 
     /// Binds and listens on `host:port` (port 0: any free port). Name lookup may block, so it
@@ -33,44 +33,87 @@ package final class Listener: Sendable {
         self.port = port
     }
 
-    /// Starts accepting; `onAccept` runs on the accept thread for each new connection and must
-    /// not block. A peer that gave up before it was taken is skipped; any other accept failure
-    /// (out of descriptors, out of memory) is waited out 100 ms at a time, never spun on;
-    /// `onFailure` hears the first failure of each burst (a burst ends with the next accepted
-    /// connection), never one per attempt. Only `stop()` ends the loop.
+    /// Starts accepting on one of the process's event loops; `onAccept` runs on the loop's
+    /// thread for each new connection and must not block. A peer that gave up before it was
+    /// taken is skipped; any other accept failure (out of descriptors, out of memory) is waited
+    /// out 100 ms at a time, never spun on; `onFailure` hears the first failure of each burst
+    /// (a burst ends with the next accepted connection), never one per attempt. Only `stop()`
+    /// ends accepting. Throws, with the socket closed, when the loop cannot watch it.
     package func start(onAccept: @escaping @Sendable (Socket, String) -> Void,
-                      onFailure: @escaping @Sendable (SocketError) -> Void = { _ in }) {
-        startThread(named: "skynet-accept") { [self] in
-            var failing = false
-            while !state.withLock({ $0.stopping }) {
-                do throws(SocketError) {
-                    let (client, peer) = try socket.accept()
-                    failing = false
-                    onAccept(client, peer)
-                } catch {
-                    if state.withLock({ $0.stopping }) { break }
-                    // A peer that gave up before we took it, or a signal: take the next one.
-                    if error.code == ECONNABORTED || error.code == EINTR { continue }
-                    if !failing { onFailure(error) }
-                    failing = true
-                    // Out of descriptors or memory (or anything else): give connections a
-                    // moment to close rather than spin on a failure that has not cleared
-                    // (a stop ends the pause).
-                    state.wait(while: { !$0.stopping }, deadline: .now + .milliseconds(100)) { _, _ in }
+                      onFailure: @escaping @Sendable (SocketError) -> Void = { _ in }) throws(EventLoopError) {
+        socket.setNonBlocking(true)  // an accept that finds nobody returns at once (the accepted socket blocks)
+        let loop = EventLoop.shared.next()
+        let failing = Locked(false)
+        let watch: EventLoop.Watch
+        do {
+            watch = try loop.watch(socket.descriptor, for: .readable) { [self] _ in
+                acceptWaiting(onAccept: onAccept) { error in
+                    if !failing.withLock({ $0 }) { onFailure(error) }
+                    failing.withLock { $0 = true }
+                } accepted: {
+                    failing.withLock { $0 = false }
                 }
             }
+        } catch {
             state.withLock { $0.closed = true }
             socket.close()
             stopped.fulfil(())
+            throw error
+        }
+        state.withLock { $0.watch = watch }
+    }
+
+    /// Takes the connections waiting (at most 64 at a time, so one listener cannot hold its
+    /// loop); on a failure other than a peer that gave up, stops watching for 100 ms.
+    private func acceptWaiting(onAccept: (Socket, String) -> Void, failed: (SocketError) -> Void, accepted: () -> Void) {
+        for _ in 0..<64 {
+            do throws(SocketError) {
+                let (client, peer) = try socket.accept()
+                accepted()
+                onAccept(client, peer)
+            } catch {
+                if error.code == EAGAIN || error.code == EWOULDBLOCK { return }
+                // A peer that gave up before we took it, or a signal: take the next one.
+                if error.code == ECONNABORTED || error.code == EINTR { continue }
+                failed(error)
+                pause()
+                return
+            }
         }
     }
 
-    /// Stops accepting: wakes the accept thread, which closes the socket.
+    /// Out of descriptors or memory (or anything else): give connections a moment to close
+    /// rather than spin on a failure that has not cleared.
+    private func pause() {
+        guard let watch = state.withLock({ $0.stopping ? nil : $0.watch }) else { return }
+        watch.change(to: [])
+        DeadlineTimer.shared.schedule(after: .milliseconds(100)) { [self] in
+            watch.loop.execute { [self] in
+                if let watch = state.withLock({ $0.stopping ? nil : $0.watch }) { watch.change(to: .readable) }
+            }
+        }
+    }
+
+    /// Stops accepting: the loop stops watching the socket and closes it.
     package func stop() {
-        state.withLock { state in
-            guard !state.stopping else { return }
+        let watch = state.withLock { state -> EventLoop.Watch?? in
+            guard !state.stopping else { return .none }
             state.stopping = true
-            if !state.closed { socket.shutdown() }
+            return .some(state.watch)
+        }
+        guard case .some(let watch) = watch else { return }
+        guard let watch else {  // never started: nobody else closes it
+            state.withLock { $0.closed = true }
+            socket.close()
+            stopped.fulfil(())
+            return
+        }
+        // On the loop's thread: once the watch is cancelled there, no handler is running.
+        watch.loop.execute { [self] in
+            watch.cancel()
+            state.withLock { $0.closed = true }
+            socket.close()
+            stopped.fulfil(())
         }
     }
 }

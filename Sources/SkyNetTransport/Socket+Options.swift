@@ -6,6 +6,12 @@ extension Socket {
     /// died without a FIN is noticed within idle + interval × count (here 30 s + 3 × 5 s).
     package static let keepAlive = (idle: Int32(30), interval: Int32(5), count: Int32(3))
 
+    /// Makes the socket's calls return at once instead of waiting (`EAGAIN`), or wait again.
+    package func setNonBlocking(_ nonBlocking: Bool) {
+        let flags = fcntl(descriptor, F_GETFL, 0)
+        _ = fcntl(descriptor, F_SETFL, nonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK)
+    }
+
     /// Turns on TCP keepalive with short probes, so a half-open connection (the peer's host
     /// died, no FIN) fails the blocked `receive` instead of holding the descriptor forever.
     func enableKeepAlive() {

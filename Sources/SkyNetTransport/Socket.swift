@@ -137,6 +137,7 @@ package struct Socket: Sendable, Hashable {
         socket.enableKeepAlive()
         #if canImport(Darwin)
         socket.setOption(SOL_SOCKET, SO_NOSIGPIPE, 1)
+        socket.setNonBlocking(false)  // BSD's accept passes on a non-blocking listener's flag; Linux's does not
         #endif
         return (socket, Self.describe(&storage, length: length))
     }

@@ -12,9 +12,14 @@ extension ProcessTests {
             .deletingLastPathComponent().deletingLastPathComponent()
         static let modules = skynetBinary.deletingLastPathComponent().appendingPathComponent("Modules").path
 
+        /// The C module of the system calls Swift's C library leaves out, which a program that
+        /// depends on the package gets from SwiftPM with the rest.
+        static let platformHeaders = repository.appendingPathComponent("Sources/CSkyNetPlatform/include").path
+
         /// Type-checks `files` as a program of its own, against the built modules.
         func typecheck(_ files: [String]) async throws -> Finished {
-            try await runProgram("/usr/bin/env", ["swiftc", "-typecheck", "-swift-version", "6", "-I", Self.modules] + files,
+            try await runProgram("/usr/bin/env", ["swiftc", "-typecheck", "-swift-version", "6", "-I", Self.modules,
+                                                  "-I", Self.platformHeaders] + files,
                                  limit: .seconds(240))
         }
 

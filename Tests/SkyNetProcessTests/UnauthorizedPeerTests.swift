@@ -141,7 +141,7 @@ final class ImpostorNode: Sendable {
 
     static func start(_ manner: Manner) async throws -> ImpostorNode {
         let node = ImpostorNode(manner: manner, listener: try await Listener.bind(host: "127.0.0.1", port: 0))
-        node.listener.start { socket, peer in
+        try node.listener.start { socket, peer in
             let connection = Connection(socket: socket, peer: peer)
             node.state.withLock { $0.connections.append(connection) }
             connection.start(onEvent: { event in

@@ -184,7 +184,7 @@ package final class ImpostorNode: Sendable {
 
     package static func start(_ script: Script) async throws -> ImpostorNode {
         let node = ImpostorNode(listener: try await Listener.bind(host: "127.0.0.1", port: 0))
-        node.listener.start { socket, _ in
+        try node.listener.start { socket, _ in
             startThread(named: "test-impostor") { node.converse(RawLines(socket: socket), script) }
         }
         return node

@@ -38,7 +38,7 @@ package final class FakeNode: Sendable {
 
     package static func start() async throws -> FakeNode {
         let node = FakeNode(listener: try await Listener.bind(host: "127.0.0.1", port: 0))
-        node.listener.start { socket, peer in
+        try node.listener.start { socket, peer in
             let connection = Connection(socket: socket, peer: peer)
             node.state.update { $0.connections.append(connection) }
             connection.start(onEvent: { event in

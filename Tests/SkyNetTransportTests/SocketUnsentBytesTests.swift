@@ -11,7 +11,7 @@ struct SocketUnsentBytesTests {
         let accepted = Locked<Socket?>(nil)
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
         defer { listener.stop() }
-        listener.start { socket, _ in accepted.withLock { $0 = socket } }
+        try listener.start { socket, _ in accepted.withLock { $0 = socket } }
         try await onOwnThread(named: "test-unsent") { () throws -> Void in
             let sender = try Socket.connect(host: "127.0.0.1", port: listener.port, timeout: .seconds(5))
             defer { sender.close() }

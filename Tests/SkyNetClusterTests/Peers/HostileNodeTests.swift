@@ -24,7 +24,7 @@ struct HostileNodeTests {
     private func startNode(seen: Locked<[(TransferRequest, [UInt8])]>, cancels: Counter = Counter(), hangUp: Bool = false,
                            maxFileSize: Int64 = 1 << 30, _ script: @escaping Script) async throws -> Listener {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
-        listener.start { socket, peer in
+        try listener.start { socket, peer in
             let connection = Connection(socket: socket, peer: peer)
             let uploads = Locked<[Int: (TransferRequest, [UInt8])]>([:])
             let answer: @Sendable (TransferRequest, [UInt8]) -> Void = { transfer, bytes in

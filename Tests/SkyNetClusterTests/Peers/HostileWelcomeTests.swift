@@ -27,7 +27,7 @@ struct HostileWelcomeTests {
         init(welcomeLine welcome: [UInt8], answer: @escaping @Sendable (Int, UUID) -> Reply) async throws {
             listener = try await Listener.bind(host: "127.0.0.1", port: 0)
             let connections = self.connections
-            listener.start { socket, peer in
+            try listener.start { socket, peer in
                 let connection = Connection(socket: socket, peer: peer)
                 connections.withLock { $0.append(connection) }
                 connection.start(onEvent: { event in

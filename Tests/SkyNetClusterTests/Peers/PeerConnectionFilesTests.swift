@@ -17,7 +17,7 @@ struct PeerConnectionFilesTests {
     /// file, `hello`, and one that asks for none with a chunk it was never asked for.
     private func startNode() async throws -> Listener {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
-        listener.start { socket, peer in
+        try listener.start { socket, peer in
             let connection = Connection(socket: socket, peer: peer)
             connection.start(onEvent: { event in
                 guard case .line(let line) = event, let request = try? Request.decode(line) else { return }
@@ -112,7 +112,7 @@ struct PeerConnectionFilesTests {
     /// falls silent: bytes that move keep its late pongs from failing the work.
     private func startBusyNode(flow: Duration) async throws -> Listener {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
-        listener.start { socket, peer in
+        try listener.start { socket, peer in
             let connection = Connection(socket: socket, peer: peer)
             connection.start(onEvent: { event in
                 guard case .line(let line) = event, let request = try? Request.decode(line) else { return }

@@ -15,7 +15,7 @@ struct PeerLinksBackoffTests {
     @Test func aPeerThatWelcomesAndHangsUpIsRedialledWithBackoff() async throws {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
         let accepted = Counter()
-        listener.start { socket, _ in
+        try listener.start { socket, _ in
             accepted.increment()
             let welcome = Reply.welcome(version: wireVersion, name: "flaky", capacity: 4, jobs: nil).line
             _ = try? socket.send(welcome, wait: true)
@@ -41,7 +41,7 @@ struct PeerLinksBackoffTests {
     @Test func aPeerThatNeverWelcomesIsRedialledAfterWaitsThatDoubleToTheMost() async throws {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
         let accepted = Counter()
-        listener.start { socket, _ in
+        try listener.start { socket, _ in
             accepted.increment()
             socket.close()
         }

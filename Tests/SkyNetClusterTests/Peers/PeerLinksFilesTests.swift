@@ -26,7 +26,7 @@ struct PeerLinksFilesTests {
         init(name: String, offersFiles: Bool, refusal: WireError? = nil) async throws {
             listener = try await Listener.bind(host: "127.0.0.1", port: 0)
             let hellos = self.hellos, stored = self.stored
-            listener.start { socket, peer in
+            try listener.start { socket, peer in
                 let connection = Connection(socket: socket, peer: peer)
                 let uploads = Locked<[Int: (String, [UInt8])]>([:])
                 connection.start(onEvent: { event in

@@ -19,7 +19,7 @@ struct PeerLinksRefusalTests {
 
         init(_ answer: @escaping @Sendable (Connection, Int) -> Void) async throws {
             listener = try await Listener.bind(host: "127.0.0.1", port: 0)
-            listener.start { [hellos] socket, peer in
+            try listener.start { [hellos] socket, peer in
                 let connection = Connection(socket: socket, peer: peer)
                 connection.start(onEvent: { event in
                     guard case .line(let line) = event, case .hello? = try? Request.decode(line) else { return }

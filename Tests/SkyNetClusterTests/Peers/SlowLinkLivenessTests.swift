@@ -16,7 +16,7 @@ struct SlowLinkLivenessTests {
     /// reading; it never answers a ping. `reads` gets the time of each read.
     private func startSlowReader(flow: Duration, reads: Locked<[ContinuousClock.Instant]>) async throws -> Listener {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
-        listener.start { socket, _ in
+        try listener.start { socket, _ in
             startThread(named: "test-slow-reader") {
                 defer { socket.close() }
                 let hello = receiveLines(from: socket, count: 1, silence: .seconds(10))

@@ -1,0 +1,1 @@
+// Headers only (include/CSkyNetPlatform.h): a C target needs one source file to build.

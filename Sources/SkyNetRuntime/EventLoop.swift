@@ -1,0 +1,281 @@
+import CSkyNetPlatform
+
+/// What a watched descriptor is waited on for.
+package struct Interest: OptionSet, Sendable {
+    package let rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    package static let readable = Interest(rawValue: 1)
+    package static let writable = Interest(rawValue: 2)
+}
+
+/// What a watched descriptor is ready for; `hungUp`: the peer closed, or the descriptor failed
+/// (a read or write then says which), whatever it was waited on for.
+package struct Readiness: Sendable {
+    package var readable = false
+    package var writable = false
+    package var hungUp = false
+}
+
+/// A readiness call that failed, with its errno.
+package struct EventLoopError: Error, CustomStringConvertible, Sendable {
+    package let code: Int32
+    package let description: String
+
+    init(_ operation: String, code: Int32 = errno) {
+        self.code = code
+        description = "\(operation): \(String(cString: strerror(code)))" + DescriptorLimit.hint(for: code)
+    }
+}
+
+/// One thread that waits for many descriptors at once (epoll on Linux, kqueue on macOS) and
+/// runs, on that thread, the handler of each that is ready, and the jobs given to it
+/// (`execute`). Handlers and jobs must not block: every descriptor of the loop waits for them.
+///
+/// A handler runs only on its loop's thread, one at a time, so a descriptor's handler never
+/// overlaps itself; `Watch.cancel` run on the loop's thread (in a handler or a job) means no
+/// later call of the handler, so the descriptor may be closed right after it there.
+package final class EventLoop: Sendable {
+    /// The loops of this process: one per core, at most four, started on first use. A
+    /// descriptor is given to them in turn (`next`).
+    package static let shared = Group(count: CoreCount.online(atMost: 4))
+
+    /// A fixed set of loops.
+    package final class Group: Sendable {
+        package let loops: [EventLoop]
+        private let turn = Locked(0)
+
+        init(count: Int) {
+            loops = (0..<max(1, count)).map { EventLoop(name: "skynet-loop-\($0)") }
+        }
+
+        /// The loop whose turn it is.
+        package func next() -> EventLoop {
+            loops[turn.withLock { turn in
+                defer { turn = (turn + 1) % loops.count }
+                return turn
+            }]
+        }
+    }
+
+    private struct State {
+        var handlers: [UInt64: @Sendable (Readiness) -> Void] = [:]
+        var lastToken: UInt64 = 0
+        var jobs: [@Sendable () -> Void] = []
+        var started = false
+        var thread: pthread_t?
+    }
+
+    private let name: String
+    private let poller: Poller
+    private let state = Locked(State())
+
+    /// A loop whose thread starts with its first watch or job. Making the poller fails only
+    /// without descriptors or memory at start-up, which no later step could recover from.
+    init(name: String) {
+        self.name = name
+        do {
+            poller = try Poller()
+        } catch {
+            preconditionFailure("cannot make the event loop's poller: \(error)")
+        }
+    }
+
+    /// Watches `descriptor` for `interest`; `handler` runs on the loop's thread when it is
+    /// ready. The caller keeps the descriptor open until the watch is cancelled.
+    package func watch(_ descriptor: Int32, for interest: Interest,
+                       _ handler: @escaping @Sendable (Readiness) -> Void) throws(EventLoopError) -> Watch {
+        let token = state.withLock { state in
+            state.lastToken += 1
+            state.handlers[state.lastToken] = handler
+            return state.lastToken
+        }
+        do {
+            try poller.add(descriptor, token: token, interest: interest)
+        } catch {
+            state.withLock { _ = $0.handlers.removeValue(forKey: token) }
+            throw error
+        }
+        startIfNeeded()
+        return Watch(loop: self, descriptor: descriptor, token: token)
+    }
+
+    /// Runs `job` on the loop's thread, after what it is running now.
+    package func execute(_ job: @escaping @Sendable () -> Void) {
+        state.withLock { $0.jobs.append(job) }
+        startIfNeeded()
+        poller.wake()
+    }
+
+    /// Whether the calling thread is this loop's.
+    package var isCurrent: Bool {
+        guard let thread = state.withLock({ $0.thread }) else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    /// A watched descriptor: what it is waited on for can change, and the watch can end.
+    package struct Watch: Sendable {
+        package let loop: EventLoop
+        package let descriptor: Int32
+        let token: UInt64
+
+        /// Waits on the descriptor for `interest` from now on (none: it stays watched, idle).
+        package func change(to interest: Interest) {
+            loop.poller.change(descriptor, token: token, interest: interest)
+        }
+
+        /// Ends the watch: the handler is not called again once this returns on the loop's
+        /// thread (elsewhere, a call already under way may still finish).
+        package func cancel() {
+            loop.poller.remove(descriptor)
+            loop.state.withLock { _ = $0.handlers.removeValue(forKey: token) }
+        }
+    }
+
+    private func startIfNeeded() {
+        let start = state.withLock { state in
+            defer { state.started = true }
+            return !state.started
+        }
+        if start { startThread(named: name) { [self] in run() } }
+    }
+
+    /// The loop's thread: waits, runs the handlers of what is ready and the jobs given, again.
+    private func run() {
+        state.withLock { $0.thread = pthread_self() }
+        var ready: [(token: UInt64, readiness: Readiness)] = []
+        while true {
+            ready.removeAll(keepingCapacity: true)
+            poller.wait(into: &ready)
+            for (token, readiness) in ready {
+                // Looked up for each: a handler before it may have cancelled this watch.
+                guard let handler = state.withLock({ $0.handlers[token] }) else { continue }
+                handler(readiness)
+            }
+            let jobs = state.withLock { state in
+                defer { state.jobs.removeAll() }
+                return state.jobs
+            }
+            for job in jobs { job() }
+        }
+    }
+}
+
+#if canImport(Glibc)
+/// epoll, and an eventfd that wakes the wait for jobs (token 0).
+private struct Poller: Sendable {
+    let epoll: Int32
+    let wakeUp: Int32
+
+    init() throws(EventLoopError) {
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epoll >= 0 else { throw EventLoopError("epoll_create1") }
+        wakeUp = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard wakeUp >= 0 else { throw EventLoopError("eventfd") }
+        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: 0))
+        guard epoll_ctl(epoll, EPOLL_CTL_ADD, wakeUp, &event) == 0 else { throw EventLoopError("epoll_ctl") }
+    }
+
+    private static func events(_ interest: Interest) -> UInt32 {
+        var events = EPOLLRDHUP.rawValue
+        if interest.contains(.readable) { events |= EPOLLIN.rawValue }
+        if interest.contains(.writable) { events |= EPOLLOUT.rawValue }
+        return events
+    }
+
+    func add(_ descriptor: Int32, token: UInt64, interest: Interest) throws(EventLoopError) {
+        var event = epoll_event(events: Self.events(interest), data: epoll_data_t(u64: token))
+        guard epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0 else { throw EventLoopError("epoll_ctl") }
+    }
+
+    func change(_ descriptor: Int32, token: UInt64, interest: Interest) {
+        var event = epoll_event(events: Self.events(interest), data: epoll_data_t(u64: token))
+        _ = epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event)
+    }
+
+    func remove(_ descriptor: Int32) {
+        var event = epoll_event()
+        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, &event)
+    }
+
+    func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeUp, &one, 8)
+    }
+
+    func wait(into ready: inout [(token: UInt64, readiness: Readiness)]) {
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        let count = epoll_wait(epoll, &events, 64, -1)
+        guard count > 0 else { return }  // EINTR
+        for event in events.prefix(Int(count)) {
+            let token = event.data.u64
+            if token == 0 {
+                var value: UInt64 = 0
+                _ = read(wakeUp, &value, 8)
+                continue
+            }
+            let flags = event.events
+            ready.append((token, Readiness(
+                readable: flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0,
+                writable: flags & (EPOLLOUT.rawValue | EPOLLERR.rawValue) != 0,
+                hungUp: flags & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0)))
+        }
+    }
+}
+#else
+/// kqueue, and a user event that wakes the wait for jobs (ident 0).
+private struct Poller: Sendable {
+    let queue: Int32
+
+    init() throws(EventLoopError) {
+        queue = kqueue()
+        guard queue >= 0 else { throw EventLoopError("kqueue") }
+        var event = kevent(ident: 0, filter: Int16(EVFILT_USER), flags: UInt16(EV_ADD | EV_CLEAR), fflags: 0, data: 0, udata: nil)
+        guard kevent(queue, &event, 1, nil, 0, nil) == 0 else { throw EventLoopError("kevent") }
+    }
+
+    private func apply(_ descriptor: Int32, token: UInt64, interest: Interest) -> Int32 {
+        let udata = UnsafeMutableRawPointer(bitPattern: UInt(token))
+        var changes = [
+            kevent(ident: UInt(descriptor), filter: Int16(EVFILT_READ),
+                   flags: UInt16(interest.contains(.readable) ? EV_ADD | EV_ENABLE : EV_ADD | EV_DISABLE), fflags: 0, data: 0, udata: udata),
+            kevent(ident: UInt(descriptor), filter: Int16(EVFILT_WRITE),
+                   flags: UInt16(interest.contains(.writable) ? EV_ADD | EV_ENABLE : EV_ADD | EV_DISABLE), fflags: 0, data: 0, udata: udata),
+        ]
+        return kevent(queue, &changes, 2, nil, 0, nil)
+    }
+
+    func add(_ descriptor: Int32, token: UInt64, interest: Interest) throws(EventLoopError) {
+        guard apply(descriptor, token: token, interest: interest) == 0 else { throw EventLoopError("kevent") }
+    }
+
+    func change(_ descriptor: Int32, token: UInt64, interest: Interest) {
+        _ = apply(descriptor, token: token, interest: interest)
+    }
+
+    func remove(_ descriptor: Int32) {
+        var changes = [
+            kevent(ident: UInt(descriptor), filter: Int16(EVFILT_READ), flags: UInt16(EV_DELETE), fflags: 0, data: 0, udata: nil),
+            kevent(ident: UInt(descriptor), filter: Int16(EVFILT_WRITE), flags: UInt16(EV_DELETE), fflags: 0, data: 0, udata: nil),
+        ]
+        _ = kevent(queue, &changes, 2, nil, 0, nil)
+    }
+
+    func wake() {
+        var event = kevent(ident: 0, filter: Int16(EVFILT_USER), flags: 0, fflags: UInt32(NOTE_TRIGGER), data: 0, udata: nil)
+        _ = kevent(queue, &event, 1, nil, 0, nil)
+    }
+
+    func wait(into ready: inout [(token: UInt64, readiness: Readiness)]) {
+        var events = [kevent](repeating: kevent(), count: 64)
+        let count = kevent(queue, nil, 0, &events, 64, nil)
+        guard count > 0 else { return }
+        for event in events.prefix(Int(count)) where event.filter != Int16(EVFILT_USER) {
+            let token = UInt64(UInt(bitPattern: event.udata))
+            let eof = event.flags & UInt16(EV_EOF) != 0 || event.flags & UInt16(EV_ERROR) != 0
+            ready.append((token, Readiness(readable: event.filter == Int16(EVFILT_READ) || eof,
+                                           writable: event.filter == Int16(EVFILT_WRITE), hungUp: eof)))
+        }
+    }
+}
+#endif
