@@ -120,6 +120,8 @@ package final class EventLoop: Sendable {
         let token: UInt64
 
         /// Waits on the descriptor for `interest` from now on (none: it stays watched, idle).
+        /// A hang-up or an error is told whatever the interest: the handler must end the watch
+        /// then, or be called again for it.
         package func change(to interest: Interest) {
             loop.poller.change(descriptor, token: token, interest: interest)
         }
@@ -176,9 +178,11 @@ private struct Poller: Sendable {
         guard epoll_ctl(epoll, EPOLL_CTL_ADD, wakeUp, &event) == 0 else { throw EventLoopError("epoll_ctl") }
     }
 
+    /// The peer's half-close only with reading: a watch paused for reading must not be woken
+    /// again and again (level-triggered) by a hang-up it is not reading yet.
     private static func events(_ interest: Interest) -> UInt32 {
-        var events = EPOLLRDHUP.rawValue
-        if interest.contains(.readable) { events |= EPOLLIN.rawValue }
+        var events: UInt32 = 0
+        if interest.contains(.readable) { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
         if interest.contains(.writable) { events |= EPOLLOUT.rawValue }
         return events
     }
