@@ -38,28 +38,37 @@ extension CanonicalLineTests {
         return bytes
     }
 
-    @Test func whatTheFastPathTakesTheGeneralDecoderReadsTheSameWay() {
-        let seed = FuzzSeed(0xCA40_0013)
+    /// Lines `base` makes, whole for the first 200 rounds and mutated after, through each
+    /// fast path: what one takes, its general decoder must read the same way (each check
+    /// returns nil when its fast path did not take the line, else whether the two agree).
+    static func expectFastPathsAgree(_ seed: FuzzSeed, rounds: Int, base: (Int, inout SeededRandom) -> [UInt8],
+                                     _ checks: [(Data) -> Bool?]) {
         var generator = seed.random
-        func pick<T>(_ choices: [T]) -> T { choices[Int.random(in: 0..<choices.count, using: &generator)] }
         var taken = 0
-        let texts = ["", "ok", "42", "héllo", "a}b", "\u{7F}", "é\"", "x\\y", "日本"]
-        for round in 0..<40_000 {
-            let task = ScanTask(input: Int.random(in: -1000...1000, using: &generator), duration: pick([0, 0.01, 1.5, 3600, 1e-5]),
-                                timeout: pick([nil, 0.5, 604_800]))
-            let base: [UInt8] = round.isMultiple(of: 2)
-                ? Array(Reply.result(id: Int.random(in: -5...99_999, using: &generator), task: task.id, result: pick(texts)).line.dropLast())
-                : Array(Request.scan(id: Int.random(in: -5...99_999, using: &generator), task: task).line.dropLast())
-            let line = Data(round < 200 ? base : Self.mutate(base, using: &generator))
-            if let fast = CanonicalLine.result(line) {
+        for round in 0..<rounds {
+            let made = base(round, &generator)
+            let line = Data(round < 200 ? made : mutate(made, using: &generator))
+            for check in checks {
+                guard let agreed = check(line) else { continue }
                 taken += 1
-                #expect(Self.generalReply(line) == fast, "\(seed): \(String(decoding: line, as: UTF8.self))")
-            }
-            if let fast = CanonicalLine.scan(line) {
-                taken += 1
-                #expect(Self.generalScan(line) == fast, "\(seed): \(String(decoding: line, as: UTF8.self))")
+                #expect(agreed, "\(seed): \(String(decoding: line, as: UTF8.self))")
             }
         }
         #expect(taken >= 200, "\(seed)")
+    }
+
+    @Test func whatTheFastPathTakesTheGeneralDecoderReadsTheSameWay() {
+        let texts = ["", "ok", "42", "héllo", "a}b", "\u{7F}", "é\"", "x\\y", "日本"]
+        Self.expectFastPathsAgree(FuzzSeed(0xCA40_0013), rounds: 40_000, base: { round, generator in
+            func pick<T>(_ choices: [T]) -> T { choices[Int.random(in: 0..<choices.count, using: &generator)] }
+            let task = ScanTask(input: Int.random(in: -1000...1000, using: &generator), duration: pick([0, 0.01, 1.5, 3600, 1e-5]),
+                                timeout: pick([nil, 0.5, 604_800]))
+            return round.isMultiple(of: 2)
+                ? Array(Reply.result(id: Int.random(in: -5...99_999, using: &generator), task: task.id, result: pick(texts)).line.dropLast())
+                : Array(Request.scan(id: Int.random(in: -5...99_999, using: &generator), task: task).line.dropLast())
+        }, [
+            { line in CanonicalLine.result(line).map { Self.generalReply(line) == $0 } },
+            { line in CanonicalLine.scan(line).map { Self.generalScan(line) == $0 } },
+        ])
     }
 }
