@@ -13,7 +13,27 @@ distributed actor BenchEcho {
 
     init(journal path: String?, actorSystem: ClusterActorSystem) {
         self.actorSystem = actorSystem
-        journal = path.map { open($0, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600) }.flatMap { $0 >= 0 ? $0 : nil }
+        journal = path.flatMap(Self.openJournal)
+    }
+
+    /// The journal at `path` when it is one A4 names (`N.log` in a `skynet-bench-a4-…` folder
+    /// of the temporary directory) and a regular file; nil for anything else. A spawn's
+    /// arguments come from whoever reaches the node: no other file is made or written, and
+    /// nothing that could block the pool (a FIFO) is opened for long.
+    static func openJournal(_ path: String) -> Int32? {
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent()
+        guard url.lastPathComponent.hasSuffix(".log"), folder.lastPathComponent.hasPrefix("skynet-bench-a4-"),
+              folder.deletingLastPathComponent().standardizedFileURL.path == FileManager.default.temporaryDirectory.standardizedFileURL.path
+        else { return nil }
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return nil }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            return nil
+        }
+        return descriptor
     }
 
     deinit {

@@ -158,8 +158,13 @@ package final class HTTPServer: Sendable {
         let server = HTTPServer(configuration: configuration, routes: routes, listener: listener)
         server.scheduleTick()
         server.startRefuser()
-        try listener.start(onAccept: { [server] socket, peer in server.accept(socket, from: peer) },
-                       onFailure: { [configuration] error in configuration.log(configuration.logPrefix + "\(error)") })
+        do {
+            try listener.start(onAccept: { [server] socket, peer in server.accept(socket, from: peer) },
+                               onFailure: { [configuration] error in configuration.log(configuration.logPrefix + "\(error)") })
+        } catch {
+            await server.stop()  // its tick and refuser
+            throw error
+        }
         return server
     }
 

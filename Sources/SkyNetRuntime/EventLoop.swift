@@ -36,25 +36,34 @@ package struct EventLoopError: Error, CustomStringConvertible, Sendable {
 /// overlaps itself; `Watch.cancel` run on the loop's thread (in a handler or a job) means no
 /// later call of the handler, so the descriptor may be closed right after it there.
 package final class EventLoop: Sendable {
-    /// The loops of this process: one per core, at most four, started on first use. A
-    /// descriptor is given to them in turn (`next`).
+    /// The loops of this process: one per core, at most four, each made and started on first
+    /// use. Descriptors are given to them in turn (`next`).
     package static let shared = Group(count: CoreCount.online(atMost: 4))
 
-    /// A fixed set of loops.
+    /// A fixed number of loops, each made when its turn first comes.
     package final class Group: Sendable {
-        package let loops: [EventLoop]
-        private let turn = Locked(0)
+        package let count: Int
+        private let state: Locked<(turn: Int, loops: [EventLoop?])>
 
         init(count: Int) {
-            loops = (0..<max(1, count)).map { EventLoop(name: "skynet-loop-\($0)") }
+            self.count = max(1, count)
+            state = Locked((0, Array(repeating: nil, count: self.count)))
         }
 
-        /// The loop whose turn it is.
-        package func next() -> EventLoop {
-            loops[turn.withLock { turn in
-                defer { turn = (turn + 1) % loops.count }
-                return turn
-            }]
+        /// The loop whose turn it is; throws when it has to be made and cannot (the process is
+        /// out of descriptors).
+        package func next() throws(EventLoopError) -> EventLoop {
+            try state.withLock { (state) throws(EventLoopError) -> EventLoop in
+                let turn = state.turn
+                if let loop = state.loops[turn] {
+                    state.turn = (turn + 1) % count
+                    return loop
+                }
+                let loop = try EventLoop(name: "skynet-loop-\(turn)")
+                state.loops[turn] = loop
+                state.turn = (turn + 1) % count
+                return loop
+            }
         }
     }
 
@@ -63,22 +72,18 @@ package final class EventLoop: Sendable {
         var lastToken: UInt64 = 0
         var jobs: [@Sendable () -> Void] = []
         var started = false
-        var thread: pthread_t?
+        /// The loop thread's `pthread_self` as a number (a pointer on macOS, not `Sendable`).
+        var thread: UInt?
     }
 
     private let name: String
     private let poller: Poller
     private let state = Locked(State())
 
-    /// A loop whose thread starts with its first watch or job. Making the poller fails only
-    /// without descriptors or memory at start-up, which no later step could recover from.
-    init(name: String) {
+    /// A loop whose thread starts with its first watch or job; throws without descriptors.
+    init(name: String) throws(EventLoopError) {
         self.name = name
-        do {
-            poller = try Poller()
-        } catch {
-            preconditionFailure("cannot make the event loop's poller: \(error)")
-        }
+        poller = try Poller()
     }
 
     /// Watches `descriptor` for `interest`; `handler` runs on the loop's thread when it is
@@ -109,8 +114,15 @@ package final class EventLoop: Sendable {
 
     /// Whether the calling thread is this loop's.
     package var isCurrent: Bool {
-        guard let thread = state.withLock({ $0.thread }) else { return false }
-        return pthread_equal(thread, pthread_self()) != 0
+        state.withLock { $0.thread } == Self.currentThread
+    }
+
+    private static var currentThread: UInt {
+        #if canImport(Glibc)
+        UInt(pthread_self())
+        #else
+        UInt(bitPattern: pthread_self())
+        #endif
     }
 
     /// A watched descriptor: what it is waited on for can change, and the watch can end.
@@ -119,9 +131,8 @@ package final class EventLoop: Sendable {
         package let descriptor: Int32
         let token: UInt64
 
-        /// Waits on the descriptor for `interest` from now on (none: it stays watched, idle).
-        /// A hang-up or an error is told whatever the interest: the handler must end the watch
-        /// then, or be called again for it.
+        /// Waits on the descriptor for `interest` from now on; none: nothing of it is told
+        /// (not a hang-up either) until it is waited on again.
         package func change(to interest: Interest) {
             loop.poller.change(descriptor, token: token, interest: interest)
         }
@@ -144,7 +155,7 @@ package final class EventLoop: Sendable {
 
     /// The loop's thread: waits, runs the handlers of what is ready and the jobs given, again.
     private func run() {
-        state.withLock { $0.thread = pthread_self() }
+        state.withLock { $0.thread = Self.currentThread }
         var ready: [(token: UInt64, readiness: Readiness)] = []
         while true {
             ready.removeAll(keepingCapacity: true)
@@ -173,9 +184,18 @@ private struct Poller: Sendable {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else { throw EventLoopError("epoll_create1") }
         wakeUp = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard wakeUp >= 0 else { throw EventLoopError("eventfd") }
+        guard wakeUp >= 0 else {
+            let error = EventLoopError("eventfd")
+            close(epoll)
+            throw error
+        }
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: 0))
-        guard epoll_ctl(epoll, EPOLL_CTL_ADD, wakeUp, &event) == 0 else { throw EventLoopError("epoll_ctl") }
+        guard epoll_ctl(epoll, EPOLL_CTL_ADD, wakeUp, &event) == 0 else {
+            let error = EventLoopError("epoll_ctl")
+            close(epoll)
+            close(wakeUp)
+            throw error
+        }
     }
 
     /// The peer's half-close only with reading: a watch paused for reading must not be woken
@@ -192,9 +212,14 @@ private struct Poller: Sendable {
         guard epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0 else { throw EventLoopError("epoll_ctl") }
     }
 
+    /// No interest takes the descriptor out of the set: epoll tells a hang-up or an error
+    /// whatever a descriptor is waited on for, again and again (level-triggered).
     func change(_ descriptor: Int32, token: UInt64, interest: Interest) {
+        guard !interest.isEmpty else { return remove(descriptor) }
         var event = epoll_event(events: Self.events(interest), data: epoll_data_t(u64: token))
-        _ = epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event)
+        if epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event) != 0, errno == ENOENT {
+            _ = epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
+        }
     }
 
     func remove(_ descriptor: Int32) {
@@ -276,7 +301,9 @@ private struct Poller: Sendable {
         guard count > 0 else { return }
         for event in events.prefix(Int(count)) where event.filter != Int16(EVFILT_USER) {
             let token = UInt64(UInt(bitPattern: event.udata))
-            let eof = event.flags & UInt16(EV_EOF) != 0 || event.flags & UInt16(EV_ERROR) != 0
+            // EV_EOF is also a peer's half-close (epoll's EPOLLRDHUP): told as readable there,
+            // as epoll tells it; only an error is a hang-up.
+            let eof = event.flags & UInt16(EV_ERROR) != 0
             ready.append((token, Readiness(readable: event.filter == Int16(EVFILT_READ) || eof,
                                            writable: event.filter == Int16(EVFILT_WRITE), hungUp: eof)))
         }

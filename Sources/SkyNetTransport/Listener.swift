@@ -6,9 +6,9 @@ package final class Listener: Sendable {
     /// The bound address; `port` is the real one when 0 was asked for.
     package let host: String
     package let port: Int
-    /// `stopping`: stop() was called; `closed`: the socket is closed; `watch`: the loop's, once
-    /// started.
-    private let state = Locked<(stopping: Bool, closed: Bool, watch: EventLoop.Watch?)>((false, false, nil))
+    /// `stopping`: stop() was called (or start failed); `watch`: the loop's, once started. The
+    /// socket is closed by whoever sets `stopping`, or, once watched, by the loop.
+    private let state = Locked<(stopping: Bool, watch: EventLoop.Watch?)>((false, nil))
     /// Fulfilled when accepting has ended and the socket is closed.
     package let stopped = AsyncSignal<Void>()
 
@@ -41,26 +41,33 @@ package final class Listener: Sendable {
     /// ends accepting. Throws, with the socket closed, when the loop cannot watch it.
     package func start(onAccept: @escaping @Sendable (Socket, String) -> Void,
                       onFailure: @escaping @Sendable (SocketError) -> Void = { _ in }) throws(EventLoopError) {
-        socket.setNonBlocking(true)  // an accept that finds nobody returns at once (the accepted socket blocks)
-        let loop = EventLoop.shared.next()
         let failing = Locked(false)
-        let watch: EventLoop.Watch
-        do {
-            watch = try loop.watch(socket.descriptor, for: .readable) { [self] _ in
-                acceptWaiting(onAccept: onAccept) { error in
-                    if !failing.withLock({ $0 }) { onFailure(error) }
-                    failing.withLock { $0 = true }
-                } accepted: {
-                    failing.withLock { $0 = false }
+        // Under the lock `stop` takes: a stop before this finds no watch and closes the socket
+        // itself; one after it finds the watch and ends it on the loop.
+        let failure = state.withLock { state -> EventLoopError? in
+            guard !state.stopping else { return nil }
+            do throws(EventLoopError) {
+                let loop = try EventLoop.shared.next()
+                socket.setNonBlocking(true)  // an accept that finds nobody returns at once (the accepted socket blocks)
+                state.watch = try loop.watch(socket.descriptor, for: .readable) { [self] _ in
+                    acceptWaiting(onAccept: onAccept) { error in
+                        if !failing.withLock({ $0 }) { onFailure(error) }
+                        failing.withLock { $0 = true }
+                    } accepted: {
+                        failing.withLock { $0 = false }
+                    }
                 }
+                return nil
+            } catch {
+                state.stopping = true
+                socket.close()
+                return error
             }
-        } catch {
-            state.withLock { $0.closed = true }
-            socket.close()
-            stopped.fulfil(())
-            throw error
         }
-        state.withLock { $0.watch = watch }
+        if let failure {
+            stopped.fulfil(())
+            throw failure
+        }
     }
 
     /// Takes the connections waiting (at most 64 at a time, so one listener cannot hold its
@@ -99,19 +106,14 @@ package final class Listener: Sendable {
         let watch = state.withLock { state -> EventLoop.Watch?? in
             guard !state.stopping else { return .none }
             state.stopping = true
+            if state.watch == nil { socket.close() }  // never started: nobody else closes it
             return .some(state.watch)
         }
         guard case .some(let watch) = watch else { return }
-        guard let watch else {  // never started: nobody else closes it
-            state.withLock { $0.closed = true }
-            socket.close()
-            stopped.fulfil(())
-            return
-        }
+        guard let watch else { return stopped.fulfil(()) }
         // On the loop's thread: once the watch is cancelled there, no handler is running.
         watch.loop.execute { [self] in
             watch.cancel()
-            state.withLock { $0.closed = true }
             socket.close()
             stopped.fulfil(())
         }

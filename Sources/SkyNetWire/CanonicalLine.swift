@@ -6,10 +6,11 @@ import SkyNetWork
 /// written exactly as our own encoder writes them (the parser's dictionary of values was the largest user-space cost of a
 /// node's request and of a coordinator's reply).
 ///
-/// Safe by construction: a line is taken here only if encoding the decoded message again
-/// gives back the very same bytes. Such a line is one the general decoder reads the same way
-/// (our lines round-trip), so the fast path changes no answer; any other line (other field
-/// order, spaces, escapes, a number written another way) returns nil and goes the long way.
+/// Safe by construction: a `scan` or `result` line is taken here only if encoding the decoded
+/// message again gives back the very same bytes. Such a line is one the general decoder reads
+/// the same way (our lines round-trip), so the fast path changes no answer; any other line
+/// (other field order, spaces, escapes, a number written another way) returns nil and goes
+/// the long way. (The chunk's and the actors' paths argue their safety where they are.)
 enum CanonicalLine {
     /// `{"type":"result","id":N,"task":"UUID","result":"TEXT"}` with TEXT needing no escape.
     static func result(_ line: Data) -> Reply? {

@@ -10,18 +10,24 @@ struct EventLoopTests {
     final class WatchedPipe: Sendable {
         let read: Int32, write: Int32
         let seen = AsyncStream<(bytes: Int, onLoop: Bool, hungUp: Bool)>.makeStream()
-        let loop = EventLoop(name: "test-loop")
+        let loop: EventLoop
         let watch: Locked<EventLoop.Watch?> = Locked(nil)
+        /// Set while the test holds the watch idle; `callsWhilePaused` counts the handler's calls then.
+        let paused = Locked(false), callsWhilePaused = Locked(0)
 
         init() throws {
+            loop = try EventLoop(name: "test-loop")
             let pipe = try ChildProcess.makePipe()
             (read, write) = (pipe.read, pipe.write)
             let flags = fcntl(read, F_GETFL, 0)
             _ = fcntl(read, F_SETFL, flags | O_NONBLOCK)
-            let watch = try loop.watch(read, for: .readable) { [read, loop, seen] readiness in
+            let watch = try loop.watch(read, for: .readable) { [read, loop, seen, watch = self.watch, paused, callsWhilePaused] readiness in
+                if paused.withLock({ $0 }) { callsWhilePaused.withLock { $0 += 1 } }
                 var buffer = [UInt8](repeating: 0, count: 64)
                 let count = Glibc.read(read, &buffer, 64)
                 seen.continuation.yield((max(0, count), loop.isCurrent, readiness.hungUp))
+                // At the end, as a user of the loop must: a hang-up is told until the watch ends.
+                if count == 0 { watch.withLock { $0 }?.cancel() }
             }
             self.watch.withLock { $0 = watch }
         }
@@ -43,7 +49,7 @@ struct EventLoopTests {
         _ = closeDescriptor(pipe.write)
         let last = try #require(await seen.next())
         #expect(last.bytes == 0 && last.hungUp)
-        pipe.loop.execute { pipe.watch.withLock { $0 }?.cancel(); _ = closeDescriptor(pipe.read) }
+        pipe.loop.execute { _ = closeDescriptor(pipe.read) }  // the handler ended the watch
     }
 
     @Test func aWatchWithNoInterestIsNotCalledUntilItIsWaitedOnAgain() async throws {
@@ -63,7 +69,7 @@ struct EventLoopTests {
     }
 
     @Test func jobsRunInOrderOnTheLoopsThread() async throws {
-        let loop = EventLoop(name: "test-jobs")
+        let loop = try EventLoop(name: "test-jobs")
         let order = Locked<[Int]>([]), done = AsyncSignal<Void>()
         for index in 0..<100 {
             loop.execute { order.withLock { $0.append(loop.isCurrent ? index : -1) } }
@@ -72,6 +78,34 @@ struct EventLoopTests {
         await done.value
         #expect(order.withLock { $0 } == Array(0..<100))
         #expect(!loop.isCurrent)
+    }
+
+    /// epoll tells a hang-up whatever a descriptor is waited on for: a watch with no interest
+    /// must hear nothing of it (else its loop would spin on it) until it is waited on again.
+    @Test func aWatchWithNoInterestIsNotToldOfAHangUpUntilItIsWaitedOnAgain() async throws {
+        let pipe = try WatchedPipe()
+        var seen = pipe.seen.stream.makeAsyncIterator()
+        let watch = try #require(pipe.watch.withLock { $0 })
+        pipe.paused.withLock { $0 = true }
+        watch.change(to: [])
+        _ = closeDescriptor(pipe.write)
+        for _ in 0..<3 {  // a few turns of the loop
+            let looked = AsyncSignal<Void>()
+            pipe.loop.execute { looked.fulfil(()) }
+            await looked.value
+        }
+        pipe.paused.withLock { $0 = false }
+        #expect(pipe.callsWhilePaused.withLock { $0 } == 0)
+        watch.change(to: .readable)
+        let next = try #require(await seen.next())
+        #expect(next.bytes == 0 && next.hungUp)
+        let closed = AsyncSignal<Void>()
+        pipe.loop.execute { _ = closeDescriptor(pipe.read); closed.fulfil(()) }
+        await closed.value
+        pipe.seen.continuation.finish()
+        var more = 0
+        while await seen.next() != nil { more += 1 }
+        #expect(more == 0, "the hang-up was told \(more + 1) times")
     }
 
     @Test func aWatchCancelledOnTheLoopIsNeverCalledAgain() async throws {

@@ -33,7 +33,7 @@ struct ListenerTests {
         let names = Self.threadNames()
         #expect(!names.isEmpty)
         #expect(names.filter { $0.hasPrefix("skynet-accept") }.isEmpty)
-        #expect(names.filter { $0.hasPrefix("skynet-loop") }.count <= EventLoop.shared.loops.count)
+        #expect(names.filter { $0.hasPrefix("skynet-loop") }.count <= EventLoop.shared.count)
         for listener in listeners { listener.stop() }
         for listener in listeners { await listener.stopped.value }
         let refused = try await onOwnThread(named: "test-connect") {
