@@ -71,7 +71,7 @@ public final class Node: Sendable {
         package var idleTimeout: Duration = .seconds(60)
         package var maxRequestsPerConnection = 1024
         /// The most bytes of call and spawn lines the node holds in flight over all its
-        /// connections: each call keeps its arguments, parsed, until it ends, and 256 calls of
+        /// connections: each call keeps its arguments, parsed, until it ends, and 64 calls of
         /// a 1 MiB line on each of hundreds of connections would hold gigabytes. Past it, `busy`.
         package var maxCallBytes = 64 << 20
         /// Log every task (never the token).
