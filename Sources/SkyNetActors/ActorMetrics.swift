@@ -93,7 +93,7 @@ extension ClusterActorSystem {
             state.actors.values.compactMap { $0.actor.map { type(of: $0) } }
         }
         var hosted: [String: Int] = [:]
-        for type in types { hosted[registry.name(of: type) ?? String(describing: type), default: 0] += 1 }
+        for type in types { hosted[label(of: type), default: 0] += 1 }
         return hosted
     }
 }

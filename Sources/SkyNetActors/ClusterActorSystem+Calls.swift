@@ -153,10 +153,8 @@ extension ClusterActorSystem {
         // A place free and nobody waiting: taken at once, without suspending the caller (a
         // continuation resumed at once would still send it back through the executor's queue).
         let (place, ticket) = state.withLock { state -> ((Int, String)?, Int) in
-            if let index = state.links.index(forKey: system), state.links.values[index].waiting.isEmpty,
-               state.links.values[index].calls < ActorCall.maxCallsPerConnection {
-                state.links.values[index].calls += 1
-                return ((state.links.values[index].number, state.links.values[index].node), 0)
+            if let index = state.links.index(forKey: system), let place = state.links.values[index].takePlace() {
+                return (place, 0)
             }
             state.lastWaiter += 1
             return (nil, state.lastWaiter)
@@ -174,11 +172,7 @@ extension ClusterActorSystem {
                 let outcome = state.withLock { state -> Result<(Int, String), any Error>? in
                     guard let index = state.links.index(forKey: system) else { return .failure(ClusterActorSystemError.noRoute(system: system)) }
                     if Task.isCancelled { return .failure(CancellationError()) }
-                    let number = state.links.values[index].number, node = state.links.values[index].node
-                    if state.links.values[index].waiting.isEmpty, state.links.values[index].calls < ActorCall.maxCallsPerConnection {
-                        state.links.values[index].calls += 1
-                        return .success((number, node))
-                    }
+                    if let place = state.links.values[index].takePlace() { return .success(place) }
                     let timer = clock.schedule(at: deadline) { [self] in
                         fail(waiter: ticket, on: system, with: ClusterActorSystemError.deadline(timeout))
                     }
@@ -224,6 +218,14 @@ extension ClusterActorSystem {
 }
 
 extension ClusterActorSystem.Link {
+    /// A place among the calls in flight, when one is free and no call waits for one before
+    /// it: the link's number and node.
+    mutating func takePlace() -> (Int, String)? {
+        guard waiting.isEmpty, calls < ActorCall.maxCallsPerConnection else { return nil }
+        calls += 1
+        return (number, node)
+    }
+
     /// Takes the waiting calls that fit, in turn, counting their places.
     mutating func admitWaiters() -> [ClusterActorSystem.Waiter] {
         var admitted: [ClusterActorSystem.Waiter] = []

@@ -180,7 +180,7 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         // (whose type argument, `Self`, the runtime checks the actor against): nothing else runs.
         guard let (typeLabel, method) = checkedTarget(call, of: Act.self) else {
             let target = String(call.target.prefix(ActorCall.maxTargetBytes))
-            metrics.record(type: registry.name(of: Act.self) ?? String(describing: Act.self), method: ActorMetrics.unknown, outcome: .refused, seconds: nil)
+            metrics.record(type: label(of: Act.self), method: ActorMetrics.unknown, outcome: .refused, seconds: nil)
             return call.generics.isEmpty || call.generics == [ActorCall.selfType] ? .refused(.unknownTarget(target)) : .refused(.genericMethod(target))
         }
         let started = ContinuousClock.now
@@ -207,9 +207,14 @@ public final class ClusterActorSystem: DistributedActorSystem, Sendable {
         default: nil
         }
         guard let method else { return nil }
-        let checked = (registry.name(of: type) ?? String(describing: type), method)
+        let checked = (label(of: type), method)
         checkedTargets.withLock { $0[key] = checked }
         return checked
+    }
+
+    /// How metrics and status name an actor type: its declared name, else the type's own.
+    func label(of type: any DistributedActor.Type) -> String {
+        registry.name(of: type) ?? String(describing: type)
     }
 
     /// Runs a call whose target the host checked.

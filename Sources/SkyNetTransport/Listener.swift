@@ -7,8 +7,9 @@ package final class Listener: Sendable {
     package let host: String
     package let port: Int
     /// `stopping`: stop() was called (or start failed); `watch`: the loop's, once started. The
-    /// socket is closed by whoever sets `stopping`, or, once watched, by the loop.
-    private let state = Locked<(stopping: Bool, watch: EventLoop.Watch?)>((false, nil))
+    /// socket is closed by whoever sets `stopping`, or, once watched, by the loop. `failing`:
+    /// the last accept failed (the next failure of the burst is not told).
+    private let state = Locked<(stopping: Bool, watch: EventLoop.Watch?, failing: Bool)>((false, nil, false))
     /// Fulfilled when accepting has ended and the socket is closed.
     package let stopped = AsyncSignal<Void>()
 
@@ -41,7 +42,6 @@ package final class Listener: Sendable {
     /// ends accepting. Throws, with the socket closed, when the loop cannot watch it.
     package func start(onAccept: @escaping @Sendable (Socket, String) -> Void,
                       onFailure: @escaping @Sendable (SocketError) -> Void = { _ in }) throws(EventLoopError) {
-        let failing = Locked(false)
         // Under the lock `stop` takes: a stop before this finds no watch and closes the socket
         // itself; one after it finds the watch and ends it on the loop.
         let failure = state.withLock { state -> EventLoopError? in
@@ -50,12 +50,7 @@ package final class Listener: Sendable {
                 let loop = try EventLoop.shared.next()
                 socket.setNonBlocking(true)  // an accept that finds nobody returns at once (the accepted socket blocks)
                 state.watch = try loop.watch(socket.descriptor, for: .readable) { [self] _ in
-                    acceptWaiting(onAccept: onAccept) { error in
-                        if !failing.withLock({ $0 }) { onFailure(error) }
-                        failing.withLock { $0 = true }
-                    } accepted: {
-                        failing.withLock { $0 = false }
-                    }
+                    acceptWaiting(onAccept: onAccept, onFailure: onFailure)
                 }
                 return nil
             } catch {
@@ -71,18 +66,23 @@ package final class Listener: Sendable {
     }
 
     /// Takes the connections waiting (at most 64 at a time, so one listener cannot hold its
-    /// loop); on a failure other than a peer that gave up, stops watching for 100 ms.
-    private func acceptWaiting(onAccept: (Socket, String) -> Void, failed: (SocketError) -> Void, accepted: () -> Void) {
+    /// loop); on a failure other than a peer that gave up, tells it (the first of a burst) and
+    /// stops watching for 100 ms.
+    private func acceptWaiting(onAccept: (Socket, String) -> Void, onFailure: (SocketError) -> Void) {
         for _ in 0..<64 {
             do throws(SocketError) {
                 let (client, peer) = try socket.accept()
-                accepted()
+                state.withLock { $0.failing = false }
                 onAccept(client, peer)
             } catch {
                 if error.code == EAGAIN || error.code == EWOULDBLOCK { return }
                 // A peer that gave up before we took it, or a signal: take the next one.
                 if error.code == ECONNABORTED || error.code == EINTR { continue }
-                failed(error)
+                let first = state.withLock { state in
+                    defer { state.failing = true }
+                    return !state.failing
+                }
+                if first { onFailure(error) }
                 pause()
                 return
             }
