@@ -71,8 +71,9 @@ public final class Node: Sendable {
         package var idleTimeout: Duration = .seconds(60)
         package var maxRequestsPerConnection = 1024
         /// The most bytes of call and spawn lines the node holds in flight over all its
-        /// connections: each call keeps its arguments, parsed, until it ends, and 64 calls of
-        /// a 1 MiB line on each of hundreds of connections would hold gigabytes. Past it, `busy`.
+        /// connections: each call keeps its arguments, parsed, until its reply has left (and
+        /// a reply that waits for room counts too), and a window of 1 MiB lines on each of
+        /// hundreds of connections would hold gigabytes. Past it, `busy`.
         package var maxCallBytes = 64 << 20
         /// Log every task (never the token).
         package var verbose = false
@@ -116,7 +117,8 @@ public final class Node: Sendable {
     let logins: Locked<LoginFailures>
     /// Requests started and not yet answered, over all connections; closed by `stop`.
     let pending = InFlight()
-    /// The bytes of the call and spawn lines in flight (`Options.maxCallBytes`).
+    /// The bytes of the call and spawn lines in flight, and of replies waiting for room
+    /// (`Options.maxCallBytes`).
     let callBytes = Locked(0)
     /// Accepting, draining or stopped; changed only by `drain` (`Node+Drain.swift`).
     /// With the instant a drain cancels what still runs (the `draining` line says how far off).

@@ -119,7 +119,6 @@ extension NodeSession {
             state.calls += 1
             state.scans[id] = Task {
                 let reply = await work(actors)
-                self.node.callBytes.withLock { $0 -= bytes }
                 // Forget the id before replying: the client may reuse it once it has the reply.
                 let now = self.node.clock.now
                 self.state.withLock { state in
@@ -127,12 +126,30 @@ extension NodeSession {
                     state.calls -= 1
                     state.lastActivity = now
                 }
-                self.send(self.fitting(reply, id: id))
+                await self.sendWhenRoom(self.fitting(reply, id: id), holding: bytes)
                 self.node.pending.end()
             }
             return nil
         }
         if let refusal { send(refusal) }
+    }
+
+    /// Sends a call's reply, waiting for room in the queue to the client rather than ending
+    /// the link: a window of calls may all answer at once with large results
+    /// (`Connection.sendWhenRoom`). The call's `held` bytes count among `Options.maxCallBytes`
+    /// until the reply has left, and so do the reply's own while it waits: replies nobody
+    /// reads make the node refuse new calls as busy. A client that lets a reply wait for
+    /// `idleTimeout` does not read: its link ends, as it would with the queue full.
+    private func sendWhenRoom(_ line: [UInt8], holding held: Int) async {
+        defer { node.callBytes.withLock { $0 -= held } }
+        guard (try? connection.sendIfRoom(line)) == false else { return }
+        node.callBytes.withLock { $0 += line.count }
+        defer { node.callBytes.withLock { $0 -= line.count } }
+        let stalled = node.clock.schedule(after: node.options.idleTimeout) { [connection] in
+            connection.close(because: .writeBacklog)
+        }
+        _ = try? await connection.sendWhenRoom(line)
+        _ = node.clock.cancel(stalled)
     }
 
     /// The most bytes a reply line may hold: a wire line, less the seal on an authenticated

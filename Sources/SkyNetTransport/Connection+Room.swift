@@ -1,4 +1,5 @@
 import SkyNetRuntime
+import Synchronization
 
 extension Connection {
     /// Blocks the calling thread (a file pump's: never one of the pool) until fewer than
@@ -29,5 +30,81 @@ extension Connection {
         }
         let sent = sentBytes.load(ordering: .relaxed)
         return (sent - min(sent, UInt64(max(0, unsent))), receivedBytes.load(ordering: .relaxed))
+    }
+}
+
+extension Connection {
+    /// Sends `bytes` (as `send` does) only if the queue would then hold fewer than half of
+    /// `maxQueuedBytes`, or holds nothing; false, with nothing sent, when it would not. The
+    /// other half is left to the lines sent without waiting (pings, cancels), which end the
+    /// connection when the queue is full.
+    package func sendIfRoom(_ bytes: [UInt8]) throws(Closed) -> Bool {
+        try send(bytes, ifRoomBelow: limits.maxQueuedBytes / 2)
+    }
+
+    /// Sends `bytes` once `sendIfRoom` can, suspending meanwhile: a sender that outruns its
+    /// peer waits instead of failing the connection. Returns false, having sent nothing, once
+    /// `abandoned` says nobody wants the line any more (asked before each try); throws
+    /// `Closed` once the connection has ended.
+    package func sendWhenRoom(_ bytes: [UInt8], unless abandoned: () -> Bool = { false }) async throws(Closed) -> Bool {
+        var generation = room.enter()
+        defer { room.leave() }
+        while true {
+            if abandoned() { return false }
+            if try sendIfRoom(bytes) { return true }
+            generation = await room.wait(after: generation)
+        }
+    }
+}
+
+/// Wakes the tasks that wait for room in a connection's queue, each time it shrinks or the
+/// connection ends. A waiter notes the generation before it looks for room and sleeps only
+/// while no change came after that, so no wake-up falls between its look and its sleep.
+///
+/// `changed` is called after every send: it costs one atomic load while nobody waits. That is
+/// safe because a waiter counts itself (`enter`) before it looks at the queue, under the
+/// connection's state lock that the sender held when it shrank the queue: either the waiter
+/// saw the shrunk queue, or the sender sees the count.
+final class RoomSignal: Sendable {
+    private struct Sleepers {
+        var generation: UInt64 = 0
+        var continuations: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let waiting = Atomic<Int>(0)
+    private let sleepers = Locked(Sleepers())
+
+    /// Counts a waiter in; returns the generation to wait after.
+    func enter() -> UInt64 {
+        waiting.add(1, ordering: .sequentiallyConsistent)
+        return sleepers.withLock { $0.generation }
+    }
+
+    func leave() {
+        waiting.subtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// Suspends until a change after `generation`; returns the generation now.
+    func wait(after generation: UInt64) async -> UInt64 {
+        await withCheckedContinuation { continuation in
+            let changed = sleepers.withLock { sleepers -> Bool in
+                guard sleepers.generation == generation else { return true }
+                sleepers.continuations.append(continuation)
+                return false
+            }
+            if changed { continuation.resume() }
+        }
+        return sleepers.withLock { $0.generation }
+    }
+
+    /// The queue shrank or the connection ended: every sleeper looks again.
+    func changed() {
+        guard waiting.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        let woken = sleepers.withLock { sleepers in
+            sleepers.generation &+= 1
+            defer { sleepers.continuations = [] }
+            return sleepers.continuations
+        }
+        for continuation in woken { continuation.resume() }
     }
 }

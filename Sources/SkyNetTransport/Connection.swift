@@ -93,11 +93,15 @@ package final class Connection: Sendable {
     /// transfer shows it is alive by moving them, even while its pong waits behind chunks.
     let sentBytes = Atomic<UInt64>(0)
     let receivedBytes = Atomic<UInt64>(0)
+    /// Wakes the senders that wait for room in the queue whenever it shrinks or the
+    /// connection ends.
+    let room = RoomSignal()
 
     package init(stream: any ByteStream, peer: String, limits: Limits = Limits()) {
         self.stream = stream
         self.peer = peer
         self.limits = limits
+        closed.whenFulfilled { [room] _ in room.changed() }
     }
 
     package convenience init(socket: Socket, peer: String, limits: Limits = Limits()) {
@@ -134,12 +138,26 @@ package final class Connection: Sendable {
     /// connection has ended; fails the connection when the peer lets too much queue up.
     /// Once `filter` was called, each line is sealed (one line per call).
     package func send(_ bytes: [UInt8]) throws(Closed) {
-        let owned = try sealing.withLock { (seal) throws(Closed) -> [UInt8]? in
-            guard let sealed = seal?.seal(bytes) else { return try queueOrOwn(bytes) }
-            return try queueOrOwn(sealed)
+        _ = try send(bytes, ifRoomBelow: nil)
+    }
+
+    /// Sends `bytes` as `send` does when fewer than `mark` bytes would then be queued (or
+    /// nothing is queued); otherwise returns false having sealed and queued nothing, so a
+    /// sender can wait for room (`send(_:waitingForRoomBelow:unless:)`) and try again. A nil
+    /// `mark` always sends.
+    package func send(_ bytes: [UInt8], ifRoomBelow mark: Int?) throws(Closed) -> Bool {
+        // Room is looked for under the sealing lock and before sealing: no other line can
+        // queue between the look and this one's queueing, and a line that waits has taken no
+        // sequence number that a later line would skip.
+        let owned = try sealing.withLock { (seal) throws(Closed) -> [UInt8]?? in
+            if let mark, !hasRoom(for: bytes.count, below: mark) { return .none }
+            guard let sealed = seal?.seal(bytes) else { return .some(try queueOrOwn(bytes)) }
+            return .some(try queueOrOwn(sealed))
         }
+        guard let owned else { return false }
         // Sent outside the sealing lock: lines sealed meanwhile queue behind these bytes.
         if let owned { try sendAsOwner(owned) }
+        return true
     }
 
     /// From now on every line sent is sealed with `sending` and every line read must open with
@@ -153,6 +171,15 @@ package final class Connection: Sendable {
 
     /// Whether lines go through a filter on this connection.
     package var isFiltered: Bool { sealing.withLock { $0 != nil } }
+
+    /// Whether `count` more bytes leave fewer than `mark` queued (or nothing is queued). An
+    /// ended connection has room: the send that follows throws `Closed`.
+    private func hasRoom(for count: Int, below mark: Int) -> Bool {
+        state.withLock { state in
+            guard case .flushing(let queue) = state else { return true }
+            return queue.isEmpty || queue.count + count < mark
+        }
+    }
 
     /// Queues `bytes` behind whatever is being sent, or, when nothing is, makes the caller
     /// the sender (`flushing` with an empty queue) and returns the bytes for it to send.
@@ -194,6 +221,7 @@ package final class Connection: Sendable {
                     closeLocked(&state, reason: .failed(error))
                     leaveSending(&state)
                 }
+                room.changed()
                 if isFirst { throw Closed() }
                 return
             }
@@ -221,6 +249,7 @@ package final class Connection: Sendable {
                     return .done  // not reached: only the sender leaves `flushing`
                 }
             }
+            if sent > 0 { room.changed() }
             switch next {
             case .send(let bytes): pending = bytes
             case .done: return
@@ -237,18 +266,20 @@ package final class Connection: Sendable {
     }
 
     /// Ends the connection: the reader wakes, and the descriptor is closed once it is done.
-    package func close() {
+    /// `reason` is what `closed` tells (a sender that gave up waiting for room says
+    /// `writeBacklog`).
+    package func close(because reason: CloseReason = .closedLocally) {
         let closedNow = state.withLock { state -> Bool in
             if case .notStarted = state {
                 // No reader will ever close the descriptor: do it here.
                 stream.close()
-                state = .closed(.closedLocally)
+                state = .closed(reason)
                 return true
             }
-            closeLocked(&state, reason: .closedLocally)
+            closeLocked(&state, reason: reason)
             return false
         }
-        if closedNow { closed.fulfil(.closedLocally) }
+        if closedNow { closed.fulfil(reason) }
     }
 
     /// Bytes waiting to be sent.
@@ -286,7 +317,7 @@ package final class Connection: Sendable {
                     return nil  // not reached: only the flusher leaves `flushing`
                 }
             }
-            guard let pending else { return }
+            guard let pending else { return room.changed() }
             do {
                 let sent = try stream.send(pending, wait: true)
                 sentBytes.add(UInt64(sent), ordering: .relaxed)
@@ -299,6 +330,7 @@ package final class Connection: Sendable {
             } catch {
                 state.withLock { closeLocked(&$0, reason: .failed(error)) }
             }
+            room.changed()
         }
     }
 }

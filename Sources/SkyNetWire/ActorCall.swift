@@ -16,10 +16,10 @@ package struct ActorCall: Sendable, Equatable {
     package static let maxGenerics = 4
     package static let maxArguments = 64
     /// The most calls (and spawns) a node runs at once for one connection: it refuses more
-    /// (`busy`), and a caller keeps the rest waiting, in turn. Not more: every call running
-    /// replies even while its caller reads slowly, and the node's queue for one peer holds
-    /// 8 MiB (256 calls failed their link once results passed 28 KiB each; 64, at 112 KiB).
-    package static let maxCallsPerConnection = 64
+    /// (`busy`), and a caller keeps the rest waiting, in turn. Enough that a link is rarely
+    /// idle between calls; replies and calls that do not fit the queue to a slow reader wait
+    /// for room (`Connection.sendWhenRoom`) rather than ending the link.
+    package static let maxCallsPerConnection = 256
 
     package init(system: String, number: Int, target: String, generics: [String] = [], arguments: [JSONValue]) {
         self.system = system

@@ -5,17 +5,18 @@ import Testing
 @testable import SkyNetTransport
 import SkyNetTestSupport
 
-/// `Connection.waitForRoom(below:)` and the byte counters: a sender that waits for room is
-/// held while the peer does not read, let go once it drains, and told when the connection ends.
+/// `Connection.waitForRoom(below:)`, `sendIfRoom` and `sendWhenRoom`, and the byte counters: a
+/// sender that waits for room is held while the peer does not read, let go once it drains, and
+/// told when the connection ends.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct ConnectionRoomTests {
     /// A connection whose peer does not read yet, with small kernel buffers, queued up past
     /// `bytes`; `lines` were sent.
-    private func backedUp(past bytes: Int) async throws -> (Connection, client: Socket, lines: Int) {
+    private func backedUp(past bytes: Int, limits: Connection.Limits = Connection.Limits()) async throws -> (Connection, client: Socket, lines: Int) {
         let (server, client) = try await loopbackPair()
         server.setBufferSizes(send: 16384, receive: 16384)
         client.setBufferSizes(send: 16384, receive: 16384)
-        let connection = Connection(socket: server, peer: "room")
+        let connection = Connection(socket: server, peer: "room", limits: limits)
         connection.start(onEvent: { _ in })
         let line = Array(String(repeating: "x", count: 4095).utf8) + [10]
         var lines = 0
@@ -70,6 +71,49 @@ struct ConnectionRoomTests {
         connection.close()
         #expect(try await withTimeout(.seconds(20)) { await answer.value } == false)
         #expect(!connection.waitForRoom(below: 1 << 30))
+    }
+
+    /// Limits whose half (where `sendIfRoom` stops) is 128 KiB.
+    private var smallQueue: Connection.Limits {
+        var limits = Connection.Limits()
+        limits.maxQueuedBytes = 256 << 10
+        return limits
+    }
+
+    @Test func aLineWithoutRoomIsNotQueuedAndWaitsUntilThePeerReads() async throws {
+        let (connection, client, lines) = try await backedUp(past: 128 << 10, limits: smallQueue)
+        defer { connection.close(); client.close() }
+        let queued = connection.queuedBytes
+        #expect(try connection.sendIfRoom(Array("refused\n".utf8)) == false)
+        #expect(connection.queuedBytes == queued)  // nothing queued for it
+        let sent = AsyncSignal<Bool>()
+        let sender = Task { sent.fulfil(try await connection.sendWhenRoom(Array("last\n".utf8))) }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(sent.current == nil)  // held: nothing was read
+        #expect(connection.closed.current == nil)
+        let received = try await onOwnThread(named: "test-drain") {
+            receiveLines(from: client, count: lines + 1, silence: .seconds(20))
+        }
+        try await sender.value
+        #expect(sent.current == true)
+        #expect(received.count == lines + 1 && received.last == "last")
+        #expect(try connection.sendIfRoom(Array("room\n".utf8)))  // an empty queue: at once
+    }
+
+    @Test func aSenderWaitingForRoomIsToldWhenTheConnectionClosesOrNobodyWantsItsLine() async throws {
+        let (connection, client, _) = try await backedUp(past: 128 << 10, limits: smallQueue)
+        defer { client.close() }
+        let wanted = Locked(true)
+        let abandoned = Task { try await connection.sendWhenRoom(Array("a\n".utf8), unless: { !wanted.withLock { $0 } }) }
+        let closing = Task { () -> Bool in
+            do { return try await connection.sendWhenRoom(Array("b\n".utf8)) } catch { return false }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        wanted.withLock { $0 = false }
+        connection.close()
+        #expect(try await withTimeout(.seconds(20)) { try await abandoned.value } == false)
+        #expect(try await withTimeout(.seconds(20)) { await closing.value } == false)
+        #expect(connection.closed.current == nil || connection.closed.current.map { "\($0)" } == "closed")
     }
 
     @Test func theCountersGrowWithWhatIsSentAndRead() async throws {

@@ -1,6 +1,7 @@
 import SkyNetActors
 import SkyNetAuth
 import SkyNetRuntime
+import SkyNetTransport
 import SkyNetWire
 import SkyNetWork
 
@@ -29,7 +30,7 @@ extension PeerConnection: ActorCallChannel {
         }
         let reply: Reply
         do {
-            reply = try await request(id: id, sending: { try self.connection.send(line) }, timeout: timeout, liveness: Self.actorLiveness)
+            reply = try await request(id: id, sending: { try self.sendCall(line, id: id) }, timeout: timeout, liveness: Self.actorLiveness)
         } catch let error as WireError {
             reply = .error(error)
         } catch where error is CancellationError || error is TimeoutError || error is PeerUnresponsive {
@@ -40,6 +41,21 @@ extension PeerConnection: ActorCallChannel {
             throw WireError.badRequest("the node answered a call with \(reply)")
         }
         return answer
+    }
+
+    /// Sends a call's line now if the queue to the node has room (`Connection.sendIfRoom`);
+    /// else a task sends it once there is, unless the call ended first (cancelled, timed out,
+    /// or its link lost: then it is never sent, and cannot run). A window of calls with large
+    /// arguments to a node that reads slowly waits, instead of ending the link.
+    private func sendCall(_ line: [UInt8], id: Int) throws(Connection.Closed) {
+        guard try !connection.sendIfRoom(line) else { return }
+        Task {
+            do {
+                _ = try await connection.sendWhenRoom(line, unless: { !isPending(id) })
+            } catch {
+                complete(id, with: .failure(PeerDisconnected(peer: name, reason: "\(error)")))
+            }
+        }
     }
 
     package func spawn(_ spawn: ActorSpawn, timeout: Duration) async throws -> ClusterActorID {
@@ -95,8 +111,10 @@ extension PeerConnection: ActorCallChannel {
                 if line.count > lineRoom {
                     line = Reply.threw(id: id, type: ActorReply.resultNotSent, message: "the result is more than a line holds").line
                 }
+                // Waits for room as the node's replies do; the call counts among the running
+                // until its reply has left, so at most a window of replies wait.
+                _ = try? await connection.sendWhenRoom(line)
                 callsFromNode.withLock { $0.running -= 1 }
-                try? connection.send(line)
             }
         }
     }

@@ -328,7 +328,12 @@ package final class PeerConnection: Sendable {
         }
     }
 
-    private func complete(_ id: Int, with result: Result<Reply, any Error>) {
+    /// Whether request `id` still waits for its reply.
+    func isPending(_ id: Int) -> Bool {
+        state.withLock { $0.pending[id] != nil }
+    }
+
+    func complete(_ id: Int, with result: Result<Reply, any Error>) {
         let entry = state.withLock { state in
             state.streams[id] = nil
             return state.pending.removeValue(forKey: id)

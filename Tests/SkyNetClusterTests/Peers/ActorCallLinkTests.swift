@@ -28,6 +28,7 @@ struct ActorCallLinkTests {
         }
 
         distributed func greet(_ name: String) -> String { "hello \(name)" }
+        distributed func length(_ text: String) -> Int { text.utf8.count }
         distributed func half(_ number: Int?) -> Int? { number.flatMap { $0.isMultiple(of: 2) ? $0 / 2 : nil } }
 
         /// Holds `text` until cancelled.
@@ -117,7 +118,8 @@ struct ActorCallLinkTests {
         }
     }
 
-    /// A connection runs at most 64 calls at once: one more is refused `busy` and never runs.
+    /// A connection runs at most `Node.maxCallsPerConnection` calls at once: one more is refused
+    /// `busy` and never runs.
     /// The caller keeps a call past the connection's bound waiting (here until its deadline);
     /// the node refuses one that another client sends past the bound.
     @Test func callsBeyondTheConnectionsBoundWaitAtTheCallerAndTheNodeRefusesMore() async throws {
@@ -153,6 +155,22 @@ struct ActorCallLinkTests {
                 #expect(reason.contains("more than a line holds"), "\(reason)")
             }
             #expect(try await remote.greet("ada") == "hello ada")
+            #expect(peer.closed.current == nil)
+        }
+    }
+
+    /// A window of calls whose arguments together pass the caller's queue to the node (8 MiB):
+    /// the calls wait for room at the caller rather than ending the link, and every one runs.
+    @Test func aWindowOfLargeArgumentsWaitsForRoomAndTheLinkStays() async throws {
+        try await withLinkedSystems { alpha, beta, _, peer in
+            let greeter = LinkedGreeter(actorSystem: beta)
+            let remote = try LinkedGreeter.resolve(id: greeter.id, using: alpha)
+            let argument = String(repeating: "a", count: 256 << 10)
+            let lengths = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<120 { group.addTask { try await remote.length(argument) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(lengths == Array(repeating: 256 << 10, count: 120))
             #expect(peer.closed.current == nil)
         }
     }
@@ -206,7 +224,7 @@ struct ActorCallLinkTests {
         }
     }
 
-    /// 10,000 calls made at once against an actor that holds each: 64 travel, the rest wait
+    /// 10,000 calls made at once against an actor that holds each: a window travels, the rest wait
     /// at the caller without a byte sent for them; once it lets them through, each runs once.
     @Test func tenThousandCallsAgainstASlowActorWaitAtTheCallerAndEachRunsOnce() async throws {
         try await withLinkedSystems { alpha, beta, _, peer in
