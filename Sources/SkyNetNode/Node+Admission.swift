@@ -169,7 +169,8 @@ extension Node {
         }
     }
 
-    /// Closes connections past their hello deadline, and clients silent past the idle bound;
+    /// Closes connections past their hello deadline, clients silent past the idle bound and
+    /// clients that took none of their waiting replies for as long;
     /// logs what the bursts of closes and failed logins added up to.
     func sweep() {
         let now = clock.now
@@ -183,7 +184,10 @@ extension Node {
         if let lateReport { logLateHellos(lateReport) }
         for line in logins.withLock({ $0.flush(now: now) }) { log(line) }  // bursts of failed logins, summed
         for session in late { session.connection.close() }
-        for session in idle { session.closeIfIdle(now: now, bound: options.idleTimeout) }
+        for session in idle {
+            session.closeIfIdle(now: now, bound: options.idleTimeout)
+            session.closeIfStalled(now: now, bound: options.idleTimeout)
+        }
     }
 
     /// Like `logEvictions`, for connections closed because their hello did not come in time:

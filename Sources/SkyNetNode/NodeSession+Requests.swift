@@ -137,19 +137,50 @@ extension NodeSession {
     /// Sends a call's reply, waiting for room in the queue to the client rather than ending
     /// the link: a window of calls may all answer at once with large results
     /// (`Connection.sendWhenRoom`). The call's `held` bytes count among `Options.maxCallBytes`
-    /// until the reply has left, and so do the reply's own while it waits: replies nobody
-    /// reads make the node refuse new calls as busy. A client that lets a reply wait for
-    /// `idleTimeout` does not read: its link ends, as it would with the queue full.
+    /// until the reply has left, and so do the reply's own while it waits; a reply that would
+    /// take the node past that bound ends its link instead (its client reads too slowly for
+    /// what it asked), and so does one whose client takes nothing for the idle bound
+    /// (`closeIfStalled`).
     private func sendWhenRoom(_ line: [UInt8], holding held: Int) async {
         defer { node.callBytes.withLock { $0 -= held } }
         guard (try? connection.sendIfRoom(line)) == false else { return }
-        node.callBytes.withLock { $0 += line.count }
-        defer { node.callBytes.withLock { $0 -= line.count } }
-        let stalled = node.clock.schedule(after: node.options.idleTimeout) { [connection] in
-            connection.close(because: .writeBacklog)
+        let bound = node.options.maxCallBytes
+        let admitted = node.callBytes.withLock { bytes in
+            guard bytes + line.count <= bound else { return false }
+            bytes += line.count
+            return true
+        }
+        guard admitted else {
+            node.log("[Node] Closing \(connection.peer): its replies waiting to be read would hold more than the node's \(bound) bytes for calls")
+            return connection.close(because: .writeBacklog)
+        }
+        let sent = connection.progress.sent, now = node.clock.now
+        state.withLock { state in
+            if state.waitingReplies == 0 { state.sendProgress = (sent, now) }
+            state.waitingReplies += 1
+        }
+        defer {
+            state.withLock { $0.waitingReplies -= 1 }
+            node.callBytes.withLock { $0 -= line.count }
         }
         _ = try? await connection.sendWhenRoom(line)
-        _ = node.clock.cancel(stalled)
+    }
+
+    /// Closes the connection if replies have waited for room while the client took none of
+    /// what was sent for `bound` (the node's sweep calls it with the idle bound).
+    func closeIfStalled(now: ContinuousClock.Instant, bound: Duration) {
+        let sent = connection.progress.sent
+        let stalled = state.withLock { state -> Bool in
+            guard state.waitingReplies > 0 else { return false }
+            guard sent == state.sendProgress.sent else {
+                state.sendProgress = (sent, now)
+                return false
+            }
+            return now - state.sendProgress.at >= bound
+        }
+        guard stalled else { return }
+        node.log("[Node] Closing \(connection.peer): it read none of its replies for \(String(cFormat: "%g", bound.seconds)) s")
+        connection.close(because: .writeBacklog)
     }
 
     /// The most bytes a reply line may hold: a wire line, less the seal on an authenticated

@@ -39,6 +39,10 @@ final class NodeSession: Sendable {
         var uploads: [Int: NodeUpload] = [:]
         /// When the client was last heard from, or a scan of it last ended.
         var lastActivity: ContinuousClock.Instant
+        /// Call replies waiting for room in the queue to the client, and the bytes the client
+        /// had taken when it last took any while some waited (`closeIfStalled`).
+        var waitingReplies = 0
+        var sendProgress: (sent: UInt64, at: ContinuousClock.Instant)
         /// Whether the welcome went out: a `draining` line may follow it (`NodeSession+Drain.swift`).
         var welcomed = false
         /// The client's `draining` line: none yet, owed once welcomed (with its timeout), or sent.
@@ -57,7 +61,7 @@ final class NodeSession: Sendable {
     init(connection: Connection, node: Node) {
         self.connection = connection
         self.node = node
-        state = Locked(State(lastActivity: node.clock.now))
+        state = Locked(State(lastActivity: node.clock.now, sendProgress: (0, node.clock.now)))
         files = SessionFiles(files: node.files)
         pump = FilePump(connection: connection)
     }

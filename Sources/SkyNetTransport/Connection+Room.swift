@@ -39,27 +39,43 @@ extension Connection {
     /// other half is left to the lines sent without waiting (pings, cancels), which end the
     /// connection when the queue is full.
     package func sendIfRoom(_ bytes: [UInt8]) throws(Closed) -> Bool {
-        try send(bytes, ifRoomBelow: limits.maxQueuedBytes / 2)
+        try send(bytes, ifRoomBelow: roomMark, unless: nil) == .sent
     }
 
     /// Sends `bytes` once `sendIfRoom` can, suspending meanwhile: a sender that outruns its
-    /// peer waits instead of failing the connection. Returns false, having sent nothing, once
-    /// `abandoned` says nobody wants the line any more (asked before each try); throws
-    /// `Closed` once the connection has ended.
-    package func sendWhenRoom(_ bytes: [UInt8], unless abandoned: () -> Bool = { false }) async throws(Closed) -> Bool {
+    /// peer waits instead of failing the connection. Waiting senders go in turn, first come
+    /// first served. Returns false, having sent nothing, once `abandoned` says nobody wants
+    /// the line any more (asked under the lock that orders lines, so the line is then never
+    /// sent) or the task is cancelled; throws `Closed` once the connection has ended.
+    package func sendWhenRoom(_ bytes: [UInt8], unless abandoned: (() -> Bool)? = nil) async throws(Closed) -> Bool {
         var generation = room.enter()
-        defer { room.leave() }
-        while true {
-            if abandoned() { return false }
-            if try sendIfRoom(bytes) { return true }
-            generation = await room.wait(after: generation)
+        var woken = false
+        defer {
+            room.leave()
+            // The turn passes on, whatever this sender did with it.
+            if woken { room.changed() }
         }
+        while !Task.isCancelled {
+            switch try send(bytes, ifRoomBelow: roomMark, unless: abandoned) {
+            case .sent: return true
+            case .abandoned: return false
+            case .noRoom: break
+            }
+            generation = await room.wait(after: generation, first: woken)
+            woken = true
+        }
+        return false
     }
+
+    /// Where senders that wait for room stop filling the queue.
+    private var roomMark: Int { limits.maxQueuedBytes / 2 }
 }
 
-/// Wakes the tasks that wait for room in a connection's queue, each time it shrinks or the
-/// connection ends. A waiter notes the generation before it looks for room and sleeps only
-/// while no change came after that, so no wake-up falls between its look and its sleep.
+/// The senders waiting for room in a connection's queue, in turn. Each change (the queue shrank)
+/// wakes the first; when it is done (sent, gave up, or found too little room and is first
+/// again) it passes the turn on. The end of the connection wakes them all. A waiter notes the
+/// generation before it looks for room and sleeps only while no change came after that, so
+/// no wake-up falls between its look and its sleep.
 ///
 /// `changed` is called after every send: it costs one atomic load while nobody waits. That is
 /// safe because a waiter counts itself (`enter`) before it looks at the queue, under the
@@ -68,7 +84,10 @@ extension Connection {
 final class RoomSignal: Sendable {
     private struct Sleepers {
         var generation: UInt64 = 0
-        var continuations: [CheckedContinuation<Void, Never>] = []
+        var lastID: UInt64 = 0
+        /// First come, first served; a waiter that was woken and found too little room goes
+        /// back to the front.
+        var queue: [(id: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let waiting = Atomic<Int>(0)
@@ -84,27 +103,55 @@ final class RoomSignal: Sendable {
         waiting.subtract(1, ordering: .sequentiallyConsistent)
     }
 
-    /// Suspends until a change after `generation`; returns the generation now.
-    func wait(after generation: UInt64) async -> UInt64 {
-        await withCheckedContinuation { continuation in
-            let changed = sleepers.withLock { sleepers -> Bool in
-                guard sleepers.generation == generation else { return true }
-                sleepers.continuations.append(continuation)
-                return false
+    /// Suspends until this waiter's turn after a change past `generation` (at once if one
+    /// came already), or until the task is cancelled; returns the generation now.
+    func wait(after generation: UInt64, first: Bool) async -> UInt64 {
+        let id = sleepers.withLock { sleepers in
+            sleepers.lastID += 1
+            return sleepers.lastID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let goOn = sleepers.withLock { sleepers -> Bool in
+                    guard sleepers.generation == generation, !Task.isCancelled else { return true }
+                    if first {
+                        sleepers.queue.insert((id, continuation), at: 0)
+                    } else {
+                        sleepers.queue.append((id, continuation))
+                    }
+                    return false
+                }
+                if goOn { continuation.resume() }
             }
-            if changed { continuation.resume() }
+        } onCancel: {
+            let continuation = sleepers.withLock { sleepers in
+                sleepers.queue.firstIndex { $0.id == id }.map { sleepers.queue.remove(at: $0).continuation }
+            }
+            continuation?.resume()
         }
         return sleepers.withLock { $0.generation }
     }
 
-    /// The queue shrank or the connection ended: every sleeper looks again.
+    /// How many sleep.
+    var sleeping: Int { sleepers.withLock { $0.queue.count } }
+
+    /// The queue shrank: the first sleeper looks again.
     func changed() {
         guard waiting.load(ordering: .sequentiallyConsistent) > 0 else { return }
-        let woken = sleepers.withLock { sleepers in
+        let first = sleepers.withLock { sleepers in
             sleepers.generation &+= 1
-            defer { sleepers.continuations = [] }
-            return sleepers.continuations
+            return sleepers.queue.isEmpty ? nil : sleepers.queue.removeFirst().continuation
         }
-        for continuation in woken { continuation.resume() }
+        first?.resume()
+    }
+
+    /// The connection ended: every sleeper looks again (and finds it closed).
+    func ended() {
+        let all = sleepers.withLock { sleepers in
+            sleepers.generation &+= 1
+            defer { sleepers.queue = [] }
+            return sleepers.queue.map(\.continuation)
+        }
+        for continuation in all { continuation.resume() }
     }
 }

@@ -93,15 +93,15 @@ package final class Connection: Sendable {
     /// transfer shows it is alive by moving them, even while its pong waits behind chunks.
     let sentBytes = Atomic<UInt64>(0)
     let receivedBytes = Atomic<UInt64>(0)
-    /// Wakes the senders that wait for room in the queue whenever it shrinks or the
-    /// connection ends.
+    /// The senders that wait for room in the queue, woken in turn as it shrinks, and all at
+    /// once when the connection ends.
     let room = RoomSignal()
 
     package init(stream: any ByteStream, peer: String, limits: Limits = Limits()) {
         self.stream = stream
         self.peer = peer
         self.limits = limits
-        closed.whenFulfilled { [room] _ in room.changed() }
+        closed.whenFulfilled { [room] _ in room.ended() }
     }
 
     package convenience init(socket: Socket, peer: String, limits: Limits = Limits()) {
@@ -138,26 +138,35 @@ package final class Connection: Sendable {
     /// connection has ended; fails the connection when the peer lets too much queue up.
     /// Once `filter` was called, each line is sealed (one line per call).
     package func send(_ bytes: [UInt8]) throws(Closed) {
-        _ = try send(bytes, ifRoomBelow: nil)
+        _ = try send(bytes, ifRoomBelow: nil, unless: nil)
     }
 
+    /// What `send(_:ifRoomBelow:unless:)` did with a line.
+    enum SendOutcome { case sent, noRoom, abandoned }
+
     /// Sends `bytes` as `send` does when fewer than `mark` bytes would then be queued (or
-    /// nothing is queued); otherwise returns false having sealed and queued nothing, so a
-    /// sender can wait for room (`send(_:waitingForRoomBelow:unless:)`) and try again. A nil
-    /// `mark` always sends.
-    package func send(_ bytes: [UInt8], ifRoomBelow mark: Int?) throws(Closed) -> Bool {
-        // Room is looked for under the sealing lock and before sealing: no other line can
-        // queue between the look and this one's queueing, and a line that waits has taken no
-        // sequence number that a later line would skip.
-        let owned = try sealing.withLock { (seal) throws(Closed) -> [UInt8]?? in
-            if let mark, !hasRoom(for: bytes.count, below: mark) { return .none }
-            guard let sealed = seal?.seal(bytes) else { return .some(try queueOrOwn(bytes)) }
-            return .some(try queueOrOwn(sealed))
+    /// nothing is queued) and `abandoned` (if given) says the line is still wanted; otherwise
+    /// seals and queues nothing. A nil `mark` always sends.
+    func send(_ bytes: [UInt8], ifRoomBelow mark: Int?, unless abandoned: (() -> Bool)?) throws(Closed) -> SendOutcome {
+        enum Taken { case owned([UInt8]), queued, refused(SendOutcome) }
+        // All of it under the sealing lock, and before sealing: no other line can queue
+        // between the look and this one's queueing; a line that waits has taken no sequence
+        // number that a later line would skip; and a line is abandoned or sent, never both
+        // (whoever abandons it, then sends a cancel, sends that after it).
+        let taken = try sealing.withLock { (seal) throws(Closed) -> Taken in
+            if let abandoned, abandoned() { return .refused(.abandoned) }
+            if let mark, !hasRoom(for: bytes.count, below: mark) { return .refused(.noRoom) }
+            let owned = try queueOrOwn(seal?.seal(bytes) ?? bytes)
+            return owned.map(Taken.owned) ?? .queued
         }
-        guard let owned else { return false }
-        // Sent outside the sealing lock: lines sealed meanwhile queue behind these bytes.
-        if let owned { try sendAsOwner(owned) }
-        return true
+        switch taken {
+        case .refused(let outcome): return outcome
+        case .queued: return .sent
+        case .owned(let owned):
+            // Sent outside the sealing lock: lines sealed meanwhile queue behind these bytes.
+            try sendAsOwner(owned)
+            return .sent
+        }
     }
 
     /// From now on every line sent is sealed with `sending` and every line read must open with
@@ -209,9 +218,12 @@ package final class Connection: Sendable {
     /// several threads at once leave in fewer system calls, and nobody waits on the lock
     /// through a system call). When the kernel takes no more, what is left goes to a
     /// flusher thread. Throws `Closed` only when the caller's own bytes could not be sent.
+    ///
+    /// Queued bytes stay in the queue while they are sent (a copy is sent, and what the
+    /// kernel took is consumed after), so that the room others look for counts them.
     private func sendAsOwner(_ first: [UInt8]) throws(Closed) {
         enum Next { case send([UInt8]), done, handOver }
-        var pending = first, isFirst = true, rounds = 0
+        var pending = first, pendingIsQueued = false, rounds = 0
         while true {
             var sent = 0
             do throws(SocketError) {
@@ -222,36 +234,40 @@ package final class Connection: Sendable {
                     leaveSending(&state)
                 }
                 room.changed()
-                if isFirst { throw Closed() }
+                if !pendingIsQueued { throw Closed() }
                 return
             }
-            isFirst = false
             rounds += 1
             sentBytes.add(UInt64(sent), ordering: .relaxed)
             let next = state.withLock { state -> Next in
-                switch state {
-                case .flushing(let queue) where sent == pending.count && queue.isEmpty:
-                    state = .open  // in the same step that saw it empty: no send falls between
-                    return .done
-                case .flushing(let queue) where sent < pending.count || rounds >= 16:
-                    // The kernel is full (or others keep queueing): a thread of its own waits.
-                    var rest = ByteQueue(pending[sent...])
-                    rest.append(queue.front(queue.count))
-                    state = .flushing(rest)
-                    return .handOver
-                case .flushing(let queue):
-                    state = .flushing(ByteQueue())
-                    return .send(queue.front(queue.count))
-                case .closing:
-                    leaveSending(&state)
-                    return .done
-                case .notStarted, .open, .closed:
-                    return .done  // not reached: only the sender leaves `flushing`
+                guard case .flushing(var queue) = state else {
+                    if case .closing = state { leaveSending(&state) }
+                    return .done  // `open`, `notStarted`, `closed`: not reached, only the sender leaves `flushing`
                 }
+                state = .open  // drop the state's reference so the queue changes in place
+                if pendingIsQueued { queue.consume(sent) }
+                let ownLeft = pendingIsQueued ? 0 : pending.count - sent
+                if ownLeft == 0, queue.isEmpty {
+                    return .done  // `open`, in the same step that saw it empty: no send falls between
+                }
+                if sent < pending.count || rounds >= 16 {
+                    // The kernel is full (or others keep queueing): a thread of its own waits.
+                    if ownLeft > 0 {
+                        var rest = ByteQueue(pending[sent...])
+                        rest.append(queue.front(queue.count))
+                        queue = rest
+                    }
+                    state = .flushing(queue)
+                    return .handOver
+                }
+                state = .flushing(queue)
+                return .send(queue.front(queue.count))
             }
             if sent > 0 { room.changed() }
             switch next {
-            case .send(let bytes): pending = bytes
+            case .send(let bytes):
+                pending = bytes
+                pendingIsQueued = true
             case .done: return
             case .handOver:
                 startThread(named: "skynet-flusher") { [self] in flush() }

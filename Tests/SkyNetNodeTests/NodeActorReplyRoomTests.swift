@@ -110,5 +110,33 @@ struct NodeActorReplyRoomTests {
         _ = actor
     }
 
+    /// Replies waiting for a client count among the node's bytes for calls: one that would take
+    /// the node past them ends that client's link (its client asked for more than it reads).
+    @Test func repliesWaitingPastTheNodesBytesForCallsEndTheLink() async throws {
+        let host = ClusterActorSystem(name: "beta")
+        let answered = SkyNetTestSupport.Counter()
+        let actor = Bulk(answered: answered, actorSystem: host)
+        let bulk = try await line(of: { _ = try await $0.text(of: 256 << 10) }, for: actor, on: host)
+        var options = nodes.options()
+        options.actors = host
+        options.maxCallBytes = 2 << 20
+        try await nodes.withNode(options) { node in
+            // 120 × 256 KiB: 4 MiB may queue (and some more in the kernel), 2 MiB may wait;
+            // the rest cannot.
+            let client = try await silentClient(of: node, sending: (1...120).map { bulk.line(id: $0) })
+            defer { client.close() }
+            // Until every call ran, or the node ended the link first (cancelling the rest).
+            try await awaitState(upTo: .seconds(60)) { answered.value == 120 || node.connectionCount == 0 }
+            let (lines, closed) = try await onOwnThread(named: "test-bulk") { () -> (Int, Bool) in
+                var client = client
+                return (client.readToEnd(silence: .seconds(20)).count, client.closed)
+            }
+            #expect(closed && lines < 120, "\(lines) replies; the link \(closed ? "ended" : "stayed")")
+            // Every call's bytes, and every waiting reply's, are given back.
+            try await awaitState(upTo: .seconds(60)) { node.callBytes.withLock { $0 } == 0 }
+        }
+        _ = actor
+    }
+
     struct Refused: Error {}
 }

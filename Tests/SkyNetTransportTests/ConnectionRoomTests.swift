@@ -100,20 +100,44 @@ struct ConnectionRoomTests {
         #expect(try connection.sendIfRoom(Array("room\n".utf8)))  // an empty queue: at once
     }
 
-    @Test func aSenderWaitingForRoomIsToldWhenTheConnectionClosesOrNobodyWantsItsLine() async throws {
+    @Test func aWaitingLineAbandonedOrCancelledIsNeverSentAndTheOthersAre() async throws {
+        let (connection, client, lines) = try await backedUp(past: 128 << 10, limits: smallQueue)
+        defer { connection.close(); client.close() }
+        let wanted = Locked(true)
+        let names = ["first", "abandoned", "cancelled", "second", "third"]
+        var senders: [Task<Bool, any Error>] = []
+        for name in names {
+            let abandoned: (@Sendable () -> Bool)? = name == "abandoned" ? { @Sendable in !wanted.withLock { $0 } } : nil
+            senders.append(Task { try await connection.sendWhenRoom(Array("\(name)\n".utf8), unless: abandoned) })
+            let count = senders.count
+            try await awaitState(upTo: .seconds(20)) { connection.room.sleeping == count }
+        }
+        wanted.withLock { $0 = false }
+        let cancelled = senders[2]
+        cancelled.cancel()
+        // Cancelled: it ends at once, without room.
+        #expect(try await withTimeout(.seconds(20)) { try await cancelled.value } == false)
+        #expect(connection.room.sleeping == 4)
+        let received = try await onOwnThread(named: "test-drain") {
+            receiveLines(from: client, count: lines + 3, silence: .seconds(20))
+        }
+        #expect(Set(received.suffix(3)) == ["first", "second", "third"])
+        #expect(try await senders[1].value == false)
+        for index in [0, 3, 4] { #expect(try await senders[index].value) }
+        // Nothing more came: the abandoned and the cancelled lines never left.
+        _ = try connection.sendIfRoom(Array("end\n".utf8))
+        #expect(try await onOwnThread(named: "test-drain") { receiveLines(from: client, count: 1, silence: .seconds(20)) } == ["end"])
+    }
+
+    @Test func aSenderWaitingForRoomIsToldWhenTheConnectionCloses() async throws {
         let (connection, client, _) = try await backedUp(past: 128 << 10, limits: smallQueue)
         defer { client.close() }
-        let wanted = Locked(true)
-        let abandoned = Task { try await connection.sendWhenRoom(Array("a\n".utf8), unless: { !wanted.withLock { $0 } }) }
-        let closing = Task { () -> Bool in
-            do { return try await connection.sendWhenRoom(Array("b\n".utf8)) } catch { return false }
+        let waiting = Task { () -> String in
+            do { return "\(try await connection.sendWhenRoom(Array("b\n".utf8)))" } catch { return "closed" }
         }
-        try await Task.sleep(for: .milliseconds(100))
-        wanted.withLock { $0 = false }
+        try await awaitState(upTo: .seconds(20)) { connection.room.sleeping == 1 }
         connection.close()
-        #expect(try await withTimeout(.seconds(20)) { try await abandoned.value } == false)
-        #expect(try await withTimeout(.seconds(20)) { await closing.value } == false)
-        #expect(connection.closed.current == nil || connection.closed.current.map { "\($0)" } == "closed")
+        #expect(try await withTimeout(.seconds(20)) { await waiting.value } == "closed")
     }
 
     @Test func theCountersGrowWithWhatIsSentAndRead() async throws {

@@ -44,18 +44,20 @@ extension PeerConnection: ActorCallChannel {
     }
 
     /// Sends a call's line now if the queue to the node has room (`Connection.sendIfRoom`);
-    /// else a task sends it once there is, unless the call ended first (cancelled, timed out,
-    /// or its link lost: then it is never sent, and cannot run). A window of calls with large
-    /// arguments to a node that reads slowly waits, instead of ending the link.
+    /// else a task sends it in turn once there is, unless the call ended first (cancelled,
+    /// timed out, or its link lost: then it is never sent, and cannot run, and the task ends
+    /// with it). A window of calls with large arguments to a node that reads slowly waits,
+    /// instead of ending the link.
     private func sendCall(_ line: [UInt8], id: Int) throws(Connection.Closed) {
         guard try !connection.sendIfRoom(line) else { return }
-        Task {
+        let sender = Task {
             do {
-                _ = try await connection.sendWhenRoom(line, unless: { !isPending(id) })
+                _ = try await connection.sendWhenRoom(line, unless: { !self.isPending(id) })
             } catch {
-                complete(id, with: .failure(PeerDisconnected(peer: name, reason: "\(error)")))
+                complete(id, with: .failure(PeerDisconnected(peer: name, reason: connection.closed.current.map(\.description) ?? "\(error)")))
             }
         }
+        setSender(sender, of: id)
     }
 
     package func spawn(_ spawn: ActorSpawn, timeout: Duration) async throws -> ClusterActorID {

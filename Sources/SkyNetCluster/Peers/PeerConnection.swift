@@ -55,6 +55,9 @@ package final class PeerConnection: Sendable {
         let isWatched: Bool
         /// The request's time limit on the link's clock, if it has one.
         var deadline: TimerTicket?
+        /// The task that sends the request once the queue to the node has room, if it waits
+        /// for some: cancelled when the request ends.
+        var sender: Task<Void, Never>?
     }
 
     struct State {
@@ -333,6 +336,17 @@ package final class PeerConnection: Sendable {
         state.withLock { $0.pending[id] != nil }
     }
 
+    /// Gives pending request `id` the task that sends it; cancels the task when the request
+    /// has ended already.
+    func setSender(_ sender: Task<Void, Never>, of id: Int) {
+        let ended = state.withLock { state -> Bool in
+            guard state.pending[id] != nil else { return true }
+            state.pending[id]?.sender = sender
+            return false
+        }
+        if ended { sender.cancel() }
+    }
+
     func complete(_ id: Int, with result: Result<Reply, any Error>) {
         let entry = state.withLock { state in
             state.streams[id] = nil
@@ -345,6 +359,7 @@ package final class PeerConnection: Sendable {
     /// Resumes a request (once it is out of the table) and forgets its time limit.
     func finish(_ entry: Pending, _ result: Result<Reply, any Error>) {
         if let deadline = entry.deadline { clock.cancel(deadline) }
+        entry.sender?.cancel()
         entry.continuation.resume(with: result)
     }
 
