@@ -122,7 +122,7 @@ extension Workloads {
     }
 
     /// `count` calls, round-robin over `actors`, made by 1,000 tasks at once (each call is
-    /// awaited by its own task; each link keeps 64 in flight and the rest wait their turn, as
+    /// awaited by its own task; each link keeps 256 in flight and the rest wait their turn, as
     /// if all were made at once); each must check out. Not one task per call: the runtime
     /// removes a finished child from a list of all the group's, which for 20,000 costs more
     /// than the calls.
