@@ -134,12 +134,15 @@ final class NodeSession: Sendable {
         }
         let client = hello.name.isEmpty ? "client" : hello.name
         guard node.token != nil else { return welcome(client) }
-        // The reader thread (ours, not the pool's) waits out a slowdown, right token or wrong: what
-        // the client sends meanwhile stays in order in the kernel, and nothing of it runs elsewhere.
+        // The connection's reading waits out a slowdown, right token or wrong: what the client
+        // sends meanwhile stays in order, and nothing of it runs elsewhere.
         let wait = node.logins.withLock { $0.delay(for: Socket.address(of: connection.peer), now: .now) }
         node.admitHandshake(self, held: wait)
-        guard wait == .zero || connection.holdReading(for: wait) else { return }
-        login(client, hello: line, token: hello.token, nonce: hello.nonce)
+        guard wait != .zero else { return login(client, hello: line, token: hello.token, nonce: hello.nonce) }
+        let (token, nonce) = (hello.token, hello.nonce)
+        connection.holdReading(for: wait) { [self] open in
+            if open { login(client, hello: line, token: token, nonce: nonce) }
+        }
     }
 
     /// Answers the hello of a node with a token: a challenge for a hello with a nonce, else the

@@ -79,6 +79,19 @@ package final class EventLoop: Sendable {
     private let name: String
     private let poller: Poller
     private let state = Locked(State())
+    /// Where the loop's handlers read into: one buffer per loop rather than one per
+    /// descriptor, since a loop runs one handler at a time.
+    package let scratch = Scratch(byteCount: 64 * 1024)
+
+    /// Bytes for the loop's handlers. Unchecked: only the loop's thread touches them, within one
+    /// handler call or job (what they read is copied out before it returns).
+    package final class Scratch: @unchecked Sendable {
+        package let bytes: UnsafeMutableRawBufferPointer
+        init(byteCount: Int) {
+            bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: byteCount, alignment: 16)
+        }
+        deinit { bytes.deallocate() }
+    }
 
     /// A loop whose thread starts with its first watch or job; throws without descriptors.
     init(name: String) throws(EventLoopError) {

@@ -4,8 +4,16 @@ extension Connection {
     /// The reader thread's whole life: read and frame until the connection ends, wait for the
     /// flusher, close the descriptor. Returns why it ended.
     func readUntilEnd(_ onEvent: (Event) -> Void) -> CloseReason {
-        var reason = readLines(onEvent)
+        let reason = readLines(onEvent)
         if case .lineTooLong = reason { drainAfterRefusal() }
+        return finishReading(reason)
+    }
+
+    /// Reading ended for `reason`: the connection is closing; once the sender (if any) has
+    /// left, the descriptor is closed. Returns why the connection ended. The wait is short:
+    /// the stream is shut down, so a blocked send fails at once.
+    func finishReading(_ ended: CloseReason) -> CloseReason {
+        var reason = ended
         reason = state.withLock { state in
             switch state {
             case .open:
@@ -59,18 +67,26 @@ extension Connection {
 
     /// The line as the handler sees it: as read, or (once filtered) checked and opened; nil,
     /// with `refusal` set, when the filter refuses it.
-    private func opened(_ line: Data, refusal: inout (any LineRefusal)?) -> Data? {
+    func opened(_ line: Data, refusal: inout (any LineRefusal)?) -> Data? {
         opening.withLock { filter in
             guard filter != nil else { return line }
             return filter?.open(line, refusal: &refusal)
         }
     }
 
-    /// Keeps the reader thread from reading for `duration`, or until the connection ends; returns
-    /// whether it is still open. Call it only from the event handler, which runs on that thread
-    /// (so the wait stops this connection alone, and what the peer sends meanwhile waits in
-    /// the kernel, in order).
-    package func holdReading(for duration: Duration) -> Bool {
+    /// Stops reading for `duration`, or until the connection ends, then runs `then` with
+    /// whether it is still open, before any later line is handed out. Call it only from the
+    /// event handler, as its last step: the hold stops this connection alone, and what the
+    /// peer sends meanwhile waits (in the kernel, or read and kept), in order.
+    package func holdReading(for duration: Duration, then: @escaping @Sendable (Bool) -> Void) {
+        if let reading = loopReading.withLock({ $0 }), reading.loop.isCurrent {
+            return reading.askHold(for: duration, then: then)
+        }
+        then(holdReaderThread(for: duration))
+    }
+
+    /// `holdReading` on a reader thread: it waits, blocked.
+    private func holdReaderThread(for duration: Duration) -> Bool {
         state.wait(while: { if case .open = $0 { true } else if case .flushing = $0 { true } else { false } },
                    deadline: ContinuousClock.now + duration) { state, _ in
             if case .open = state { return true }

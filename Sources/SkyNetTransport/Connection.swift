@@ -93,6 +93,11 @@ package final class Connection: Sendable {
     /// transfer shows it is alive by moving them, even while its pong waits behind chunks.
     let sentBytes = Atomic<UInt64>(0)
     let receivedBytes = Atomic<UInt64>(0)
+    /// Reading on an event loop, for a socket (nil on a reader thread, and once it ended).
+    let loopReading = Locked<LoopReading?>(nil)
+    /// Reading on the loop stopped for replies that queue up (`pauseReadingAbove`). Changed
+    /// only under `state`'s lock, with the queue it depends on.
+    let readingPaused = Atomic<Bool>(false)
     /// The senders that wait for room in the queue, woken in turn as it shrinks, and all at
     /// once when the connection ends.
     let room = RoomSignal()
@@ -108,8 +113,10 @@ package final class Connection: Sendable {
         self.init(stream: socket, peer: peer, limits: limits)
     }
 
-    /// Starts the reader thread. `onEvent` and then `onClose` run on it, one call at a time;
-    /// they must not block for long. Call once, before any `send`.
+    /// Starts reading: a socket on an event loop (`EventLoop.shared`), a pair of pipes on a
+    /// reader thread of its own. `onEvent` and then `onClose` run there, one call at a time;
+    /// they must not block (on a loop, the other connections of the loop wait meanwhile).
+    /// Call once, before any `send`.
     package func start(onEvent: @escaping @Sendable (Event) -> Void, onClose: @escaping @Sendable (CloseReason) -> Void = { _ in }) {
         let closedBeforeStart: CloseReason? = state.withLock { state in
             switch state {
@@ -126,6 +133,17 @@ package final class Connection: Sendable {
             // Closed before it started: the descriptor is already gone, nothing to read.
             onClose(closedBeforeStart)
             return
+        }
+        if let socket = stream as? Socket, let loop = try? EventLoop.shared.next() {
+            let reading = LoopReading(connection: self, socket: socket, loop: loop, onEvent: onEvent, onClose: onClose)
+            loopReading.withLock { $0 = reading }
+            if reading.start() {
+                // Closed while it started: the loop must look, since no shutdown it can see
+                // may come any more.
+                if isEnding { loop.execute { reading.readable() } }
+                return
+            }
+            loopReading.withLock { $0 = nil }
         }
         startThread(named: "skynet-reader") { [self] in
             let reason = readUntilEnd(onEvent)
@@ -222,7 +240,6 @@ package final class Connection: Sendable {
     /// Queued bytes stay in the queue while they are sent (a copy is sent, and what the
     /// kernel took is consumed after), so that the room others look for counts them.
     private func sendAsOwner(_ first: [UInt8]) throws(Closed) {
-        enum Next { case send([UInt8]), done, handOver }
         var pending = first, pendingIsQueued = false, rounds = 0
         while true {
             var sent = 0
@@ -239,31 +256,12 @@ package final class Connection: Sendable {
             }
             rounds += 1
             sentBytes.add(UInt64(sent), ordering: .relaxed)
-            let next = state.withLock { state -> Next in
-                guard case .flushing(var queue) = state else {
-                    if case .closing = state { leaveSending(&state) }
-                    return .done  // `open`, `notStarted`, `closed`: not reached, only the sender leaves `flushing`
-                }
-                state = .open  // drop the state's reference so the queue changes in place
-                if pendingIsQueued { queue.consume(sent) }
-                let ownLeft = pendingIsQueued ? 0 : pending.count - sent
-                if ownLeft == 0, queue.isEmpty {
-                    return .done  // `open`, in the same step that saw it empty: no send falls between
-                }
-                if sent < pending.count || rounds >= 16 {
-                    // The kernel is full (or others keep queueing): a thread of its own waits.
-                    if ownLeft > 0 {
-                        var rest = ByteQueue(pending[sent...])
-                        rest.append(queue.front(queue.count))
-                        queue = rest
-                    }
-                    state = .flushing(queue)
-                    return .handOver
-                }
-                state = .flushing(queue)
-                return .send(queue.front(queue.count))
+            let (next, resume) = state.withLock { state -> (Next, Bool) in
+                let next = nextStep(&state, sent: sent, of: pending, queued: pendingIsQueued, rounds: rounds)
+                return (next, readingMayGoOn(state))
             }
             if sent > 0 { room.changed() }
+            if resume { resumeReading() }
             switch next {
             case .send(let bytes):
                 pending = bytes
@@ -274,6 +272,35 @@ package final class Connection: Sendable {
                 return
             }
         }
+    }
+
+    private enum Next { case send([UInt8]), done, handOver }
+
+    /// The owner sent `sent` bytes of `pending` (the queue's front when `queued`, else its own
+    /// bytes): what it does next, with the state changed to match.
+    private func nextStep(_ state: inout State, sent: Int, of pending: [UInt8], queued pendingIsQueued: Bool, rounds: Int) -> Next {
+        guard case .flushing(var queue) = state else {
+            if case .closing = state { leaveSending(&state) }
+            return .done  // `open`, `notStarted`, `closed`: not reached, only the sender leaves `flushing`
+        }
+        state = .open  // drop the state's reference so the queue changes in place
+        if pendingIsQueued { queue.consume(sent) }
+        let ownLeft = pendingIsQueued ? 0 : pending.count - sent
+        if ownLeft == 0, queue.isEmpty {
+            return .done  // `open`, in the same step that saw it empty: no send falls between
+        }
+        if sent < pending.count || rounds >= 16 {
+            // The kernel is full (or others keep queueing): a thread of its own waits.
+            if ownLeft > 0 {
+                var rest = ByteQueue(pending[sent...])
+                rest.append(queue.front(queue.count))
+                queue = rest
+            }
+            state = .flushing(queue)
+            return .handOver
+        }
+        state = .flushing(queue)
+        return .send(queue.front(queue.count))
     }
 
     /// The sender is leaving a connection that is closing: the reader may close the descriptor.
@@ -314,15 +341,53 @@ package final class Connection: Sendable {
             return
         }
         stream.shutdown()
+        // A loop's reading that is paused or held is not watched: the shutdown would not wake it.
+        if let reading = loopReading.withLock({ $0 }) { reading.loop.execute { reading.readable() } }
+    }
+
+    /// Whether the connection is ending or has ended (or has not started).
+    var isEnding: Bool {
+        state.withLock { state in
+            switch state {
+            case .open, .flushing: false
+            case .notStarted, .closing, .closed: true
+            }
+        }
+    }
+
+    /// For a loop's reading: stops it (true) while more than `pauseReadingAbove` bytes wait.
+    func pauseReadingIfReplying() -> Bool {
+        guard let high = limits.pauseReadingAbove else { return false }
+        return state.withLock { state in
+            guard case .flushing(let queue) = state, queue.count > high else { return false }
+            readingPaused.store(true, ordering: .relaxed)
+            return true
+        }
+    }
+
+    /// Under the state's lock, after the queue shrank: whether a loop's reading paused for
+    /// replies may go on (the queue is down to a quarter of the mark, or empty); it is marked
+    /// going on, and the caller calls `resumeReading` once out of the lock.
+    private func readingMayGoOn(_ state: State) -> Bool {
+        guard readingPaused.load(ordering: .relaxed), let high = limits.pauseReadingAbove else { return false }
+        if case .flushing(let queue) = state, queue.count > high / 4 { return false }
+        readingPaused.store(false, ordering: .relaxed)
+        return true
+    }
+
+    private func resumeReading() {
+        if let reading = loopReading.withLock({ $0 }) { reading.loop.execute { reading.goOn() } }
     }
 
     /// Sends the queue, blocking its own thread, until it is empty or the connection ends.
     private func flush() {
         while true {
+            var resume = false
             let pending: [UInt8]? = state.withLock { state in
                 switch state {
                 case .flushing(let queue) where queue.isEmpty:
                     state = .open  // in the same step that saw it empty: no send falls between
+                    resume = readingMayGoOn(state)
                     return nil
                 case .flushing(let queue):
                     return queue.front(256 * 1024)
@@ -333,16 +398,19 @@ package final class Connection: Sendable {
                     return nil  // not reached: only the flusher leaves `flushing`
                 }
             }
+            if resume { resumeReading() }
             guard let pending else { return room.changed() }
             do {
                 let sent = try stream.send(pending, wait: true)
                 sentBytes.add(UInt64(sent), ordering: .relaxed)
-                state.withLock { state in
-                    guard case .flushing(var queue) = state else { return }
+                let resume = state.withLock { state -> Bool in
+                    guard case .flushing(var queue) = state else { return false }
                     state = .open  // drop the state's reference so the queue shrinks in place
                     queue.consume(sent)
                     state = .flushing(queue)
+                    return readingMayGoOn(state)
                 }
+                if resume { resumeReading() }
             } catch {
                 state.withLock { closeLocked(&$0, reason: .failed(error)) }
             }

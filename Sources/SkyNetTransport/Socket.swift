@@ -167,6 +167,17 @@ package struct Socket: Sendable, Hashable {
         }
     }
 
+    /// Reads what has arrived without waiting: nil when nothing has, 0 at the end.
+    package func receiveNow(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int? {
+        while true {
+            let count = recv(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
+            throw SocketError("recv")
+        }
+    }
+
     /// Sends what the kernel takes. With `wait: false` it never blocks and returns 0 when the
     /// send buffer is full; with `wait: true` it blocks until it can send something.
     package func send(_ bytes: UnsafeRawBufferPointer, wait: Bool) throws(SocketError) -> Int {

@@ -1,0 +1,186 @@
+import SkyNetRuntime
+
+/// A socket connection's reading on an event loop (`EventLoop.shared`) instead of a thread of
+/// its own: what the reader thread does (`Connection+Reader.swift`), as steps the loop runs
+/// when the socket is readable. The same contract: lines in order, `onEvent` and then
+/// `onClose` one call at a time (on the loop's thread), back pressure that stops reading while
+/// replies queue up (`pauseReadingAbove`), holds (`holdReading`), and a moment of draining
+/// after an over-long line.
+///
+/// Unchecked: every `var` is touched only on the loop's thread (the watch's handler and the
+/// jobs given to `loop.execute`, which the loop runs one at a time).
+final class LoopReading: @unchecked Sendable {
+    /// Strong until the end (`end` lets the connection forget this), as a reader thread holds it.
+    private let connection: Connection
+    private let socket: Socket
+    let loop: EventLoop
+    private let onEvent: @Sendable (Connection.Event) -> Void
+    private let onClose: @Sendable (Connection.CloseReason) -> Void
+    private var watch: EventLoop.Watch?
+    private var framer: LineFramer
+    /// What was read past a line whose handler asked for a hold, framed once the hold ends.
+    private var leftover: [UInt8] = []
+    /// Asked by a handler (`holdReading`) while it ran: how long, and what runs after.
+    private var holdAsked: (Duration, @Sendable (Bool) -> Void)?
+    private var isHeld = false
+    /// Stopped while more than `pauseReadingAbove` bytes wait for the peer; the senders
+    /// start it again (`Connection.readingMayGoOn`).
+    private var isPausedForReplies = false
+    /// After an over-long line: until when what the peer still sends is read and dropped,
+    /// how much was, and whether our side stopped sending.
+    private var refusal: (until: ContinuousClock.Instant, dropped: Int, writingShut: Bool)?
+    private var ended = false
+
+    init(connection: Connection, socket: Socket, loop: EventLoop,
+         onEvent: @escaping @Sendable (Connection.Event) -> Void, onClose: @escaping @Sendable (Connection.CloseReason) -> Void) {
+        self.connection = connection
+        self.socket = socket
+        self.loop = loop
+        self.onEvent = onEvent
+        self.onClose = onClose
+        framer = LineFramer(maxLineBytes: connection.limits.maxLineBytes)
+    }
+
+    /// Starts watching; false when the loop took no more descriptors (the caller reads on a
+    /// thread instead).
+    func start() -> Bool {
+        do {
+            let watch = try loop.watch(socket.descriptor, for: .readable) { [self] _ in readable() }
+            // Set on the loop's thread, before its first event can be handled there.
+            loop.execute { [self] in if self.watch == nil { self.watch = watch } }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// The socket is readable (or the connection is ending: `Connection.closeLocked` calls
+    /// this on the loop too, since a paused or held reading is not watched).
+    func readable() {
+        guard !ended else { return }
+        if watch == nil { return loop.execute { [self] in readable() } }  // its start job runs first
+        let buffer = loop.scratch.bytes
+        var reads = 0
+        while !ended {
+            // Ending: read what is left, to the end the shutdown makes, even when paused (a
+            // paused reading is not watched, so nothing else would come to finish it).
+            if connection.isEnding {
+                if isHeld { return end(.closedLocally) }
+            } else if isHeld || isPausedForReplies || reads == 4 {
+                return  // a few reads at most, then the loop's other descriptors get their turn
+            }
+            reads += 1
+            let count: Int
+            do {
+                guard let read = try socket.receiveNow(into: buffer) else { return }
+                count = read
+            } catch {
+                return end(.failed(error))
+            }
+            if count == 0 { return end(refusal == nil ? .peerClosed : .lineTooLong) }
+            connection.receivedBytes.add(UInt64(count), ordering: .relaxed)
+            if refusal != nil {
+                guard drop(count) else { return }
+                continue
+            }
+            frame(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+
+    /// Frames `chunk`, handing each line to the handler, until it ends or a handler asks for a
+    /// hold (the rest is kept for after it).
+    private func frame(_ chunk: UnsafeRawBufferPointer) {
+        var start = 0
+        var rejection: (any LineRefusal)?
+        framer.split(chunk, from: &start) { piece in
+            switch piece {
+            case .line(let bytes):
+                if let line = connection.opened(Data(bytes), refusal: &rejection) { onEvent(.line(line)) }
+            case .tooLong:
+                onEvent(.lineTooLong)
+            }
+            return rejection == nil && holdAsked == nil
+        }
+        if let rejection { return end(.unauthenticated(rejection)) }
+        if framer.isBroken { return refuse() }
+        if let (duration, then) = holdAsked {
+            holdAsked = nil
+            leftover = Array(UnsafeRawBufferPointer(rebasing: chunk[start...]))
+            hold(for: duration, then: then)
+            return
+        }
+        if connection.pauseReadingIfReplying() {
+            isPausedForReplies = true
+            watch?.change(to: [])
+        }
+    }
+
+    /// A handler asks, on the loop's thread, for reading to stop for `duration`; `then` runs
+    /// after it (with whether the connection is still open), before anything more is framed.
+    func askHold(for duration: Duration, then: @escaping @Sendable (Bool) -> Void) {
+        holdAsked = (duration, then)
+    }
+
+    private func hold(for duration: Duration, then: @escaping @Sendable (Bool) -> Void) {
+        isHeld = true
+        watch?.change(to: [])
+        _ = DeadlineTimer.shared.schedule(at: .now + duration) { [self] in
+            loop.execute { [self] in
+                guard !ended else { return }
+                isHeld = false
+                then(!connection.isEnding)
+                guard !ended, !isHeld else { return }
+                let rest = leftover
+                leftover = []
+                rest.withUnsafeBytes { frame($0) }
+                guard !ended, !isHeld, !isPausedForReplies, refusal == nil else { return }
+                watch?.change(to: .readable)
+            }
+        }
+    }
+
+    /// The senders' queue went down (or the connection is ending): read again.
+    func goOn() {
+        guard isPausedForReplies, !ended else { return readable() }
+        isPausedForReplies = false
+        watch?.change(to: .readable)
+        readable()
+    }
+
+    /// After an over-long line was refused: for up to a second (and 16 MiB), read and drop
+    /// what the peer still sends, and stop sending once the refusal has left, so that closing
+    /// does not reset the connection before the peer has read it.
+    private func refuse() {
+        refusal = (.now + .seconds(1), 0, false)
+        _ = DeadlineTimer.shared.schedule(at: .now + .seconds(1)) { [self] in
+            loop.execute { [self] in end(.lineTooLong) }
+        }
+        _ = drop(0)
+    }
+
+    /// Counts `count` bytes dropped; false once the refusal is over.
+    private func drop(_ count: Int) -> Bool {
+        guard var refusal else { return false }
+        refusal.dropped += count
+        if !refusal.writingShut, connection.queuedBytes == 0 {
+            socket.shutdown(reading: false, writing: true)
+            refusal.writingShut = true
+        }
+        self.refusal = refusal
+        guard refusal.dropped < 16 << 20, ContinuousClock.now < refusal.until else {
+            end(.lineTooLong)
+            return false
+        }
+        return true
+    }
+
+    private func end(_ reason: Connection.CloseReason) {
+        guard !ended else { return }
+        ended = true
+        watch?.cancel()  // before the descriptor can be closed and its number reused
+        connection.loopReading.withLock { $0 = nil }
+        let final = connection.finishReading(reason)
+        onClose(final)
+        connection.closed.fulfil(final)
+    }
+}
