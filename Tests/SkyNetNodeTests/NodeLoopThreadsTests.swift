@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import SkyNetCluster
+@testable import SkyNetNode
+@testable import SkyNetRuntime
+import SkyNetTestSupport
+@testable import SkyNetWire
+
+/// Links read on the process's event loops: a node and the coordinator links to it, both in
+/// this process, start no thread per connection, and every link still answers.
+@Suite(.timeLimit(.minutes(3)))
+struct NodeLoopThreadsTests {
+    let nodes = NodeHarness()
+
+    /// The names of this process's threads.
+    static func threadNames() -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { task in
+            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    @Test func hundredsOfLinksToANodeStartNoThreadPerConnection() async throws {
+        // Both ends of every link are in this process: two descriptors a link.
+        let links = min(400, (DescriptorLimit.raiseToMaximum() - 256) / 2)
+        try #require(links >= 100, "too few descriptors for the test")
+        var options = nodes.options()
+        options.maxConnections = links + 10
+        try await nodes.withNode(options) { node in
+            var peers: [PeerConnection] = []
+            defer { for peer in peers { peer.close() } }
+            for _ in 0..<links { peers.append(try await nodes.connect(node)) }
+            let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for peer in peers { group.addTask { try await nodes.running(peer) >= 0 } }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(answered == links)
+            // A reader thread per connection made 2 × links of them. Other suites run beside
+            // this one (pipes keep reader threads), hence a bound rather than none.
+            let names = Self.threadNames()
+            let readers = names.filter { $0.hasPrefix("skynet-reader") }.count
+            #expect(readers < 50, "\(readers) reader threads for \(2 * links) connections")
+            #expect(names.count < links, "\(names.count) threads for \(2 * links) connections")
+            #expect(names.filter { $0.hasPrefix("skynet-loop") }.count <= EventLoop.shared.count)
+        }
+    }
+}
