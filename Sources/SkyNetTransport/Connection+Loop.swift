@@ -29,6 +29,9 @@ final class LoopReading: @unchecked Sendable {
     /// After an over-long line: until when what the peer still sends is read and dropped,
     /// how much was, and whether our side stopped sending.
     private var refusal: (until: ContinuousClock.Instant, dropped: Int, writingShut: Bool)?
+    /// The loop sends the connection's queue (`Connection.handOverSending`), as the socket
+    /// becomes writable.
+    private var isSending = false
     private var ended = false
 
     init(connection: Connection, socket: Socket, loop: EventLoop,
@@ -45,7 +48,10 @@ final class LoopReading: @unchecked Sendable {
     /// thread instead).
     func start() -> Bool {
         do {
-            let watch = try loop.watch(socket.descriptor, for: .readable) { [self] _ in readable() }
+            let watch = try loop.watch(socket.descriptor, for: .readable) { [self] readiness in
+                if readiness.writable, isSending { sendMore() }
+                if readiness.readable { readable() }
+            }
             // Set on the loop's thread, before its first event can be handled there.
             loop.execute { [self] in if self.watch == nil { self.watch = watch } }
             return true
@@ -111,7 +117,7 @@ final class LoopReading: @unchecked Sendable {
         }
         if connection.pauseReadingIfReplying() {
             isPausedForReplies = true
-            watch?.change(to: [])
+            updateInterest()
         }
     }
 
@@ -123,7 +129,7 @@ final class LoopReading: @unchecked Sendable {
 
     private func hold(for duration: Duration, then: @escaping @Sendable (Bool) -> Void) {
         isHeld = true
-        watch?.change(to: [])
+        updateInterest()
         _ = DeadlineTimer.shared.schedule(at: .now + duration) { [self] in
             loop.execute { [self] in
                 guard !ended else { return }
@@ -133,8 +139,8 @@ final class LoopReading: @unchecked Sendable {
                 let rest = leftover
                 leftover = []
                 rest.withUnsafeBytes { frame($0) }
-                guard !ended, !isHeld, !isPausedForReplies, refusal == nil else { return }
-                watch?.change(to: .readable)
+                guard !ended else { return }
+                updateInterest()
             }
         }
     }
@@ -143,8 +149,30 @@ final class LoopReading: @unchecked Sendable {
     func goOn() {
         guard isPausedForReplies, !ended else { return readable() }
         isPausedForReplies = false
-        watch?.change(to: .readable)
+        updateInterest()
         readable()
+    }
+
+    /// The connection's sender handed the queue to the loop.
+    func startSending() {
+        guard !ended else { return }
+        isSending = true
+        sendMore()
+    }
+
+    private func sendMore() {
+        if connection.flush(waiting: false) { isSending = false }
+        if !ended { updateInterest() }
+    }
+
+    /// Waits on the socket for what the reading and the sending need now: nothing while a
+    /// reading that is held or paused has nothing to send (a hang-up would be told again and
+    /// again, level-triggered, with nobody to read it).
+    private func updateInterest() {
+        var interest: Interest = []
+        if !isHeld, !isPausedForReplies { interest.insert(.readable) }
+        if isSending { interest.insert(.writable) }
+        watch?.change(to: interest)
     }
 
     /// After an over-long line was refused: for up to a second (and 16 MiB), read and drop

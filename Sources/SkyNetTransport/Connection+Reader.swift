@@ -19,13 +19,16 @@ extension Connection {
             case .open:
                 state = .closing(reason, flusher: false)
             case .flushing:
-                // The peer is gone or refused: the flusher's blocked send fails after this.
+                // The peer is gone or refused: the flusher's blocked send fails after this. A
+                // loop that sends is the caller itself (reading ends on the loop): nobody to
+                // wait for.
                 stream.shutdown()
-                state = .closing(reason, flusher: true)
-            case .closing(let local, _):
+                state = .closing(reason, flusher: !loopSends.load(ordering: .relaxed))
+            case .closing(let local, let flusher):
                 // Closed here first: that is the reason, not the shutdown it caused.
                 if case .peerClosed = reason { reason = local }
                 if case .failed = reason { reason = local }
+                if flusher, loopSends.load(ordering: .relaxed) { state = .closing(local, flusher: false) }
             case .notStarted, .closed:
                 break
             }

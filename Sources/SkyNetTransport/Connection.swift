@@ -98,6 +98,9 @@ package final class Connection: Sendable {
     /// Reading on the loop stopped for replies that queue up (`pauseReadingAbove`). Changed
     /// only under `state`'s lock, with the queue it depends on.
     let readingPaused = Atomic<Bool>(false)
+    /// The event loop of `loopReading` sends the queue (`handOverSending`). Changed only under
+    /// `state`'s lock.
+    let loopSends = Atomic<Bool>(false)
     /// The senders that wait for room in the queue, woken in turn as it shrinks, and all at
     /// once when the connection ends.
     let room = RoomSignal()
@@ -267,14 +270,14 @@ package final class Connection: Sendable {
                 pending = bytes
                 pendingIsQueued = true
             case .done: return
-            case .handOver:
-                startThread(named: "skynet-flusher") { [self] in flush() }
+            case .handOver(let reading):
+                handOverSending(to: reading)
                 return
             }
         }
     }
 
-    private enum Next { case send([UInt8]), done, handOver }
+    private enum Next { case send([UInt8]), done, handOver(LoopReading?) }
 
     /// The owner sent `sent` bytes of `pending` (the queue's front when `queued`, else its own
     /// bytes): what it does next, with the state changed to match.
@@ -290,14 +293,18 @@ package final class Connection: Sendable {
             return .done  // `open`, in the same step that saw it empty: no send falls between
         }
         if sent < pending.count || rounds >= 16 {
-            // The kernel is full (or others keep queueing): a thread of its own waits.
+            // The kernel is full (or others keep queueing): the loop, or a thread of its own,
+            // sends the rest. The loop is the sender from this step on (`finishReading`, on
+            // the loop, must not wait for it).
             if ownLeft > 0 {
                 var rest = ByteQueue(pending[sent...])
                 rest.append(queue.front(queue.count))
                 queue = rest
             }
             state = .flushing(queue)
-            return .handOver
+            let reading = loopReading.withLock { $0 }
+            loopSends.store(reading != nil, ordering: .relaxed)
+            return .handOver(reading)
         }
         state = .flushing(queue)
         return .send(queue.front(queue.count))
@@ -379,29 +386,47 @@ package final class Connection: Sendable {
         if let reading = loopReading.withLock({ $0 }) { reading.loop.execute { reading.goOn() } }
     }
 
-    /// Sends the queue, blocking its own thread, until it is empty or the connection ends.
-    private func flush() {
+    /// What the owner of sending does when the kernel takes no more: a socket read on an event
+    /// loop gives the queue to the loop, which sends more each time the socket is writable;
+    /// otherwise a flusher thread of its own sends it, blocking.
+    private func handOverSending(to reading: LoopReading?) {
+        if let reading {
+            reading.loop.execute { reading.startSending() }
+        } else {
+            startThread(named: "skynet-flusher") { [self] in _ = flush(waiting: true) }
+        }
+    }
+
+    /// Sends the queue until it is empty or the connection ends (true): blocking its own thread
+    /// (`waiting`), or, on an event loop, only what the kernel takes now (false when it takes
+    /// no more: the loop calls again once the socket is writable).
+    func flush(waiting: Bool) -> Bool {
         while true {
             var resume = false
             let pending: [UInt8]? = state.withLock { state in
                 switch state {
                 case .flushing(let queue) where queue.isEmpty:
                     state = .open  // in the same step that saw it empty: no send falls between
+                    loopSends.store(false, ordering: .relaxed)
                     resume = readingMayGoOn(state)
                     return nil
                 case .flushing(let queue):
                     return queue.front(256 * 1024)
                 case .closing(let reason, flusher: true):
                     state = .closing(reason, flusher: false)  // the reader may close the descriptor
+                    loopSends.store(false, ordering: .relaxed)
                     return nil
                 case .notStarted, .open, .closing, .closed:
                     return nil  // not reached: only the flusher leaves `flushing`
                 }
             }
             if resume { resumeReading() }
-            guard let pending else { return room.changed() }
+            guard let pending else {
+                room.changed()
+                return true
+            }
             do {
-                let sent = try stream.send(pending, wait: true)
+                let sent = try stream.send(pending, wait: waiting)
                 sentBytes.add(UInt64(sent), ordering: .relaxed)
                 let resume = state.withLock { state -> Bool in
                     guard case .flushing(var queue) = state else { return false }
@@ -411,10 +436,12 @@ package final class Connection: Sendable {
                     return readingMayGoOn(state)
                 }
                 if resume { resumeReading() }
+                room.changed()
+                if !waiting, sent < pending.count { return false }
             } catch {
                 state.withLock { closeLocked(&$0, reason: .failed(error)) }
+                room.changed()
             }
-            room.changed()
         }
     }
 }
