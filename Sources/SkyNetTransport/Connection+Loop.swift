@@ -23,6 +23,9 @@ final class LoopReading: @unchecked Sendable {
     /// Asked by a handler (`holdReading`) while it ran: how long, and what runs after.
     private var holdAsked: (Duration, @Sendable (Bool) -> Void)?
     private var isHeld = false
+    /// The hold under way: its timer, and what runs after it (with false, at once, when the
+    /// connection ends first).
+    private var heldThen: (TimerTicket, @Sendable (Bool) -> Void)?
     /// Stopped while more than `pauseReadingAbove` bytes wait for the peer; the senders
     /// start it again (`Connection.readingMayGoOn`).
     private var isPausedForReplies = false
@@ -52,8 +55,11 @@ final class LoopReading: @unchecked Sendable {
                 if readiness.writable, isSending { sendMore() }
                 if readiness.readable { readable() }
             }
-            // Set on the loop's thread, before its first event can be handled there.
-            loop.execute { [self] in if self.watch == nil { self.watch = watch } }
+            // Set on the loop's thread; until then `readable` waits for this job, which reads.
+            loop.execute { [self] in
+                self.watch = watch
+                readable()
+            }
             return true
         } catch {
             return false
@@ -64,7 +70,7 @@ final class LoopReading: @unchecked Sendable {
     /// this on the loop too, since a paused or held reading is not watched).
     func readable() {
         guard !ended else { return }
-        if watch == nil { return loop.execute { [self] in readable() } }  // its start job runs first
+        guard watch != nil else { return }  // the start job reads once it has set the watch
         let buffer = loop.scratch.bytes
         var reads = 0
         while !ended {
@@ -130,12 +136,18 @@ final class LoopReading: @unchecked Sendable {
     private func hold(for duration: Duration, then: @escaping @Sendable (Bool) -> Void) {
         isHeld = true
         updateInterest()
-        _ = DeadlineTimer.shared.schedule(at: .now + duration) { [self] in
+        let ticket = DeadlineTimer.shared.schedule(at: .now + duration) { [self] in
             loop.execute { [self] in
-                guard !ended else { return }
+                guard !ended, let (_, then) = heldThen else { return }
+                heldThen = nil
                 isHeld = false
                 then(!connection.isEnding)
-                guard !ended, !isHeld else { return }
+                guard !ended else { return }
+                // Held again from the continuation: before any later line.
+                if let (duration, then) = holdAsked {
+                    holdAsked = nil
+                    return hold(for: duration, then: then)
+                }
                 let rest = leftover
                 leftover = []
                 rest.withUnsafeBytes { frame($0) }
@@ -143,6 +155,7 @@ final class LoopReading: @unchecked Sendable {
                 updateInterest()
             }
         }
+        heldThen = (ticket, then)
     }
 
     /// The senders' queue went down (or the connection is ending): read again.
@@ -183,17 +196,29 @@ final class LoopReading: @unchecked Sendable {
         _ = DeadlineTimer.shared.schedule(at: .now + .seconds(1)) { [self] in
             loop.execute { [self] in end(.lineTooLong) }
         }
-        _ = drop(0)
+        shutWritingOnceSent()
+        updateInterest()
+    }
+
+    /// Stops sending once the refusal has left (nothing queued, nobody sending), looking
+    /// again every 10 ms until then: the peer reads our reply before it sees the end.
+    private func shutWritingOnceSent() {
+        guard !ended, var refusal, !refusal.writingShut else { return }
+        guard connection.isIdle else {
+            _ = DeadlineTimer.shared.schedule(at: .now + .milliseconds(10)) { [self] in
+                loop.execute { [self] in shutWritingOnceSent() }
+            }
+            return
+        }
+        socket.shutdown(reading: false, writing: true)
+        refusal.writingShut = true
+        self.refusal = refusal
     }
 
     /// Counts `count` bytes dropped; false once the refusal is over.
     private func drop(_ count: Int) -> Bool {
         guard var refusal else { return false }
         refusal.dropped += count
-        if !refusal.writingShut, connection.queuedBytes == 0 {
-            socket.shutdown(reading: false, writing: true)
-            refusal.writingShut = true
-        }
         self.refusal = refusal
         guard refusal.dropped < 16 << 20, ContinuousClock.now < refusal.until else {
             end(.lineTooLong)
@@ -206,6 +231,11 @@ final class LoopReading: @unchecked Sendable {
         guard !ended else { return }
         ended = true
         watch?.cancel()  // before the descriptor can be closed and its number reused
+        if let (ticket, then) = heldThen {
+            heldThen = nil
+            _ = DeadlineTimer.shared.cancel(ticket)
+            then(false)
+        }
         connection.loopReading.withLock { $0 = nil }
         let final = connection.finishReading(reason)
         onClose(final)

@@ -352,6 +352,11 @@ package final class Connection: Sendable {
         if let reading = loopReading.withLock({ $0 }) { reading.loop.execute { reading.readable() } }
     }
 
+    /// Whether the connection is open with nothing queued and nobody sending.
+    var isIdle: Bool {
+        state.withLock { if case .open = $0 { true } else { false } }
+    }
+
     /// Whether the connection is ending or has ended (or has not started).
     var isEnding: Bool {
         state.withLock { state in
