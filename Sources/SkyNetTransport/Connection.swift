@@ -4,12 +4,15 @@ import Synchronization
 /// A connection that carries lines of bytes over a `ByteStream`: a TCP socket, or a pair of
 /// pipes (to a child process, or this process's own stdin and stdout), the same way.
 ///
-/// A reader thread of its own does the blocking reads, frames them with a `LineFramer` and
-/// hands each line to a handler. Writes never block the caller: the caller that finds nobody
-/// sending sends (without waiting), also what others queue meanwhile; what the kernel does not
-/// take at once is queued, up to a bound, and sent by a short-lived flusher thread; a peer that
-/// lets too much queue up fails the connection. With `Limits.pauseReadingAbove` set, the
-/// reader stops reading while the queue is above that mark (back pressure).
+/// A socket is read on one of the process's event loops (`LoopReading`); a pair of pipes by a
+/// reader thread of its own, with blocking reads. Either frames what it reads with a
+/// `LineFramer` and hands each line to a handler. Writes never block the caller: the caller
+/// that finds nobody sending sends (without waiting), also what others queue meanwhile; what
+/// the kernel does not take at once is queued, up to a bound, and sent by the loop when the
+/// socket is writable (by a short-lived flusher thread for pipes); a peer that lets too much
+/// queue up fails the connection, unless the sender waits for room (`sendWhenRoom`). With
+/// `Limits.pauseReadingAbove` set, reading stops while the queue is above that mark (back
+/// pressure).
 ///
 /// All of it is one `State`, changed only under one lock: there is no moment in which a
 /// `send` can queue bytes that no sender will send.
