@@ -35,6 +35,8 @@ final class LoopReading: @unchecked Sendable {
     /// The loop sends the connection's queue (`Connection.handOverSending`), as the socket
     /// becomes writable.
     private var isSending = false
+    /// The peer closed its end; the replies queued for it are leaving.
+    private var peerEnded = false
     private var ended = false
 
     init(connection: Connection, socket: Socket, loop: EventLoop,
@@ -78,7 +80,7 @@ final class LoopReading: @unchecked Sendable {
             // paused reading is not watched, so nothing else would come to finish it).
             if connection.isEnding {
                 if isHeld { return end(.closedLocally) }
-            } else if isHeld || isPausedForReplies || reads == 4 {
+            } else if isHeld || isPausedForReplies || peerEnded || reads == 4 {
                 return  // a few reads at most, then the loop's other descriptors get their turn
             }
             reads += 1
@@ -89,7 +91,10 @@ final class LoopReading: @unchecked Sendable {
             } catch {
                 return end(.failed(error))
             }
-            if count == 0 { return end(refusal == nil ? .peerClosed : .lineTooLong) }
+            if count == 0 {
+                guard refusal == nil else { return end(.lineTooLong) }
+                return endOnceRepliesLeft(until: .now + Connection.repliesAfterEnd)
+            }
             connection.receivedBytes.add(UInt64(count), ordering: .relaxed)
             if refusal != nil {
                 guard drop(count) else { return }
@@ -183,7 +188,7 @@ final class LoopReading: @unchecked Sendable {
     /// again, level-triggered, with nobody to read it).
     private func updateInterest() {
         var interest: Interest = []
-        if !isHeld, !isPausedForReplies { interest.insert(.readable) }
+        if !isHeld, !isPausedForReplies, !peerEnded { interest.insert(.readable) }
         if isSending { interest.insert(.writable) }
         watch?.change(to: interest)
     }
@@ -213,6 +218,21 @@ final class LoopReading: @unchecked Sendable {
         socket.shutdown(reading: false, writing: true)
         refusal.writingShut = true
         self.refusal = refusal
+    }
+
+    /// The peer closed its end (a half-close, perhaps: it may still read): the replies still
+    /// queued for it get until `deadline` to leave (looked at every 10 ms), then the connection
+    /// ends. Nothing more is read meanwhile (the end would be told again and again).
+    private func endOnceRepliesLeft(until deadline: ContinuousClock.Instant) {
+        guard !ended else { return }
+        guard !connection.isIdle, !connection.isEnding, ContinuousClock.now < deadline else { return end(.peerClosed) }
+        if !peerEnded {
+            peerEnded = true
+            updateInterest()
+        }
+        _ = DeadlineTimer.shared.schedule(at: .now + .milliseconds(10)) { [self] in
+            loop.execute { [self] in endOnceRepliesLeft(until: deadline) }
+        }
     }
 
     /// Counts `count` bytes dropped; false once the refusal is over.
