@@ -53,7 +53,7 @@ struct Admission: Sendable {
 
     /// Adds a new (silent) connection; returns the silent ones it pushes out of their budget.
     mutating func add(_ session: NodeSession, address: String, now: ContinuousClock.Instant, budget: Budget) -> [NodeSession] {
-        let evicted = makeRoom(in: .silent, for: address, budget: budget)
+        let evicted = makeRoom(in: .silent, for: address, budget: budget, now: now)
         accepted += 1
         open[ObjectIdentifier(session)] = session
         pending[ObjectIdentifier(session)] = Pending(session: session, address: address, since: now, order: accepted)
@@ -67,7 +67,7 @@ struct Admission: Sendable {
         let key = ObjectIdentifier(session)
         guard let entry = pending[key], case .silent = entry.stage else { return [] }
         pending[key] = nil  // not a candidate for its own room
-        let evicted = makeRoom(in: .handshake, for: entry.address, budget: budget)
+        let evicted = makeRoom(in: .handshake, for: entry.address, budget: budget, now: nil)
         pending[key] = Pending(session: session, address: entry.address, since: entry.since, order: entry.order, stage: .handshake,
                                  held: held)
         return evicted
@@ -75,15 +75,19 @@ struct Admission: Sendable {
 
     /// Frees a place in the `stage` budget for one more from `address`: its own oldest when
     /// the address is at its cap, else (when the budget is full) the oldest of the address
-    /// holding the most.
-    private mutating func makeRoom(in stage: Stage, for address: String, budget: Budget) -> [NodeSession] {
+    /// holding the most. With `now`, an address's cap holds only once its oldest has waited
+    /// `Self.silentGrace`: a burst of clients from one host is accepted faster than their
+    /// hellos are read, and its young connections are not pushed out by each other (the
+    /// budget over all addresses still holds).
+    private mutating func makeRoom(in stage: Stage, for address: String, budget: Budget, now: ContinuousClock.Instant?) -> [NodeSession] {
         var byAddress: [String: [Pending]] = [:]
         var count = 0
         for entry in pending.values where entry.stage == stage {
             byAddress[entry.address, default: []].append(entry)
             count += 1
         }
-        let victims: [Pending]? = if let own = byAddress[address], own.count >= max(1, budget.perAddress) {
+        let victims: [Pending]? = if let own = byAddress[address], own.count >= max(1, budget.perAddress),
+                                     now.map({ now in own.contains { now - $0.since >= Self.silentGrace } }) ?? true {
             own
         } else if count >= max(1, budget.most) {
             // The most crowded address; of equals, the one holding the oldest connection.
@@ -97,6 +101,9 @@ struct Admission: Sendable {
     }
 
     private static func oldest(_ entries: [Pending]) -> Int { entries.map(\.order).min() ?? .max }
+
+    /// How long a silent connection is safe from others of its address (`makeRoom`).
+    static let silentGrace = Duration.milliseconds(500)
 
     /// Takes out the connections still owing their hello `bound` after their accept (plus what
     /// the node held it back): the caller closes them. Taken out here, so the next sweep
@@ -148,11 +155,13 @@ extension Node {
         }
     }
 
-    /// A session completed its hello: it becomes a client if there is room.
-    func admitGreeted(_ session: NodeSession) -> Bool {
+    /// A session completed its hello: it becomes a client if there is room (true), or not
+    /// (false); nil when it was pushed out meanwhile (its connection is being closed, and was
+    /// logged as such).
+    func admitGreeted(_ session: NodeSession) -> Bool? {
         admission.withLock { admission in
             let key = ObjectIdentifier(session)
-            guard admission.pending.removeValue(forKey: key) != nil else { return false }  // pushed out meanwhile
+            guard admission.pending.removeValue(forKey: key) != nil else { return nil }
             guard admission.greeted.count < options.maxConnections else { return false }
             admission.greeted[key] = session
             return true

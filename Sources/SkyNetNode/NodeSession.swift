@@ -185,8 +185,10 @@ final class NodeSession: Sendable {
 
     /// Serves the client, if the node has room; with `keys`, on authenticated lines.
     private func welcome(_ client: String, keys: SessionKeys? = nil) {
-        guard node.admitGreeted(self) else {
-            return refuse(WireError(code: .busy, message: "too many connections (at most \(node.options.maxConnections))"))
+        switch node.admitGreeted(self) {
+        case true?: break
+        case false?: return refuse(WireError(code: .busy, message: "too many connections (at most \(node.options.maxConnections))"))
+        case nil: return  // pushed out of the hello budget meanwhile: closing
         }
         state.withLock { $0.phase = .serving(client: client) }
         if let keys {

@@ -35,6 +35,12 @@ final class LoopReading: @unchecked Sendable {
     /// The loop sends the connection's queue (`Connection.handOverSending`), as the socket
     /// becomes writable.
     private var isSending = false
+    /// Lines handed out in this turn of the loop. At `linesPerTurn` the rest of the chunk waits
+    /// for the loop's next turn (`isYielding`, in `leftover`): a busy connection does not keep
+    /// the loop's other connections waiting.
+    private var linesThisTurn = 0
+    private var isYielding = false
+    static let linesPerTurn = 64
     /// The peer closed its end; the replies queued for it are leaving.
     private var peerEnded = false
     private var ended = false
@@ -75,12 +81,14 @@ final class LoopReading: @unchecked Sendable {
         guard watch != nil else { return }  // the start job reads once it has set the watch
         let buffer = loop.scratch.bytes
         var reads = 0
+        linesThisTurn = 0
         while !ended {
             // Ending: read what is left, to the end the shutdown makes, even when paused (a
-            // paused reading is not watched, so nothing else would come to finish it).
+            // paused reading is not watched, so nothing else would come to finish it). Lines
+            // held back are dropped then: they must not come after newer ones.
             if connection.isEnding {
-                if isHeld { return end(.closedLocally) }
-            } else if isHeld || isPausedForReplies || peerEnded || reads == 4 {
+                if isHeld || isYielding { return end(.closedLocally) }
+            } else if isHeld || isPausedForReplies || peerEnded || isYielding || reads == 4 {
                 return  // a few reads at most, then the loop's other descriptors get their turn
             }
             reads += 1
@@ -116,7 +124,8 @@ final class LoopReading: @unchecked Sendable {
             case .tooLong:
                 onEvent(.lineTooLong)
             }
-            return rejection == nil && holdAsked == nil
+            linesThisTurn += 1
+            return rejection == nil && holdAsked == nil && linesThisTurn < Self.linesPerTurn
         }
         if let rejection { return end(.unauthenticated(rejection)) }
         if framer.isBroken { return refuse() }
@@ -126,10 +135,27 @@ final class LoopReading: @unchecked Sendable {
             hold(for: duration, then: then)
             return
         }
+        if start < chunk.count {
+            // This turn's lines are handed out: the rest waits for the loop's next turn.
+            leftover = Array(UnsafeRawBufferPointer(rebasing: chunk[start...]))
+            isYielding = true
+            loop.execute { [self] in goOnAfterYield() }
+        }
         if connection.pauseReadingIfReplying() {
             isPausedForReplies = true
             updateInterest()
         }
+    }
+
+    /// The loop's next turn after `frame` yielded: the rest of the chunk, then more reading.
+    private func goOnAfterYield() {
+        guard !ended, isYielding else { return }
+        isYielding = false
+        linesThisTurn = 0
+        let rest = leftover
+        leftover = []
+        rest.withUnsafeBytes { frame($0) }
+        if !ended, !isYielding, !isHeld { readable() }
     }
 
     /// A handler asks, on the loop's thread, for reading to stop for `duration`; `then` runs

@@ -51,3 +51,28 @@ struct NodeLoopThreadsTests {
         }
     }
 }
+
+extension NodeLoopThreadsTests {
+    /// 48 clients from one address connect at once, each sending its hello at once (more than
+    /// the 16 one address may have waiting for a hello): the node accepts them faster than it
+    /// reads their hellos, and welcomes every one rather than pushing the young ones out.
+    @Test func aBurstOfClientsFromOneAddressIsWelcomedWhole() async throws {
+        try await nodes.withNode(nodes.options()) { node in
+            let welcomed = try await onOwnThread(named: "test-burst") { () throws -> Int in
+                var clients: [RawLines] = []
+                defer { for client in clients { client.close() } }
+                for index in 0..<48 {
+                    let client = try RawLines(port: node.port)
+                    try client.send(#"{"type":"hello","version":1,"name":"burst\#(index)"}"#)
+                    clients.append(client)
+                }
+                var welcomed = 0
+                for index in clients.indices where clients[index].readLine(silence: .seconds(20))?.contains(#""welcome""#) == true {
+                    welcomed += 1
+                }
+                return welcomed
+            }
+            #expect(welcomed == 48)
+        }
+    }
+}
