@@ -103,7 +103,7 @@ final class LoopReading: @unchecked Sendable {
             }
             if count == 0 {
                 guard refusal == nil else { return end(.lineTooLong) }
-                return endOnceRepliesLeft(until: .now + Connection.repliesAfterEnd)
+                return endOnceRepliesLeft(until: .now + connection.limits.repliesAfterEnd)
             }
             connection.receivedBytes.add(UInt64(count), ordering: .relaxed)
             if refusal != nil {

@@ -6,7 +6,6 @@ extension Connection {
     func readUntilEnd(_ onEvent: (Event) -> Void) -> CloseReason {
         let reason = readLines(onEvent)
         if case .lineTooLong = reason { drainAfterRefusal() }
-        if case .peerClosed = reason { letRepliesLeave() }
         return finishReading(reason)
     }
 
@@ -120,15 +119,6 @@ extension Connection {
             if input.inputHasHungUp() { return false }
         }
     }
-
-    /// The peer closed its end (a half-close, perhaps: it may still read): the replies still
-    /// queued for it get a second to leave before the connection ends.
-    private func letRepliesLeave() {
-        state.wait(while: { if case .flushing = $0 { true } else { false } }, deadline: ContinuousClock.now + Self.repliesAfterEnd) { _, _ in }
-    }
-
-    /// How long replies queued for a peer that closed its end may take to leave.
-    static let repliesAfterEnd = Duration.seconds(1)
 
     /// How often a paused reader looks whether its input hung up: well within the second in
     /// which `skynet node --stdio` promises to be gone after its stdin closed.

@@ -25,6 +25,10 @@ package final class Connection: Sendable {
         /// When set, the reader stops reading while more than this many bytes are queued, and
         /// reads again once fewer than a quarter of it are (or the connection ends).
         package var pauseReadingAbove: Int?
+        /// How long replies queued for a socket peer that closed its end (a half-close: it may
+        /// still read) may take to leave. A pair of pipes does not wait: its peer's end of input
+        /// is a hang-up (`--stdio` promises to be gone within 0.2 s).
+        package var repliesAfterEnd = Duration.seconds(1)
         package init() {}
     }
 
