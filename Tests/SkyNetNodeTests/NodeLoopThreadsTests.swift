@@ -12,14 +12,6 @@ import SkyNetTestSupport
 struct NodeLoopThreadsTests {
     let nodes = NodeHarness()
 
-    /// The names of this process's threads.
-    static func threadNames() -> [String] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.compactMap { task in
-            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-    }
-
     @Test func aHundredAndFiftyLinksToANodeStartNoThreadPerConnection() async throws {
         // Both ends of every link are in this process: two descriptors a link. Not more: a
         // suite beside this one counts the process's descriptors.
@@ -44,7 +36,7 @@ struct NodeLoopThreadsTests {
             #expect(answered == links)
             // A reader thread per connection made 2 × links of them. Other suites run beside
             // this one (pipes keep reader threads), hence a bound rather than none.
-            let names = Self.threadNames()
+            let names = threadNames()
             let readers = names.filter { $0.hasPrefix("skynet-reader") }.count
             #expect(readers < 50, "\(readers) reader threads for \(2 * links) connections")
             // (Threads started from a loop's thread carry its name until they name themselves.)

@@ -159,6 +159,14 @@ package func loopbackPair() async throws -> (server: Socket, client: Socket) {
     }
 }
 
+/// The names of this process's threads (other tests run beside the caller: count by name).
+package func threadNames() -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { task in
+        (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
 /// The descriptors this process holds now (Linux: the entries of /proc/self/fd).
 package func openDescriptors() -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1

@@ -7,15 +7,6 @@ import SkyNetTestSupport
 /// thread of their own, each takes what comes to it, and a stopped one closes its socket.
 @Suite(.timeLimit(.minutes(1)))
 struct ListenerTests {
-    /// The names of this process's threads (other tests run beside this one: their threads
-    /// are counted by name, not in all).
-    static func threadNames() -> [String] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.compactMap { task in
-            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-    }
-
     @Test func fortyListenersTakeTheirConnectionsWithoutAThreadEach() async throws {
         var listeners: [Listener] = []
         for _ in 0..<40 { listeners.append(try await Listener.bind(host: "127.0.0.1", port: 0)) }
@@ -30,7 +21,7 @@ struct ListenerTests {
         try await awaitState(upTo: .seconds(20)) { accepted.withLock { $0.count } == 40 }
         // No thread of a listener's own (an accept thread each was 40), and the loops the
         // process shares, each started once.
-        let names = Self.threadNames()
+        let names = threadNames()
         #expect(!names.isEmpty)
         #expect(names.filter { $0.hasPrefix("skynet-accept") }.isEmpty)
         // (Threads started from a loop's thread carry its name until they name themselves.)
