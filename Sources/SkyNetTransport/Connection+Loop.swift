@@ -18,7 +18,8 @@ final class LoopReading: @unchecked Sendable {
     private let onClose: @Sendable (Connection.CloseReason) -> Void
     private var watch: EventLoop.Watch?
     private var framer: LineFramer
-    /// What was read past a line whose handler asked for a hold, framed once the hold ends.
+    /// What was read past the last line handed out, when a handler asked for a hold or the
+    /// turn's lines ran out: framed before anything more is read.
     private var leftover: [UInt8] = []
     /// Asked by a handler (`holdReading`) while it ran: how long, and what runs after.
     private var holdAsked: (Duration, @Sendable (Bool) -> Void)?
