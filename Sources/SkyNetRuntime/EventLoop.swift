@@ -85,7 +85,7 @@ package final class EventLoop: Sendable {
 
     /// Bytes for the loop's handlers. Unchecked: only the loop's thread touches them, within one
     /// handler call or job (what they read is copied out before it returns).
-    package final class Scratch: @unchecked Sendable {
+    package final class Scratch: @unchecked Sendable {  // safe without a lock: only the loop's one thread touches it
         package let bytes: UnsafeMutableRawBufferPointer
         init(byteCount: Int) {
             bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: byteCount, alignment: 16)

@@ -9,7 +9,7 @@ import SkyNetRuntime
 ///
 /// Unchecked: every `var` is touched only on the loop's thread (the watch's handler and the
 /// jobs given to `loop.execute`, which the loop runs one at a time).
-final class LoopReading: @unchecked Sendable {
+final class LoopReading: @unchecked Sendable {  // safe without a lock: only the loop's one thread touches it
     /// Strong until the end (`end` lets the connection forget this), as a reader thread holds it.
     private let connection: Connection
     private let socket: Socket

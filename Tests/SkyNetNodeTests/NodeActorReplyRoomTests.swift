@@ -34,6 +34,13 @@ struct NodeActorReplyRoomTests {
         }
     }
 
+    /// A system "beta" hosting a `Bulk`, and the count of its answers.
+    private func bulkHost() -> (ClusterActorSystem, Bulk, SkyNetTestSupport.Counter) {
+        let host = ClusterActorSystem(name: "beta")
+        let answered = SkyNetTestSupport.Counter()
+        return (host, Bulk(answered: answered, actorSystem: host), answered)
+    }
+
     /// The line of `call` as our system writes it, with the compiler's target.
     private func line(of call: @Sendable (Bulk) async throws -> Void, for actor: Bulk, on host: ClusterActorSystem) async throws -> ActorCall {
         let caller = ClusterActorSystem(name: "caller"), capture = AuthHandshakeTests.CapturingChannel()
@@ -55,9 +62,7 @@ struct NodeActorReplyRoomTests {
     }
 
     @Test func repliesToAClientThatDoesNotReadWaitForRoomAndAllArrive() async throws {
-        let host = ClusterActorSystem(name: "beta")
-        let answered = SkyNetTestSupport.Counter()
-        let actor = Bulk(answered: answered, actorSystem: host)
+        let (host, actor, answered) = bulkHost()
         let call = try await line(of: { _ = try await $0.text(of: 256 << 10) }, for: actor, on: host)
         var options = nodes.options()
         options.actors = host
@@ -86,9 +91,7 @@ struct NodeActorReplyRoomTests {
     /// A client that lets a reply wait for room for the idle bound does not read: the node ends
     /// its link, even while another of its calls runs (which keeps the idle check away).
     @Test func aReplyThatWaitsForRoomPastTheIdleBoundEndsTheLink() async throws {
-        let host = ClusterActorSystem(name: "beta")
-        let answered = SkyNetTestSupport.Counter()
-        let actor = Bulk(answered: answered, actorSystem: host)
+        let (host, actor, answered) = bulkHost()
         let hold = try await line(of: { try await $0.hold() }, for: actor, on: host)
         let bulk = try await line(of: { _ = try await $0.text(of: 256 << 10) }, for: actor, on: host)
         var options = nodes.options()
@@ -113,9 +116,7 @@ struct NodeActorReplyRoomTests {
     /// Replies waiting for a client count among the node's bytes for calls: one that would take
     /// the node past them ends that client's link (its client asked for more than it reads).
     @Test func repliesWaitingPastTheNodesBytesForCallsEndTheLink() async throws {
-        let host = ClusterActorSystem(name: "beta")
-        let answered = SkyNetTestSupport.Counter()
-        let actor = Bulk(answered: answered, actorSystem: host)
+        let (host, actor, answered) = bulkHost()
         let bulk = try await line(of: { _ = try await $0.text(of: 256 << 10) }, for: actor, on: host)
         var options = nodes.options()
         options.actors = host
