@@ -23,7 +23,7 @@ extension ChildRun {
         let memory = PeakMemory(pid: child.pid)
         let ended = try awaitExit(of: child, deadline: deadline, named: executable)
         let seconds = (ContinuousClock.now - started).seconds
-        let peak = memory.finish()
+        let peak = memory.finish().kib
         let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         guard ended.status == 0 else {
             let errors = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""

@@ -21,7 +21,7 @@ extension ChildRun {
         let memory = PeakMemory(pid: child.pid)
         let ended = try awaitExit(of: child, deadline: deadline, named: executable)
         let seconds = (ContinuousClock.now - started).seconds
-        let peak = memory.finish()
+        let peak = memory.finish().kib
         // The scan starts no process of its own, so its exit closed the pipe's only writer.
         guard let output = try blocking({ try? await withTimeout(.seconds(10)) { await drained.value } }) else {
             throw BenchError("\(executable): stdout still open 10 s after it exited")

@@ -6,6 +6,8 @@ import SkyNetRuntime
 struct ChildRun {
     let status: Int32
     let peakKiB: Int
+    /// The most threads seen (sampled with the memory: `PeakMemory`).
+    var peakThreads = 0
     let seconds: Double
     /// All of stdout (`run`), or its last bytes (`stream`: at most `tailBytes`).
     let stdout: String
@@ -30,7 +32,7 @@ struct ChildRun {
         let seconds = (ContinuousClock.now - started).seconds
         let peak = memory.finish()
         let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-        return ChildRun(status: ended.status, peakKiB: peak, seconds: seconds, stdout: output)
+        return ChildRun(status: ended.status, peakKiB: peak.kib, peakThreads: peak.threads, seconds: seconds, stdout: output)
     }
 
     /// Waits for `child` to exit, tracked in `Children` meanwhile (an interrupted benchmark

@@ -9,6 +9,8 @@ struct ScanRun {
     let reruns: Int
     /// The coordinator's peak resident memory (sampled: `PeakMemory`).
     let peakKiB: Int
+    /// The most threads the coordinator had (sampled with its memory).
+    let peakThreads: Int
     /// Each `connected` event: the peer and its `time` (seconds since the scan's output opened).
     let connected: [(system: String, time: Double)]
 
@@ -27,6 +29,6 @@ struct ScanRun {
             return (system, time)
         }
         return ScanRun(seconds: seconds, completed: completed, reruns: summary["reruns"] as? Int ?? 0,
-                       peakKiB: child.peakKiB, connected: connected)
+                       peakKiB: child.peakKiB, peakThreads: child.peakThreads, connected: connected)
     }
 }

@@ -26,7 +26,7 @@ enum SkyNetBench {
     ], usagePrefix: "usage: skynet-bench", sections: [""], column: 16)
     static let usage = optionTable.usage + "\n" + optionTable.help
     static let workloadNames = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14",
-                                "A1", "A2", "A3", "A4"]
+                                "W15", "A1", "A2", "A3", "A4"]
 
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
@@ -35,6 +35,7 @@ enum SkyNetBench {
             _ = try? blocking { await ClusterProgram.serveIfNode(actors: BenchEcho.registry) }
             exit(2)
         }
+        if arguments.first == "node-host" { NodeHost.serve(Array(arguments.dropFirst())) }
         if arguments.first == "echo-server" {
             do { try PingPong.serve() } catch { note("echo-server: \(error)"); exit(1) }
             return
@@ -76,7 +77,7 @@ enum SkyNetBench {
             (["W5"], workloads.roundTrip), (["W6"], workloads.wide), (["W7"], workloads.footprint),
             (["W8"], workloads.commandJobs), (["W9"], workloads.scale), (["W10"], workloads.tenMillion),
             (["W11"], workloads.authenticationCost), (["W12"], workloads.dashboardCost),
-            (["W13"], workloads.sshLinks), (["W14"], workloads.filesTravel),
+            (["W13"], workloads.sshLinks), (["W14"], workloads.filesTravel), (["W15"], workloads.tenThousandNodes),
             (["A1", "A2", "A3"], workloads.actorCalls), (["A4"], workloads.actorFailover),
         ]
         var rows: [Row] = [], failed: [String] = []

@@ -196,5 +196,5 @@ func residentKiB(of pid: Int32) -> Int? { statusKiB("VmRSS", of: pid) }
 func statusKiB(_ field: String, of pid: Int32) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
           let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
-    return Int(line.split(separator: " ").dropFirst().first ?? "")
+    return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "")
 }

@@ -7,7 +7,7 @@ extension GroupKeeper {
     static func startFromThisExecutable() async {
         let executable = runningExecutablePath()
         do {
-            try await onOwnThread(named: "skynet-spawn") { try GroupKeeper.start(executable: executable) }
+            try await onBlockingPool { try GroupKeeper.start(executable: executable) }
         } catch {
             await Console.printError("warning: cannot start the helper that kills this process's jobs if it is killed (\(error)): a SIGKILL would leave them running")
         }

@@ -253,7 +253,7 @@ extension ScanCommand {
     private func returnRoots(_ output: ScanOutput) async throws(ScanExit) -> ReturnRoots? {
         guard transfer.isActive else { return nil }
         do {
-            return try await onOwnThread(named: "skynet-return-roots") { try ReturnRoots.current() }
+            return try await onBlockingPool { try ReturnRoots.current() }
         } catch {
             await output.error("cannot open the working directory for the files that come back: \(error)")
             throw .failed(1)

@@ -34,12 +34,12 @@ extension ScanOutput {
         }
     }
 
-    /// The results at `places`, read back from the journal on a thread of its own; none when
+    /// The results at `places`, read back from the journal on the blocking pool; none when
     /// that fails (said once per failure: they stay unprinted in the journal).
     private func readJournaled(_ places: [ScanJournal.ResultPlace]) async -> [[UInt8]] {
         guard let journal, !places.isEmpty else { return [] }
         do {
-            return try await onOwnThread(named: "journal-read") { try journal.results(at: places) }
+            return try await onBlockingPool { try journal.results(at: places) }
         } catch {
             await self.error("\(error): \(places.count) journaled results not printed (a later --resume prints them)")
             return []

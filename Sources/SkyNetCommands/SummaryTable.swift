@@ -7,9 +7,10 @@ extension ScanReport {
     /// from a shared cluster file has its control characters escaped.
     var summaryTable: String {
         let header = ["system", "completed", "attempts failed", "re-runs", "busy", "mean s", "share"]
+        let completed = completed
         let body = systemsInOrder.map { row in
             [row.name.escapingControlCharacters, String(row.tally.completed), String(row.tally.failed), String(row.tally.reruns), String(row.tally.busy),
-             String(cFormat: "%.3f", row.tally.meanSeconds), String(cFormat: "%.0f%%", share(of: row.tally) * 100)]
+             String(cFormat: "%.3f", row.tally.meanSeconds), String(cFormat: "%.0f%%", ScanReport.share(of: row.tally, among: completed) * 100)]
         }
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
         func line(_ cells: [String]) -> String {

@@ -48,10 +48,10 @@ extension ScanJournal {
 
     /// Where the results of `sectors` lie (the last completed entry of each), in sector order:
     /// what a resume prints of what the earlier run journaled and did not print. Read as a
-    /// stream on a thread of its own; holds 24 bytes a sector found.
+    /// stream on the blocking pool; holds 24 bytes a sector found.
     package static func readResultPlaces(path: String, sectors: SectorSet) async throws -> [ResultPlace] {
         guard !sectors.isEmpty else { return [] }
-        return try await onOwnThread(named: "journal-read") { () throws -> [ResultPlace] in
+        return try await onBlockingPool { () throws -> [ResultPlace] in
             var places: [ResultPlace] = []
             _ = try forEachLine(path: path) { line, place in
                 guard case .entry(let entry) = line, entry.completed, sectors.contains(entry.input) else { return }

@@ -9,10 +9,10 @@ extension ScanJournal {
     /// even fully escaped. A longer one is damage, skipped without being held.
     package static let maxLineLength = 8 * 1024 * 1024
 
-    /// The journal opened for appending and locked (`init(path:continuing:)`) on a thread of
-    /// its own, for async callers.
+    /// The journal opened for appending and locked (`init(path:continuing:)`) on the blocking
+    /// pool, for async callers.
     package static func appending(to path: String, continuing: Bool = true) async throws -> ScanJournal {
-        try await onOwnThread(named: "journal-open") { try ScanJournal(path: path, continuing: continuing) }
+        try await onBlockingPool { try ScanJournal(path: path, continuing: continuing) }
     }
 
     /// The entries of a journal file, all held; none when it does not exist. For small

@@ -106,7 +106,7 @@ extension ScanJournal {
         path: String, total: Int, inputsFile: Bool, job: String = JobRegistry.scan, returns: TransferSpec? = nil,
         roots: ReturnRoots? = nil
     ) async throws -> ResumePoint {
-        try await onOwnThread(named: "journal-read") { () throws -> ResumePoint in
+        try await onBlockingPool { () throws -> ResumePoint in
             var point = ResumePoint(total: total, fingerprints: inputsFile)
             let files = try ResumeFiles(spec: returns, roots: roots, journal: path)
             var mismatch: Entry?

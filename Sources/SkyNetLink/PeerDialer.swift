@@ -54,9 +54,7 @@ package struct TCPDialer: PeerDialer {
     package var sendsToken: Bool { true }
 
     package func dial(timeout: Duration) async throws -> DialedLink {
-        let socket = try await onOwnThread(named: "skynet-connect") { [host, port] in
-            try Socket.connect(host: host, port: port, timeout: timeout)
-        }
+        let socket = try await Socket.dial(host: host, port: port, timeout: timeout)
         return DialedLink(connection: Connection(socket: socket, peer: address), welcomeBound: timeout)
     }
 }

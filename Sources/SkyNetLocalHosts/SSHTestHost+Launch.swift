@@ -37,7 +37,7 @@ extension SSHTestHost {
         options.ownProcessGroup = true
         options.stderr = .lines(maxLength: 4096, keep: 2000)
         // posix_spawn waits for the exec: not on the cooperative pool.
-        let sshd = try await onOwnThread(named: "skynet-test-sshd") { [options] in try ChildProcess.spawn(words[0], options) }
+        let sshd = try await onBlockingPool { [options] in try ChildProcess.spawn(words[0], options) }
         guard let log = sshd.stderrLines else { throw SSHTestHostError(description: "sshd's stderr is not read") }
         let ready: String??
         do {

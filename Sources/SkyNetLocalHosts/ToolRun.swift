@@ -26,7 +26,7 @@ package struct ToolRun: Sendable {
         options.endGroupOnExit = true
         options.stdout = .bytes(limit: 1 << 20)
         options.stderr = .bytes(limit: 1 << 20)
-        let child = try await onOwnThread(named: "skynet-test-tool") { [options] in try ChildProcess.spawn(executable, options) }
+        let child = try await onBlockingPool { [options] in try ChildProcess.spawn(executable, options) }
         let exit: ChildExit
         do {
             exit = try await withTimeout(limit) { await child.exit.value }

@@ -242,10 +242,10 @@ extension Node {
         options.acceptsFiles && system.jobs.summaries.keys.contains { $0 != JobRegistry.scan }
     }
 
-    /// Removes the work root on a thread of its own (a large tree takes time), awaited.
+    /// Removes the work root on the blocking pool (a large tree takes time), awaited.
     func removeWorkRoot() async {
         let files = self.files
-        _ = try? await onOwnThread(named: "skynet-workroot") { files.remove() }
+        _ = try? await onBlockingPool { files.remove() }
     }
 }
 

@@ -46,8 +46,8 @@ extension NodeSession {
             files.end()
             return pending.end()
         }
-        // Off the pool: a large tree takes time to remove.
-        startThread(named: "skynet-task-rm") {
+        // On the blocking pool, not the cooperative one: a large tree takes time to remove.
+        BlockingPool.shared.execute {
             upload.workDir.remove()
             files.end()
             pending.end()

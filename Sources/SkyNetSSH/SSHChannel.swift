@@ -34,7 +34,7 @@ package final class SSHChannel: Sendable {
     package static func open(name: String, login: SSHLogin, command: SSHCommand, remote: String, timeout: Duration,
                             hostLog: @escaping @Sendable (String) -> Void) async throws -> SSHChannel {
         let arguments = command.arguments(to: login, remote: remote, connectTimeout: timeout)
-        let (child, reading, writing, errors) = try await onOwnThread(named: "skynet-ssh-spawn") {
+        let (child, reading, writing, errors) = try await onBlockingPool {
             let toChild = try ChildProcess.makePipe()
             let fromChild: (read: Int32, write: Int32)
             do { fromChild = try ChildProcess.makePipe() } catch {

@@ -83,7 +83,7 @@ package struct SSHDialer: PeerDialer {
         options.searchPath = true
         options.ownProcessGroup = true
         let program = settings.command.words[0]
-        let child = try await onOwnThread(named: "skynet-ssh-spawn") { [options] in try ChildProcess.spawn(program, options) }
+        let child = try await onBlockingPool { [options] in try ChildProcess.spawn(program, options) }
         let exit = child.exit
         guard let ended = try? await withTimeout(shipment.uploadBound, { await exit.value }) else {
             await child.stop(grace: .milliseconds(500))

@@ -29,7 +29,7 @@ package struct SSHShipment: Sendable, Equatable {
         let path = readable(given)
         let task = computed.withLock { computed in
             if let task = computed[path] { return task }
-            let task = Task { try await onOwnThread(named: "skynet-ship-hash") { try of(path) } }
+            let task = Task { try await onBlockingPool { try of(path) } }
             computed[path] = task
             return task
         }

@@ -8,8 +8,9 @@ extension ScanReport {
         return systems.sorted { order($0.key) < order($1.key) }.map { ($0.key, $0.value) }
     }
 
-    /// The part of all completions that `tally`'s system did, 0...1.
-    package func share(of tally: SystemTally) -> Double {
+    /// The part of all `completed` tasks that `tally`'s system did, 0...1 (`completed` is
+    /// given: summing it is a walk over every system).
+    package static func share(of tally: SystemTally, among completed: Int) -> Double {
         completed == 0 ? 0 : Double(tally.completed) / Double(completed)
     }
 
@@ -17,12 +18,13 @@ extension ScanReport {
     /// so that the two agree to the byte at the end of a scan. `resumed` sectors came from
     /// the journal and count as completed.
     package func addSummary(to json: inout JSONLine, resumed: Int) {
+        let completed = completed
         json.add("total", total + resumed)
         json.add("completed", completed + resumed)
         json.add("resumed", resumed)
         json.add("failed", gaveUp)
         json.add("gave_up", gaveUp)  // `failed`, named for what it counts
-        json.add("not_run", notRun)
+        json.add("not_run", total - completed - gaveUp)
         json.add("reruns", reruns)
         json.add("busy", busyBounces)
         json.add("seconds", seconds)
@@ -36,7 +38,7 @@ extension ScanReport {
             system.add("reruns", row.tally.reruns)
             system.add("busy", row.tally.busy)
             system.add("mean_seconds", row.tally.meanSeconds)
-            system.add("share", share(of: row.tally))
+            system.add("share", Self.share(of: row.tally, among: completed))
             rows.add(row.name, object: system)
         }
         json.add("systems", object: rows)

@@ -54,7 +54,16 @@ public actor Systems {
         let continuation: CheckedContinuation<Reservation, any Error>
     }
 
+    /// The systems in order: local ones (`localCount`) first, then peers.
     private var entries: [Entry] = []
+    private var localCount = 0
+    /// Where each entry is in `entries`, by registration and by name; and which entries may
+    /// take work now (`offerable`), so that finding the first free slot, or the system a
+    /// reply names, is not a walk over ten thousand systems. Kept with every change of an
+    /// entry (`refresh`), insert or removal (`reindex`).
+    private var positionByID: [UInt64: Int] = [:]
+    private var positionByName: [String: Int] = [:]
+    private var offerable = BitSet()
     private var waiters: [Waiter] = []
     /// Callers of `idle(named:)`, each waiting for its system to have no slot reserved.
     private var idleWaiters: [(id: UInt64, name: String, continuation: CheckedContinuation<Void, Never>)] = []
@@ -77,7 +86,7 @@ public actor Systems {
 
     /// Slots reserved right now on the system called `name` (0 when there is none).
     package func inFlight(on name: String) -> Int {
-        entries.first { $0.system.name == name }?.inFlight ?? 0
+        positionByName[name].map { entries[$0].inFlight } ?? 0
     }
 
     /// Every system's slots right now, in order: what a live view shows.
@@ -94,7 +103,7 @@ public actor Systems {
     package var idleWaiterCount: Int { idleWaiters.count }
 
     /// The slots of the local systems together.
-    package var localCapacity: Int { entries.filter(\.system.isLocal).reduce(0) { $0 + $1.capacity } }
+    package var localCapacity: Int { entries.prefix(localCount).reduce(0) { $0 + $1.capacity } }
 
     /// Adds a system with `capacity` slots; one with the same name is replaced in place.
     /// Local systems go before peers. A peer that said it drains before it was added (a node
@@ -102,12 +111,18 @@ public actor Systems {
     public func add(_ system: any ScanSystem, capacity: Int, draining: Bool = false) {
         let entry = Entry(id: nextID(), system: system, capacity: max(0, capacity), draining: draining)
         if capacity > 0 { joinedNames.insert(system.name) }
-        if let index = entries.firstIndex(where: { $0.system.name == system.name }) {
+        if let index = positionByName[system.name] {
+            positionByID[entries[index].id] = nil
             entries[index] = entry
-        } else if system.isLocal, let firstPeer = entries.firstIndex(where: { !$0.system.isLocal }) {
-            entries.insert(entry, at: firstPeer)
+            positionByID[entry.id] = index
+            refresh(at: index)
+        } else if system.isLocal {
+            entries.insert(entry, at: localCount)
+            localCount += 1
+            reindex(from: localCount - 1)
         } else {
             entries.append(entry)
+            reindex(from: entries.count - 1)
         }
         serveWaiters()
         resumeIdleWaiters()
@@ -115,22 +130,24 @@ public actor Systems {
 
     /// Removes the system called `name`; slots reserved on it are released into nothing.
     package func remove(named name: String) {
-        entries.removeAll { $0.system.name == name }
+        if let index = positionByName[name] { removeEntry(at: index) }
         resumeIdleWaiters()
     }
 
     /// Holds back new work from the system called `name` (`suspended`), or gives it work again.
     package func setSuspended(_ suspended: Bool, named name: String) {
-        guard let index = entries.firstIndex(where: { $0.system.name == name }) else { return }
+        guard let index = positionByName[name] else { return }
         entries[index].suspended = suspended
+        refresh(at: index)
         if !suspended { serveWaiters() }
     }
 
     /// Gives the system called `name` no new work: it said it drains. (`false` is
     /// for tests: a node that stops never takes work again.)
     package func setDraining(_ draining: Bool, named name: String) {
-        guard let index = entries.firstIndex(where: { $0.system.name == name }) else { return }
+        guard let index = positionByName[name] else { return }
         entries[index].draining = draining
+        refresh(at: index)
         if !draining { serveWaiters() }
     }
 
@@ -140,23 +157,24 @@ public actor Systems {
     @discardableResult
     package func setLeaving(_ isLeaving: Bool, named name: String) -> Bool {
         let changed = isLeaving ? leaving.insert(name).inserted : leaving.remove(name) != nil
-        guard changed, let entry = entries.first(where: { $0.system.name == name }) else { return false }
+        guard changed, let index = positionByName[name] else { return false }
+        refresh(at: index)
         if !isLeaving { serveWaiters() }
-        return !entry.draining
+        return !entries[index].draining
     }
 
     /// Drops the leaving mark of a member whose leave is over, unless a system of that name is
     /// here again (its address returned, and left again, meanwhile): the marks of members gone
     /// for good do not pile up.
     package func forgetLeaving(named name: String) {
-        guard !entries.contains(where: { $0.system.name == name }) else { return }
+        guard positionByName[name] == nil else { return }
         leaving.remove(name)
     }
 
     /// Returns once the system called `name` has no slot reserved, or is gone (also at once).
     /// A cancelled caller returns at once.
     package func idle(named name: String) async {
-        guard entries.contains(where: { $0.system.name == name && $0.inFlight > 0 }) else { return }
+        guard isBusy(name) else { return }
         let id = nextID()
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -177,25 +195,28 @@ public actor Systems {
     /// Resumes the `idle` callers whose system has no slot reserved any more, or is gone.
     private func resumeIdleWaiters() {
         guard !idleWaiters.isEmpty else { return }
-        let busy = Set(entries.filter { $0.inFlight > 0 }.map(\.system.name))
-        let (done, waiting) = (idleWaiters.filter { !busy.contains($0.name) }, idleWaiters.filter { busy.contains($0.name) })
+        let (done, waiting) = (idleWaiters.filter { !isBusy($0.name) }, idleWaiters.filter { isBusy($0.name) })
         idleWaiters = waiting
         for waiter in done { waiter.continuation.resume() }
+    }
+
+    /// Whether the system called `name` is here with a slot reserved.
+    private func isBusy(_ name: String) -> Bool {
+        positionByName[name].map { entries[$0].inFlight > 0 } ?? false
     }
 
     /// Removes the system a reservation was made on, if that registration is still there: for
     /// a peer found gone, before its link has noticed.
     package func retire(_ reservation: Reservation) {
-        entries.removeAll { $0.id == reservation.entryID }
+        if let index = positionByID[reservation.entryID] { removeEntry(at: index) }
         resumeIdleWaiters()
     }
 
     /// Reserves a slot at once, or returns nil when no system (local: no local system) has one.
     package func tryReserve(localOnly: Bool = false) -> Reservation? {
-        guard let index = entries.firstIndex(where: {
-            $0.isFree && (!localOnly || $0.system.isLocal) && (leaving.isEmpty || !leaving.contains($0.system.name))
-        }) else { return nil }
+        guard let index = offerable.first(below: localOnly ? localCount : entries.count) else { return nil }
         entries[index].inFlight += 1
+        refresh(at: index)
         let entry = entries[index]
         highWater[entry.system.name] = max(highWater[entry.system.name] ?? 0, entry.inFlight)
         return Reservation(system: entry.system, entryID: entry.id)
@@ -203,8 +224,9 @@ public actor Systems {
 
     /// Gives a slot back and wakes whoever waits for it.
     package func release(_ reservation: Reservation) {
-        guard let index = entries.firstIndex(where: { $0.id == reservation.entryID }) else { return }
+        guard let index = positionByID[reservation.entryID] else { return }
         entries[index].inFlight -= 1
+        refresh(at: index)
         serveWaiters()
         resumeIdleWaiters()
     }
@@ -214,7 +236,10 @@ public actor Systems {
     /// that frees goes straight to the next task, with no waiter woken to pass it on. Nil when
     /// none is free; waiters are served with what is left.
     package func release(_ reservation: Reservation, reservingAgain localOnly: Bool) -> Reservation? {
-        if let index = entries.firstIndex(where: { $0.id == reservation.entryID }) { entries[index].inFlight -= 1 }
+        if let index = positionByID[reservation.entryID] {
+            entries[index].inFlight -= 1
+            refresh(at: index)
+        }
         let again = tryReserve(localOnly: localOnly)
         serveWaiters()
         resumeIdleWaiters()
@@ -246,7 +271,7 @@ public actor Systems {
     private func serveWaiters() {
         for localPass in [true, false] {
             var index = 0
-            while index < waiters.count {
+            while index < waiters.count, offerable.first(below: localPass ? localCount : entries.count) != nil {
                 let waiter = waiters[index]
                 if waiter.localOnly == localPass, let reservation = tryReserve(localOnly: waiter.localOnly) {
                     waiters.remove(at: index)
@@ -258,8 +283,67 @@ public actor Systems {
         }
     }
 
+    /// Removes the entry at `index`, its slots released into nothing.
+    private func removeEntry(at index: Int) {
+        let entry = entries.remove(at: index)
+        positionByID[entry.id] = nil
+        positionByName[entry.system.name] = nil
+        if index < localCount { localCount -= 1 }
+        reindex(from: index)
+    }
+
+    /// The positions and offers of the entries from `index` on, after an insert or removal
+    /// moved them (or an append added one).
+    private func reindex(from index: Int) {
+        for position in index..<entries.count {
+            positionByID[entries[position].id] = position
+            positionByName[entries[position].system.name] = position
+            refresh(at: position)
+        }
+        offerable.clear(from: entries.count)
+    }
+
+    /// Whether the entry at `index` is offered work now: a free slot, and not leaving.
+    private func refresh(at index: Int) {
+        let entry = entries[index]
+        offerable.set(index, entry.isFree && (leaving.isEmpty || !leaving.contains(entry.system.name)))
+    }
+
     private func nextID() -> UInt64 {
         lastID += 1
         return lastID
+    }
+}
+
+/// A set of small integers as bits: which entries of `Systems` may take work, with the first
+/// of them found a word (64 entries) at a time.
+private struct BitSet {
+    private var words: [UInt64] = []
+
+    mutating func set(_ index: Int, _ isMember: Bool) {
+        let word = index >> 6, bit = UInt64(1) << UInt64(index & 63)
+        if isMember {
+            while words.count <= word { words.append(0) }
+            words[word] |= bit
+        } else if word < words.count {
+            words[word] &= ~bit
+        }
+    }
+
+    /// The smallest member, if it is below `limit`.
+    func first(below limit: Int) -> Int? {
+        for (index, word) in words.enumerated() where word != 0 {
+            let first = index << 6 + word.trailingZeroBitCount
+            return first < limit ? first : nil
+        }
+        return nil
+    }
+
+    /// Takes out every member from `index` on.
+    mutating func clear(from index: Int) {
+        let word = index >> 6
+        guard word < words.count else { return }
+        words[word] &= (UInt64(1) << UInt64(index & 63)) &- 1
+        words.removeSubrange((word + 1)...)
     }
 }

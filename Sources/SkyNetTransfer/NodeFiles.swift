@@ -71,7 +71,7 @@ package final class NodeFiles: Sendable {
     var uploads: Int { state.withLock { $0.uploads } }
 
     /// Removes the root and everything in it, and makes none again. Blocks on the file
-    /// system (a thread of our own: `Node.stop` calls it through `onOwnThread`).
+    /// system (blocking: `Node.stop` calls it on the blocking pool).
     package func remove() {
         let root = state.withLock { state in
             defer {
@@ -83,10 +83,10 @@ package final class NodeFiles: Sendable {
         root?.remove()
     }
 
-    /// Removes, on a thread of its own, the roots killed nodes left in the parent (their lock
+    /// Removes, on the blocking pool, the roots killed nodes left in the parent (their lock
     /// is free): a node that starts cleans up after one that could not.
     package func sweepLeftovers() {
         let parent = parent, swept = swept
-        startThread(named: "skynet-sweep") { swept.fulfil(WorkRoot.sweep(in: parent)) }
+        BlockingPool.shared.execute { swept.fulfil(WorkRoot.sweep(in: parent)) }
     }
 }

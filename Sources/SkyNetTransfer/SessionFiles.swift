@@ -3,7 +3,7 @@ import SkyNetWork
 
 /// One connection's files on a node: its `conn-<N>/` (made at its first file request), the
 /// basefiles it stored, and how many of its uploads and tasks are alive. When the connection
-/// has ended and its last task too, the directory goes (on a thread of its own): a node keeps
+/// has ended and its last task too, the directory goes (on the blocking pool): a node keeps
 /// nothing of a scan once its connection is gone, whether `--cleanup` was asked for or not.
 package final class SessionFiles: Sendable {
     let files: NodeFiles
@@ -84,7 +84,7 @@ package final class SessionFiles: Sendable {
 
     private func remove(_ directory: ConnectionDirectory) {
         let removed = removed
-        startThread(named: "skynet-conn-rm") {
+        BlockingPool.shared.execute {
             directory.remove()
             removed.fulfil(())
         }

@@ -34,7 +34,7 @@ package actor TransferringLocalSystem: ScanSystem {
         let targets = plan.returns.map(\.local)
         guard !targets.isEmpty else { return result }
         let roots = self.roots, name = self.name
-        let files = try await onOwnThread(named: "skynet-return-check") { () throws -> [ReturnedFile] in
+        let files = try await onBlockingPool { () throws -> [ReturnedFile] in
             let roots = try roots ?? ReturnRoots.current()
             return try targets.map { target throws(ScanFailure) in try Self.check(target, in: roots, on: name) }
         }

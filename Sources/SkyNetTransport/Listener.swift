@@ -14,9 +14,9 @@ package final class Listener: Sendable {
     package let stopped = AsyncSignal<Void>()
 
     /// Binds and listens on `host:port` (port 0: any free port). Name lookup may block, so it
-    /// runs on a thread of its own.
+    /// runs on the blocking pool.
     package static func bind(host: String, port: Int) async throws -> Listener {
-        try await onOwnThread(named: "skynet-bind") {
+        try await onBlockingPool {
             let socket = try Socket.listen(host: host, port: port)
             do {
                 let address = try socket.localAddress()

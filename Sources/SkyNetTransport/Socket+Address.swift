@@ -16,18 +16,23 @@ extension Socket {
         return octets.count == 4 && octets.allSatisfy { $0 != nil } && octets[0] == 127
     }
 
-    /// Whether `host` resolves to an address (the lookup runs on a thread of its own).
+    /// Whether `host` resolves to an address (a name is looked up on the blocking pool; a
+    /// numeric address needs no lookup).
     package static func resolves(host: String) async -> Bool {
-        (try? await onOwnThread(named: "skynet-resolve") { try resolve(host: host, port: 1, passive: false) }) != nil
+        if (try? resolve(host: host, port: 1, passive: false, numericOnly: true)) != nil { return true }
+        return (try? await onBlockingPool { try resolve(host: host, port: 1, passive: false) }) != nil
     }
 
     /// Every address `host` resolves to, as numeric text (`10.0.3.7`, `fd00::7`), without
-    /// repeats and sorted. The lookup runs on a thread of its own (getaddrinfo blocks, for as long
+    /// repeats and sorted. The lookup runs on the blocking pool (getaddrinfo blocks, for as long
     /// as the resolver takes), never on the cooperative pool.
     package static func addresses(of host: String, port: Int) async throws(SocketError) -> [String] {
+        if let numeric = try? resolve(host: host, port: port, passive: false, numericOnly: true) {
+            return Set(numeric.compactMap(numericHost)).sorted()
+        }
         let found: [ResolvedAddress]
         do {
-            found = try await onOwnThread(named: "skynet-resolve") { try resolve(host: host, port: port, passive: false) }
+            found = try await onBlockingPool { try resolve(host: host, port: port, passive: false) }
         } catch let error as SocketError {
             throw error
         } catch {
@@ -48,7 +53,8 @@ extension Socket {
     }
 
     /// The addresses of `host:port`, IPv4 and IPv6, in the resolver's order.
-    static func resolve(host: String, port: Int, passive: Bool) throws(SocketError) -> [ResolvedAddress] {
+    /// With `numericOnly`, only a numeric host resolves (at once: no lookup that could block).
+    static func resolve(host: String, port: Int, passive: Bool, numericOnly: Bool = false) throws(SocketError) -> [ResolvedAddress] {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Glibc)
@@ -56,7 +62,7 @@ extension Socket {
         #else
         hints.ai_socktype = SOCK_STREAM
         #endif
-        hints.ai_flags = passive ? AI_PASSIVE : 0
+        hints.ai_flags = (passive ? AI_PASSIVE : 0) | (numericOnly ? AI_NUMERICHOST : 0)
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0 else {

@@ -3,10 +3,10 @@ import SkyNetRuntime
 #if canImport(Glibc)
 // Close-on-exec from birth: a child spawned by another thread between socket() and a later
 // fcntl would otherwise inherit it (a job would hold the node's connections open).
-private let streamType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+let streamType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
 private let noSignal = Int32(MSG_NOSIGNAL)
 #elseif canImport(Darwin)
-private let streamType = SOCK_STREAM
+let streamType = SOCK_STREAM
 private let noSignal: Int32 = 0  // Darwin: SO_NOSIGPIPE is set per socket instead
 #endif
 
@@ -35,7 +35,7 @@ private enum Accept4 {
 private func system_send(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int, _ flags: Int32) -> Int { send(fd, bytes, count, flags) }
 private func system_shutdown(_ fd: Int32, _ how: Int32) -> Int32 { shutdown(fd, how) }
 private func system_close(_ fd: Int32) -> Int32 { close(fd) }
-private func system_connect(_ fd: Int32, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> Int32 {
+func system_connect(_ fd: Int32, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> Int32 {
     connect(fd, address, length)
 }
 
@@ -110,11 +110,7 @@ package struct Socket: Sendable, Hashable {
             let socket = Socket(descriptor: fd)
             do {
                 try socket.connect(to: candidate, timeout: timeout, naming: address)
-                socket.setOption(Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-                socket.enableKeepAlive()
-                #if canImport(Darwin)
-                socket.setOption(SOL_SOCKET, SO_NOSIGPIPE, 1)
-                #endif
+                socket.configureForLink()
                 return socket
             } catch {
                 lastError = error
@@ -122,6 +118,16 @@ package struct Socket: Sendable, Hashable {
             }
         }
         throw lastError
+    }
+
+    /// What every connected socket of a link has: no delay for small writes, keep-alive, and
+    /// (Darwin) no SIGPIPE.
+    func configureForLink() {
+        setOption(Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        enableKeepAlive()
+        #if canImport(Darwin)
+        setOption(SOL_SOCKET, SO_NOSIGPIPE, 1)
+        #endif
     }
 
     /// Waits for a connection; the new socket has TCP_NODELAY set.
@@ -133,10 +139,8 @@ package struct Socket: Sendable, Hashable {
         }
         guard fd >= 0 else { throw SocketError("accept") }
         let socket = Socket(descriptor: fd)
-        socket.setOption(Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-        socket.enableKeepAlive()
+        socket.configureForLink()
         #if canImport(Darwin)
-        socket.setOption(SOL_SOCKET, SO_NOSIGPIPE, 1)
         socket.setNonBlocking(false)  // BSD's accept passes on a non-blocking listener's flag; Linux's does not
         #endif
         return (socket, Self.describe(&storage, length: length))

@@ -28,7 +28,7 @@ extension PeerLinks {
         if let given = settings.returnRoots {
             roots = given
         } else {
-            roots = try await onOwnThread(named: "skynet-basefile-roots") { try ReturnRoots.current() }
+            roots = try await onBlockingPool { try ReturnRoots.current() }
         }
         for basefile in spec.basefiles {
             if let refusal = try await push(basefile, to: peer, named: name, spec: spec, roots: roots, timeout: settings.timeout) {

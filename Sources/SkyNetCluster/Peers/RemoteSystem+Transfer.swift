@@ -31,7 +31,7 @@ extension RemoteSystem {
         if let given = context.roots {
             roots = given
         } else {
-            roots = try await onOwnThread(named: "skynet-return-roots") { try ReturnRoots.current() }
+            roots = try await onBlockingPool { try ReturnRoots.current() }
         }
         let peer = self.peer, name = self.name
         let id = peer.nextID()
@@ -105,7 +105,7 @@ extension RemoteSystem {
         switch reply {
         case .result(_, _, let result):
             guard let sink else { return result }
-            let files = try await onOwnThread(named: "skynet-return-commit") { try sink.commit() }
+            let files = try await onBlockingPool { try sink.commit() }
             context.records.put(task.id, files)
             return result
         case .failure(_, _, let code, let message):
@@ -130,10 +130,10 @@ extension RemoteSystem {
         return message
     }
 
-    /// Removes every `.part` of the task (file system calls: on a thread of our own).
+    /// Removes every `.part` of the task (file system calls: on the blocking pool).
     private nonisolated func discard(_ sink: ReturnSink?) async {
         guard let sink else { return }
-        _ = try? await onOwnThread(named: "skynet-return-discard") { sink.discard() }
+        _ = try? await onBlockingPool { sink.discard() }
     }
 
     /// Opens the task's input here, one component at a time, never through a link. Final when

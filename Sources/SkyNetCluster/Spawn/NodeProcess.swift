@@ -37,7 +37,7 @@ package final class NodeProcess: Sendable {
         options.stderr = stderr
         let spawnOptions = options
         // posix_spawn holds its caller until the child has exec'd: not on the cooperative pool.
-        let child = try await onOwnThread(named: "skynet-spawn") { try ChildProcess.spawn(executable.path, spawnOptions) }
+        let child = try await onBlockingPool { try ChildProcess.spawn(executable.path, spawnOptions) }
         let exitStatus = AsyncSignal<Int32>()
         Task { exitStatus.fulfil(await child.exit.value.status) }
         do {

@@ -30,7 +30,7 @@ package final class InputFile: Sendable {
     /// its own: a long file keeps it reading, which must not hold the cooperative pool. A pipe
     /// or device is copied aside up to `spoolCap` bytes at most (more is an error).
     package static func open(path: String, limit: Int = .max, spoolCap: Int = InputFile.spoolCap) async throws -> InputFile {
-        try await onOwnThread(named: "inputs-open") { () throws -> InputFile in
+        try await onBlockingPool { () throws -> InputFile in
             let spooling = SpoolLimits(lines: limit, bytes: spoolCap)
             let (name, fd) = path == "-"
                 ? ("stdin", try spool(0, name: "stdin", limits: spooling)) : (path, try openFile(path, spooling: spooling))
@@ -49,7 +49,7 @@ package final class InputFile: Sendable {
     /// (`fingerprint(sector)`: the fingerprint the journal holds, nil when it holds none): a
     /// journal of other inputs must not make a resume skip work it never did.
     package func verify(against fingerprint: @escaping @Sendable (Int) -> UInt32?) async throws {
-        try await onOwnThread(named: "inputs-verify") { [self] () throws in
+        try await onBlockingPool { [self] () throws in
             var cursor = LineCursor(descriptor: descriptor, name: name)
             while cursor.lineIndex < count, let text = try cursor.nextLine() {
                 let sector = cursor.lineIndex - 1
