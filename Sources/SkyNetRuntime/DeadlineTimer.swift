@@ -55,7 +55,7 @@ package final class DeadlineTimer: TimerClock {
     }
 
     private enum Step {
-        case run([TimerQueue.Entry])
+        case run([TimerQueue.Due])
         case spin
         case wait(until: ContinuousClock.Instant?)
     }
@@ -79,11 +79,11 @@ package final class DeadlineTimer: TimerClock {
     private func nextStep() -> Step {
         state.withLock { state in
             let now = ContinuousClock.now
-            var due: [TimerQueue.Entry] = []
+            var due: [TimerQueue.Due] = []
             while let entry = state.queue.popFirst(dueAt: now) { due.append(entry) }
             state.asleep = false
             if !due.isEmpty { return .run(due) }
-            guard let next = state.queue.first?.deadline else {
+            guard let next = state.queue.firstDeadline else {
                 state.waitingUntil = nil
                 state.asleep = true
                 return .wait(until: nil)

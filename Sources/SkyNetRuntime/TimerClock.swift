@@ -19,9 +19,13 @@ package protocol TimerClock: AnyObject, Sendable {
     func cancel(_ ticket: TimerTicket) -> Bool
 }
 
-/// What `schedule` returns, for `cancel`.
+/// What `schedule` returns, for `cancel`: the pending entry itself (which knows where it is
+/// in its queue).
 package struct TimerTicket: Sendable, Hashable {
-    let id: UInt64
+    let entry: TimerQueue.Entry
+
+    package static func == (a: TimerTicket, b: TimerTicket) -> Bool { a.entry === b.entry }
+    package func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(entry)) }
 }
 
 extension TimerClock {

@@ -52,7 +52,7 @@ struct DeadlineTimerConcurrencyTests {
         #expect((all.max() ?? .zero) < .seconds(20), "a sleep ended \(all.max() ?? .zero) late (timer: \(timerLate))")
         print("sleep lateness max \(all.max() ?? .zero), timer action lateness max \(timerLate)")
         try await awaitState(upTo: .seconds(5)) { TimerProbe.pending(timer).deadlines.isEmpty }
-        #expect(TimerProbe.pending(timer).positions == 0)
+        #expect(TimerProbe.pending(timer).entries == 0)
     }
 
     /// Actions scheduled from threads of our own (no pool involved): each runs on the timer

@@ -51,7 +51,7 @@ package final class ManualClock: TimerClock {
     /// deadline; then `now` is the target.
     package func advance(by duration: Duration) {
         let target = now + duration
-        while let entry = state.withLock({ state -> TimerQueue.Entry? in
+        while let entry = state.withLock({ state -> TimerQueue.Due? in
             guard let entry = state.queue.popFirst(dueAt: target) else {
                 state.now = max(state.now, target)
                 return nil
