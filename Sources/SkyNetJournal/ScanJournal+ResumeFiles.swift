@@ -11,7 +11,7 @@ extension ScanJournal {
     /// effects are applied in journal order (a later entry of a sector, or a `printed` mark,
     /// must come after the earlier one's verdict), through a window of at most `window` lines
     /// held, so that a journal of a million entries never holds more than that many checks.
-    /// Every call blocks: the resume's own thread only.
+    /// Every call blocks: off the cooperative pool only (the resume runs on the blocking pool).
     final class ResumeFiles {
         /// The most lines held while their checks run.
         static let window = 16

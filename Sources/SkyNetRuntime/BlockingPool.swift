@@ -63,6 +63,13 @@ package final class BlockingPool: Sendable {
         if start { startThread(named: name) { [self] in work() } }
     }
 
+    /// Runs a short blocking call on one of the pool's threads and awaits its result.
+    package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            execute { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     /// The threads that are running now (for tests).
     package var threadCount: Int { state.withLock { $0.threads } }
 
@@ -80,7 +87,5 @@ package final class BlockingPool: Sendable {
 
 /// Runs a short blocking call on the process's `BlockingPool` and awaits its result.
 package func onBlockingPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        BlockingPool.shared.execute { continuation.resume(with: Result { try body() }) }
-    }
+    try await BlockingPool.shared.run(body)
 }

@@ -105,12 +105,17 @@ public actor Systems {
     /// The slots of the local systems together.
     package var localCapacity: Int { entries.prefix(localCount).reduce(0) { $0 + $1.capacity } }
 
-    /// Adds a system with `capacity` slots; one with the same name is replaced in place.
+    /// Adds a system with `capacity` slots; one with the same name is replaced in place (or,
+    /// when one is local and the other not, where the new one's kind goes).
     /// Local systems go before peers. A peer that said it drains before it was added (a node
     /// stopping when it welcomed us) is added `draining`, in the same step: it is never offered work.
     public func add(_ system: any ScanSystem, capacity: Int, draining: Bool = false) {
         let entry = Entry(id: nextID(), system: system, capacity: max(0, capacity), draining: draining)
         if capacity > 0 { joinedNames.insert(system.name) }
+        if let index = positionByName[system.name], entries[index].system.isLocal != system.isLocal {
+            // Of the other kind: it moves to where its kind goes.
+            removeEntry(at: index)
+        }
         if let index = positionByName[system.name] {
             positionByID[entries[index].id] = nil
             entries[index] = entry

@@ -11,7 +11,7 @@ import SkyNetWork
 /// fails the request through `onFailure` and removes every `.part` of the task: nothing else
 /// is touched. `commit` (once the `result` came) renames every file into place; `discard`
 /// (any failure, a lost link) leaves nothing behind. State behind a lock (`Locked`): the reader
-/// thread writes, the task's own thread commits or discards.
+/// thread writes, the blocking pool commits or discards.
 package final class ReturnSink: ReplyStream {
     private struct State: Sendable {
         /// The files whose `end` came and checked, in order.

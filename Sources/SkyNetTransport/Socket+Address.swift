@@ -1,5 +1,9 @@
 import SkyNetRuntime
 
+/// Where names are looked up: a pool of its own, so that a slow resolver (thousands of peers
+/// named, a DNS server that does not answer) never delays the file work of the blocking pool.
+let resolverPool = BlockingPool(named: "skynet-resolve", maxThreads: 4)
+
 /// One address `getaddrinfo` found for a host and port.
 struct ResolvedAddress {
     let family: Int32
@@ -16,23 +20,23 @@ extension Socket {
         return octets.count == 4 && octets.allSatisfy { $0 != nil } && octets[0] == 127
     }
 
-    /// Whether `host` resolves to an address (a name is looked up on the blocking pool; a
+    /// Whether `host` resolves to an address (a name is looked up on the resolver's pool; a
     /// numeric address needs no lookup).
     package static func resolves(host: String) async -> Bool {
         if (try? resolve(host: host, port: 1, passive: false, numericOnly: true)) != nil { return true }
-        return (try? await onBlockingPool { try resolve(host: host, port: 1, passive: false) }) != nil
+        return (try? await resolverPool.run { try resolve(host: host, port: 1, passive: false) }) != nil
     }
 
     /// Every address `host` resolves to, as numeric text (`10.0.3.7`, `fd00::7`), without
-    /// repeats and sorted. The lookup runs on the blocking pool (getaddrinfo blocks, for as long
-    /// as the resolver takes), never on the cooperative pool.
+    /// repeats and sorted. The lookup runs on the resolver's pool (getaddrinfo blocks, for as
+    /// long as the resolver takes), never on the cooperative pool.
     package static func addresses(of host: String, port: Int) async throws(SocketError) -> [String] {
         if let numeric = try? resolve(host: host, port: port, passive: false, numericOnly: true) {
             return Set(numeric.compactMap(numericHost)).sorted()
         }
         let found: [ResolvedAddress]
         do {
-            found = try await onBlockingPool { try resolve(host: host, port: port, passive: false) }
+            found = try await resolverPool.run { try resolve(host: host, port: port, passive: false) }
         } catch let error as SocketError {
             throw error
         } catch {

@@ -1,19 +1,19 @@
 import SkyNetRuntime
 
 extension Socket {
-    /// Connects to `host:port`, giving up after `timeout`, without a thread that waits for it:
-    /// a name is looked up on the `BlockingPool` (a numeric address needs no lookup), and the
-    /// connection's completion is waited for on one of the process's event loops. What a link
-    /// dials with: ten thousand dials at once hold no thread each.
+    /// Connects to `host:port`, each address the name has getting `timeout` (as `connect`
+    /// gives it), without a thread that waits: a name is looked up on the resolver's pool (a
+    /// numeric address needs no lookup), and each connect's end is waited for on one of the
+    /// process's event loops. What a link dials with: ten thousand dials at once hold no
+    /// thread each.
     package static func dial(host: String, port: Int, timeout: Duration) async throws(SocketError) -> Socket {
         let address = "\(host):\(port)"
-        let deadline = ContinuousClock.now + timeout
         let candidates: [ResolvedAddress]
         if let numeric = try? resolve(host: host, port: port, passive: false, numericOnly: true) {
             candidates = numeric
         } else {
             do {
-                candidates = try await onBlockingPool { try resolve(host: host, port: port, passive: false) }
+                candidates = try await resolverPool.run { try resolve(host: host, port: port, passive: false) }
             } catch let error as SocketError {
                 throw error
             } catch {
@@ -26,7 +26,7 @@ extension Socket {
             guard fd >= 0 else { lastError = SocketError("connect \(address)"); continue }
             let socket = Socket(descriptor: fd)
             do {
-                try await socket.connect(to: candidate, until: deadline, naming: address)
+                try await socket.connect(to: candidate, until: .now + timeout, naming: address)
                 socket.configureForLink()
                 return socket
             } catch {

@@ -7,7 +7,7 @@ import Testing
 /// systems. Checked against a model that walks the list as the registry is specified to: the
 /// first system in order (local ones first) that is not suspended, draining or leaving and has
 /// a slot free. A seeded mix of adds (peers at the end, locals before the peers, replacements
-/// in place), removals from the middle, suspensions, drains, leaves, reservations and releases
+/// in place or, of the other kind, where that kind goes), removals from the middle, suspensions, drains, leaves, reservations and releases
 /// over a few hundred systems; every reservation must land where the model says.
 @Suite(.timeLimit(.minutes(1)))
 struct SystemsIndexTests {
@@ -19,6 +19,9 @@ struct SystemsIndexTests {
 
         mutating func add(_ name: String, isLocal: Bool, capacity: Int) {
             let system = System(name: name, isLocal: isLocal, capacity: capacity)
+            if let index = systems.firstIndex(where: { $0.name == name }), systems[index].isLocal != isLocal {
+                systems.remove(at: index)
+            }
             if let index = systems.firstIndex(where: { $0.name == name }) {
                 systems[index] = system
             } else if isLocal, let firstPeer = systems.firstIndex(where: { !$0.isLocal }) {
@@ -46,15 +49,15 @@ struct SystemsIndexTests {
             let someName = names.randomElement(using: &generator)
             switch roll {
             case 0..<12:
-                // A new peer, now and then a new local system, now and then a replacement.
+                // A new peer, now and then a new local system, now and then a replacement (of
+                // either kind, whatever the kind it replaces).
                 let replace = roll < 2 && someName != nil
-                let isLocal = !replace && roll < 4
+                let isLocal = replace ? Bool.random(using: &generator) : roll < 4
                 let name = replace ? someName! : (isLocal ? "local-\(nextName)" : "peer-\(nextName)")
                 nextName += 1
                 let capacity = Int.random(in: 0...3, using: &generator)
-                let wasLocal = model.systems.first { $0.name == name }?.isLocal ?? isLocal
-                model.add(name, isLocal: wasLocal, capacity: capacity)
-                await systems.add(AlwaysFailingSystem(name: name, isLocal: wasLocal), capacity: capacity)
+                model.add(name, isLocal: isLocal, capacity: capacity)
+                await systems.add(AlwaysFailingSystem(name: name, isLocal: isLocal), capacity: capacity)
                 held[name] = []  // a replaced system's slots are released into nothing
             case 12..<16:
                 guard let name = someName else { continue }

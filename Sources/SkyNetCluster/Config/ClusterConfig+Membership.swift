@@ -21,7 +21,7 @@ extension ClusterConfig {
     /// The shortest and longest `refresh` a group may have, in seconds.
     package static let refreshRange = 0.5...3600.0
 
-    /// The resolver of the real system: getaddrinfo on a thread of its own.
+    /// The resolver of the real system: getaddrinfo on the resolver's pool (`Socket.addresses`).
     package static let systemResolver: Resolver = { host, port in try await Socket.addresses(of: host, port: port) }
 
     /// Whether any entry is an address group, which can bring new peers at any time.

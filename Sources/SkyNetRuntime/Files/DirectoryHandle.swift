@@ -3,7 +3,7 @@
 /// is ever followed below a handle, and nothing is created outside it (docs/PROTOCOL.md,
 /// "Files"). Portable to Darwin: plain `openat`, no `openat2`.
 ///
-/// Every call blocks: threads of our own only (a file pump, a reader thread, `onOwnThread`),
+/// Every call blocks: threads of our own only (a file pump, a reader thread, the blocking pool),
 /// never the cooperative pool. The descriptor is closed when the handle goes.
 package final class DirectoryHandle: Sendable {
     /// The path it was opened by (relative to its parent handle's), for messages.

@@ -60,8 +60,8 @@ package final class InputFeed: TaskFeed {
         Task { [self] in (try? await onOwnThread(named: "inputs-read") { self.readBatch() }) ?? [] }
     }
 
-    /// Reads lines until a batch is full or the inputs end. Blocking: on its own thread, never
-    /// on the blocking pool (a pipe may wait as long as its writer likes).
+    /// Reads lines until a batch is full or the inputs end. Blocking: on its own thread (a batch
+    /// of a long file takes its time; the blocking pool is for short calls).
     private func readBatch() -> [ScanTask] {
         let taken: LineCursor? = state.withLock { state in
             guard case .idle(let cursor) = state else { return nil }

@@ -27,10 +27,12 @@ package final class InputFile: Sendable {
     deinit { close(descriptor) }
 
     /// Opens `path` (`-`: standard input) and checks its first `limit` lines, on a thread of
-    /// its own: a long file keeps it reading, which must not hold the cooperative pool. A pipe
-    /// or device is copied aside up to `spoolCap` bytes at most (more is an error).
+    /// its own: a long file keeps it reading, which must not hold the cooperative pool, and a
+    /// pipe may keep it waiting for as long as its writer likes, which must not hold a thread
+    /// of the blocking pool. A pipe or device is copied aside up to `spoolCap` bytes at most
+    /// (more is an error).
     package static func open(path: String, limit: Int = .max, spoolCap: Int = InputFile.spoolCap) async throws -> InputFile {
-        try await onBlockingPool { () throws -> InputFile in
+        try await onOwnThread(named: "inputs-open") { () throws -> InputFile in
             let spooling = SpoolLimits(lines: limit, bytes: spoolCap)
             let (name, fd) = path == "-"
                 ? ("stdin", try spool(0, name: "stdin", limits: spooling)) : (path, try openFile(path, spooling: spooling))
