@@ -7,6 +7,9 @@ package struct Interest: OptionSet, Sendable {
 
     package static let readable = Interest(rawValue: 1)
     package static let writable = Interest(rawValue: 2)
+    /// Neither: watched for a hang-up or an error alone (epoll tells those whatever is asked).
+    /// kqueue has no such watch: there it is like none.
+    package static let hangUp = Interest(rawValue: 4)
 }
 
 /// What a watched descriptor is ready for; `hungUp`: the peer closed, or the descriptor failed
@@ -226,7 +229,8 @@ private struct Poller: Sendable {
     }
 
     /// No interest takes the descriptor out of the set: epoll tells a hang-up or an error
-    /// whatever a descriptor is waited on for, again and again (level-triggered).
+    /// whatever a descriptor is waited on for, again and again (level-triggered). `hangUp`
+    /// keeps it in, waited on for nothing else.
     func change(_ descriptor: Int32, token: UInt64, interest: Interest) {
         guard !interest.isEmpty else { return remove(descriptor) }
         var event = epoll_event(events: Self.events(interest), data: epoll_data_t(u64: token))

@@ -1,18 +1,23 @@
 import SkyNetRuntime
 
-/// A socket connection's reading on an event loop (`EventLoop.shared`) instead of a thread of
-/// its own: what the reader thread does (`Connection+Reader.swift`), as steps the loop runs
-/// when the socket is readable. The same contract: lines in order, `onEvent` and then
-/// `onClose` one call at a time (on the loop's thread), back pressure that stops reading while
-/// replies queue up (`pauseReadingAbove`), holds (`holdReading`), and a moment of draining
-/// after an over-long line.
+/// A connection's reading on an event loop (`EventLoop.shared`) instead of a thread of its own:
+/// what the reader thread does (`Connection+Reader.swift`), as steps the loop runs when the
+/// socket, or the input pipe of a pair, is readable. The same contract: lines in order,
+/// `onEvent` and then `onClose` one call at a time (on the loop's thread), back pressure that
+/// stops reading while replies queue up (`pauseReadingAbove`), holds (`holdReading`), and a
+/// moment of draining after an over-long line.
+///
+/// A socket's loop also sends (one descriptor both ways: `Connection.handOverSending`); a
+/// pair's writes that wait still go to a flusher thread. A pipe's end of input is the end (no
+/// half-close), and a pair's reading that is paused or held stays watched for a hang-up alone,
+/// so that a peer that closed its end ends the connection then.
 ///
 /// Unchecked: every `var` is touched only on the loop's thread (the watch's handler and the
 /// jobs given to `loop.execute`, which the loop runs one at a time).
 final class LoopReading: @unchecked Sendable {  // safe without a lock: only the loop's one thread touches it
     /// Strong until the end (`end` lets the connection forget this), as a reader thread holds it.
     private let connection: Connection
-    private let socket: Socket
+    private let stream: LoopStream
     let loop: EventLoop
     private let onEvent: @Sendable (Connection.Event) -> Void
     private let onClose: @Sendable (Connection.CloseReason) -> Void
@@ -48,21 +53,27 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     private var peerEnded = false
     private var ended = false
 
-    init(connection: Connection, socket: Socket, loop: EventLoop,
+    /// Whether the loop sends the connection's queue too (a socket), not a flusher thread.
+    var sendsOnLoop: Bool { stream.isSocket }
+
+    init(connection: Connection, stream: LoopStream, loop: EventLoop,
          onEvent: @escaping @Sendable (Connection.Event) -> Void, onClose: @escaping @Sendable (Connection.CloseReason) -> Void) {
         self.connection = connection
-        self.socket = socket
+        self.stream = stream
         self.loop = loop
         self.onEvent = onEvent
         self.onClose = onClose
         framer = LineFramer(maxLineBytes: connection.limits.maxLineBytes)
     }
 
-    /// Starts watching; false when the loop took no more descriptors (the caller reads on a
-    /// thread instead).
+    /// Starts watching; false when the loop cannot watch the descriptor (no more descriptors,
+    /// or a regular file, which epoll refuses): the caller reads on a thread instead.
     func start() -> Bool {
         do {
-            let watch = try loop.watch(socket.descriptor, for: .readable) { [self] readiness in
+            let watch = try loop.watch(stream.readDescriptor, for: .readable) { [self] readiness in
+                // A pair's input that hung up while nothing is read from it: the peer is gone
+                // (told again and again until the end, level-triggered).
+                if readiness.hungUp, !stream.isSocket, isHeld || isPausedForReplies { return end(.peerClosed) }
                 if readiness.writable, isSending { sendMore() }
                 if readiness.readable { readable() }
             }
@@ -91,19 +102,24 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
             // held back are dropped then: they must not come after newer ones.
             if connection.isEnding {
                 if isHeld || isYielding { return end(.closedLocally) }
+                // A pair's shutdown makes no end to read (only a socket's does): end now, as
+                // its reader thread does once the shutdown wakes it.
+                if !stream.isSocket { return end(.peerClosed) }
             } else if isHeld || isPausedForReplies || peerEnded || isYielding || reads == 4 {
                 return  // a few reads at most, then the loop's other descriptors get their turn
             }
             reads += 1
             let count: Int
             do {
-                guard let read = try socket.receiveNow(into: buffer) else { return }
+                guard let read = try stream.receiveNow(into: buffer) else { return }
                 count = read
             } catch {
                 return end(.failed(error))
             }
             if count == 0 {
                 guard refusal == nil else { return end(.lineTooLong) }
+                // A pipe's end of input is a hang-up: `--stdio` promises to be gone at once.
+                guard stream.isSocket else { return end(.peerClosed) }
                 return endOnceRepliesLeft(until: .now + connection.limits.repliesAfterEnd)
             }
             connection.receivedBytes.add(UInt64(count), ordering: .relaxed)
@@ -212,13 +228,15 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
         if !ended { updateInterest() }
     }
 
-    /// Waits on the socket for what the reading and the sending need now: nothing while a
-    /// reading that is held or paused has nothing to send (a hang-up would be told again and
-    /// again, level-triggered, with nobody to read it).
+    /// Waits on the descriptor for what the reading and the sending need now: on a socket,
+    /// nothing while a reading that is held or paused has nothing to send (a hang-up would be
+    /// told again and again, level-triggered, with nobody to read it); on a pair's input, its
+    /// hang-up alone then (the handler ends the connection at the first).
     private func updateInterest() {
         var interest: Interest = []
         if !isHeld, !isPausedForReplies, !peerEnded { interest.insert(.readable) }
         if isSending { interest.insert(.writable) }
+        if interest.isEmpty, !stream.isSocket { interest = .hangUp }
         watch?.change(to: interest)
     }
 
@@ -244,7 +262,7 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
             }
             return
         }
-        socket.shutdown(reading: false, writing: true)
+        stream.shutdown(reading: false, writing: true)
         refusal.writingShut = true
         self.refusal = refusal
     }
@@ -289,5 +307,47 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
         let final = connection.finishReading(reason)
         onClose(final)
         connection.closed.fulfil(final)
+    }
+}
+
+/// What a loop reads: a socket, or the input pipe of a pair (whose writes stay with a flusher
+/// thread when they have to wait).
+enum LoopStream {
+    case socket(Socket)
+    case pair(DescriptorPair)
+
+    /// The stream as a loop reads it; nil for any other.
+    init?(_ stream: any ByteStream) {
+        if let socket = stream as? Socket {
+            self = .socket(socket)
+        } else if let pair = stream as? DescriptorPair {
+            self = .pair(pair)
+        } else {
+            return nil
+        }
+    }
+
+    var isSocket: Bool { if case .socket = self { true } else { false } }
+
+    var readDescriptor: Int32 {
+        switch self {
+        case .socket(let socket): socket.descriptor
+        case .pair(let pair): pair.reading
+        }
+    }
+
+    /// What has arrived, without waiting: nil when nothing has, 0 at the end.
+    func receiveNow(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int? {
+        switch self {
+        case .socket(let socket): try socket.receiveNow(into: buffer)
+        case .pair(let pair): try pair.receiveNow(into: buffer)
+        }
+    }
+
+    func shutdown(reading: Bool, writing: Bool) {
+        switch self {
+        case .socket(let socket): socket.shutdown(reading: reading, writing: writing)
+        case .pair(let pair): pair.shutdown(reading: reading, writing: writing)
+        }
     }
 }

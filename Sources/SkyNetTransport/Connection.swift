@@ -4,12 +4,13 @@ import Synchronization
 /// A connection that carries lines of bytes over a `ByteStream`: a TCP socket, or a pair of
 /// pipes (to a child process, or this process's own stdin and stdout), the same way.
 ///
-/// A socket is read on one of the process's event loops (`LoopReading`); a pair of pipes by a
-/// reader thread of its own, with blocking reads. Either frames what it reads with a
-/// `LineFramer` and hands each line to a handler. Writes never block the caller: the caller
-/// that finds nobody sending sends (without waiting), also what others queue meanwhile; what
-/// the kernel does not take at once is queued, up to a bound, and sent by the loop when the
-/// socket is writable (by a short-lived flusher thread for pipes); a peer that lets too much
+/// A socket, or a pair's input pipe, is read on one of the process's event loops
+/// (`LoopReading`); what a loop cannot watch (a regular file as input) by a reader thread of
+/// its own, with blocking reads. Either frames what it reads with a `LineFramer` and hands
+/// each line to a handler. Writes never block the caller: the caller that finds nobody sending
+/// sends (without waiting), also what others queue meanwhile; what the kernel does not take at
+/// once is queued, up to a bound, and sent by the loop when the socket is writable (by a
+/// short-lived flusher thread for pipes); a peer that lets too much
 /// queue up fails the connection, unless the sender waits for room (`sendWhenRoom`). With
 /// `Limits.pauseReadingAbove` set, reading stops while the queue is above that mark (back
 /// pressure).
@@ -123,8 +124,8 @@ package final class Connection: Sendable {
         self.init(stream: socket, peer: peer, limits: limits)
     }
 
-    /// Starts reading: a socket on an event loop (`EventLoop.shared`), a pair of pipes on a
-    /// reader thread of its own. `onEvent` and then `onClose` run there, one call at a time;
+    /// Starts reading: a socket or a pair's input pipe on an event loop (`EventLoop.shared`),
+    /// else on a reader thread of its own. `onEvent` and then `onClose` run there, one call at a time;
     /// they must not block (on a loop, the other connections of the loop wait meanwhile).
     /// Call once, before any `send`.
     package func start(onEvent: @escaping @Sendable (Event) -> Void, onClose: @escaping @Sendable (CloseReason) -> Void = { _ in }) {
@@ -144,8 +145,8 @@ package final class Connection: Sendable {
             onClose(closedBeforeStart)
             return
         }
-        if let socket = stream as? Socket, let loop = try? EventLoop.shared.next() {
-            let reading = LoopReading(connection: self, socket: socket, loop: loop, onEvent: onEvent, onClose: onClose)
+        if let readable = LoopStream(stream), let loop = try? EventLoop.shared.next() {
+            let reading = LoopReading(connection: self, stream: readable, loop: loop, onEvent: onEvent, onClose: onClose)
             loopReading.withLock { $0 = reading }
             if reading.start() {
                 // Closed while it started: the loop must look, since no shutdown it can see
@@ -309,7 +310,7 @@ package final class Connection: Sendable {
                 queue = rest
             }
             state = .flushing(queue)
-            let reading = loopReading.withLock { $0 }
+            let reading = loopReading.withLock { $0 }.flatMap { $0.sendsOnLoop ? $0 : nil }
             loopSends.store(reading != nil, ordering: .relaxed)
             return .handOver(reading)
         }

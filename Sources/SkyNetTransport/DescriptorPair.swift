@@ -84,6 +84,25 @@ package final class DescriptorPair: ByteStream {
         }
     }
 
+    /// Reads what has arrived without waiting (an event loop's read): nil when nothing has, 0
+    /// at the end or once reading was shut down. A poll that does not wait comes first, so the
+    /// read never blocks, and no flag is set on a description others may share (stdin).
+    package func receiveNow(into buffer: UnsafeMutableRawBufferPointer) throws(SocketError) -> Int? {
+        if state.withLock({ $0.readingShut }) { return 0 }
+        var polled = pollfd(fd: reading, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&polled, 1, 0)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready >= 0 else { throw SocketError("poll") }
+            guard ready > 0 else { return nil }
+            let count = read(reading, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            if errno == EAGAIN { return nil }
+            throw SocketError("read")
+        }
+    }
+
     package func send(_ bytes: UnsafeRawBufferPointer, wait: Bool) throws(SocketError) -> Int {
         while true {
             if state.withLock({ $0.writingShut }) { throw SocketError("write", code: EPIPE) }
