@@ -85,41 +85,23 @@ extension SSHChannel {
     /// The longest stderr line kept; longer ones are cut.
     static let maxStderrLine = 4096
 
-    /// Reads ssh's stderr on a thread of its own until its end: keeps the last lines and
-    /// forwards each, escaped and prefixed `[name] `, to `hostLog`, rate-limited.
+    /// Reads ssh's stderr until its end, on one of the process's event loops (on a thread of
+    /// its own when no loop can watch it): keeps the last lines and forwards each, escaped and
+    /// prefixed `[name] `, to `hostLog`, rate-limited.
     func readStderr(_ descriptor: Int32?) {
         guard let descriptor else { return stderr.ended.fulfil(()) }
-        let tail = stderr, prefix = "[\(name)] ", hostLog = self.hostLog
+        let reading = StderrReading(tail: stderr, prefix: "[\(name)] ", hostLog: hostLog)
+        if EventLoop.readPipe(descriptor, chunk: { reading.take($0) }, end: { reading.finish() }) { return }
         startThread(named: "skynet-ssh-stderr") {
-            var framer = LineFramer(maxLineBytes: Self.maxStderrLine, overLong: .truncate)
-            var bucket = LineBucket()
-            func take(_ bytes: UnsafeRawBufferPointer) {
-                var text = String(decoding: bytes, as: UTF8.self)
-                if text.hasSuffix("\r") { text.removeLast() }  // ssh ends its own lines with CR LF
-                guard !text.isEmpty else { return }
-                guard tail.append(text) else { return }
-                let (allowed, dropped) = bucket.take()
-                guard allowed else { return }
-                if dropped > 0 { hostLog(prefix + Self.droppedNote(dropped)) }
-                hostLog(prefix + text.escapingControlCharacters)
-            }
             var buffer = [UInt8](repeating: 0, count: 16 * 1024)
             while true {
                 let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
                 if count < 0, errno == EINTR { continue }
                 guard count > 0 else { break }
-                buffer.withUnsafeBytes { chunk in
-                    framer.split(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { piece in
-                        if case .line(let bytes) = piece { take(bytes) }
-                    }
-                }
+                buffer.withUnsafeBytes { reading.take(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
             }
-            framer.finish { piece in
-                if case .line(let bytes) = piece { take(bytes) }
-            }
-            if bucket.dropped > 0 { hostLog(prefix + Self.droppedNote(bucket.dropped)) }
             closeFile(descriptor)
-            tail.ended.fulfil(())
+            reading.finish()
         }
     }
 
@@ -136,3 +118,45 @@ extension SSHChannel {
 
 /// `close(2)` where a method named `close` would hide it.
 func closeFile(_ descriptor: Int32) { _ = close(descriptor) }
+
+/// ssh's stderr as it is read: framed into lines, kept (the tail) and forwarded, rate-limited.
+/// Unchecked: one reader at a time touches it (the loop's thread, or the one reading thread).
+private final class StderrReading: @unchecked Sendable {  // safe without a lock: only its one reader (a loop's thread, or the fallback thread) touches it
+    private let tail: StderrTail
+    private let prefix: String
+    private let hostLog: @Sendable (String) -> Void
+    private var framer = LineFramer(maxLineBytes: SSHChannel.maxStderrLine, overLong: .truncate)
+    private var bucket = LineBucket()
+
+    init(tail: StderrTail, prefix: String, hostLog: @escaping @Sendable (String) -> Void) {
+        self.tail = tail
+        self.prefix = prefix
+        self.hostLog = hostLog
+    }
+
+    func take(_ chunk: UnsafeRawBufferPointer) {
+        framer.split(chunk) { piece in
+            if case .line(let bytes) = piece { line(bytes) }
+        }
+    }
+
+    /// The end: the last line without its newline, the drops not told yet; then `ended`.
+    func finish() {
+        framer.finish { piece in
+            if case .line(let bytes) = piece { line(bytes) }
+        }
+        if bucket.dropped > 0 { hostLog(prefix + SSHChannel.droppedNote(bucket.dropped)) }
+        tail.ended.fulfil(())
+    }
+
+    private func line(_ bytes: UnsafeRawBufferPointer) {
+        var text = String(decoding: bytes, as: UTF8.self)
+        if text.hasSuffix("\r") { text.removeLast() }  // ssh ends its own lines with CR LF
+        guard !text.isEmpty else { return }
+        guard tail.append(text) else { return }
+        let (allowed, dropped) = bucket.take()
+        guard allowed else { return }
+        if dropped > 0 { hostLog(prefix + SSHChannel.droppedNote(dropped)) }
+        hostLog(prefix + text.escapingControlCharacters)
+    }
+}

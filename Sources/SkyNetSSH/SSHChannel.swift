@@ -5,7 +5,7 @@ import SkyNetWire
 
 /// One `ssh` child and the `Connection` over its stdin and stdout: the channel to the
 /// `skynet node --stdio` it runs on a host. ssh's stderr (its own messages and the node's log)
-/// is read on a thread of its own (`SSHChannel+Stderr`).
+/// is read on one of the process's event loops (`SSHChannel+Stderr`).
 ///
 /// Every path reaps ssh: when the connection ends (closed here, or ssh's stdout ended), the
 /// channel closes its end of the pipes (ssh then sends EOF and the node exits), waits a moment

@@ -1,8 +1,10 @@
 /// A child process started with `posix_spawn`: argv without a shell, stdin/stdout/stderr
 /// from /dev/null, a file, a descriptor or a pipe, optionally a process group of its own.
 ///
-/// A thread of its own reaps it (`waitpid` never runs on the cooperative pool) and fulfils
-/// `exit`; `.lines` outputs are read on threads of their own into a `LineLog`. Every pipe end
+/// It is reaped once an event loop sees its pidfd say it exited (where there is no pidfd, or
+/// with captured outputs, a thread of its own reaps it: `waitpid` never runs on the
+/// cooperative pool), and `exit` is fulfilled; `.lines` outputs are read on the event loops
+/// into a `LineLog`. Every pipe end
 /// the parent keeps is close-on-exec, and every one is closed by the time the child is reaped
 /// and its output has ended: no zombie, no leaked descriptor. Signals go only to a child that
 /// has not been reaped yet (its pid cannot have been reused).
@@ -26,7 +28,7 @@ package final class ChildProcess: Sendable {
         case file(String, append: Bool)
         /// A descriptor of this process (it stays the caller's).
         case descriptor(Int32)
-        /// Read line by line on a thread of its own into a `LineLog`; longer lines are cut at
+        /// Read line by line on an event loop into a `LineLog`; longer lines are cut at
         /// `maxLength` bytes, and at most `keep` lines are kept.
         case lines(maxLength: Int = 64 * 1024, keep: Int = 10_000)
         /// A pipe whose read end the caller takes with `takeOutputPipe` and must close.
@@ -105,7 +107,9 @@ package final class ChildProcess: Sendable {
         func log(_ output: Output, _ fd: Int32?, _ name: String) -> (LineLog?, Int32?) {
             guard case .lines(let maxLength, let keep) = output, let fd else { return (nil, fd) }
             let log = LineLog(keep: keep)
-            startThread(named: "skynet-child-\(name)") { readLines(from: fd, maxLength: maxLength, into: log) }
+            if !readLinesOnLoop(from: fd, maxLength: maxLength, into: log) {
+                startThread(named: "skynet-child-\(name)") { readLines(from: fd, maxLength: maxLength, into: log) }
+            }
             return (log, nil)
         }
         let (outLog, outPipe) = log(options.stdout, ends.stdout, "stdout")
@@ -133,8 +137,14 @@ package final class ChildProcess: Sendable {
                 capture.run(streams, exitDescriptor: exitDescriptor, exited: { reap() }, overflow: { killIfRunning() })
             }
         }
+        // Otherwise an event loop waits for the exit (a pidfd), or else a thread of its own.
         if exitDescriptor == nil {
-            startThread(named: "skynet-reaper") { [self] in reap() }
+            let pidfd = GNU.pidfdOpen.map { $0(pid, 0) }.flatMap { $0 >= 0 ? $0 : nil }
+            let watched = pidfd.map { pidfd in EventLoop.whenExited(pidfd: pidfd) { [self] in reap() } } ?? false
+            if !watched {
+                if let pidfd { close(pidfd) }
+                startThread(named: "skynet-reaper") { [self] in reap() }
+            }
         }
     }
 
@@ -258,6 +268,36 @@ package final class ChildProcess: Sendable {
 
 /// Reads `fd` to EOF on the calling thread, line by line into `log` (each cut to `maxLength`
 /// bytes), then closes both.
+/// `readLines` on one of the process's event loops: false when no loop could watch `fd`.
+func readLinesOnLoop(from fd: Int32, maxLength: Int, into log: LineLog) -> Bool {
+    let lines = LoopLines(maxLength: maxLength, log: log)
+    return EventLoop.readPipe(fd, chunk: { lines.take($0) }, end: { lines.finish() })
+}
+
+/// The framing of one pipe read on a loop. Unchecked: only the loop's one thread touches it.
+private final class LoopLines: @unchecked Sendable {  // safe without a lock: only the loop's one thread touches it
+    private var framer: LineFramer
+    private let log: LineLog
+
+    init(maxLength: Int, log: LineLog) {
+        framer = LineFramer(maxLineBytes: maxLength, overLong: .truncate)
+        self.log = log
+    }
+
+    func take(_ chunk: UnsafeRawBufferPointer) {
+        framer.split(chunk) { [log] piece in
+            if case .line(let bytes) = piece { log.append(String(decoding: bytes, as: UTF8.self)) }
+        }
+    }
+
+    func finish() {
+        framer.finish { [log] piece in
+            if case .line(let bytes) = piece { log.append(String(decoding: bytes, as: UTF8.self)) }
+        }
+        log.close()
+    }
+}
+
 func readLines(from fd: Int32, maxLength: Int, into log: LineLog) {
     var lines = LineFramer(maxLineBytes: maxLength, overLong: .truncate)
     let append = { (piece: LineFramer.Piece) in

@@ -173,7 +173,8 @@ struct MembershipTests {
             let report = try await withTimeout(.seconds(30)) { await scan.value }
             #expect(report.completed == 1)
             try await answers.waitForLookups(3)
-            #expect(Set(await systems.names) == ["g/127.0.0.1", "g/127.0.0.2"])
+            // The new address's link registers once its dial and handshake are done: awaited.
+            try await awaitState(upTo: .seconds(10)) { Set(await systems.names) == ["g/127.0.0.1", "g/127.0.0.2"] }
             #expect(!events.all.contains { if case .disconnected("g/127.0.0.1", _) = $0 { true } else { false } })
             // Its return is said (the board and the progress line show it taking work again),
             // and its leave's wait for idle was cancelled, not left parked.
