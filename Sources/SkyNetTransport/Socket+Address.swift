@@ -23,26 +23,27 @@ extension Socket {
     /// Whether `host` resolves to an address (a name is looked up on the resolver's pool; a
     /// numeric address needs no lookup).
     package static func resolves(host: String) async -> Bool {
-        if (try? resolve(host: host, port: 1, passive: false, numericOnly: true)) != nil { return true }
-        return (try? await resolverPool.run { try resolve(host: host, port: 1, passive: false) }) != nil
+        (try? await lookUp(host: host, port: 1)) != nil
     }
 
     /// Every address `host` resolves to, as numeric text (`10.0.3.7`, `fd00::7`), without
     /// repeats and sorted. The lookup runs on the resolver's pool (getaddrinfo blocks, for as
     /// long as the resolver takes), never on the cooperative pool.
     package static func addresses(of host: String, port: Int) async throws(SocketError) -> [String] {
-        if let numeric = try? resolve(host: host, port: port, passive: false, numericOnly: true) {
-            return Set(numeric.compactMap(numericHost)).sorted()
-        }
-        let found: [ResolvedAddress]
+        Set(try await lookUp(host: host, port: port).compactMap(numericHost)).sorted()
+    }
+
+    /// The addresses of `host:port` for connecting: a numeric host at once, a name looked up
+    /// on the resolver's pool.
+    static func lookUp(host: String, port: Int) async throws(SocketError) -> [ResolvedAddress] {
+        if let numeric = try? resolve(host: host, port: port, passive: false, numericOnly: true) { return numeric }
         do {
-            found = try await resolverPool.run { try resolve(host: host, port: port, passive: false) }
+            return try await resolverPool.run { try resolve(host: host, port: port, passive: false) }
         } catch let error as SocketError {
             throw error
         } catch {
             throw SocketError("resolve \(host)", reason: "\(error)")
         }
-        return Set(found.compactMap(numericHost)).sorted()
     }
 
     /// The numeric host of one resolved address, without its port; nil if it has none.

@@ -8,23 +8,13 @@ extension Socket {
     /// thread each.
     package static func dial(host: String, port: Int, timeout: Duration) async throws(SocketError) -> Socket {
         let address = "\(host):\(port)"
-        let candidates: [ResolvedAddress]
-        if let numeric = try? resolve(host: host, port: port, passive: false, numericOnly: true) {
-            candidates = numeric
-        } else {
-            do {
-                candidates = try await resolverPool.run { try resolve(host: host, port: port, passive: false) }
-            } catch let error as SocketError {
-                throw error
-            } catch {
-                throw SocketError("resolve \(host)", reason: "\(error)")
-            }
-        }
         var lastError = SocketError("connect \(address)", reason: "no usable address")
-        for candidate in candidates {
-            let fd = socket(candidate.family, streamType, 0)
-            guard fd >= 0 else { lastError = SocketError("connect \(address)"); continue }
-            let socket = Socket(descriptor: fd)
+        for candidate in try await lookUp(host: host, port: port) {
+            let socket: Socket
+            do { socket = try streamSocket(for: candidate, naming: address) } catch {
+                lastError = error
+                continue
+            }
             do {
                 try await socket.connect(to: candidate, until: .now + timeout, naming: address)
                 socket.configureForLink()

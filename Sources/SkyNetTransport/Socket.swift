@@ -105,9 +105,11 @@ package struct Socket: Sendable, Hashable {
         let address = "\(host):\(port)"
         var lastError = SocketError("connect \(address)", reason: "no usable address")
         for candidate in try resolve(host: host, port: port, passive: false) {
-            let fd = socket(candidate.family, streamType, 0)
-            guard fd >= 0 else { lastError = SocketError("connect \(address)"); continue }
-            let socket = Socket(descriptor: fd)
+            let socket: Socket
+            do { socket = try streamSocket(for: candidate, naming: address) } catch {
+                lastError = error
+                continue
+            }
             do {
                 try socket.connect(to: candidate, timeout: timeout, naming: address)
                 socket.configureForLink()
@@ -118,6 +120,13 @@ package struct Socket: Sendable, Hashable {
             }
         }
         throw lastError
+    }
+
+    /// A new TCP socket (close-on-exec) of `candidate`'s family, not connected yet.
+    static func streamSocket(for candidate: ResolvedAddress, naming address: String) throws(SocketError) -> Socket {
+        let fd = socket(candidate.family, streamType, 0)
+        guard fd >= 0 else { throw SocketError("connect \(address)") }
+        return Socket(descriptor: fd)
     }
 
     /// What every connected socket of a link has: no delay for small writes, keep-alive, and
