@@ -9,7 +9,7 @@ extension ProcessTests.SSHLinkTests {
     /// A hundred ssh links (one sshd, logged in to a hundred times, each session running
     /// `skynet node --stdio`) hold no thread each in the coordinator: each ssh child's pipes are
     /// read on the event loops, its stderr too, and its exit is waited for there (a pidfd).
-    /// With a thread each for those, a hundred links were over 300 threads.
+    /// A thread each for those would be over 300.
     @Test func aHundredSSHLinksHoldNoThreadEach() async throws {
         try await withSSHTestHosts(count: 1, options: .init(skynet: skynetBinary.path)) { hosts, client in
             let logins = Array(repeating: "1/" + hosts[0].login, count: 100)

@@ -6,7 +6,7 @@ import Testing
 extension ProcessTests {
     /// Threads are bounded by design, not by load: a coordinator linked to a thousand nodes,
     /// a process hosting those thousand nodes (a session each), and a node holding a thousand
-    /// sessions each keep a handful of threads. With a thread per link each had over 1,000.
+    /// sessions each keep a handful of threads, where a thread per link would be over 1,000.
     @Suite(.serialized, .timeLimit(.minutes(3)))
     struct ThreadBoundTests {
         /// More than the loops, the cooperative pool, the timer, the writer and the blocking
