@@ -231,7 +231,7 @@ package enum Reply: Sendable, Equatable {
         case "error":
             return .error(WireError(code: FailureCode(rawValue: try fields.string("code")), message: try fields.optionalString("message").map(cut), id: fields.id))
         case let other:
-            throw WireError(code: .unknownType, message: "unknown type \"\(other)\"", id: fields.id)
+            throw WireError(code: .unknownType, message: "unknown type \"\(cut(other))\"", id: fields.id)
         }
     }
 }

@@ -157,7 +157,8 @@ package enum Request: Sendable, Equatable {
             let id = try fields.requestID()
             return .lookup(id: id, name: try fields.actorName(optional: false) ?? "", type: try fields.actorType(optional: true))
         case let other:
-            throw WireError(code: .unknownType, message: "unknown type \"\(other)\"", id: id)
+            // Quoted back cut short: a type near the line limit must not make a reply past it.
+            throw WireError(code: .unknownType, message: "unknown type \"\(Reply.cut(other))\"", id: id)
         }
     }
 }

@@ -42,6 +42,9 @@ package struct WireFields {
         if let id { return id }
         switch fields["id"] {
         case nil, .null?: throw .badRequest("missing integer field \"id\"")
+        case .outOfRange?: throw .badRequest("\"id\" is out of range (too large for a 64-bit float)")
+        case .double(let number)? where number == number.rounded() && abs(number) >= 0x1p63:
+            throw .badRequest("\"id\" is outside the range of a 64-bit integer")
         default: throw .badRequest("\"id\" must be a whole number (digits only, no fraction or exponent)")
         }
     }

@@ -114,11 +114,23 @@ struct WireTests {
          #""task.input" must be a whole number"#),
         (#"{"type":"ping","id":1e2}"#, #""id" must be a whole number"#),
         (#"{"type":"ping","id":"7"}"#, #""id" must be a whole number"#),
+        (#"{"type":"ping","id":99999999999999999999}"#, #""id" is outside the range of a 64-bit integer"#),
+        (#"{"type":"ping","id":1e999}"#, #""id" is out of range"#),
         (#"{"type":"ping"}"#, #"missing integer field "id""#),
     ])
     func badNumbersAreNamedForWhatTheyAre(line: String, message: String) {
         let text = error(of: line)?.message ?? ""
         #expect(text.hasPrefix(message), "\(text)")
+    }
+
+    /// A type just under the line limit is quoted back cut short: the error's line stays
+    /// within the 1 MiB that a coordinator reads.
+    @Test func anUnknownTypeIsQuotedBackCutShort() throws {
+        let type = String(repeating: "x", count: (1 << 20) - 64)
+        let error = try #require(self.error(of: #"{"type":"\#(type)","id":1}"#))
+        #expect(error.code.rawValue == "unknown-type")
+        #expect(error.line.count <= 2 * Reply.maxMessageCharacters)
+        #expect(error.message?.hasPrefix("unknown type \"xxx") == true)
     }
 
     @Test func anUnknownFieldOutOfRangeIsIgnoredLikeAnyUnknownField() throws {
