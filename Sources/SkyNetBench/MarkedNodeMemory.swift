@@ -16,7 +16,7 @@ final class MarkedNodeMemory: Sendable {
             while state.withLock({ $0.running }) {
                 for host in hosts {
                     for pid in host.processes() where HostProcesses.read(pid)?.name == "skynet" {
-                        guard let kib = statusKiB("VmHWM", of: pid) else { continue }
+                        guard let kib = statusNumber("VmHWM", of: pid) else { continue }
                         state.withLock { $0.peaks[pid] = max($0.peaks[pid] ?? 0, kib) }
                     }
                 }

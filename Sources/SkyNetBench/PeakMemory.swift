@@ -17,7 +17,7 @@ final class PeakMemory: Sendable {
     init(pid: Int32) {
         startThread(named: "bench-peak-rss") { [self] in
             while peak.withLock({ $0.running }) {
-                let kib = statusKiB("VmHWM", of: pid), threads = statusKiB("Threads", of: pid)
+                let kib = statusNumber("VmHWM", of: pid), threads = statusNumber("Threads", of: pid)
                 peak.withLock { state in
                     state.kib = max(state.kib, kib ?? 0)
                     state.threads = max(state.threads, threads ?? 0)

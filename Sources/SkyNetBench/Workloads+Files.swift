@@ -104,7 +104,7 @@ extension Workloads {
             }
         }
         // VmHWM of the long-lived TCP nodes: their peak over every run above.
-        let tcpNodeKiB = (plain.nodes + signed.nodes).compactMap { statusKiB("VmHWM", of: $0.processIdentifier) }.max() ?? 0
+        let tcpNodeKiB = (plain.nodes + signed.nodes).compactMap { statusNumber("VmHWM", of: $0.processIdentifier) }.max() ?? 0
         return fileRows(measured, tcpNodeKiB: Double(tcpNodeKiB), parallelMissing: parallelMissing, parallelCount: parallelCount)
     }
 

@@ -190,10 +190,10 @@ struct Workloads {
 func median(_ values: [Double]) -> Double { Row(workload: "", measure: "", unit: "", values: values).median }
 
 /// A process's resident memory now (`VmRSS`), in KiB.
-func residentKiB(of pid: Int32) -> Int? { statusKiB("VmRSS", of: pid) }
+func residentKiB(of pid: Int32) -> Int? { statusNumber("VmRSS", of: pid) }
 
-/// A KiB field of `/proc/PID/status` (`VmRSS`, `VmHWM`, ...).
-func statusKiB(_ field: String, of pid: Int32) -> Int? {
+/// A number field of `/proc/PID/status`: KiB for `VmRSS`, `VmHWM` …, a count for `Threads`.
+func statusNumber(_ field: String, of pid: Int32) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
           let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
     return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "")

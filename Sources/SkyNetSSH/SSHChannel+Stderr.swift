@@ -93,13 +93,7 @@ extension SSHChannel {
         let reading = StderrReading(tail: stderr, prefix: "[\(name)] ", hostLog: hostLog)
         if EventLoop.readPipe(descriptor, chunk: { reading.take($0) }, end: { reading.finish() }) { return }
         startThread(named: "skynet-ssh-stderr") {
-            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { break }
-                buffer.withUnsafeBytes { reading.take(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-            }
+            readChunks(from: descriptor, chunkSize: 16 * 1024) { reading.take($0); return true }
             closeFile(descriptor)
             reading.finish()
         }

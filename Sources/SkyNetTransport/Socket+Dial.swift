@@ -31,12 +31,7 @@ extension Socket {
     /// The socket blocks again once connected (a pipe-style flusher may wait on it).
     private func connect(to candidate: ResolvedAddress, until deadline: ContinuousClock.Instant,
                          naming address: String) async throws(SocketError) {
-        setNonBlocking(true)
-        let started = candidate.address.withUnsafeBytes {
-            system_connect(descriptor, $0.baseAddress?.assumingMemoryBound(to: sockaddr.self), candidate.length)
-        }
-        if started != 0 {
-            guard errno == EINPROGRESS else { throw SocketError("connect \(address)") }
+        if try startConnect(to: candidate, naming: address) {
             let failure = await connected(until: deadline)
             guard failure == 0 else { throw SocketError("connect \(address)", code: failure) }
         }
@@ -59,14 +54,6 @@ extension Socket {
             }
             wait.timing(DeadlineTimer.shared.schedule(at: deadline) { loop.execute { wait.finish(ETIMEDOUT) } })
         }
-    }
-
-    /// The error a connect under way ended with (SO_ERROR); 0 when it connected.
-    private var pendingError: Int32 {
-        var failure: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &failure, &length) == 0 else { return errno }
-        return failure
     }
 }
 

@@ -237,24 +237,37 @@ package struct Socket: Sendable, Hashable {
 
     private func connect(to candidate: ResolvedAddress, timeout: Duration, naming address: String) throws(SocketError) {
         // Non-blocking connect, then poll: a dead host fails after `timeout`, not minutes.
-        let flags = fcntl(descriptor, F_GETFL, 0)
-        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
-        let started = candidate.address.withUnsafeBytes {
-            system_connect(descriptor, $0.baseAddress?.assumingMemoryBound(to: sockaddr.self), candidate.length)
-        }
-        if started != 0 {
-            guard errno == EINPROGRESS else { throw SocketError("connect \(address)") }
+        if try startConnect(to: candidate, naming: address) {
             var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
             let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
             var ready: Int32
             repeat { ready = poll(&poller, 1, milliseconds) } while ready < 0 && errno == EINTR
             guard ready > 0 else { throw SocketError("connect \(address)", code: ready == 0 ? ETIMEDOUT : errno) }
-            var failure: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            _ = getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &failure, &length)
+            let failure = pendingError
             guard failure == 0 else { throw SocketError("connect \(address)", code: failure) }
         }
-        _ = fcntl(descriptor, F_SETFL, flags)
+        setNonBlocking(false)
+    }
+
+    /// Makes the socket non-blocking and starts connecting it to `candidate`: true while the
+    /// connect is under way (its end is waited for: `pendingError` then tells how it ended),
+    /// false when it connected at once.
+    func startConnect(to candidate: ResolvedAddress, naming address: String) throws(SocketError) -> Bool {
+        setNonBlocking(true)
+        let started = candidate.address.withUnsafeBytes {
+            system_connect(descriptor, $0.baseAddress?.assumingMemoryBound(to: sockaddr.self), candidate.length)
+        }
+        guard started != 0 else { return false }
+        guard errno == EINPROGRESS else { throw SocketError("connect \(address)") }
+        return true
+    }
+
+    /// The error a connect under way ended with (SO_ERROR); 0 when it connected.
+    var pendingError: Int32 {
+        var failure: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &failure, &length) == 0 else { return errno }
+        return failure
     }
 }
 

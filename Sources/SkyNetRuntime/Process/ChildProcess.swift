@@ -107,9 +107,7 @@ package final class ChildProcess: Sendable {
         func log(_ output: Output, _ fd: Int32?, _ name: String) -> (LineLog?, Int32?) {
             guard case .lines(let maxLength, let keep) = output, let fd else { return (nil, fd) }
             let log = LineLog(keep: keep)
-            if !readLinesOnLoop(from: fd, maxLength: maxLength, into: log) {
-                startThread(named: "skynet-child-\(name)") { readLines(from: fd, maxLength: maxLength, into: log) }
-            }
+            readLines(from: fd, maxLength: maxLength, into: log, orOnThread: "skynet-child-\(name)")
             return (log, nil)
         }
         let (outLog, outPipe) = log(options.stdout, ends.stdout, "stdout")
@@ -266,16 +264,22 @@ package final class ChildProcess: Sendable {
     }
 }
 
-/// Reads `fd` to EOF on the calling thread, line by line into `log` (each cut to `maxLength`
-/// bytes), then closes both.
-/// `readLines` on one of the process's event loops: false when no loop could watch `fd`.
-func readLinesOnLoop(from fd: Int32, maxLength: Int, into log: LineLog) -> Bool {
-    let lines = LoopLines(maxLength: maxLength, log: log)
-    return EventLoop.readPipe(fd, chunk: { lines.take($0) }, end: { lines.finish() })
+/// Reads `fd` to its end line by line into `log` (each cut to `maxLength` bytes), then closes
+/// both: on one of the process's event loops, or, when no loop can watch `fd`, on a thread of
+/// its own named `thread`.
+func readLines(from fd: Int32, maxLength: Int, into log: LineLog, orOnThread thread: String) {
+    let lines = PipeLines(maxLength: maxLength, log: log)
+    if EventLoop.readPipe(fd, chunk: { lines.take($0) }, end: { lines.finish() }) { return }
+    startThread(named: thread) {
+        readChunks(from: fd) { lines.take($0); return true }
+        close(fd)
+        lines.finish()
+    }
 }
 
-/// The framing of one pipe read on a loop. Unchecked: only the loop's one thread touches it.
-private final class LoopLines: @unchecked Sendable {  // safe without a lock: only the loop's one thread touches it
+/// The framing of one pipe read as lines. Unchecked: one reader at a time touches it (a
+/// loop's thread, or the one reading thread).
+private final class PipeLines: @unchecked Sendable {  // safe without a lock: only its one reader touches it
     private var framer: LineFramer
     private let log: LineLog
 
