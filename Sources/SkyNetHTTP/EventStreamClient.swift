@@ -21,7 +21,9 @@ enum EventFrame {
 }
 
 /// The bytes waiting for one event-stream client, and whether it is over. Frames go in from
-/// the publisher (never waiting); the client's own thread takes them out and sends them.
+/// the publisher (never waiting); the client's connection takes them out on its loop
+/// (`takeNow`) and sends them. `wake` tells the connection that bytes wait, or that the stream
+/// is over: once, until it takes again, so a busy publisher costs no wake-up per frame.
 ///
 /// The buffer is bounded (`limit` bytes). A frame that would overflow it makes the client
 /// SKIP: its whole backlog is replaced by `: skipped N frames` and the latest snapshot
@@ -36,20 +38,38 @@ final class EventStreamClient: Sendable {
         /// Ends the stream once what is pending has been taken (a server stopping with grace).
         var finishing = false
         var skips = 0
+        /// `wake` was called and the connection has not taken since.
+        var woken = false
+
+        /// Whether to call `wake` now: not while an earlier call has not been answered.
+        mutating func wakeOnce() -> Bool {
+            defer { woken = true }
+            return !woken
+        }
+    }
+
+    /// What `takeNow` found.
+    enum Taken {
+        case bytes([UInt8])
+        case nothing
+        /// Closed, or finishing with nothing left.
+        case over
     }
 
     private let state: Guarded<State>
     let limit: Int
+    private let wake: @Sendable () -> Void
 
-    init(first: [UInt8], limit: Int) {
+    init(first: [UInt8], limit: Int, wake: @escaping @Sendable () -> Void) {
         state = Guarded(State(pending: first))
         self.limit = limit
+        self.wake = wake
     }
 
     /// Queues a frame without waiting; on overflow skips to `snapshot` (see the type's doc).
     func enqueue(_ frame: [UInt8], snapshot: [UInt8]?) {
-        state.withLock { state in
-            guard !state.closed, !state.finishing else { return }
+        let wakeNow = state.withLock { state -> Bool in
+            guard !state.closed, !state.finishing else { return false }
             if state.pending.count + frame.count <= limit {
                 state.pending += frame
                 state.pendingFrames += 1
@@ -59,27 +79,30 @@ final class EventStreamClient: Sendable {
                 state.pendingFrames = snapshot == nil ? 0 : 1
                 state.skips += 1
             }
+            return state.wakeOnce()
         }
+        if wakeNow { wake() }
     }
 
-    /// Blocks the calling thread (the client's own) until bytes wait or the stream is closed;
-    /// takes every waiting byte. nil once closed, or finishing with nothing left.
-    func take() -> [UInt8]? {
-        state.wait(while: { $0.pending.isEmpty && !$0.closed && !$0.finishing }) { state, _ in
-            guard !state.closed, !state.pending.isEmpty else { return nil }
+    /// Takes every waiting byte, never waiting.
+    func takeNow() -> Taken {
+        state.withLock { state in
+            state.woken = false
+            if state.closed { return .over }
+            if state.pending.isEmpty { return state.finishing ? .over : .nothing }
             defer { state.pending = []; state.pendingFrames = 0 }
-            return state.pending
+            return .bytes(state.pending)
         }
     }
 
     /// Ends the stream after what is pending now: nothing more is queued.
     func finish() {
-        state.withLock { $0.finishing = true }
+        if state.withLock({ $0.finishing = true; return $0.wakeOnce() }) { wake() }
     }
 
-    /// Ends the stream: the client's thread wakes and stops.
+    /// Ends the stream now: what is pending is dropped.
     func close() {
-        state.withLock { $0.closed = true; $0.pending = [] }
+        if state.withLock({ $0.closed = true; $0.pending = []; return $0.wakeOnce() }) { wake() }
     }
 
     /// Bytes waiting and the number of skips so far (for tests and the server's stats).

@@ -3,10 +3,10 @@ import SkyNetTransport
 
 /// What a path serves. Nothing comes from the file system: the caller registers every route.
 package enum HTTPRoute: Sendable {
-    /// A body made when the request comes, on the connection's own thread (keep it quick).
+    /// A body made when the request comes, on the blocking pool (`BlockingPool.shared`: keep
+    /// it short, it shares those few threads).
     case content(contentType: String, body: @Sendable () -> [UInt8])
-    /// A response made from the request (its query, its headers), on the connection's own
-    /// thread: it may take its time (a wait there holds that connection only).
+    /// A response made from the request (its query, its headers), on the blocking pool too.
     case respond(@Sendable (HTTPRequest) -> HTTPResponse)
     /// The Server-Sent Events stream fed by `HTTPServer.publish(event:data:snapshot:)`.
     case eventStream
@@ -34,8 +34,10 @@ package enum HTTPServerError: Error, Equatable, CustomStringConvertible {
 /// table of in-memory routes, and one Server-Sent Events stream.
 ///
 /// Contract:
-/// - Each connection runs on a thread of its own (blocking I/O never touches the cooperative
-///   pool) and carries one request: a plain response ends with `Connection: close`.
+/// - Connections are served on the process's event loops (`HTTPConnection`): no thread is
+///   started per connection or per request, and none waits for a slow client. Each carries
+///   one request: a plain response ends with `Connection: close`. Responses are made on the
+///   blocking pool, so a loop's other descriptors never wait for a route.
 /// - Other methods → 405 with `Allow: GET, HEAD`; unknown paths → 404; a malformed request
 ///   line or a version other than HTTP/1.0 or 1.1 → 400; a request line over 8 KiB → 414;
 ///   headers over 16 KiB or 100 lines → 431 (see `HTTPRequestParser`).
@@ -43,14 +45,14 @@ package enum HTTPServerError: Error, Equatable, CustomStringConvertible {
 ///   closed), and a plain response must be sent within it too (else the connection is cut).
 /// - At most `maxClients` connections at once, streams included, and `maxClientsPerAddress`
 ///   from one client address: one more gets 503 and is closed, unless a connection silent for
-///   `silentEviction` makes room for it; at most `maxStreams` of them event streams. The 503 is sent without
-///   waiting on the accept thread; one thread then closes every refused connection once the
-///   client has closed its side or `refusalDeadline` has passed, whichever comes first (at
-///   most `maxRefusing` of them at once: beyond that one is closed at once). So a flood
-///   costs no thread per connection and no descriptor beyond those bounds.
+///   `silentEviction` makes room for it; at most `maxStreams` of them event streams. The 503
+///   is sent without waiting; the refused connection is closed once the client has closed its
+///   side or `refusalDeadline` has passed, whichever comes first (at most `maxRefusing` of
+///   them at once: beyond that one is closed at once). So a flood costs no thread and no
+///   descriptor beyond those bounds.
 /// - Event streams: see `publish(event:data:snapshot:)`; a `: keepalive` comment is sent every
 ///   `keepaliveInterval`.
-/// - `stop(grace:)` closes the listener and every connection and waits for all threads to end.
+/// - `stop(grace:)` closes the listener and every connection and waits until they are closed.
 package final class HTTPServer: Sendable {
     /// Limits and timings; the defaults are what the dashboard uses.
     package struct Configuration: Sendable {
@@ -107,7 +109,8 @@ package final class HTTPServer: Sendable {
         }
     }
 
-    /// Where a connection is in its life; the ticker cuts `.writing` ones past their deadline.
+    /// Where a connection is in its life; the ticker cuts `.writing` ones past their deadline
+    /// (a response being made counts as writing).
     enum Stage {
         case readingHead(since: ContinuousClock.Instant)
         case writing(deadline: ContinuousClock.Instant)
@@ -130,8 +133,8 @@ package final class HTTPServer: Sendable {
         /// Open connections per client address (entries at zero are removed).
         var perAddress: [String: Int] = [:]
         var nextID = 0
-        /// Connection threads and the refuser still running; `stop()` waits for zero.
-        var liveThreads = 0
+        /// Connections not closed yet (evicted ones included); `stop()` waits for zero.
+        var live = 0
         /// The latest snapshot frame: what a new or lagging stream client gets first.
         var snapshot: [UInt8]?
         var lastKeepalive = ContinuousClock.now
@@ -141,7 +144,7 @@ package final class HTTPServer: Sendable {
     let routes: [String: HTTPRoute]
     let listener: Listener
     let state = Guarded(State())
-    let threadsEnded = AsyncSignal<Void>()
+    let connectionsEnded = AsyncSignal<Void>()
     let refused: RefusedConnections
 
     /// The bound address (the real port when 0 was asked for).
@@ -157,12 +160,11 @@ package final class HTTPServer: Sendable {
         let listener = try await Listener.bind(host: configuration.host, port: configuration.port)
         let server = HTTPServer(configuration: configuration, routes: routes, listener: listener)
         server.scheduleTick()
-        server.startRefuser()
         do {
             try listener.start(onAccept: { [server] socket, peer in server.accept(socket, from: peer) },
                                onFailure: { [configuration] error in configuration.log(configuration.logPrefix + "\(error)") })
         } catch {
-            await server.stop()  // its tick and refuser
+            await server.stop()  // its tick
             throw error
         }
         return server
@@ -193,7 +195,7 @@ package final class HTTPServer: Sendable {
         }
     }
 
-    /// Stops accepting, closes every connection and waits until every thread has ended.
+    /// Stops accepting, closes every connection and waits until each is closed.
     /// With a `grace`, event streams first get what was published before the call (the final
     /// state of a scan), for up to that long, before their connections are cut.
     package func stop(grace: Duration = .zero) async {
@@ -208,6 +210,7 @@ package final class HTTPServer: Sendable {
         listener.stop()
         await listener.stopped.value
         refused.stop()
+        await refused.closed.value
         if streams, grace > .zero {
             _ = await waitUntilClients(atMost: 0, timeout: grace)
         }
@@ -216,21 +219,12 @@ package final class HTTPServer: Sendable {
                 client.socket.shutdown()
                 if case .streaming(let stream) = client.stage { stream.close() }
             }
-            return state.liveThreads == 0
+            return state.live == 0
         }
-        if idle { threadsEnded.fulfil(()) }
-        await threadsEnded.value
+        if idle { connectionsEnded.fulfil(()) }
+        await connectionsEnded.value
     }
 
     /// Connections open now (streams included).
     package var clientCount: Int { state.withLock { $0.clients.count } }
-
-    /// Ends a thread's share of the count; the last one after `stop()` wakes it.
-    func threadEnded() {
-        let last = state.withLock { state -> Bool in
-            state.liveThreads -= 1
-            return state.stopping && state.liveThreads == 0
-        }
-        if last { threadsEnded.fulfil(()) }
-    }
 }

@@ -35,6 +35,32 @@ struct HTTPEventStreamTests {
         }
     }
 
+    /// A hundred browsers on the stream, none reading between frames: they wait on the event
+    /// loops (a thread each before), and each gets every frame, in order.
+    @Test func aHundredStreamsHoldNoThreadAndEachGetsEveryFrame() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.maxClientsPerAddress = 128
+        try await withHTTPServer(configuration) { server in
+            try server.publish(event: "state", data: "{}", snapshot: true)
+            var sockets: [Socket] = []
+            defer { for socket in sockets { socket.close() } }
+            for _ in 0..<100 {
+                let socket = try await EventStreamReader.open(server)
+                sockets.append(socket)
+                _ = try await EventStreamReader.read(socket) { $0.count >= 1 }  // registered
+            }
+            let streamThreads = threadNames().filter { $0.hasPrefix("skynet-http") }.count
+            #expect(streamThreads == 0, "\(streamThreads) threads for 100 streams")
+            for seq in 0..<50 { try server.publish(event: "task", data: #"{"seq":\#(seq)}"#) }
+            var complete = 0
+            for socket in sockets {
+                let frames = try await EventStreamReader.read(socket) { $0.count >= 50 }.frames
+                if frames.map(\.data) == (0..<50).map({ #"{"seq":\#($0)}"# }) { complete += 1 }
+            }
+            #expect(complete == 100)
+        }
+    }
+
     @Test func stoppingWithGraceFirstDeliversWhatWasPublished() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.streamBufferBytes = 64 << 20

@@ -16,30 +16,6 @@ import SkyNetTestSupport
 struct NodeAdmissionTests {
     let auth = AuthHandshakeTests()
 
-    /// A TCP connection to 127.0.0.1:`port` from `source` (any 127.x.y.z works on Linux's loopback).
-    static func connect(from source: String, port: Int) throws -> Socket {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw CheckFailed(description: "socket: \(errno)") }
-        func address(_ host: String, _ port: Int) -> sockaddr_in {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            inet_pton(AF_INET, host, &address.sin_addr)
-            return address
-        }
-        var local = address(source, 0), remote = address("127.0.0.1", port)
-        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        let connected = bound == 0
-            && withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) } } == 0
-        guard connected else {
-            let code = errno
-            close(fd)
-            throw CheckFailed(description: "connect from \(source): errno \(code)")
-        }
-        return Socket(descriptor: fd)
-    }
-
     /// `perAddress` silent sockets from each of `addresses`, each reconnected as soon as the
     /// node closes it, until `stop`: one thread per address, polling its sockets.
     final class SilentFlood: Sendable {
@@ -52,7 +28,7 @@ struct NodeAdmissionTests {
             done = addresses.map { _ in Flag() }
             for (address, done) in zip(addresses, done) {
                 startThread(named: "test-flood") { [self] in
-                    var sockets = (0..<perAddress).compactMap { _ in try? NodeAdmissionTests.connect(from: address, port: port) }
+                    var sockets = (0..<perAddress).compactMap { _ in try? connectFrom(address, toPort: port) }
                     open.withLock { $0 += sockets.count }
                     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
                     defer { buffer.deallocate() }
@@ -64,7 +40,7 @@ struct NodeAdmissionTests {
                             let count = recv(entry.fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
                             guard count <= 0 else { continue }  // the node sent something: still open
                             sockets[index].close()
-                            if let again = try? NodeAdmissionTests.connect(from: address, port: port) {
+                            if let again = try? connectFrom(address, toPort: port) {
                                 sockets[index] = again
                                 reconnects.increment()
                             } else {

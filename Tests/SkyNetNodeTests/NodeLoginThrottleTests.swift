@@ -16,7 +16,7 @@ struct NodeLoginThrottleTests {
     /// and how long it took.
     static func plainLogin(from source: String, port: Int, token: String) throws -> (answer: String, took: Duration) {
         let clock = ContinuousClock(), start = clock.now
-        var client = RawLines(socket: try NodeAdmissionTests.connect(from: source, port: port))
+        var client = RawLines(socket: try connectFrom(source, toPort: port))
         defer { client.close() }
         try client.send(#"{"type":"hello","version":1,"name":"guess","token":"\#(token)"}"#)
         let reply = client.readLine().flatMap(jsonFields)

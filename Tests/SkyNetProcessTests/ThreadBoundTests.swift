@@ -2,11 +2,13 @@ import Foundation
 import Testing
 @testable import SkyNet
 @testable import SkyNetRuntime
+import SkyNetTestSupport
 
 extension ProcessTests {
     /// Threads are bounded by design, not by load: a coordinator linked to a thousand nodes,
-    /// a process hosting those thousand nodes (a session each), and a node holding a thousand
-    /// sessions each keep a handful of threads, where a thread per link would be over 1,000.
+    /// a process hosting those thousand nodes (a session each), a node holding a thousand
+    /// sessions and a node's metrics port under a slowloris flood each keep a handful of
+    /// threads, where a thread per connection would be hundreds.
     @Suite(.serialized, .timeLimit(.minutes(3)))
     struct ThreadBoundTests {
         /// More than the loops, the cooperative pool, the timer, the writer and the blocking
@@ -73,6 +75,41 @@ extension ProcessTests {
             node.kill()
             #expect(welcomed == 1000)
             #expect(threads > 0 && threads <= Self.bound, "the node had \(threads) threads for 1,000 sessions")
+        }
+
+        /// A node's metrics port under a slowloris flood from eight addresses: every slot held
+        /// by a client that never ends its request head, hundreds more refused with 503 and left
+        /// open. The node keeps its threads few (a thread per connection made over 256) and
+        /// `/healthz` still answers.
+        @Test func aNodesMetricsPortUnderASlowlorisFloodKeepsItsThreadsFew() async throws {
+            let node = try RunningProcess(["node", "--port", "0", "--metrics", "0"])
+            defer { node.kill() }
+            let port = try await MetricsProcessTests.metricsPort(node)
+            let most = Self.sampleThreads(of: [node.pid])
+            let flood = Task {
+                try await onOwnThread(named: "test-slowloris") { () throws -> [Socket] in
+                    var sockets: [Socket] = []
+                    do {
+                        for index in 0..<600 {
+                            let socket = try connectFrom("127.0.0.\(2 + index % 8)", toPort: port)
+                            sockets.append(socket)
+                            _ = try socket.send(Array("GET /metrics HTTP/1.1\r\nHost: x\r\n".utf8), wait: true)
+                        }
+                    } catch {
+                        for socket in sockets { socket.close() }
+                        throw error
+                    }
+                    return sockets
+                }
+            }
+            let sockets = try await flood.value
+            defer { for socket in sockets { socket.close() } }
+            // Asked after the whole flood: accepted after every one of its connections.
+            let health = try await dashboardGet(port: port, "/healthz")
+            most.cancel()
+            let threads = await most.value.0
+            #expect(health.status == 200)
+            #expect(threads > 0 && threads <= Self.bound, "the node had \(threads) threads under 600 slowloris connections")
         }
 
         /// One line from `client` (blocking, up to 10 s).

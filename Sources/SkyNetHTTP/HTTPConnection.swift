@@ -1,0 +1,232 @@
+import SkyNetRuntime
+import SkyNetTransport
+
+/// One accepted connection of an `HTTPServer`, served on an event loop: it reads the request
+/// head, has the response made on the blocking pool, sends it and closes gracefully, or feeds
+/// an event stream. No thread waits for the client at any step.
+///
+/// The server's lock keeps what other threads act on (the stage the ticker and the eviction
+/// look at); they act by shutting the socket down, which this connection sees on its loop as
+/// the end. It closes the socket only after its entry is gone from the server's state.
+///
+/// Unchecked: every `var` is touched only on the loop's thread (the watch's handler and the
+/// jobs given to `loop.execute`).
+final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only the loop's one thread touches it
+    private enum Phase {
+        case readingHead
+        /// The response is being made on the blocking pool; nothing is watched meanwhile.
+        case answering
+        /// A plain response, then a graceful close.
+        case sending(bytes: [UInt8], sent: Int)
+        /// What the stream's publisher queued, as it leaves.
+        case streaming(EventStreamClient, unsent: [UInt8], sent: Int)
+        case draining
+        case ended
+    }
+
+    private let id: Int
+    private let socket: Socket
+    private let peer: String
+    private let server: HTTPServer
+    private let loop: EventLoop
+    private var phase = Phase.readingHead
+    private var parser = HTTPRequestParser()
+    private var watch: EventLoop.Watch?
+    /// The request deadline, while the head is read.
+    private var headTicket: TimerTicket?
+    /// Bytes a stream's client sent after its request (it has nothing to say).
+    private var ignored = 0
+
+    init(id: Int, socket: Socket, peer: String, server: HTTPServer, loop: EventLoop) {
+        self.id = id
+        self.socket = socket
+        self.peer = peer
+        self.server = server
+        self.loop = loop
+    }
+
+    /// Starts reading on the loop; callable from any thread.
+    func start() {
+        let deadline = ContinuousClock.now + server.configuration.requestDeadline
+        loop.execute { [self] in
+            do {
+                watch = try loop.watch(socket.descriptor, for: .readable) { [self] readiness in ready(readiness) }
+            } catch {
+                server.log("\(error)")
+                return end()
+            }
+            headTicket = DeadlineTimer.shared.schedule(at: deadline) { [self] in
+                loop.execute { [self] in
+                    // A slowloris client: 408, and its slot is free once the response is out.
+                    if case .readingHead = phase { respond(.error(.requestTimeout), body: true) }
+                }
+            }
+        }
+    }
+
+    private func ready(_ readiness: Readiness) {
+        switch phase {
+        case .readingHead:
+            readHead()
+        case .sending:
+            sendResponse()
+        case .streaming:
+            if readiness.readable || readiness.hungUp { readWhileStreaming() }
+            if readiness.writable { streamMore() }
+        case .answering, .draining, .ended:
+            break
+        }
+    }
+
+    /// Reads what the client sent (a few reads at most: the watch is level-triggered, so the
+    /// rest comes on the loop's next turn) until the head is whole or refused.
+    private func readHead() {
+        let buffer = loop.scratch.bytes
+        for _ in 0..<4 {
+            let count: Int
+            do throws(SocketError) {
+                guard let read = try socket.receiveNow(into: buffer) else { return }
+                count = read
+            } catch {
+                server.log("\(error)")
+                return end()
+            }
+            guard count > 0 else { return end() }  // the client left, or the server shut the socket
+            switch parser.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) {
+            case .needMore:
+                continue
+            case .refused(let status):
+                return respond(.error(status), body: true)
+            case .complete(var request):
+                request.peer = peer
+                return answer(request)
+            }
+        }
+    }
+
+    /// Has the route make its response on the blocking pool (a route may render all of a
+    /// process's metrics): the loop's other connections never wait for it.
+    private func answer(_ request: HTTPRequest) {
+        cancelHeadDeadline()
+        // No longer silent: an eviction passes it by, and the ticker's deadline bounds it.
+        guard server.startWriting(id) else { return end() }
+        phase = .answering
+        watch?.change(to: [])
+        BlockingPool.shared.execute { [self] in
+            let answer = server.answer(request)
+            loop.execute { [self] in
+                guard case .answering = phase else { return }
+                switch answer {
+                case .response(let response, let body): respond(response, body: body)
+                case .eventStream: startStream()
+                }
+            }
+        }
+    }
+
+    /// Sends a plain response (nil: the event-stream head alone, for HEAD) within the request
+    /// deadline (the server's ticker cuts it after), then closes gracefully.
+    private func respond(_ response: HTTPResponse?, body: Bool) {
+        cancelHeadDeadline()
+        guard server.startWriting(id) else { return end() }  // evicted, or the server stops
+        phase = .sending(bytes: response?.encoded(includingBody: body) ?? HTTPResponse.eventStreamHead, sent: 0)
+        sendResponse()
+    }
+
+    private func sendResponse() {
+        guard case .sending(let bytes, var sent) = phase else { return }
+        do throws(SocketError) {
+            guard try sendNow(bytes, from: &sent) else {
+                phase = .sending(bytes: bytes, sent: sent)
+                return watch?.change(to: .writable) ?? ()
+            }
+        } catch {
+            return end()
+        }
+        phase = .draining
+        watch?.cancel()
+        watch = nil
+        SocketDrain(socket: socket, loop: loop) { [self] in end() }.start(deadline: .seconds(1))
+    }
+
+    private func startStream() {
+        let wake: @Sendable () -> Void = { [self] in loop.execute { [self] in streamMore() } }
+        switch server.startStream(id, wake: wake) {
+        case .gone:
+            end()
+        case .full:
+            let detail = "\(server.configuration.maxStreams) event streams are open: try again later"
+            respond(.error(.serviceUnavailable, detail: detail), body: true)
+        case .started(let client):
+            phase = .streaming(client, unsent: [], sent: 0)
+            streamMore()
+        }
+    }
+
+    /// Sends what the publisher queued until the socket's buffer is full (then waits for room)
+    /// or nothing is left (then waits for the publisher's wake-up).
+    private func streamMore() {
+        guard case .streaming(let client, var unsent, var sent) = phase else { return }
+        while true {
+            if sent == unsent.count {
+                switch client.takeNow() {
+                case .bytes(let bytes):
+                    unsent = bytes
+                    sent = 0
+                case .nothing:
+                    phase = .streaming(client, unsent: [], sent: 0)
+                    return watch?.change(to: .readable) ?? ()
+                case .over:
+                    return end()
+                }
+            }
+            do throws(SocketError) {
+                guard try sendNow(unsent, from: &sent) else {
+                    phase = .streaming(client, unsent: unsent, sent: sent)
+                    return watch?.change(to: [.readable, .writable]) ?? ()
+                }
+            } catch {
+                return end()
+            }
+        }
+    }
+
+    /// A stream's client only listens: its end (or a failure) ends the stream, and more than
+    /// 64 KiB from it does too.
+    private func readWhileStreaming() {
+        do throws(SocketError) {
+            guard let count = try socket.receiveNow(into: loop.scratch.bytes) else { return }
+            ignored += count
+            if count == 0 || ignored > 64 * 1024 { end() }
+        } catch {
+            end()
+        }
+    }
+
+    /// Sends from `sent` on without waiting; false when the socket's buffer is full first.
+    private func sendNow(_ bytes: [UInt8], from sent: inout Int) throws(SocketError) -> Bool {
+        while sent < bytes.count {
+            let count = try bytes[sent...].withUnsafeBytes { raw in
+                Result { () throws(SocketError) in try socket.send(raw, wait: false) }
+            }.get()
+            guard count > 0 else { return false }
+            sent += count
+        }
+        return true
+    }
+
+    private func cancelHeadDeadline() {
+        if let headTicket { DeadlineTimer.shared.cancel(headTicket) }
+        headTicket = nil
+    }
+
+    private func end() {
+        if case .ended = phase { return }
+        if case .streaming(let client, _, _) = phase { client.close() }
+        phase = .ended
+        watch?.cancel()
+        watch = nil
+        cancelHeadDeadline()
+        server.connectionEnded(id, socket)
+    }
+}
