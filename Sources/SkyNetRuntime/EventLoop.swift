@@ -121,6 +121,18 @@ package final class EventLoop: Sendable {
         return Watch(loop: self, descriptor: descriptor, token: token)
     }
 
+    /// Whether the loop can watch `descriptor` (epoll refuses a regular file, and /dev/null):
+    /// it is added and taken out again at once, under a token no handler has.
+    package func canWatch(_ descriptor: Int32) -> Bool {
+        do throws(EventLoopError) {
+            try poller.add(descriptor, token: .max, interest: .writable)
+        } catch {
+            return false
+        }
+        poller.remove(descriptor)
+        return true
+    }
+
     /// Runs `job` on the loop's thread, after what it is running now.
     package func execute(_ job: @escaping @Sendable () -> Void) {
         state.withLock { $0.jobs.append(job) }

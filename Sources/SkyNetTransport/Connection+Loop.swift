@@ -7,8 +7,10 @@ import SkyNetRuntime
 /// stops reading while replies queue up (`pauseReadingAbove`), holds (`holdReading`), and a
 /// moment of draining after an over-long line.
 ///
-/// A socket's loop also sends (one descriptor both ways: `Connection.handOverSending`); a
-/// pair's writes that wait still go to a flusher thread. A pipe's end of input is the end (no
+/// The loop also sends, once the kernel takes no more at once (`Connection.handOverSending`):
+/// a socket's one descriptor is watched both ways; a pair's output has a watch of its own,
+/// waited on only while bytes wait. Only a pair whose output the loop cannot watch (a regular
+/// file) has its writes that wait go to a flusher thread. A pipe's end of input is the end (no
 /// half-close), and a pair's reading that is paused or held stays watched for a hang-up alone,
 /// so that a peer that closed its end ends the connection then.
 ///
@@ -22,6 +24,8 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     private let onEvent: @Sendable (Connection.Event) -> Void
     private let onClose: @Sendable (Connection.CloseReason) -> Void
     private var watch: EventLoop.Watch?
+    /// A pair's output, while the loop sends to it (made at the first send that waits).
+    private var writeWatch: EventLoop.Watch?
     private var framer: LineFramer
     /// What was read past the last line handed out, when a handler asked for a hold or the
     /// turn's lines ran out: framed before anything more is read.
@@ -53,8 +57,11 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     private var peerEnded = false
     private var ended = false
 
-    /// Whether the loop sends the connection's queue too (a socket), not a flusher thread.
-    var sendsOnLoop: Bool { stream.isSocket }
+    /// Whether the loop sends the connection's queue too, not a flusher thread: a socket, or a
+    /// pair whose output the loop can watch (`pairOutput`).
+    let sendsOnLoop: Bool
+    /// A pair's output descriptor, watched apart from its input.
+    private let pairOutput: Int32?
 
     init(connection: Connection, stream: LoopStream, loop: EventLoop,
          onEvent: @escaping @Sendable (Connection.Event) -> Void, onClose: @escaping @Sendable (Connection.CloseReason) -> Void) {
@@ -64,6 +71,13 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
         self.onEvent = onEvent
         self.onClose = onClose
         framer = LineFramer(maxLineBytes: connection.limits.maxLineBytes)
+        // One number both ways (a socket as stdin and stdout) cannot be watched twice.
+        if case .pair(let pair) = stream, pair.writing != pair.reading, loop.canWatch(pair.writing) {
+            pairOutput = pair.writing
+        } else {
+            pairOutput = nil
+        }
+        sendsOnLoop = stream.isSocket || pairOutput != nil
     }
 
     /// Starts watching; false when the loop cannot watch the descriptor (no more descriptors,
@@ -224,6 +238,17 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     }
 
     private func sendMore() {
+        if let pairOutput, writeWatch == nil, !ended {
+            do {
+                writeWatch = try loop.watch(pairOutput, for: .writable) { [self] _ in
+                    if isSending { sendMore() }
+                }
+            } catch {
+                // The probe at the start said it could: only out of memory or watches now.
+                connection.close(because: .failed(SocketError("epoll_ctl", code: error.code)))
+                return
+            }
+        }
         if connection.flush(waiting: false) { isSending = false }
         if !ended { updateInterest() }
     }
@@ -235,8 +260,12 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     private func updateInterest() {
         var interest: Interest = []
         if !isHeld, !isPausedForReplies, !peerEnded { interest.insert(.readable) }
-        if isSending { interest.insert(.writable) }
-        if interest.isEmpty, !stream.isSocket { interest = .hangUp }
+        if !stream.isSocket {
+            writeWatch?.change(to: isSending ? .writable : [])
+            if interest.isEmpty { interest = .hangUp }
+        } else if isSending {
+            interest.insert(.writable)
+        }
         watch?.change(to: interest)
     }
 
@@ -298,6 +327,8 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
         guard !ended else { return }
         ended = true
         watch?.cancel()  // before the descriptor can be closed and its number reused
+        writeWatch?.cancel()
+        writeWatch = nil
         if let (ticket, then) = heldThen {
             heldThen = nil
             _ = DeadlineTimer.shared.cancel(ticket)
@@ -310,8 +341,7 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     }
 }
 
-/// What a loop reads: a socket, or the input pipe of a pair (whose writes stay with a flusher
-/// thread when they have to wait).
+/// What a loop reads: a socket, or the input pipe of a pair.
 enum LoopStream {
     case socket(Socket)
     case pair(DescriptorPair)
