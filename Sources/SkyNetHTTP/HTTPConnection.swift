@@ -2,8 +2,9 @@ import SkyNetRuntime
 import SkyNetTransport
 
 /// One accepted connection of an `HTTPServer`, served on an event loop: it reads the request
-/// head, has the response made on the blocking pool, sends it and closes gracefully, or feeds
-/// an event stream. No thread waits for the client at any step.
+/// head, has the response made on the blocking pool and sends it (then the server's
+/// `ClosingConnections` closes it gracefully), or feeds an event stream. No thread waits for
+/// the client at any step.
 ///
 /// The server's lock keeps what other threads act on (the stage the ticker and the eviction
 /// look at); they act by shutting the socket down, which this connection sees on its loop as
@@ -20,7 +21,6 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
         case sending(bytes: [UInt8], sent: Int)
         /// What the stream's publisher queued, as it leaves.
         case streaming(EventStreamClient, unsent: [UInt8], sent: Int)
-        case draining
         case ended
     }
 
@@ -36,6 +36,9 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
     private var headTicket: TimerTicket?
     /// Bytes a stream's client sent after its request (it has nothing to say).
     private var ignored = 0
+    /// When a stream's client last took a byte, and the check of its stall while bytes wait.
+    private var streamProgress = ContinuousClock.now
+    private var stallTicket: TimerTicket?
 
     init(id: Int, socket: Socket, peer: String, server: HTTPServer, loop: EventLoop) {
         self.id = id
@@ -73,7 +76,7 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
         case .streaming:
             if readiness.readable || readiness.hungUp { readWhileStreaming() }
             if readiness.writable { streamMore() }
-        case .answering, .draining, .ended:
+        case .answering, .ended:
             break
         }
     }
@@ -143,10 +146,7 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
         } catch {
             return end()
         }
-        phase = .draining
-        watch?.cancel()
-        watch = nil
-        SocketDrain(socket: socket, loop: loop) { [self] in end() }.start(deadline: .seconds(1))
+        end(responseSent: true)
     }
 
     private func startStream() {
@@ -159,6 +159,7 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
             respond(.error(.serviceUnavailable, detail: detail), body: true)
         case .started(let client):
             phase = .streaming(client, unsent: [], sent: 0)
+            streamProgress = .now
             streamMore()
         }
     }
@@ -180,13 +181,35 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
                     return end()
                 }
             }
+            let before = sent
             do throws(SocketError) {
-                guard try sendNow(unsent, from: &sent) else {
+                let whole = try sendNow(unsent, from: &sent)
+                if sent > before { streamProgress = .now }
+                guard whole else {
                     phase = .streaming(client, unsent: unsent, sent: sent)
+                    watchStall()
                     return watch?.change(to: [.readable, .writable]) ?? ()
                 }
             } catch {
                 return end()
+            }
+        }
+    }
+
+    /// While bytes wait for a stream's client, checks that it takes some within the stall
+    /// deadline; one that takes none is cut (its slot is for a browser that reads).
+    private func watchStall() {
+        guard stallTicket == nil else { return }
+        let deadline = streamProgress + server.configuration.streamStallDeadline
+        stallTicket = DeadlineTimer.shared.schedule(at: deadline) { [self] in
+            loop.execute { [self] in
+                stallTicket = nil
+                guard case .streaming(_, let unsent, let sent) = phase, sent < unsent.count else { return }
+                if ContinuousClock.now - streamProgress >= server.configuration.streamStallDeadline {
+                    server.log("an event stream's client took nothing for \(server.configuration.streamStallDeadline): cut")
+                    return end()
+                }
+                watchStall()
             }
         }
     }
@@ -220,13 +243,17 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
         headTicket = nil
     }
 
-    private func end() {
+    /// Ends the connection: its socket is closed now, or, once its response is out, closed
+    /// gracefully by the server's `ClosingConnections`.
+    private func end(responseSent: Bool = false) {
         if case .ended = phase { return }
         if case .streaming(let client, _, _) = phase { client.close() }
         phase = .ended
         watch?.cancel()
         watch = nil
         cancelHeadDeadline()
-        server.connectionEnded(id, socket)
+        if let stallTicket { DeadlineTimer.shared.cancel(stallTicket) }
+        stallTicket = nil
+        server.connectionEnded(id, socket, drainingOn: responseSent ? loop : nil)
     }
 }

@@ -1,15 +1,15 @@
 import SkyNetRuntime
 import SkyNetTransport
 
-/// The connections a server refused with 503, until each is closed.
+/// The connections whose response is out (an answer, or a 503 for one over a cap), until each
+/// is closed. They are no longer the server's clients: their slots are free for the next.
 ///
-/// `refuse` runs on the listener's loop: it sends the 503 without waiting (a fresh socket's
-/// buffer takes a few hundred bytes at once) and drains the socket on an event loop
-/// (`SocketDrain`): closed once the client has closed its side, after 64 KiB of what it still
-/// sends, or at the deadline. At most `capacity` drain at once; one more is closed at once
-/// (its 503 was sent). A flood of connections therefore costs no thread and at most
-/// `capacity` descriptors.
-final class RefusedConnections: Sendable {
+/// Each is drained on an event loop (`SocketDrain`): closed once the client has closed its
+/// side, after 64 KiB of what it still sends, or at the deadline. At most `capacity` drain at
+/// once; one more is closed at once (its response was sent; only a client that sent more than
+/// it read may then see a reset). So a flood of connections costs no thread and at most
+/// `capacity` descriptors here.
+final class ClosingConnections: Sendable {
     private struct State {
         var draining: [Int: SocketDrain] = [:]
         var nextID = 0
@@ -19,7 +19,7 @@ final class RefusedConnections: Sendable {
     let capacity: Int
     let deadline: Duration
     private let state = Guarded(State())
-    /// Fulfilled once stopped with every refused socket closed.
+    /// Fulfilled once stopped with every socket closed.
     let closed = AsyncSignal<Void>()
 
     init(capacity: Int, deadline: Duration) {
@@ -27,11 +27,17 @@ final class RefusedConnections: Sendable {
         self.deadline = deadline
     }
 
-    /// Sends `response` without waiting and drains the socket, which is ours from here on.
-    /// Never blocks.
+    /// Sends `response` without waiting (a fresh socket's buffer takes a few hundred bytes at
+    /// once) and closes the socket gracefully. Never blocks; the socket is ours from here on.
     func refuse(_ socket: Socket, with response: [UInt8]) {
         _ = try? socket.send(response, wait: false)
-        guard let loop = try? EventLoop.shared.next() else { return socket.close() }
+        close(socket, on: try? EventLoop.shared.next())
+    }
+
+    /// Drains the socket, whose response has left, on `loop` and closes it (at once when over
+    /// the capacity, stopping, or without a loop). Never blocks; the socket is ours from here on.
+    func close(_ socket: Socket, on loop: EventLoop?) {
+        guard let loop else { return socket.close() }
         let drain = state.withLock { state -> SocketDrain? in
             guard !state.stopping, state.draining.count < capacity else { return nil }
             let id = state.nextID
@@ -56,7 +62,7 @@ final class RefusedConnections: Sendable {
     /// Sockets handed over and not yet closed (for tests).
     var openCount: Int { state.withLock { $0.draining.count } }
 
-    /// Closes every refused socket; `closed` is fulfilled once they are.
+    /// Closes every socket now; `closed` is fulfilled once they are.
     func stop() {
         let drains = state.withLock { state -> [SocketDrain] in
             state.stopping = true

@@ -4,18 +4,23 @@ import SkyNetTransport
 extension HTTPServer {
     /// Runs on the listener's loop for each new connection: never blocks. Within the caps the
     /// connection is served on an event loop (`HTTPConnection`); over one, a 503 (see
-    /// `RefusedConnections`).
+    /// `ClosingConnections`).
     func accept(_ socket: Socket, from peer: String) {
         enum Decision { case serve(Int), refuse(String), drop }
         let address = Socket.address(of: peer)
         let now = ContinuousClock.now
         let decision = state.withLock { state -> Decision in
             if state.stopping { return .drop }
+            let cutoff = configuration.silentEviction.map { now - $0 }
+            // An address at its cap makes room among its own connections: silent ones from the
+            // address a probe comes from (127.0.0.1) cannot keep that probe out.
             if state.perAddress[address, default: 0] >= configuration.maxClientsPerAddress {
-                return .refuse("\(configuration.maxClientsPerAddress) connections from \(address) are open: close some")
+                guard let cutoff, state.evictLongestSilent(since: cutoff, from: address) else {
+                    return .refuse("\(configuration.maxClientsPerAddress) connections from \(address) are open: close some")
+                }
             }
             if state.clients.count >= configuration.maxClients {
-                guard let silent = configuration.silentEviction, state.evictLongestSilent(since: now - silent) else {
+                guard let cutoff, state.evictLongestSilent(since: cutoff) else {
                     return .refuse("\(configuration.maxClients) connections are open: try again later")
                 }
             }
@@ -30,7 +35,7 @@ extension HTTPServer {
         case .drop:
             socket.close()
         case .refuse(let detail):
-            refused.refuse(socket, with: HTTPResponse.error(.serviceUnavailable, detail: detail).encoded(includingBody: true))
+            closing.refuse(socket, with: HTTPResponse.error(.serviceUnavailable, detail: detail).encoded(includingBody: true))
         case .serve(let id):
             do throws(EventLoopError) {
                 let loop = try EventLoop.shared.next()
@@ -102,10 +107,12 @@ extension HTTPServer {
     }
 
     /// Forgets a connection and closes its socket (after its entry is gone: until then the
-    /// ticker or an eviction may shut it down); the last one after `stop()` wakes it.
-    func connectionEnded(_ id: Int, _ socket: Socket) {
+    /// ticker or an eviction may shut it down); the last one after `stop()` wakes it. With
+    /// `drainingOn`, its response is out: the socket is closed gracefully there
+    /// (`ClosingConnections`), no longer holding a client's slot.
+    func connectionEnded(_ id: Int, _ socket: Socket, drainingOn loop: EventLoop? = nil) {
         state.withLock { $0.remove(id) }
-        socket.close()
+        if let loop { closing.close(socket, on: loop) } else { socket.close() }
         let last = state.withLock { state -> Bool in
             state.live -= 1
             return state.stopping && state.live == 0
@@ -124,9 +131,11 @@ extension HTTPServer.State {
     /// before `cutoff`: its loop sees the end and closes it; its slot is free now. The socket
     /// is shut down here, under the lock, while its connection (which closes it only after
     /// `remove`) cannot have closed it yet.
-    mutating func evictLongestSilent(since cutoff: ContinuousClock.Instant) -> Bool {
+    /// With `address`, only that address's connections are looked at.
+    mutating func evictLongestSilent(since cutoff: ContinuousClock.Instant, from address: String? = nil) -> Bool {
         let silent = clients.compactMap { id, client -> (Int, ContinuousClock.Instant)? in
-            guard case .readingHead(let since) = client.stage, since <= cutoff else { return nil }
+            guard case .readingHead(let since) = client.stage, since <= cutoff,
+                  address.map({ $0 == client.address }) ?? true else { return nil }
             return (id, since)
         }
         guard let (id, _) = silent.min(by: { $0.1 < $1.1 }), let client = clients[id] else { return false }

@@ -45,13 +45,15 @@ package enum HTTPServerError: Error, Equatable, CustomStringConvertible {
 ///   closed), and a plain response must be sent within it too (else the connection is cut).
 /// - At most `maxClients` connections at once, streams included, and `maxClientsPerAddress`
 ///   from one client address: one more gets 503 and is closed, unless a connection silent for
-///   `silentEviction` makes room for it; at most `maxStreams` of them event streams. The 503
-///   is sent without waiting; the refused connection is closed once the client has closed its
-///   side or `refusalDeadline` has passed, whichever comes first (at most `maxRefusing` of
-///   them at once: beyond that one is closed at once). So a flood costs no thread and no
-///   descriptor beyond those bounds.
+///   `silentEviction` (from that address, when it is the address's cap that is reached) makes
+///   room for it; at most `maxStreams` of them event streams. The 503 is sent without waiting.
+/// - Once its response is out (an answer or a 503), a connection is no longer a client: its
+///   slot is free, and it is closed once the client has closed its side or `closeDeadline`
+///   has passed, whichever comes first (at most `maxClosing` of them at once: beyond that one
+///   is closed at once). So a flood costs no thread and no descriptor beyond those bounds.
 /// - Event streams: see `publish(event:data:snapshot:)`; a `: keepalive` comment is sent every
-///   `keepaliveInterval`.
+///   `keepaliveInterval`; a stream whose client takes no byte for `streamStallDeadline` while
+///   bytes wait is cut (a browser that reads, even slowly, never is).
 /// - `stop(grace:)` closes the listener and every connection and waits until they are closed.
 package final class HTTPServer: Sendable {
     /// Limits and timings; the defaults are what the dashboard uses.
@@ -62,10 +64,10 @@ package final class HTTPServer: Sendable {
         /// Connections from one client address (its host, whatever the port): one address
         /// holding its share leaves the other slots to everyone else.
         package var maxClientsPerAddress = 32
-        /// Refused connections waiting for the client to close after their 503.
-        package var maxRefusing = 1024
-        /// How long a refused connection may wait for the client to close.
-        package var refusalDeadline: Duration = .seconds(1)
+        /// Connections whose response is out, waiting for the client to close.
+        package var maxClosing = 1024
+        /// How long a connection whose response is out may wait for the client to close.
+        package var closeDeadline: Duration = .seconds(1)
         package var requestDeadline: Duration = .seconds(10)
         /// When every slot is taken, the connection that has waited longest without a whole
         /// request head, if for at least this long, is closed to make room (nil: never). Clients
@@ -82,6 +84,8 @@ package final class HTTPServer: Sendable {
         /// The largest frame `publish` takes (at most half the stream buffer).
         package var maxFrameBytes = 256 * 1024
         package var keepaliveInterval: Duration = .seconds(15)
+        /// How long an event stream may take no byte while bytes wait for it.
+        package var streamStallDeadline: Duration = .seconds(30)
         /// Hears a connection's failure (never the token: requests are not logged), after
         /// `logPrefix`.
         package var log: @Sendable (String) -> Void = { _ in }
@@ -95,11 +99,13 @@ package final class HTTPServer: Sendable {
         package init() {}
 
         func validate() throws(HTTPServerError) {
-            guard maxClients >= 1, maxClientsPerAddress >= 1, maxRefusing >= 1, maxStreams >= 1 else {
-                throw .invalidConfiguration("maxClients, maxClientsPerAddress, maxRefusing and maxStreams must be at least 1")
+            guard maxClients >= 1, maxClientsPerAddress >= 1, maxClosing >= 1, maxStreams >= 1 else {
+                throw .invalidConfiguration("maxClients, maxClientsPerAddress, maxClosing and maxStreams must be at least 1")
             }
             guard silentEviction.map({ $0 >= .zero }) ?? true else { throw .invalidConfiguration("the silent eviction must not be negative") }
-            guard refusalDeadline > .zero else { throw .invalidConfiguration("the refusal deadline must be positive") }
+            guard closeDeadline > .zero, streamStallDeadline > .zero else {
+                throw .invalidConfiguration("the close deadline and the stream stall deadline must be positive")
+            }
             guard requestDeadline > .zero, keepaliveInterval > .zero else {
                 throw .invalidConfiguration("the request deadline and the keepalive interval must be positive")
             }
@@ -145,7 +151,7 @@ package final class HTTPServer: Sendable {
     let listener: Listener
     let state = Guarded(State())
     let connectionsEnded = AsyncSignal<Void>()
-    let refused: RefusedConnections
+    let closing: ClosingConnections
 
     /// The bound address (the real port when 0 was asked for).
     package var host: String { listener.host }
@@ -174,7 +180,7 @@ package final class HTTPServer: Sendable {
         self.configuration = configuration
         self.routes = routes
         self.listener = listener
-        refused = RefusedConnections(capacity: configuration.maxRefusing, deadline: configuration.refusalDeadline)
+        closing = ClosingConnections(capacity: configuration.maxClosing, deadline: configuration.closeDeadline)
     }
 
     /// Sends a frame `event: NAME\ndata: DATA\n\n` to every event-stream client, in the order
@@ -209,8 +215,8 @@ package final class HTTPServer: Sendable {
         }
         listener.stop()
         await listener.stopped.value
-        refused.stop()
-        await refused.closed.value
+        closing.stop()
+        await closing.closed.value
         if streams, grace > .zero {
             _ = await waitUntilClients(atMost: 0, timeout: grace)
         }

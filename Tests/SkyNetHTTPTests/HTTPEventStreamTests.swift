@@ -153,6 +153,49 @@ struct HTTPEventStreamTests {
         }
     }
 
+    /// A stream's client that takes no byte while frames wait for it is cut at the stall
+    /// deadline, and its slot is free; a client that reads is never cut. (Before, 128 streams
+    /// that never read held every stream slot for as long as they stayed.)
+    @Test func aStreamWhoseClientTakesNothingIsCutAtTheStallDeadline() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.streamStallDeadline = .seconds(1)
+        let lines = Locked<[String]>([])
+        configuration.log = { line in lines.withLock { $0.append(line) } }
+        try await withHTTPServer(configuration) { server in
+            try server.publish(event: "state", data: "{}", snapshot: true)
+            let stalled = try await EventStreamReader.open(server)
+            defer { stalled.close() }
+            _ = try await EventStreamReader.read(stalled) { $0.count >= 1 }  // registered
+            let reading = try await EventStreamReader.open(server)
+            defer { reading.close() }
+            _ = try await EventStreamReader.read(reading) { $0.count >= 1 }
+            let keepReading = Task {
+                try await onOwnThread(named: "test-sse-keep-reading") { () -> Int in
+                    // Reads and drops (the frames add up to hundreds of MB at most).
+                    reading.setReceiveTimeout(.seconds(60))
+                    let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+                    defer { chunk.deallocate() }
+                    var total = 0
+                    while let count = try? reading.receive(into: chunk), count > 0 { total += count }
+                    return total
+                }
+            }
+            // Frames of 200 KB every 10 ms until the stalled one is cut (the kernel's buffers
+            // fill within a second or two), for at most 30 s.
+            let padding = String(repeating: "p", count: 200_000)
+            let clock = ContinuousClock()
+            let start = clock.now
+            while server.clientCount > 1, clock.now - start < .seconds(30) {
+                try server.publish(event: "state", data: padding)
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(server.clientCount == 1, "the stream that takes nothing was not cut")
+            #expect(lines.withLock { $0 }.contains { $0.contains("took nothing") })
+            reading.shutdown(reading: true, writing: true)
+            _ = try await keepReading.value
+        }
+    }
+
     static func backlog(_ server: HTTPServer) -> (bytes: Int, skips: Int) {
         server.state.withLock { state in
             state.clients.values.reduce((0, 0)) { sum, client in
