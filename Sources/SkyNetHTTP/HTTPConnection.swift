@@ -34,8 +34,10 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
     private var watch: EventLoop.Watch?
     /// The request deadline, while the head is read.
     private var headTicket: TimerTicket?
-    /// Bytes a stream's client sent after its request (it has nothing to say).
+    /// Bytes a stream's client sent after its request (it has nothing to say), and whether it
+    /// ended its side (some clients do once their request is out: the stream goes on).
     private var ignored = 0
+    private var clientHalfClosed = false
     /// When a stream's client last took a byte, and the check of its stall while bytes wait.
     private var streamProgress = ContinuousClock.now
     private var stallTicket: TimerTicket?
@@ -74,7 +76,9 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
         case .sending:
             sendResponse()
         case .streaming:
-            if readiness.readable || readiness.hungUp { readWhileStreaming() }
+            // Both ways closed (the client reset, or the server shut it down): over.
+            if readiness.hungUp { return end() }
+            if readiness.readable { readWhileStreaming() }
             if readiness.writable { streamMore() }
         case .answering, .ended:
             break
@@ -114,7 +118,7 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
         // No longer silent: an eviction passes it by, and the ticker's deadline bounds it.
         guard server.startWriting(id) else { return end() }
         phase = .answering
-        watch?.change(to: [])
+        waitFor([])
         BlockingPool.shared.execute { [self] in
             let answer = server.answer(request)
             loop.execute { [self] in
@@ -141,7 +145,7 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
         do throws(SocketError) {
             guard try sendNow(bytes, from: &sent) else {
                 phase = .sending(bytes: bytes, sent: sent)
-                return watch?.change(to: .writable) ?? ()
+                return waitFor(.writable)
             }
         } catch {
             return end()
@@ -176,7 +180,7 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
                     sent = 0
                 case .nothing:
                     phase = .streaming(client, unsent: [], sent: 0)
-                    return watch?.change(to: .readable) ?? ()
+                    return waitFor(clientHalfClosed ? [] : .readable)
                 case .over:
                     return end()
                 }
@@ -188,7 +192,7 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
                 guard whole else {
                     phase = .streaming(client, unsent: unsent, sent: sent)
                     watchStall()
-                    return watch?.change(to: [.readable, .writable]) ?? ()
+                    return waitFor(clientHalfClosed ? .writable : [.readable, .writable])
                 }
             } catch {
                 return end()
@@ -214,16 +218,32 @@ final class HTTPConnection: @unchecked Sendable {  // safe without a lock: only 
         }
     }
 
-    /// A stream's client only listens: its end (or a failure) ends the stream, and more than
-    /// 64 KiB from it does too.
+    /// A stream's client only listens: a failure ends the stream, and so do more than 64 KiB
+    /// from it. Its end of sending does not: from then on the stream is no longer watched for
+    /// reading (the end would be told again and again), and a client gone for good shows as a
+    /// send that fails (a keepalive at the latest) or a stall.
     private func readWhileStreaming() {
+        guard !clientHalfClosed else { return }
         do throws(SocketError) {
             guard let count = try socket.receiveNow(into: loop.scratch.bytes) else { return }
             ignored += count
-            if count == 0 || ignored > 64 * 1024 { end() }
+            if ignored > 64 * 1024 { return end() }
+            if count == 0 {
+                clientHalfClosed = true
+                guard case .streaming(_, let unsent, let sent) = phase else { return }
+                waitFor(sent < unsent.count ? .writable : [])
+            }
         } catch {
             end()
         }
+    }
+
+    /// Waits on the socket for `interest` from now on; a socket the loop can no longer watch
+    /// (out of memory or of the kernel's watches) ends the connection rather than hang it.
+    private func waitFor(_ interest: Interest) {
+        guard let watch, !watch.change(to: interest) else { return }
+        server.log("cannot wait on a connection any more: closed")
+        end()
     }
 
     /// Sends from `sent` on without waiting; false when the socket's buffer is full first.

@@ -80,11 +80,13 @@ extension HTTPServer {
         }
     }
 
-    /// Marks a connection as answering, under the deadline the ticker enforces; false when it
-    /// is gone (evicted) or the server stops.
+    /// Marks a connection as answering, under the deadline the ticker enforces (set once: the
+    /// making of a response and its sending share it); false when it is gone (evicted) or the
+    /// server stops.
     func startWriting(_ id: Int) -> Bool {
         state.withLock { state -> Bool in
-            guard !state.stopping, state.clients[id] != nil else { return false }
+            guard !state.stopping, let client = state.clients[id] else { return false }
+            if case .writing = client.stage { return true }
             state.clients[id]?.stage = .writing(deadline: .now + configuration.requestDeadline)
             return true
         }

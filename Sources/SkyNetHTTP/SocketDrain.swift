@@ -31,10 +31,10 @@ final class SocketDrain: @unchecked Sendable {  // safe without a lock: only the
     /// Shuts our side and starts draining on the loop; callable from any thread. The socket
     /// must not be watched by anyone else on its loop.
     func start(deadline: Duration) {
-        socket.shutdown(reading: false, writing: true)
         let end = ContinuousClock.now + deadline
         loop.execute { [self] in
-            guard !finished else { return }  // cut before it started
+            guard !finished else { return }  // cut before it started: the socket may be closed
+            socket.shutdown(reading: false, writing: true)
             do {
                 watch = try loop.watch(socket.descriptor, for: .readable) { [self] _ in readable() }
             } catch {

@@ -161,7 +161,10 @@ package final class EventLoop: Sendable {
 
         /// Waits on the descriptor for `interest` from now on; none: nothing of it is told
         /// (not a hang-up either) until it is waited on again.
-        package func change(to interest: Interest) {
+        /// False when the descriptor could not be waited on again (out of memory, or of the
+        /// kernel's watches): nothing of it will be told, so the caller ends what it serves.
+        @discardableResult
+        package func change(to interest: Interest) -> Bool {
             loop.poller.change(descriptor, token: token, interest: interest)
         }
 
@@ -243,12 +246,14 @@ private struct Poller: Sendable {
     /// No interest takes the descriptor out of the set: epoll tells a hang-up or an error
     /// whatever a descriptor is waited on for, again and again (level-triggered). `hangUp`
     /// keeps it in, waited on for nothing else.
-    func change(_ descriptor: Int32, token: UInt64, interest: Interest) {
-        guard !interest.isEmpty else { return remove(descriptor) }
-        var event = epoll_event(events: Self.events(interest), data: epoll_data_t(u64: token))
-        if epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event) != 0, errno == ENOENT {
-            _ = epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
+    func change(_ descriptor: Int32, token: UInt64, interest: Interest) -> Bool {
+        guard !interest.isEmpty else {
+            remove(descriptor)
+            return true
         }
+        var event = epoll_event(events: Self.events(interest), data: epoll_data_t(u64: token))
+        if epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event) == 0 { return true }
+        return errno == ENOENT && epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0
     }
 
     func remove(_ descriptor: Int32) {
@@ -307,8 +312,8 @@ private struct Poller: Sendable {
         guard apply(descriptor, token: token, interest: interest) == 0 else { throw EventLoopError("kevent") }
     }
 
-    func change(_ descriptor: Int32, token: UInt64, interest: Interest) {
-        _ = apply(descriptor, token: token, interest: interest)
+    func change(_ descriptor: Int32, token: UInt64, interest: Interest) -> Bool {
+        apply(descriptor, token: token, interest: interest) == 0
     }
 
     func remove(_ descriptor: Int32) {

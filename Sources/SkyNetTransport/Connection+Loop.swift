@@ -1,4 +1,5 @@
 import SkyNetRuntime
+import Synchronization
 
 /// A connection's reading on an event loop (`EventLoop.shared`) instead of a thread of its own:
 /// what the reader thread does (`Connection+Reader.swift`), as steps the loop runs when the
@@ -58,8 +59,11 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     private var ended = false
 
     /// Whether the loop sends the connection's queue too, not a flusher thread: a socket, or a
-    /// pair whose output the loop can watch (`pairOutput`).
-    let sendsOnLoop: Bool
+    /// pair whose output the loop can watch (`pairOutput`), once reading has started (a send
+    /// before that, or after a start that failed, goes to a flusher thread).
+    var sendsOnLoop: Bool { canSendOnLoop && started.load(ordering: .acquiring) }
+    private let canSendOnLoop: Bool
+    private let started = Atomic<Bool>(false)
     /// A pair's output descriptor, watched apart from its input.
     private let pairOutput: Int32?
 
@@ -77,7 +81,7 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
         } else {
             pairOutput = nil
         }
-        sendsOnLoop = stream.isSocket || pairOutput != nil
+        canSendOnLoop = stream.isSocket || pairOutput != nil
     }
 
     /// Starts watching; false when the loop cannot watch the descriptor (no more descriptors,
@@ -91,6 +95,7 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
                 if readiness.writable, isSending { sendMore() }
                 if readiness.readable { readable() }
             }
+            started.store(true, ordering: .releasing)
             // Set on the loop's thread; until then `readable` waits for this job, which reads.
             loop.execute { [self] in
                 self.watch = watch
@@ -260,13 +265,16 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     private func updateInterest() {
         var interest: Interest = []
         if !isHeld, !isPausedForReplies, !peerEnded { interest.insert(.readable) }
+        var waiting = true
         if !stream.isSocket {
-            writeWatch?.change(to: isSending ? .writable : [])
+            waiting = writeWatch?.change(to: isSending ? .writable : []) ?? true
             if interest.isEmpty { interest = .hangUp }
         } else if isSending {
             interest.insert(.writable)
         }
-        watch?.change(to: interest)
+        waiting = (watch?.change(to: interest) ?? true) && waiting
+        // Out of memory or of the kernel's watches: nothing more would be told, so end it.
+        if !waiting { connection.close(because: .failed(SocketError("epoll_ctl"))) }
     }
 
     /// After an over-long line was refused: for up to a second (and 16 MiB), read and drop

@@ -153,6 +153,22 @@ struct HTTPEventStreamTests {
         }
     }
 
+    /// A client that ends its side once its request is out (some command-line clients do)
+    /// still gets every frame: the end of its sending is not the end of the stream.
+    @Test func aClientThatHalfClosesAfterItsRequestKeepsItsStream() async throws {
+        try await withHTTPServer { server in
+            try server.publish(event: "state", data: "{}", snapshot: true)
+            let socket = try await EventStreamReader.open(server)
+            defer { socket.close() }
+            socket.shutdown(reading: false, writing: true)
+            _ = try await EventStreamReader.read(socket) { $0.count >= 1 }
+            for seq in 0..<3 { try server.publish(event: "task", data: "\(seq)") }
+            let frames = try await EventStreamReader.read(socket) { $0.count >= 3 }.frames
+            #expect(frames.map(\.data) == ["0", "1", "2"])
+            #expect(server.clientCount == 1)
+        }
+    }
+
     /// A stream's client that takes no byte while frames wait for it is cut at the stall
     /// deadline, and its slot is free; a client that reads is never cut. (Before, 128 streams
     /// that never read held every stream slot for as long as they stayed.)

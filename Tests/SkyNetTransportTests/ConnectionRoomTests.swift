@@ -20,11 +20,23 @@ struct ConnectionRoomTests {
         connection.start(onEvent: { _ in })
         let line = Array(String(repeating: "x", count: 4095).utf8) + [10]
         var lines = 0
-        while connection.queuedBytes < bytes {
-            try connection.send(line)
-            lines += 1
+        // Until the kernel takes nothing more (the socket is not writable: its buffer is full
+        // and the peer's window closed), with the queue still past `bytes`: until then the
+        // loop keeps moving queued bytes into the kernel, and a busy machine let it do so
+        // after a test's senders had started to wait, which made room for them.
+        while true {
+            while connection.queuedBytes < bytes {
+                try connection.send(line)
+                lines += 1
+            }
+            try await awaitState(upTo: .seconds(20)) { !Self.isWritable(server) || connection.queuedBytes < bytes }
+            if !Self.isWritable(server), connection.queuedBytes >= bytes { return (connection, client, lines) }
         }
-        return (connection, client, lines)
+    }
+
+    private static func isWritable(_ socket: Socket) -> Bool {
+        var polled = pollfd(fd: socket.descriptor, events: Int16(POLLOUT), revents: 0)
+        return poll(&polled, 1, 0) == 1
     }
 
     /// Runs `waitForRoom` on a thread of its own; the signal gets its answer.

@@ -17,8 +17,13 @@ package struct ChaCha20Poly1305: Sendable {
         self.key = Array(key)
     }
 
+    /// The longest message: ChaCha20's block counter starts at 1 and must not wrap (RFC 8439
+    /// §2.8), about 256 GiB.
+    static let maxMessageCount = (1 << 32 - 1) * 64
+
     /// Encrypts `buffer` in place and returns the tag over `aad` and the ciphertext.
     package func seal(_ buffer: UnsafeMutableRawBufferPointer, nonce: [UInt8], aad: UnsafeRawBufferPointer) -> [UInt8] {
+        precondition(buffer.count <= Self.maxMessageCount, "a ChaCha20-Poly1305 message holds at most 256 GiB")
         let cipher = ChaCha20(key: key, nonce: nonce)
         var mac = Poly1305(key: Self.oneTimeKey(cipher))
         cipher.apply(to: buffer, counter: 1)
@@ -29,6 +34,7 @@ package struct ChaCha20Poly1305: Sendable {
     /// (and `buffer` untouched) when the tag does not match.
     package func open(_ buffer: UnsafeMutableRawBufferPointer, tag: some Collection<UInt8>, nonce: [UInt8],
                       aad: UnsafeRawBufferPointer) -> Bool {
+        guard buffer.count <= Self.maxMessageCount else { return false }
         let cipher = ChaCha20(key: key, nonce: nonce)
         var mac = Poly1305(key: Self.oneTimeKey(cipher))
         let expected = Self.tag(&mac, aad: aad, ciphertext: UnsafeRawBufferPointer(buffer))

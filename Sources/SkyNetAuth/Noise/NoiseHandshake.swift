@@ -64,8 +64,25 @@ package struct NoiseHandshake: Sendable {
     /// The handshake hash: both sides hold the same once complete (a channel binding).
     package var handshakeHash: [UInt8] { hash }
 
-    /// The next message of this side, carrying `payload` encrypted.
+    /// The next message of this side, carrying `payload` encrypted. Nothing changes when it
+    /// throws.
     package mutating func writeMessage(payload: [UInt8] = []) throws(Failure) -> [UInt8] {
+        var next = self
+        let message = try next.write(payload)
+        self = next
+        return message
+    }
+
+    /// Reads the peer's next message; its payload. Nothing changes when it throws: a refused
+    /// message leaves the handshake where it was.
+    package mutating func readMessage(_ message: [UInt8]) throws(Failure) -> [UInt8] {
+        var next = self
+        let payload = try next.read(message)
+        self = next
+        return payload
+    }
+
+    private mutating func write(_ payload: [UInt8]) throws(Failure) -> [UInt8] {
         guard (role == .initiator && messages == 0) || (role == .responder && messages == 1) else { throw .outOfTurn }
         if messages == 0 { mixKeyAndHash(psk) }
         var message = ephemeral.publicKey
@@ -77,8 +94,7 @@ package struct NoiseHandshake: Sendable {
         return message
     }
 
-    /// Reads the peer's next message; its payload.
-    package mutating func readMessage(_ message: [UInt8]) throws(Failure) -> [UInt8] {
+    private mutating func read(_ message: [UInt8]) throws(Failure) -> [UInt8] {
         guard (role == .responder && messages == 0) || (role == .initiator && messages == 1) else { throw .outOfTurn }
         guard message.count >= Self.keyCount + Self.tagCount else { throw .tooShort }
         if messages == 0 { mixKeyAndHash(psk) }

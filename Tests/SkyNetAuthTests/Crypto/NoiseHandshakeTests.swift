@@ -60,6 +60,11 @@ import Testing
         }
         var responder = NoiseHandshake(role: .responder, psk: psk, prologue: prologue)
         #expect(throws: NoiseHandshake.Failure.tooShort) { try responder.readMessage(Array(first.prefix(40))) }
+        // A refused message leaves the handshake as it was: the right one is still read.
+        var changed = first
+        changed[40] ^= 1
+        #expect(throws: NoiseHandshake.Failure.refused) { try responder.readMessage(changed) }
+        #expect(try responder.readMessage(first) == [])
         // Another prologue is another handshake.
         var elsewhere = NoiseHandshake(role: .responder, psk: psk, prologue: Array("other".utf8))
         #expect(throws: NoiseHandshake.Failure.refused) { try elsewhere.readMessage(first) }
