@@ -36,7 +36,7 @@ struct HTTPEventStreamTests {
     }
 
     /// A hundred browsers on the stream, none reading between frames: they wait on the event
-    /// loops (a thread each before), and each gets every frame, in order.
+    /// loops, with no thread each, and each gets every frame, in order.
     @Test func aHundredStreamsHoldNoThreadAndEachGetsEveryFrame() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.maxClientsPerAddress = 128
@@ -170,8 +170,8 @@ struct HTTPEventStreamTests {
     }
 
     /// A stream's client that takes no byte while frames wait for it is cut at the stall
-    /// deadline, and its slot is free; a client that reads is never cut. (Before, 128 streams
-    /// that never read held every stream slot for as long as they stayed.)
+    /// deadline, and its slot is free; a client that reads is never cut. (Without the cut, 128
+    /// streams that never read hold every stream slot for as long as they stay.)
     @Test func aStreamWhoseClientTakesNothingIsCutAtTheStallDeadline() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.streamStallDeadline = .seconds(1)

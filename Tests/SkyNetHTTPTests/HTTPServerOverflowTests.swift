@@ -56,8 +56,8 @@ struct HTTPServerOverflowTests {
     /// 40 silent sockets from 127.0.0.1 (a slowloris from one address): the address never
     /// holds more than its 32, and a client from 127.0.0.2 is still served. A request from
     /// 127.0.0.1 itself (where probes come from) closes that address's longest silent
-    /// connection and is served; without eviction it gets 503. (Before, the address's cap
-    /// refused it before any eviction: 32 silent connections kept local probes out.)
+    /// connection and is served; without eviction it gets 503. (A cap that refused before
+    /// it evicted let 32 silent connections keep local probes out.)
     @Test(arguments: [true, false])
     func oneAddressHoldingItsCapKeepsNeitherAnotherAddressNorItsOwnRequestsOut(evicting: Bool) async throws {
         #if os(Linux)
@@ -87,8 +87,8 @@ struct HTTPServerOverflowTests {
 
     /// Once its response is out, a connection no longer holds a slot, however long the client
     /// takes to close: two clients that got their answer and keep their sockets open leave
-    /// the two slots to the next. (Before, each held its slot through the graceful close: a
-    /// client reconnecting after each answer kept every slot full.)
+    /// the two slots to the next. (Were the slot held through the graceful close, a client
+    /// reconnecting after each answer would keep every slot full.)
     @Test func aConnectionWhoseResponseIsOutHoldsNoSlot() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.maxClients = 2
