@@ -91,7 +91,7 @@ extension SSHChannel {
     func readStderr(_ descriptor: Int32?) {
         guard let descriptor else { return stderr.ended.fulfil(()) }
         let reading = StderrReading(tail: stderr, prefix: "[\(name)] ", hostLog: hostLog)
-        if EventLoop.readPipe(descriptor, chunk: { reading.take($0) }, end: { reading.finish() }) { return }
+        if EventLoop.readPipe(descriptor, chunk: { reading.take($0) }, end: { reading.finish() }) != nil { return }
         startThread(named: "skynet-ssh-stderr") {
             readChunks(from: descriptor, chunkSize: 16 * 1024) { reading.take($0); return true }
             closeFile(descriptor)

@@ -126,23 +126,23 @@ package final class ChildProcess: Sendable {
         }
         pipes = Locked((captured(options.stdout, outPipe, 1), captured(options.stderr, errPipe, 2)))
         capture = streams.isEmpty ? nil : OutputCapture()
-        // With captured outputs and a pidfd, one thread reads them and reaps the child as soon
-        // as its pidfd says it exited: one thread per child instead of two.
-        let exitDescriptor = capture == nil ? nil : GNU.pidfdOpen.map { $0(pid, 0) }.flatMap { $0 >= 0 ? $0 : nil }
-        if let capture {
-            let streams = streams
+        // An event loop waits for the exit (a pidfd) and the loops read the captured outputs;
+        // without that, one thread reads the outputs and reaps the child (with a pidfd it can
+        // poll), or, with no captured output, a thread of its own reaps it.
+        let pidfd = GNU.pidfdOpen.map { $0(pid, 0) }.flatMap { $0 >= 0 ? $0 : nil }
+        let watched = pidfd.map { pidfd in EventLoop.whenExited(pidfd: pidfd) { [self] in reap() } } ?? false
+        let capturedStreams = streams
+        if watched {
+            capture?.startOnLoops(capturedStreams, overflow: { [self] in killIfRunning() })
+        } else if let capture {
+            // The capture thread also polls the pidfd, when there is one, and reaps then.
             startThread(named: "skynet-child-output") { [self] in
-                capture.run(streams, exitDescriptor: exitDescriptor, exited: { reap() }, overflow: { killIfRunning() })
+                capture.run(capturedStreams, exitDescriptor: pidfd, exited: { reap() }, overflow: { killIfRunning() })
             }
-        }
-        // Otherwise an event loop waits for the exit (a pidfd), or else a thread of its own.
-        if exitDescriptor == nil {
-            let pidfd = GNU.pidfdOpen.map { $0(pid, 0) }.flatMap { $0 >= 0 ? $0 : nil }
-            let watched = pidfd.map { pidfd in EventLoop.whenExited(pidfd: pidfd) { [self] in reap() } } ?? false
-            if !watched {
-                if let pidfd { close(pidfd) }
-                startThread(named: "skynet-reaper") { [self] in reap() }
-            }
+            if pidfd == nil { startThread(named: "skynet-reaper") { [self] in reap() } }
+        } else {
+            if let pidfd { close(pidfd) }
+            startThread(named: "skynet-reaper") { [self] in reap() }
         }
     }
 
@@ -269,7 +269,7 @@ package final class ChildProcess: Sendable {
 /// its own named `thread`.
 func readLines(from fd: Int32, maxLength: Int, into log: LineLog, orOnThread thread: String) {
     let lines = PipeLines(maxLength: maxLength, log: log)
-    if EventLoop.readPipe(fd, chunk: { lines.take($0) }, end: { lines.finish() }) { return }
+    if EventLoop.readPipe(fd, chunk: { lines.take($0) }, end: { lines.finish() }) != nil { return }
     startThread(named: thread) {
         readChunks(from: fd) { lines.take($0); return true }
         close(fd)

@@ -156,6 +156,33 @@ import Testing
         #expect(cut?.stdout?.bytes.count == 1000)
     }
 
+    /// Forty running children with captured outputs are read on the event loops: no thread
+    /// each; each one's output arrives whole once it ends.
+    @Test func fortyChildrenWithCapturedOutputsHoldNoThreadEach() async throws {
+        let directory = try TemporaryDirectory()
+        let gate = directory.path + "/go"
+        var children: [ChildProcess] = []
+        defer { for child in children { child.send(SIGKILL) } }
+        for index in 0..<40 {
+            let script = "echo out \(index); echo err >&2; while [ ! -e '\(gate)' ]; do sleep 0.05; done; echo done"
+            var options = ChildProcess.Options(arguments: ["-c", script])
+            options.stdout = .bytes(limit: 1000)
+            options.stderr = .tail(bytes: 100)
+            children.append(try ChildProcess.spawn("/bin/sh", options))
+        }
+        // A thread each made 40 of them; other suites beside this one may hold a few.
+        let captureThreads = threadNames().filter { $0.hasPrefix("skynet-child-o") }.count  // names are cut at 15 bytes
+        #expect(captureThreads < 10, "\(captureThreads) capture threads for 40 children")
+        _ = try directory.write([], named: "go")
+        var whole = 0
+        for (index, child) in children.enumerated() {
+            #expect(try await exit(of: child).succeeded)
+            let captured = await child.capturedOutput
+            if captured?.stdout?.bytes == Array("out \(index)\ndone\n".utf8), captured?.stderr?.bytes == Array("err\n".utf8) { whole += 1 }
+        }
+        #expect(whole == 40)
+    }
+
     @Test func aTailOutputKeepsOnlyTheLastBytes() async throws {
         var options = ChildProcess.Options(arguments: ["-c", "seq 1 100000 >&2"])
         options.stderr = .tail(bytes: 12)
