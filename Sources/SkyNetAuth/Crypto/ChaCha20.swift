@@ -7,23 +7,30 @@ package struct ChaCha20: Sendable {
     static let blockCount = 64
 
     /// The state's words 4…11 (the key) and 13…15 (the nonce); word 12 is the block counter.
-    private let key: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
+    private let key: Key
     private let nonce: (UInt32, UInt32, UInt32)
 
     /// `key` must hold 32 bytes and `nonce` 12 (the callers are ours: a wrong size is a bug).
     package init(key: some Collection<UInt8>, nonce: some Collection<UInt8>) {
         precondition(key.count == Self.keyCount && nonce.count == Self.nonceCount, "ChaCha20 takes a 32-byte key and a 12-byte nonce")
-        let k = Self.words(key), n = Self.words(nonce)
-        self.key = (k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7])
-        self.nonce = (n[0], n[1], n[2])
+        let n = Array(nonce).withUnsafeBytes { (LittleEndian.word32($0, 0), LittleEndian.word32($0, 4), LittleEndian.word32($0, 8)) }
+        self.init(key: Self.words(key), nonce: n)
     }
 
-    private static func words(_ bytes: some Collection<UInt8>) -> [UInt32] {
-        let bytes = Array(bytes)
-        return stride(from: 0, to: bytes.count, by: 4).map { index -> UInt32 in
-            let low = UInt32(bytes[index]) | UInt32(bytes[index + 1]) << 8
-            let high = UInt32(bytes[index + 2]) << 16 | UInt32(bytes[index + 3]) << 24
-            return low | high
+    /// A key already read as words (`words`), and a nonce as its three words: no bytes to read
+    /// per message.
+    init(key: Key, nonce: (UInt32, UInt32, UInt32)) {
+        self.key = key
+        self.nonce = nonce
+    }
+
+    typealias Key = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
+
+    /// A 32-byte key as the state's eight words.
+    static func words(_ key: some Collection<UInt8>) -> Key {
+        Array(key).withUnsafeBytes { bytes in
+            (LittleEndian.word32(bytes, 0), LittleEndian.word32(bytes, 4), LittleEndian.word32(bytes, 8), LittleEndian.word32(bytes, 12),
+             LittleEndian.word32(bytes, 16), LittleEndian.word32(bytes, 20), LittleEndian.word32(bytes, 24), LittleEndian.word32(bytes, 28))
         }
     }
 

@@ -9,38 +9,66 @@ package struct ChaCha20Poly1305: Sendable {
     package static let nonceCount = 12
     package static let tagCount = 16
 
-    private let key: [UInt8]
+    private let key: ChaCha20.Key
 
     /// `key` must hold 32 bytes.
     package init(key: some Collection<UInt8>) {
         precondition(key.count == Self.keyCount, "ChaCha20-Poly1305 takes a 32-byte key")
-        self.key = Array(key)
+        self.key = ChaCha20.words(key)
     }
 
     /// The longest message: ChaCha20's block counter starts at 1 and must not wrap (RFC 8439
     /// §2.8), about 256 GiB.
     static let maxMessageCount = (1 << 32 - 1) * 64
 
-    /// Encrypts `buffer` in place and returns the tag over `aad` and the ciphertext.
-    package func seal(_ buffer: UnsafeMutableRawBufferPointer, nonce: [UInt8], aad: UnsafeRawBufferPointer) -> [UInt8] {
+    /// A nonce as ChaCha20's three state words (its bytes 0–3, 4–7, 8–11, little-endian).
+    typealias Nonce = (UInt32, UInt32, UInt32)
+
+    static func nonce(_ bytes: [UInt8]) -> Nonce {
+        precondition(bytes.count == nonceCount, "ChaCha20-Poly1305 takes a 12-byte nonce")
+        return bytes.withUnsafeBytes { (LittleEndian.word32($0, 0), LittleEndian.word32($0, 4), LittleEndian.word32($0, 8)) }
+    }
+
+    /// Encrypts `buffer` in place and writes the tag over `aad` and the ciphertext to `tag`
+    /// (16 bytes). Nothing is allocated: a small message costs its blocks and no more.
+    func seal(_ buffer: UnsafeMutableRawBufferPointer, nonce: Nonce, aad: UnsafeRawBufferPointer, tag: UnsafeMutableRawBufferPointer) {
         precondition(buffer.count <= Self.maxMessageCount, "a ChaCha20-Poly1305 message holds at most 256 GiB")
         let cipher = ChaCha20(key: key, nonce: nonce)
-        var mac = Poly1305(key: Self.oneTimeKey(cipher))
+        var mac = Self.authenticator(cipher)
         cipher.apply(to: buffer, counter: 1)
-        return Self.tag(&mac, aad: aad, ciphertext: UnsafeRawBufferPointer(buffer))
+        Self.tag(&mac, aad: aad, ciphertext: UnsafeRawBufferPointer(buffer), into: tag)
+    }
+
+    /// Checks `tag` over `aad` and the ciphertext in `buffer`, then decrypts it in place; false
+    /// (and `buffer` untouched) when the tag does not match.
+    func open(_ buffer: UnsafeMutableRawBufferPointer, tag: UnsafeRawBufferPointer, nonce: Nonce, aad: UnsafeRawBufferPointer) -> Bool {
+        guard buffer.count <= Self.maxMessageCount else { return false }
+        let cipher = ChaCha20(key: key, nonce: nonce)
+        var mac = Self.authenticator(cipher)
+        var expected = (UInt64(0), UInt64(0))
+        let equal = withUnsafeMutableBytes(of: &expected) { computed in
+            Self.tag(&mac, aad: aad, ciphertext: UnsafeRawBufferPointer(buffer), into: computed)
+            return Secrets.equal(UnsafeRawBufferPointer(computed), tag)
+        }
+        guard equal else { return false }
+        cipher.apply(to: buffer, counter: 1)
+        return true
+    }
+
+    /// Encrypts `buffer` in place and returns the tag over `aad` and the ciphertext.
+    package func seal(_ buffer: UnsafeMutableRawBufferPointer, nonce: [UInt8], aad: UnsafeRawBufferPointer) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: Self.tagCount) { tag, count in
+            seal(buffer, nonce: Self.nonce(nonce), aad: aad, tag: UnsafeMutableRawBufferPointer(tag))
+            count = Self.tagCount
+        }
     }
 
     /// Checks `tag` over `aad` and the ciphertext in `buffer`, then decrypts it in place; false
     /// (and `buffer` untouched) when the tag does not match.
     package func open(_ buffer: UnsafeMutableRawBufferPointer, tag: some Collection<UInt8>, nonce: [UInt8],
                       aad: UnsafeRawBufferPointer) -> Bool {
-        guard buffer.count <= Self.maxMessageCount else { return false }
-        let cipher = ChaCha20(key: key, nonce: nonce)
-        var mac = Poly1305(key: Self.oneTimeKey(cipher))
-        let expected = Self.tag(&mac, aad: aad, ciphertext: UnsafeRawBufferPointer(buffer))
-        guard Secrets.equal(expected, tag) else { return false }
-        cipher.apply(to: buffer, counter: 1)
-        return true
+        guard tag.count == Self.tagCount else { return false }
+        return Array(tag).withUnsafeBytes { open(buffer, tag: $0, nonce: Self.nonce(nonce), aad: aad) }
     }
 
     /// `plaintext` sealed: the ciphertext, then the 16-byte tag.
@@ -60,23 +88,24 @@ package struct ChaCha20Poly1305: Sendable {
         return opened ? plaintext : nil
     }
 
-    /// Poly1305's one-time key: the first 32 bytes of block 0 (RFC 8439 §2.6).
-    private static func oneTimeKey(_ cipher: ChaCha20) -> [UInt8] {
-        cipher.apply(to: [UInt8](repeating: 0, count: 32), counter: 0)
+    /// Poly1305 keyed with its one-time key: the first 32 bytes of block 0 (RFC 8439 §2.6).
+    private static func authenticator(_ cipher: ChaCha20) -> Poly1305 {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { block in
+            cipher.keyStream(counter: 0, into: block)
+            let mac = Poly1305(key: UnsafeRawBufferPointer(block))
+            block.update(repeating: 0)  // the one-time key does not outlive its use
+            return mac
+        }
     }
 
     /// aad, zeros to 16, ciphertext, zeros to 16, both lengths as 64-bit little-endian.
-    private static func tag(_ mac: inout Poly1305, aad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer) -> [UInt8] {
-        let zeros = [UInt8](repeating: 0, count: 16)
+    private static func tag(_ mac: inout Poly1305, aad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer,
+                            into tag: UnsafeMutableRawBufferPointer) {
         mac.update(aad)
-        mac.update(Array(zeros.prefix((16 - aad.count % 16) % 16)))
+        mac.updateZeros((16 - aad.count % 16) % 16)
         mac.update(ciphertext)
-        mac.update(Array(zeros.prefix((16 - ciphertext.count % 16) % 16)))
-        var lengths = [UInt8]()
-        for length in [UInt64(aad.count), UInt64(ciphertext.count)] {
-            for shift in stride(from: 0, to: 64, by: 8) { lengths.append(UInt8(truncatingIfNeeded: length >> UInt64(shift))) }
-        }
-        mac.update(lengths)
-        return mac.finalize()
+        mac.updateZeros((16 - ciphertext.count % 16) % 16)
+        withUnsafeBytes(of: (UInt64(aad.count).littleEndian, UInt64(ciphertext.count).littleEndian)) { mac.update($0) }
+        mac.finalize(into: tag)
     }
 }

@@ -12,13 +12,19 @@ package struct Poly1305: Sendable {
     /// The key's second half, added at the end.
     private let pad: (UInt32, UInt32, UInt32, UInt32)
     private var h0: UInt64 = 0, h1: UInt64 = 0, h2: UInt64 = 0, h3: UInt64 = 0, h4: UInt64 = 0
-    /// A partial block waiting for more bytes.
-    private var pending = [UInt8]()
+    /// A partial block waiting for more bytes, kept inline (no allocation per message), and
+    /// how many of its bytes are held.
+    private var pending: (UInt64, UInt64) = (0, 0)
+    private var pendingCount = 0
 
     /// `key` must hold 32 bytes (used for one message only).
     package init(key: some Collection<UInt8>) {
-        let key = Array(key)
         precondition(key.count == Self.keyCount, "Poly1305 takes a 32-byte key")
+        self = Array(key).withUnsafeBytes { Poly1305(key: $0) }
+    }
+
+    /// `key`: its first 32 bytes.
+    init(key: UnsafeRawBufferPointer) {
         let t0 = Self.word(key, 0), t1 = Self.word(key, 4), t2 = Self.word(key, 8), t3 = Self.word(key, 12)
         // r &= 0x0ffffffc0ffffffc0ffffffc0fffffff, split into 26-bit limbs.
         r0 = UInt64(t0) & 0x3ff_ffff
@@ -34,31 +40,39 @@ package struct Poly1305: Sendable {
     }
 
     private static func word(_ bytes: UnsafeRawBufferPointer, _ at: Int) -> UInt32 {
-        UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self))
-    }
-
-    private static func word(_ bytes: [UInt8], _ at: Int) -> UInt32 {
-        let low = UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8
-        let high = UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24
-        return low | high
+        LittleEndian.word32(bytes, at)
     }
 
     /// Absorbs `bytes` (any length; blocks are 16 bytes, the last may be short).
     package mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
         var offset = 0
-        if !pending.isEmpty {
-            let take = min(16 - pending.count, bytes.count)
-            pending += bytes[0..<take]
+        if pendingCount > 0 {
+            let take = min(16 - pendingCount, bytes.count)
+            let held = pendingCount
+            withUnsafeMutableBytes(of: &pending) { $0.baseAddress.unsafelyUnwrapped.advanced(by: held).copyMemory(from: bytes.baseAddress.unsafelyUnwrapped, byteCount: take) }
+            pendingCount += take
             offset = take
-            guard pending.count == 16 else { return }
-            pending.withUnsafeBytes { block(at: $0, 0, highBit: 1 << 24) }
-            pending.removeAll(keepingCapacity: true)
+            guard pendingCount == 16 else { return }
+            var full = pending
+            withUnsafeBytes(of: &full) { block(at: $0, 0, highBit: 1 << 24) }
+            pending = (0, 0)
+            pendingCount = 0
         }
         while bytes.count - offset >= 16 {
             block(at: bytes, offset, highBit: 1 << 24)
             offset += 16
         }
-        if offset < bytes.count { pending += bytes[offset...] }
+        if offset < bytes.count {
+            let rest = bytes.count - offset
+            withUnsafeMutableBytes(of: &pending) { $0.baseAddress.unsafelyUnwrapped.copyMemory(from: bytes.baseAddress.unsafelyUnwrapped + offset, byteCount: rest) }
+            pendingCount = rest
+        }
+    }
+
+    /// Absorbs `count` zero bytes (at most 15): the padding of RFC 8439's AEAD.
+    mutating func updateZeros(_ count: Int) {
+        withUnsafeBytes(of: (UInt64(0), UInt64(0))) { update(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
     }
 
     package mutating func update(_ bytes: [UInt8]) {
@@ -93,12 +107,21 @@ package struct Poly1305: Sendable {
 
     /// The 16-byte tag. A short last block is padded with a 1 byte then zeros (RFC 8439 §2.5.1).
     package mutating func finalize() -> [UInt8] {
-        if !pending.isEmpty {
+        [UInt8](unsafeUninitializedCapacity: Self.tagCount) { tag, count in
+            finalize(into: UnsafeMutableRawBufferPointer(tag))
+            count = Self.tagCount
+        }
+    }
+
+    /// The tag, written to the first 16 bytes of `tag`.
+    mutating func finalize(into tag: UnsafeMutableRawBufferPointer) {
+        if pendingCount > 0 {
+            let held = pendingCount
             var last = pending
-            last.append(1)
-            last += [UInt8](repeating: 0, count: 16 - last.count)
-            last.withUnsafeBytes { block(at: $0, 0, highBit: 0) }
-            pending.removeAll()
+            withUnsafeMutableBytes(of: &last) { $0[held] = 1 }  // the rest is already zero
+            withUnsafeBytes(of: &last) { block(at: $0, 0, highBit: 0) }
+            pending = (0, 0)
+            pendingCount = 0
         }
         // Carry fully.
         var carry = h1 >> 26; h1 &= 0x3ff_ffff
@@ -137,13 +160,10 @@ package struct Poly1305: Sendable {
         f = w3 + UInt64(pad.3) + (f >> 32)
         let o3 = UInt32(truncatingIfNeeded: f)
         h0 = 0; h1 = 0; h2 = 0; h3 = 0; h4 = 0
-        var tag = [UInt8]()
-        tag.reserveCapacity(16)
-        for word in [o0, o1, o2, o3] {
-            tag += [UInt8(truncatingIfNeeded: word), UInt8(truncatingIfNeeded: word >> 8),
-                    UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 24)]
-        }
-        return tag
+        LittleEndian.store(o0, tag, 0)
+        LittleEndian.store(o1, tag, 4)
+        LittleEndian.store(o2, tag, 8)
+        LittleEndian.store(o3, tag, 12)
     }
 
     /// The tag of `message` under `key`.

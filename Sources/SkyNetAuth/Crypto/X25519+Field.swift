@@ -10,12 +10,10 @@ struct FieldElement {
 
     /// 32 little-endian bytes; the top bit is ignored (RFC 7748 §5).
     init(bytes: [UInt8]) {
-        func word(_ at: Int) -> UInt64 {
-            var value: UInt64 = 0
-            for index in (0..<8).reversed() { value = value << 8 | UInt64(bytes[at + index]) }
-            return value
+        let (w0, w1, w2, top) = bytes.withUnsafeBytes {
+            (LittleEndian.word64($0, 0), LittleEndian.word64($0, 8), LittleEndian.word64($0, 16), LittleEndian.word64($0, 24))
         }
-        let w0 = word(0), w1 = word(8), w2 = word(16), w3 = word(24) & 0x7fff_ffff_ffff_ffff
+        let w3 = top & 0x7fff_ffff_ffff_ffff
         l0 = w0 & Self.mask
         l1 = (w0 >> 51 | w1 << 13) & Self.mask
         l2 = (w1 >> 38 | w2 << 26) & Self.mask
