@@ -39,15 +39,6 @@ extension LoginFailures {
         "[Node] \(count) more failed logins from \(prefix) in the last \(seconds(since)) s"
     }
 
-    /// Whether a right token sent in plain text is warned about now, with how many more were
-    /// since the last warning; nil: it is counted for a later line.
-    package mutating func warnAboutPlainText(now: ContinuousClock.Instant) -> Int? {
-        switch plainText.count(now: now) {
-        case .first(let count), .more(let count, _): count - 1  // this one is the warning's own
-        case nil: nil
-        }
-    }
-
     /// The summed lines whose interval has passed: the sweeper calls this about once a second.
     package mutating func flush(now: ContinuousClock.Instant) -> [String] {
         var lines: [String] = []
@@ -59,9 +50,6 @@ extension LoginFailures {
             entries[prefix] = entry
         }
         if case .more(let count, let since) = nodeWide.flush(now: now) { lines.append(Self.nodeWideSummary(count, since: since)) }
-        if case .more(let count, let since) = plainText.flush(now: now) {
-            lines.append("[Node] Warning: \(count) more hellos sent the token in plain text in the last \(Self.seconds(since)) s")
-        }
         return lines
     }
 

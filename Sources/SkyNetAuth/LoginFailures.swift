@@ -49,8 +49,6 @@ package struct LoginFailures: Sendable {
     private var holding = false
     /// The node-wide burst being reported (`LoginFailures+Log.swift`).
     var nodeWide = LogBurst()
-    /// Plain-text tokens that were right, for their warning (`LoginFailures+Log.swift`).
-    var plainText = LogBurst()
     /// Every failure ever counted (`skynet_login_failures_total`): never decreases.
     package private(set) var total = 0
 

@@ -170,7 +170,7 @@ private final class LinkProgress: Sendable {
 
     func record(_ event: ClusterEvent) {
         state.withLock { state in
-            if case .connected(let name) = event {
+            if case .connected(let name, _) = event {
                 state.waiting.remove(name)
                 if state.waiting.isEmpty { allLinked.fulfil(()) }
             } else {

@@ -26,10 +26,12 @@ struct NodeCommand: Command {
         given no task. A second signal exits at once.
         Jobs also die with a node that is killed (SIGKILL): a small helper process kills them.
         With a token (SKYNET_TOKEN in the environment, or --token-file), only clients that prove
-        they know it are served: the token itself never crosses the wire, and every line after
-        the handshake carries a MAC, so none can be forged, altered, replayed or reordered (see
-        docs/PROTOCOL.md; this is not encryption: inputs and results are readable on the wire).
-        A protocol v1 client that sends the token in plain text is still served, with a warning.
+        they know it are served, and every link is encrypted: a Noise handshake (NNpsk0) with a
+        fresh X25519 key per connection, then ChaCha20-Poly1305 on every message, so nothing can
+        be read, forged, altered, replayed or reordered, not even later by someone who steals
+        the token. The token itself never crosses the wire (docs/PROTOCOL.md). A client that
+        offers the token in plain text, or the unencrypted handshake of protocol version 1, is
+        refused with the version it needs.
         Repeated failed logins from one network (/24, IPv6 /64), or many from anywhere, are
         answered ever more slowly (up to 2 s), and logged per burst.
 

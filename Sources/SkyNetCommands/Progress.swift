@@ -83,7 +83,7 @@ final class Progress: Sendable {
     func record(_ event: ClusterEvent) {
         state.withLock { state in
             switch event {
-            case .connected(let name):
+            case .connected(let name, _):
                 state.peers += 1
                 state.draining.remove(name)
             case .disconnected(let name, _):

@@ -21,7 +21,7 @@ struct ScanCommand: Command {
         request timed out gets no new work until it answers a ping. With a token (SKYNET_TOKEN in
         the environment, or --token-file FILE, owner-readable only, at least 16 bytes), every peer
         must prove it knows it before it gets a task (a peer that cannot is reported
-        `Unauthorized`), the token itself is never sent, and every line is authenticated.
+        `Unauthorized`), the token itself is never sent, and every link is encrypted.
 
         Ctrl-C, SIGTERM or SIGHUP stops the scan: no new tasks, remote work cancelled, a summary
         of what completed and what did not, the journal intact; exit 130 (SIGINT), 143 (SIGTERM)

@@ -98,17 +98,17 @@ struct StatusCommand: Command {
 
     static func table(_ statuses: [PeerStatus]) -> String {
         // The actors column only when some node hosts actors (a program's nodes).
-        let withActors = statuses.contains { if case .up(let pong, _) = $0.state { pong.actors != nil } else { false } }
-        let header = ["name", "address", "state", "running", "completed", "round trip"] + (withActors ? ["actors"] : [])
+        let withActors = statuses.contains { if case .up(let pong, _, _) = $0.state { pong.actors != nil } else { false } }
+        let header = ["name", "address", "state", "running", "completed", "round trip", "link"] + (withActors ? ["actors"] : [])
         let rows = statuses.map { status -> [String] in
             let address = status.node.address
             switch status.state {
-            case .up(let pong, let milliseconds):
+            case .up(let pong, let milliseconds, let link):
                 let actors = pong.actors.map { $0.isEmpty ? "none" : $0.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") } ?? "-"
                 return [status.node.name, address, pong.draining ? "up (draining)" : "up", "\(pong.running)/\(pong.capacity)", String(pong.completed),
-                        String(cFormat: "%.2f ms", milliseconds)] + (withActors ? [actors] : [])
+                        String(cFormat: "%.2f ms", milliseconds), link.rawValue] + (withActors ? [actors] : [])
             case .down(let reason):
-                return [status.node.name, address, "down (\(reason))", "-", "-", "-"] + (withActors ? ["-"] : [])
+                return [status.node.name, address, "down (\(reason))", "-", "-", "-", "-"] + (withActors ? ["-"] : [])
             }
         }
         // Names from a shared cluster file and reasons from the nodes' answers come from outside.
@@ -131,8 +131,9 @@ struct StatusCommand: Command {
         json.add("name", status.node.name)
         json.add("address", status.node.address)
         switch status.state {
-        case .up(let pong, let milliseconds):
+        case .up(let pong, let milliseconds, let link):
             json.add("up", true)
+            json.add("link", link.rawValue)
             json.add("running", pong.running)
             json.add("capacity", pong.capacity)
             json.add("completed", pong.completed)

@@ -154,7 +154,7 @@ extension DashboardPage {
               }
               const cell = (name) => row.querySelector('.' + name);
               put(cell('name'), system.name);
-              put(cell('address'), system.address);
+              put(cell('address'), system.link === 'encrypted' ? system.address + ' (encrypted)' : system.address);
               put(cell('state'), system.state);
               set(cell('state'), 'className', 'state state-' + system.state.replace(/ /g, '-'));
               set(cell('state'), 'title', system.detail);

@@ -64,6 +64,7 @@ extension ScanBoard {
             let tally = state.report.systems[row.system.name] ?? SystemTally()
             system.add("name", row.system.name)
             system.add("address", row.system.address)
+            if let link = row.link { system.add("link", link.rawValue) } else { system.addNull("link") }
             system.add("state", row.state.rawValue)
             system.add("detail", row.detail)
             system.add("capacity", row.slots.capacity)

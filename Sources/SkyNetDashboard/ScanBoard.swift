@@ -66,6 +66,8 @@ package final class ScanBoard: Sendable {
         let system: System
         var state: RowState
         var detail = ""
+        /// How its last link was protected (nil before it ever linked, and for the local system).
+        var link: LinkProtection?
         /// Which of its slot rows hold a running attempt (grows past the capacity if the
         /// capacity is not known yet).
         var lanes: [Bool] = []
@@ -179,7 +181,11 @@ package final class ScanBoard: Sendable {
             }
             let index = state.row(named: event.peer)
             switch event {
-            case .connected, .responsive, .returned: state.rows[index].state = .connected; state.rows[index].detail = ""
+            case .connected(_, let link):
+                state.rows[index].state = .connected
+                state.rows[index].detail = ""
+                state.rows[index].link = link
+            case .responsive, .returned: state.rows[index].state = .connected; state.rows[index].detail = ""
             case .unresponsive: state.rows[index].state = .unresponsive
             case .disconnected(_, let reason): state.rows[index].state = .gone; state.rows[index].detail = reason
             case .unreachable(_, _, let error): state.rows[index].state = .unreachable; state.rows[index].detail = error

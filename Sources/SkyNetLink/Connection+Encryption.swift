@@ -1,21 +1,31 @@
 import SkyNetAuth
-import SkyNetTransport
 import SkyNetRuntime
-import SkyNetWire
+import SkyNetTransport
 
-/// Sealing is the line filter the cluster gives a connection after a token handshake: the
-/// transport carries lines and knows nothing of authentication.
-extension LineSeal: LineFilter {}
-extension LineSeal.Rejection: LineRefusal {}
+/// The encrypted frames of a token link are the framing the cluster gives a connection after
+/// its handshake: the transport carries lines and knows nothing of cryptography.
+extension FrameSealer: MessageSealer {}
+extension FrameOpener.Refusal: LineRefusal {}
+
+/// `FrameOpener` as a transport's opener: its refusal, type-erased.
+private struct LinkOpener: MessageOpener {
+    var opener: FrameOpener
+
+    mutating func split(_ chunk: UnsafeRawBufferPointer, from start: inout Int, _ body: (Data) -> Bool) -> (any LineRefusal)? {
+        opener.split(chunk, from: &start, body)
+    }
+}
 
 extension Connection {
-    /// From now on every line sent is sealed with `sending` and every line read must open with
-    /// `receiving` (`filter(sending:receiving:)`): call it on the reader thread while handling
-    /// the line that completed the handshake.
-    package func authenticate(sending: LineSeal, receiving: LineSeal) {
-        filter(sending: sending, receiving: receiving)
+    /// From now on every line sent leaves as a frame sealed with `ciphers.send`, and every byte
+    /// read after the line being handled must be frames that open with `ciphers.receive`
+    /// (`frame(sending:receiving:)`): call it on the reader while handling the line that
+    /// completed the handshake.
+    package func encrypt(with ciphers: (send: NoiseCipher, receive: NoiseCipher)) {
+        frame(sending: FrameSealer(ciphers.send),
+              receiving: LinkOpener(opener: FrameOpener(ciphers.receive, maxMessageBytes: limits.maxLineBytes)))
     }
 
-    /// Whether lines are authenticated (sealed) on this connection.
-    package var isAuthenticated: Bool { isFiltered }
+    /// Whether this connection is an encrypted link.
+    package var isEncrypted: Bool { isFramed }
 }

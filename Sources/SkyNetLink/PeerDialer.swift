@@ -1,3 +1,4 @@
+import SkyNetAuth
 import SkyNetRuntime
 import SkyNetTransport
 
@@ -55,6 +56,12 @@ package struct TCPDialer: PeerDialer {
 
     package func dial(timeout: Duration) async throws -> DialedLink {
         let socket = try await Socket.dial(host: host, port: port, timeout: timeout)
-        return DialedLink(connection: Connection(socket: socket, peer: address), welcomeBound: timeout)
+        return DialedLink(connection: Connection(socket: socket, peer: address), welcomeBound: timeout + Self.longestHold)
     }
+
+    /// The longest a node with a token holds a hello back before it answers it at all, while
+    /// its network, or the whole node, sees failed logins (docs/PROTOCOL.md, "Failed logins"):
+    /// the welcome gets that long on top of the timeout, so a right client is slowed by
+    /// someone else's guesses, never refused.
+    static let longestHold = LoginBackoff().delays.most
 }

@@ -6,8 +6,8 @@ import SkyNetTransport
 /// to `maxConnections`. One value behind one lock.
 ///
 /// A silent connection can only ever push out another silent one, never one that has sent a
-/// valid hello: so however many silent sockets an attacker keeps reconnecting, a client that
-/// takes its time over the proof still logs in. Within a budget the one pushed out is the
+/// valid hello: so however many silent sockets an attacker keeps reconnecting, a client whose
+/// hello is held back (its network failed too often) still logs in. Within a budget the one pushed out is the
 /// newcomer's own address's oldest when that address is at its cap, else the oldest of the
 /// address holding the most: a flood from a few addresses pushes out its own sockets, not a
 /// client's single one.
@@ -16,7 +16,7 @@ struct Admission: Sendable {
     enum Stage: Sendable {
         /// Accepted; no valid hello read yet.
         case silent
-        /// A valid hello was read: its challenge or a slowed answer is under way.
+        /// A valid hello was read on a node with a token: its answer is under way, or held back.
         case handshake
     }
 

@@ -112,8 +112,8 @@ public final class Node: Sendable {
     /// None for a node serving one given connection (`serve`).
     private let listener: Listener?
     let admission = Locked(Admission())
-    /// The token as an HMAC key, its pads hashed once.
-    let token: HMACSHA256?
+    /// The Noise pre-shared key the token gives (derived once).
+    let linkKey: LinkKey?
     let logins: Locked<LoginFailures>
     /// Requests started and not yet answered, over all connections; closed by `stop`.
     let pending = InFlight()
@@ -169,7 +169,7 @@ public final class Node: Sendable {
         self.clock = clock
         self.log = log
         phaseState = Locked((.accepting, clock.now))
-        token = options.token.map { HMACSHA256(key: Array($0.utf8)) }
+        linkKey = options.token.map { LinkKey(token: Array($0.utf8)) }
         files = NodeFiles(node: options.name, parent: options.workDir, probe: options.freeSpace)
         logins = Locked(LoginFailures(backoff: options.loginBackoff))
         system = LocalSystem(name: options.name, capacity: options.capacity,

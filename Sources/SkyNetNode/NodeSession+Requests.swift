@@ -11,7 +11,7 @@ extension NodeSession {
     /// those are bounded by the connection's back pressure).
     func serve(_ request: Request, bytes: Int) {
         switch request {
-        case .hello, .auth:
+        case .hello:
             send(WireError.badRequest("already greeted").line)
         case .scan(let id, let task), .job(let id, let task):
             startScan(id: id, task: task)
@@ -183,11 +183,9 @@ extension NodeSession {
         connection.close(because: .writeBacklog)
     }
 
-    /// The most bytes a reply line may hold: a wire line, less the seal on an authenticated
-    /// connection (its sequence number and MAC ride on the same line).
-    var replyRoom: Int {
-        node.options.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
-    }
+    /// The most bytes a reply line may hold: a wire line (on an encrypted link, a frame's
+    /// message: its length and tag are not counted).
+    var replyRoom: Int { node.options.limits.maxLineBytes }
 
     /// `reply`'s line; a result too large for a wire line is told as what the method threw
     /// (it ran, so the caller must not hear that it did not).

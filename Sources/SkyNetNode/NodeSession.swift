@@ -17,8 +17,6 @@ final class NodeSession: Sendable {
     enum Phase {
         /// Waiting for the hello.
         case greeting
-        /// A token handshake: the challenge went out, the client's proof is awaited.
-        case challenged(client: String, transcript: AuthTranscript)
         /// The hello was refused: the lines that came with it are dropped.
         case refused
         /// Serving the client that said hello.
@@ -97,8 +95,6 @@ final class NodeSession: Sendable {
             send(WireError(code: .frameTooLarge, message: "a line may hold at most \(limit) bytes").line)
         case (.greeting, .line(let line)):
             greet(line)
-        case (.challenged(let client, let transcript), .line(let line)):
-            checkProof(line, client: client, transcript: transcript)
         case (.serving, .line(let line)):
             do {
                 try serve(Request.decode(line), bytes: line.count)
@@ -111,94 +107,91 @@ final class NodeSession: Sendable {
 
     /// The first line must be a good hello: anything else is answered and the connection closed.
     ///
-    /// With a token, a hello with a nonce gets a challenge (the node's nonce), and the client is
-    /// served once its proof checks out (`checkProof`), on authenticated lines from the welcome
-    /// on. A protocol v1 hello with the token in plain text is still served, with a warning:
-    /// refusing it would not un-send the token (docs/PROTOCOL.md). A network that keeps
-    /// failing waits before its hello is answered at all (`LoginFailures`).
+    /// With a token, the hello must carry the first message of the Noise handshake; the client
+    /// is served once it opens (`login`), on encrypted frames from the welcome on. A hello that
+    /// offers the token as version 1 did (in plain text, or the hmac-sha256 handshake) is
+    /// refused, naming the version needed: a token link is always encrypted. A network that
+    /// keeps failing waits before its hello is answered at all (`LoginFailures`).
     private func greet(_ line: Data) {
-        let hello: (version: Int, name: String, token: String?, nonce: [UInt8]?)
+        let hello: (version: Int, name: String, noise: [UInt8]?, offersOldToken: Bool)
         do {
-            guard case .hello(let version, let name, let token, let nonce, let actors) = try Request.decode(line) else {
+            guard case .hello(let version, let name, let noise, let actors, let offersOldToken) = try Request.decode(line) else {
                 return refuse(WireError(code: .helloRequired, message: "the first message must be a hello"))
             }
-            hello = (version, name, token, nonce)
+            hello = (version, name, noise, offersOldToken)
             state.withLock { $0.callerActors = actors.map { CallerActors(system: $0) } }
         } catch {
             let saysHello = (try? WireFields(line).type()) == "hello"
             return refuse(saysHello ? WireError.badRequest(error.message ?? "malformed hello")
                                     : WireError(code: .helloRequired, message: "the first message must be a hello"))
         }
-        guard hello.version == wireVersion else {
-            return refuse(WireError(code: .unsupportedVersion, message: "this node speaks version \(wireVersion)"))
+        guard (1...wireVersion).contains(hello.version) else {
+            return refuse(WireError(code: .unsupportedVersion, message: "this node speaks versions 1 to \(wireVersion)"))
         }
         let client = hello.name.isEmpty ? "client" : hello.name
-        guard node.token != nil else { return welcome(client) }
+        guard node.linkKey != nil else { return welcome(client, version: hello.version) }
+        if hello.offersOldToken {
+            // Refused beside a handshake too: a client that sends the token in the clear has
+            // leaked it, and must hear so. Not a guess (the token is not looked at), so not a
+            // failed login either.
+            return refuse(WireError(code: .unsupportedVersion, message: "this node takes the token only on an encrypted link: "
+                                        + "send a version \(WireAuth.encryptedVersion) hello with a Noise handshake, and no \"token\", "
+                                        + "\"auth\" or \"nonce\" (the token in plain text and the hmac-sha256 handshake of version 1 are refused)"))
+        }
+        guard let noise = hello.noise else {
+            return refuseLogin("this node requires the token: send a version \(WireAuth.encryptedVersion) hello with a Noise handshake")
+        }
         // The connection's reading waits out a slowdown, right token or wrong: what the client
         // sends meanwhile stays in order, and nothing of it runs elsewhere.
         let wait = node.logins.withLock { $0.delay(for: Socket.address(of: connection.peer), now: .now) }
         node.admitHandshake(self, held: wait)
-        guard wait != .zero else { return login(client, hello: line, token: hello.token, nonce: hello.nonce) }
-        let (token, nonce) = (hello.token, hello.nonce)
+        guard wait != .zero else { return login(noise: noise) }
         connection.holdReading(for: wait) { [self] open in
-            if open { login(client, hello: line, token: token, nonce: nonce) }
+            if open { login(noise: noise) }
         }
     }
 
-    /// Answers the hello of a node with a token: a challenge for a hello with a nonce, else the
-    /// verdict on the plain-text token.
-    private func login(_ client: String, hello line: Data, token given: String?, nonce: [UInt8]?) {
-        guard let expected = node.options.token else { return }
-        if nonce != nil {  // the transcript holds it: it is in the hello line
-            let nodeNonce = Secrets.randomBytes(WireAuth.nonceCount)
-            let transcript = AuthTranscript(hello: line, nodeNonce: nodeNonce)
-            state.withLock { $0.phase = .challenged(client: client, transcript: transcript) }
-            return send(Reply.challenge(nonce: nodeNonce).line)
+    /// Reads the first message of the Noise handshake: it opens only with the node's token, and
+    /// its payload is the hello that counts (its name and actor system).
+    private func login(noise message: [UInt8]) {
+        guard let key = node.linkKey else { return }
+        var handshake = key.responder()
+        guard let payload = try? handshake.readMessage(message) else {
+            return refuseLogin("wrong token (the handshake does not open)")
         }
-        guard let given else {
-            return refuseLogin("this node requires the token: use the \(WireAuth.scheme) handshake")
+        guard case .hello(WireAuth.encryptedVersion, let name, nil, let actors, false)? = try? Request.decode(Data(payload)) else {
+            return refuse(WireError.badRequest("the handshake must carry a version \(WireAuth.encryptedVersion) hello, without \"noise\" or a token"))
         }
-        // Compared as digests, so that the time tells nothing, not even the token's length.
-        guard Secrets.equal(SHA256.hash(Array(given.utf8)), SHA256.hash(Array(expected.utf8))) else {
-            // A wrong one is a failed login like any other (and logged as one), not a leak.
-            return refuseLogin("wrong or missing token")
-        }
-        // The right token crossed the wire in clear: the operator hears of it, once per burst.
-        if let earlier = node.logins.withLock({ $0.warnAboutPlainText(now: .now) }) {
-            node.log("[Node] Warning: \(client) from \(connection.peer) sent the token in plain text (a protocol v1 hello): "
-                        + "anyone on the path can read it; use a client that speaks the \(WireAuth.scheme) handshake"
-                        + (earlier > 0 ? " (and \(earlier) more hellos did since the last warning)" : ""))
-        }
-        welcome(client)
+        state.withLock { $0.callerActors = actors.map { CallerActors(system: $0) } }
+        welcome(name.isEmpty ? "client" : name, version: WireAuth.encryptedVersion, handshake: handshake)
     }
 
-    /// The line after a challenge must be the client's proof; from then on every line is sealed.
-    private func checkProof(_ line: Data, client: String, transcript: AuthTranscript) {
-        guard case .auth(let proof)? = try? Request.decode(line) else {
-            return refuse(WireError.badRequest("expected the auth line answering the challenge"))
-        }
-        guard let token = node.token, Secrets.equal(proof, transcript.coordinatorProof(token: token)) else {
-            return refuseLogin("wrong token (the proof does not match)")
-        }
-        welcome(client, keys: transcript.sessionKeys(token: token, as: .node))
-    }
-
-    /// Serves the client, if the node has room; with `keys`, on authenticated lines.
-    private func welcome(_ client: String, keys: SessionKeys? = nil) {
+    /// Serves the client, if the node has room; after a `handshake`, on encrypted frames: the
+    /// welcome is the payload of the handshake's answer, and every later message a frame.
+    private func welcome(_ client: String, version: Int, handshake: NoiseHandshake? = nil) {
         switch node.admitGreeted(self) {
         case true?: break
         case false?: return refuse(WireError(code: .busy, message: "too many connections (at most \(node.options.maxConnections))"))
         case nil: return  // pushed out of the hello budget meanwhile: closing
         }
-        state.withLock { $0.phase = .serving(client: client) }
-        if let keys {
-            connection.authenticate(sending: LineSeal(key: keys.sending), receiving: LineSeal(key: keys.receiving))
+        let welcome = Reply.welcome(version: version, name: node.options.name, capacity: node.system.capacity,
+                                    jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds,
+                                    files: node.offersFiles ? FileSupport(maxFileSize: node.options.maxFileSize) : nil,
+                                    actors: node.options.actors.map { ActorOffer(system: $0.name, build: $0.registry.build) }).line
+        if var handshake {
+            // The answer's ephemeral key must give a shared secret: one of small order does
+            // not, and only a holder of the token could have sent it.
+            guard let answer = try? handshake.writeMessage(payload: Array(welcome.dropLast())), let ciphers = try? handshake.split() else {
+                return refuse(WireError.badRequest("the handshake's ephemeral key gives no shared secret"))
+            }
+            state.withLock { $0.phase = .serving(client: client) }
+            send(Reply.handshake(noise: answer).line)
+            connection.encrypt(with: ciphers)
+        } else {
+            state.withLock { $0.phase = .serving(client: client) }
+            send(welcome)
         }
-        if node.options.logsConnections { node.log("[Node] Connected: \(client) from \(connection.peer)\(keys == nil ? "" : " (authenticated)")") }
-        send(Reply.welcome(version: wireVersion, name: node.options.name, capacity: node.system.capacity,
-                           jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds,
-                           files: node.offersFiles ? FileSupport(maxFileSize: node.options.maxFileSize) : nil,
-                           actors: node.options.actors.map { ActorOffer(system: $0.name, build: $0.registry.build) }).line)
+        if node.options.logsConnections { node.log("[Node] Connected: \(client) from \(connection.peer)\(handshake == nil ? "" : " (encrypted)")") }
         welcomeSent()
         linkCallerActors()
     }

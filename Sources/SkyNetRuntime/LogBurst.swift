@@ -4,7 +4,7 @@
 /// over: the next event begins another, with a first line again.
 ///
 /// The one burst counter of the package: connections a node closed before their hello, failed
-/// logins per network and node-wide, tokens sent in plain text.
+/// logins per network and node-wide.
 package struct LogBurst: Sendable {
     /// What the log says now.
     package enum Line: Sendable, Equatable {

@@ -1,9 +1,19 @@
 import SkyNetWork
 
+/// How a link to a node is kept from eyes on the network.
+public enum LinkProtection: String, Sendable {
+    /// A TCP link with the cluster's token: every message encrypted and authenticated.
+    case encrypted
+    /// A channel of an ssh login: ssh encrypts it.
+    case ssh
+    /// A TCP link without a token: readable by anyone on the path.
+    case plain
+}
+
 /// What a coordinator's links to its peers report.
 public enum ClusterEvent: Sendable, CustomStringConvertible {
-    /// Linked: the node welcomed us and takes work.
-    case connected(String)
+    /// Linked: the node welcomed us and takes work, over a link of that protection.
+    case connected(String, link: LinkProtection)
     /// The link ended (`reason`); its running tasks run elsewhere, and it is dialled again.
     case disconnected(String, reason: String)
     /// Not reachable; reported once until it connects, retried with backoff.
@@ -53,7 +63,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// The peer's name.
     package var peer: String {
         switch self {
-        case .connected(let name), .disconnected(let name, _), .unreachable(let name, _, _), .sshUnreachable(let name, _, _, _),
+        case .connected(let name, _), .disconnected(let name, _), .unreachable(let name, _, _), .sshUnreachable(let name, _, _, _),
              .shippingAgain(let name, _),
              .refused(let name, _, _), .unauthorized(let name, _), .lacksJob(let name, _, _), .jobDiffers(let name, _, _, _, _),
              .actorsDiffer(let name, _, _),
@@ -65,7 +75,7 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
     /// The log line of the event.
     public var description: String {
         switch self {
-        case .connected(let name): "[Cluster] Connected: \(name)"
+        case .connected(let name, _): "[Cluster] Connected: \(name)"
         case .disconnected(let name, let reason): "[Cluster] Disconnected: \(name) (\(reason))"
         case .unreachable(let name, let address, let error): "[Cluster] Unreachable: \(name) at \(address) (\(error)); retrying"
         case .sshUnreachable(let name, _, let reason, let fix): "[Cluster] Unreachable: \(name) (\(reason))" + (fix.isEmpty ? "" : " — \(fix)")
@@ -97,8 +107,8 @@ public enum ClusterEvent: Sendable, CustomStringConvertible {
         if case .lacksJob(_, let job, _) = self { return "declare it on the nodes: skynet node --job '\(job)=COMMAND'" }
         guard case .refused(_, let code, let message) = self else { return "" }
         switch code {
-        case .unauthorized where message.contains("proof"):
-            // It saw our proof, so we have a token: it is not the node's, or the handshake was altered.
+        case .unauthorized where message.hasPrefix("wrong token"):
+            // Our handshake reached it, so we have a token: it is not the node's, or the handshake was altered.
             return "its token differs from this coordinator's (SKYNET_TOKEN or --token-file), or the handshake was altered on the way"
         case .unauthorized: return "set SKYNET_TOKEN to the nodes' token"
         case .unsupportedVersion: return (message.isEmpty ? "" : message + "; ") + "run the same skynet version as the nodes"

@@ -27,7 +27,7 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     private var watch: EventLoop.Watch?
     /// A pair's output, while the loop sends to it (made at the first send that waits).
     private var writeWatch: EventLoop.Watch?
-    private var framer: LineFramer
+    private var framing: InboundFraming
     /// What was read past the last line handed out, when a handler asked for a hold or the
     /// turn's lines ran out: framed before anything more is read.
     private var leftover: [UInt8] = []
@@ -74,7 +74,7 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
         self.loop = loop
         self.onEvent = onEvent
         self.onClose = onClose
-        framer = LineFramer(maxLineBytes: connection.limits.maxLineBytes)
+        framing = InboundFraming(maxLineBytes: connection.limits.maxLineBytes)
         // One number both ways (a socket as stdin and stdout) cannot be watched twice.
         if case .pair(let pair) = stream, pair.writing != pair.reading, loop.canWatch(pair.writing) {
             pairOutput = pair.writing
@@ -154,19 +154,13 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     /// hold (the rest is kept for after it).
     private func frame(_ chunk: UnsafeRawBufferPointer) {
         var start = 0
-        var rejection: (any LineRefusal)?
-        framer.split(chunk, from: &start) { piece in
-            switch piece {
-            case .line(let bytes):
-                if let line = connection.opened(Data(bytes), refusal: &rejection) { onEvent(.line(line)) }
-            case .tooLong:
-                onEvent(.lineTooLong)
-            }
+        let rejection = framing.split(chunk, from: &start, given: connection.takeOpener) { event in
+            onEvent(event)
             linesThisTurn += 1
-            return rejection == nil && holdAsked == nil && linesThisTurn < Self.linesPerTurn
+            return holdAsked == nil && linesThisTurn < Self.linesPerTurn
         }
         if let rejection { return end(.unauthenticated(rejection)) }
-        if framer.isBroken { return refuse() }
+        if framing.isBroken { return refuse() }
         if let (duration, then) = holdAsked {
             holdAsked = nil
             leftover = Array(UnsafeRawBufferPointer(rebasing: chunk[start...]))

@@ -47,33 +47,20 @@ extension Connection {
     private func readLines(_ onEvent: (Event) -> Void) -> CloseReason {
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
         defer { chunk.deallocate() }
-        var framer = LineFramer(maxLineBytes: limits.maxLineBytes)
+        var framing = InboundFraming(maxLineBytes: limits.maxLineBytes)
         while true {
             guard waitForRepliesToDrain() else { return .peerClosed }
             let count: Int
             do { count = try stream.receive(into: chunk) } catch { return .failed(error) }
             if count == 0 { return .peerClosed }
             receivedBytes.add(UInt64(count), ordering: .relaxed)
-            var rejection: (any LineRefusal)?
-            framer.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { output in
-                guard rejection == nil else { return }
-                switch output {
-                case .line(let line):
-                    if let line = opened(line, refusal: &rejection) { onEvent(.line(line)) }
-                case .tooLong: onEvent(.lineTooLong)
-                }
+            var start = 0
+            let rejection = framing.split(UnsafeRawBufferPointer(rebasing: chunk[..<count]), from: &start, given: takeOpener) { event in
+                onEvent(event)
+                return true
             }
             if let rejection { return .unauthenticated(rejection) }
-            if framer.isBroken { return .lineTooLong }
-        }
-    }
-
-    /// The line as the handler sees it: as read, or (once filtered) checked and opened; nil,
-    /// with `refusal` set, when the filter refuses it.
-    func opened(_ line: Data, refusal: inout (any LineRefusal)?) -> Data? {
-        opening.withLock { filter in
-            guard filter != nil else { return line }
-            return filter?.open(line, refusal: &refusal)
+            if framing.isBroken { return .lineTooLong }
         }
     }
 

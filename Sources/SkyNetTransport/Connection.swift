@@ -44,8 +44,8 @@ package final class Connection: Sendable {
     package enum CloseReason: Sendable, CustomStringConvertible {
         case peerClosed, closedLocally, lineTooLong, writeBacklog
         case failed(SocketError)
-        /// The line filter refused a line read (on an authenticated connection: altered,
-        /// replayed, reordered or unsigned).
+        /// The connection's framing refused what it read (on an encrypted link: a frame altered,
+        /// replayed, reordered or not from the peer).
         case unauthenticated(any LineRefusal)
 
         package var description: String {
@@ -92,11 +92,13 @@ package final class Connection: Sendable {
     let state = Guarded(State.notStarted)
     /// Fulfilled once the connection has ended and its descriptor is closed.
     package let closed = AsyncSignal<CloseReason>()
-    /// Once given (`filter`): seals every line sent. Taken before `state`, around the whole
-    /// send, so lines go out in the order they were sealed in (a sequence number's order).
-    private let sealing = Locked<(any LineFilter)?>(nil)
-    /// Once given: opens every line read (on the reader thread).
-    let opening = Locked<(any LineFilter)?>(nil)
+    /// Once given (`frame`): seals every line sent. Taken before `state`, around the whole
+    /// send, so lines go out in the order they were sealed in (a counter nonce's order).
+    private let sealing = Locked<(any MessageSealer)?>(nil)
+    /// Given by `frame`, until the reader takes it (`takeOpener`) for the bytes after the line
+    /// it is handling; `openerGiven` lets the reader look without the lock at every line.
+    private let givenOpener = Locked<(any MessageOpener)?>(nil)
+    private let openerGiven = Atomic<Bool>(false)
     /// Bytes the stream took and bytes read from it, ever (`progress`): a peer busy with a long
     /// transfer shows it is alive by moving them, even while its pong waits behind chunks.
     let sentBytes = Atomic<UInt64>(0)
@@ -165,7 +167,7 @@ package final class Connection: Sendable {
 
     /// Sends bytes (whole lines, newline included) without blocking. Throws `Closed` when the
     /// connection has ended; fails the connection when the peer lets too much queue up.
-    /// Once `filter` was called, each line is sealed (one line per call).
+    /// Once `frame` was called, each line is sealed (one line per call).
     package func send(_ bytes: [UInt8]) throws(Closed) {
         _ = try send(bytes, ifRoomBelow: nil, unless: nil)
     }
@@ -198,17 +200,27 @@ package final class Connection: Sendable {
         }
     }
 
-    /// From now on every line sent is sealed with `sending` and every line read must open with
-    /// `receiving`, or the connection closes at once. Call it on the reader thread (from the
-    /// event handler) while handling the line that completed a handshake, so that no later
-    /// line escapes the check, and before anything else is sent.
-    package func filter(sending: some LineFilter, receiving: some LineFilter) {
-        opening.withLock { $0 = receiving }
+    /// From now on every line sent is sealed with `sending`, and every byte read after the line
+    /// being handled is opened by `receiving`, or the connection closes at once. Call it on the
+    /// reader (from the event handler) while handling the line that completed a handshake, so
+    /// that no later byte escapes it, and before anything else is sent.
+    package func frame(sending: some MessageSealer, receiving: some MessageOpener) {
+        givenOpener.withLock { $0 = receiving }
+        openerGiven.store(true, ordering: .releasing)
         sealing.withLock { $0 = sending }
     }
 
-    /// Whether lines go through a filter on this connection.
-    package var isFiltered: Bool { sealing.withLock { $0 != nil } }
+    /// Whether lines go through a framing of their own (`frame`) on this connection.
+    package var isFramed: Bool { sealing.withLock { $0 != nil } }
+
+    /// The opener `frame` gave, once: the reader frames with it from then on.
+    func takeOpener() -> (any MessageOpener)? {
+        guard openerGiven.load(ordering: .acquiring) else { return nil }
+        return givenOpener.withLock { opener in
+            defer { opener = nil }
+            return opener
+        }
+    }
 
     /// Whether `count` more bytes leave fewer than `mark` queued (or nothing is queued). An
     /// ended connection has room: the send that follows throws `Closed`.

@@ -2,7 +2,7 @@ import SkyNetRuntime
 import SkyNetWork
 
 /// The most bytes one `data` line carries (256 KiB): its line stays near a third of the
-/// 1 MiB line limit, sealed or not. Fixed by the protocol (docs/PROTOCOL.md, "Files").
+/// 1 MiB line limit. Fixed by the protocol (docs/PROTOCOL.md, "Files").
 package let maxChunkBytes = 262_144
 
 /// A file's size, permission bits and modification time, as a `transfer`, `basefile` or

@@ -38,8 +38,9 @@ package enum Reply: Sendable, Equatable {
     /// `actors`: the system of the distributed actors the node hosts; nil from one that hosts none.
     case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?, idle: Double? = nil, files: FileSupport? = nil,
                  actors: ActorOffer? = nil)
-    /// A node's answer to a hello with a nonce: its own nonce, for the coordinator's proof.
-    case challenge(nonce: [UInt8])
+    /// A node's answer to a hello with a Noise handshake: the handshake's second message, which
+    /// carries the welcome. Every later message in both directions is an encrypted frame.
+    case handshake(noise: [UInt8])
     case result(id: Int, task: UUID, result: String)
     case failure(id: Int, task: UUID, code: FailureCode, message: String)
     case pong(id: Int, Pong)
@@ -65,7 +66,7 @@ package enum Reply: Sendable, Equatable {
     /// The request this reply ends, if any.
     package var requestID: Int? {
         switch self {
-        case .welcome, .challenge, .returnFile, .chunk, .fileEnd, .draining: nil
+        case .welcome, .handshake, .returnFile, .chunk, .fileEnd, .draining: nil
         case .result(let id, _, _), .failure(let id, _, _, _), .pong(let id, _), .stored(let id),
              .returned(let id, _), .threw(let id, _, _), .spawned(let id, _, _): id
         case .error(let error): error.id
@@ -79,7 +80,7 @@ package enum Reply: Sendable, Equatable {
         case .returnFile(let header): header.id
         case .chunk(let chunk): chunk.id
         case .fileEnd(let end): end.id
-        case .welcome, .challenge, .result, .failure, .pong, .error, .stored, .draining, .returned, .threw, .spawned: nil
+        case .welcome, .handshake, .result, .failure, .pong, .error, .stored, .draining, .returned, .threw, .spawned: nil
         }
     }
 
@@ -110,9 +111,9 @@ package enum Reply: Sendable, Equatable {
                 json.add("actors", object: offer)
             }
             return json.line
-        case .challenge(let nonce):
-            var json = JSONLine(type: "challenge")
-            json.add("nonce", Secrets.hex(nonce))
+        case .handshake(let noise):
+            var json = JSONLine(type: "handshake")
+            json.add("noise", String(decoding: Base64.encode(noise), as: UTF8.self))
             return json.line
         case .result(let id, let task, let result):
             var json = JSONLine(type: "result", id: id)
@@ -193,8 +194,9 @@ package enum Reply: Sendable, Equatable {
                             capacity: try fields.int("capacity", in: 0...Int.max), jobs: try fields.jobs(),
                             idle: try fields.optionalNumber("idle").flatMap { $0.isFinite && $0 > 0 ? min($0, maxIdleSeconds) : nil },
                             files: try fields.fileSupport(), actors: try fields.actorOffer())
-        case "challenge":
-            return .challenge(nonce: try fields.hexBytes("nonce", count: WireAuth.nonceCount, in: "challenge"))
+        case "handshake":
+            guard let noise = try fields.noiseMessage(in: "handshake") else { throw .badRequest("a handshake needs \"noise\"") }
+            return .handshake(noise: noise)
         case "result":
             return .result(id: try fields.requestID(), task: try fields.uuid("task"), result: try fields.string("result"))
         case "failure":

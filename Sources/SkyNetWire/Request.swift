@@ -1,18 +1,19 @@
 import SkyNetRuntime
 import SkyNetWork
 
-/// The protocol's current (and only) version.
-package let wireVersion = 1
+/// The protocol's current version. A node serves every version from 1 up to it; a client
+/// without a token says 1 (so a node of version 1 serves it too), one with a token says
+/// `WireAuth.encryptedVersion`.
+package let wireVersion = 2
 
 /// A message a client sends to a node (PROTOCOL.md).
 package enum Request: Sendable, Equatable {
-    /// `token`: protocol v1's token in plain text (a node still accepts it; ours never sends it).
-    /// `nonce`: the coordinator's nonce of a token handshake (`"auth":"hmac-sha256"`).
+    /// `noise`: the first message of the Noise handshake of an encrypted link (version 2),
+    /// which carries the hello that counts (`name` and `actors` stay out of the clear one).
     /// `actors`: the name of the client's own actor system, whose actors the node's may call
-    /// back over this connection.
-    case hello(version: Int, name: String, token: String? = nil, nonce: [UInt8]? = nil, actors: String? = nil)
-    /// The coordinator's proof that it knows the token, answering a node's `challenge`.
-    case auth(proof: [UInt8])
+    /// back over this connection. `offersOldToken`: the hello offers a token as version 1 did
+    /// (read, never written: our clients never send a token).
+    case hello(version: Int, name: String, noise: [UInt8]? = nil, actors: String? = nil, offersOldToken: Bool = false)
     /// A task of the built-in scan (protocol v1; a deadline rides along as `task.timeout`).
     case scan(id: Int, task: ScanTask)
     /// A task of a named job other than `scan`. A v1 node answers `unknown-type`: it can never
@@ -50,20 +51,12 @@ package enum Request: Sendable, Equatable {
     /// The line to send.
     package var line: [UInt8] {
         switch self {
-        case .hello(let version, let name, let token, let nonce, let actors):
+        case .hello(let version, let name, let noise, let actors, _):
             var json = JSONLine(type: "hello")
             json.add("version", version)
-            json.add("name", name)
-            if let token { json.add("token", token) }
-            if let nonce {
-                json.add("auth", WireAuth.scheme)
-                json.add("nonce", Secrets.hex(nonce))
-            }
+            if !name.isEmpty { json.add("name", name) }
+            if let noise { json.add("noise", String(decoding: Base64.encode(noise), as: UTF8.self)) }
             if let actors { json.add("actors", actors) }
-            return json.line
-        case .auth(let proof):
-            var json = JSONLine(type: "auth")
-            json.add("proof", Secrets.hex(proof))
             return json.line
         case .scan(let id, let task):
             var body = JSONLine()
@@ -126,9 +119,11 @@ package enum Request: Sendable, Equatable {
             if let actors, !ActorSpawn.isName(actors) {
                 throw .badRequest("hello \"actors\" must be 1 to \(ActorSpawn.maxNameBytes) bytes of printable text")
             }
-            return .hello(version: version, name: name, token: try fields.optionalString("token"), nonce: try fields.helloNonce(), actors: actors)
-        case "auth":
-            return .auth(proof: try fields.hexBytes("proof", count: WireAuth.proofCount, in: "auth"))
+            let noise = try fields.noiseMessage(in: "hello")
+            if noise != nil, version < WireAuth.encryptedVersion {
+                throw .badRequest("a hello with \"noise\" must say version \(WireAuth.encryptedVersion) or later")
+            }
+            return .hello(version: version, name: name, noise: noise, actors: actors, offersOldToken: fields.offersOldToken)
         case "scan":
             let id = try fields.requestID()
             return .scan(id: id, task: try fields.task(id: id))

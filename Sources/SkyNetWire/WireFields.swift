@@ -90,18 +90,20 @@ package struct WireFields {
         return bytes
     }
 
-    /// The nonce of a hello that asks for the token handshake; nil for a hello that does not.
-    func helloNonce() throws(WireError) -> [UInt8]? {
-        switch fields["auth"] {
-        case nil, .null?:
-            guard fields["nonce"] == nil else { throw .badRequest("a hello with a \"nonce\" needs \"auth\":\"\(WireAuth.scheme)\"") }
-            return nil
-        case .string(WireAuth.scheme)?:
-            return try hexBytes("nonce", count: WireAuth.nonceCount, in: "a hello with \"auth\"")
-        default:
-            throw .badRequest("unknown \"auth\" scheme: this node speaks \"\(WireAuth.scheme)\"")
+    /// The Noise handshake message of a hello or a handshake reply (`noise`, base64); nil when
+    /// there is none.
+    func noiseMessage(in message: String) throws(WireError) -> [UInt8]? {
+        guard let value = fields["noise"] else { return nil }
+        guard case .string(let text) = value, text.utf8.count <= Base64.encodedCount(WireAuth.maxNoiseBytes),
+              let bytes = Base64.decode(Array(text.utf8)), (WireAuth.minNoiseBytes...WireAuth.maxNoiseBytes).contains(bytes.count) else {
+            throw .badRequest("\(message) \"noise\" must be base64 of \(WireAuth.minNoiseBytes) to \(WireAuth.maxNoiseBytes) bytes")
         }
+        return bytes
     }
+
+    /// Whether a hello offers a token as protocol version 1 did (`token` in plain text, or
+    /// `auth` and `nonce`): a node with a token refuses it, naming the version it needs.
+    var offersOldToken: Bool { fields["token"] != nil || fields["auth"] != nil || fields["nonce"] != nil }
 
     func uuid(_ key: String) throws(WireError) -> UUID {
         guard let uuid = UUID(wireText: try string(key)) else {

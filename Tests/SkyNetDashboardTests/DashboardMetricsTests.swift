@@ -41,7 +41,7 @@ struct DashboardMetricsTests {
         let board = dashboardTestBoard()
         board.update([SlotUse(name: "local", capacity: 2, inFlight: 1, suspended: false),
                       SlotUse(name: "alpha", capacity: 4, inFlight: 3, suspended: false)])
-        board.record(ClusterEvent.connected("alpha"))
+        board.record(ClusterEvent.connected("alpha", link: .plain))
         try await withDashboard(token: Self.token, board: board) { dashboard in
             let challenge = try await HTTPClientForTests.get(dashboard, "/login/challenge")
             let nonce = try #require(dashboardNonce(challenge.body))
@@ -65,7 +65,7 @@ struct DashboardMetricsTests {
         let board = dashboardTestBoard()
         board.update([SlotUse(name: "local", capacity: 2, inFlight: 1, suspended: false),
                       SlotUse(name: "alpha", capacity: 4, inFlight: 3, suspended: false)])
-        board.record(ClusterEvent.connected("alpha"))
+        board.record(ClusterEvent.connected("alpha", link: .plain))
         board.record(ClusterEvent.disconnected("alpha", reason: "closed by peer"))
         board.update([SlotUse(name: "local", capacity: 2, inFlight: 1, suspended: false)])
         try await withDashboard(token: Self.token, board: board) { dashboard in

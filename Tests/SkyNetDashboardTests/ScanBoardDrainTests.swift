@@ -16,7 +16,7 @@ import Testing
         #expect(rows["workers/10.0.3.7"]?.state == "connecting")
         let cluster = try objects(parse(board.currentState()), "cluster")
         #expect(cluster.first { $0["name"] as? String == "workers/10.0.3.7" }?["address"] as? String == "10.0.3.7:9001")
-        board.record(.connected("beta"))
+        board.record(.connected("beta", link: .plain))
         #expect(try systemRows(board.currentState())["beta"]?.state == "connected")
     }
 }

@@ -180,7 +180,7 @@ struct ScanBoardTests {
         var states = try systemRows(board.currentState())
         #expect(states["local"]?.state == "local")
         #expect(names.allSatisfy { states[$0]?.state == "connecting" })
-        board.record(.connected("alpha"))
+        board.record(.connected("alpha", link: .plain))
         board.record(.unresponsive("beta"))
         board.record(.disconnected("gamma", reason: "connection reset by peer"))
         board.record(.unauthorized("delta", reason: "it did not prove the token"))
@@ -199,7 +199,7 @@ struct ScanBoardTests {
         #expect(states["eta"]?.state == "lacks job" && states["eta"]?.detail.isEmpty == false)
         #expect(states["theta"]?.state == "connected" && states["theta"]?.detail == "")
         // A peer that comes back is connected again, its old reason gone.
-        board.record(.connected("gamma"))
+        board.record(.connected("gamma", link: .plain))
         #expect(try systemRows(board.currentState())["gamma"].map { [$0.state, $0.detail] } == ["connected", ""])
     }
 

@@ -7,8 +7,9 @@ import Testing
 import SkyNetTestSupport
 @testable import SkyNetWire
 
-/// A call of a distributed actor on a token link: a sealed call runs; one tampered with
-/// (altered, replayed, reordered, unsealed) ends the link and runs nothing.
+/// A call of a distributed actor on a token link: an encrypted call runs; one tampered with
+/// (altered, replayed, reordered, in plain, its length changed, cut) ends the link and runs
+/// nothing.
 extension AuthHandshakeTests {
     distributed actor Tallied {
         typealias ActorSystem = ClusterActorSystem
@@ -51,22 +52,32 @@ extension AuthHandshakeTests {
         let text: @Sendable (Int) -> String = { id in String(decoding: call.line(id: id), as: UTF8.self).trimmingCharacters(in: .newlines) }
         try await withTokenNode(actors: host) { node, log in
             let (first, after, closed) = try await onOwnThread(named: "test-hand") { () throws -> (String?, [String], Bool) in
-                var client = try RawLines(port: node.port)
+                var client = try EncryptedClient(port: node.port, token: Self.token)
                 defer { client.close() }
-                let key = try handshake(&client).transcript.coordinatorToNode
-                let sealed = HandTranscript.seal(text(1), sequence: 0, key: key)
-                try client.send(sealed)
-                let raw = client.readLine()
-                let first = raw.flatMap(unseal)?.json ?? raw
+                let sealed = client.frame(text(1))
+                try client.sendRaw(sealed)
+                let first = try client.read()
                 switch tamper {
-                case .plain: try client.send(text(2))
-                case .altered: try client.send(HandTranscript.seal(text(2), sequence: 1, key: key).replacingOccurrences(of: #""id":2"#, with: #""id":3"#))
-                case .replayed: try client.send(sealed)
-                case .reordered: try client.send(HandTranscript.seal(text(3), sequence: 2, key: key))
+                case .plain: try client.sendRaw(Array((text(2) + "\n").utf8))
+                case .altered:
+                    var frame = client.frame(text(2))
+                    frame[frame.count / 2] ^= 0x20
+                    try client.sendRaw(frame)
+                case .replayed: try client.sendRaw(sealed)
+                case .reordered:
+                    _ = client.frame(text(2))  // made, never sent
+                    try client.send(text(3))
+                case .length:
+                    var frame = client.frame(text(2))
+                    frame[3] &-= 1
+                    try client.sendRaw(frame + [0])
+                case .truncated:
+                    try client.sendRaw(Array(client.frame(text(2)).dropLast(3)))
+                    client.socket.shutdown(reading: false, writing: true)
                 }
-                return (first, client.readToEnd(silence: .seconds(10)), client.closed)
+                return (first, try client.readToEnd(silence: .seconds(10)), client.closed)
             }
-            #expect(first.flatMap(jsonFields)?["value"] as? Int == 1, "the sealed call: \(first ?? "nothing") for \(text(1))")
+            #expect(first.flatMap(jsonFields)?["value"] as? Int == 1, "the encrypted call: \(first ?? "nothing") for \(text(1))")
             #expect(closed, "the node kept the connection open")
             #expect(after.isEmpty, "the node answered a bad line: \(after)")
             #expect(runs.value == 1, "\(log.all)")

@@ -11,8 +11,8 @@ import SkyNetTestSupport
 @testable import SkyNetWork
 import Testing
 
-/// The token handshake against a node in this process: our coordinator, a client that does
-/// it by hand from the document, and lines tampered with after it.
+/// The encrypted link's handshake against a node in this process: our coordinator, a client
+/// that frames by hand from the document, and frames tampered with after it.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct AuthHandshakeTests {
     static let token = "a token of at least sixteen bytes"
@@ -40,27 +40,28 @@ struct AuthHandshakeTests {
         }
     }
 
-    @Test func aCoordinatorWithTheTokenIsWelcomedOnAuthenticatedLinesAndCanScan() async throws {
+    @Test func aCoordinatorWithTheTokenIsWelcomedOnAnEncryptedLinkAndCanScan() async throws {
         try await withTokenNode { node, log in
             let peer = try await nodeTests.connect(node, token: Self.token)
             defer { peer.close() }
             #expect(peer.welcome.name == "beta")
+            #expect(peer.connection.isEncrypted)
             let remote = RemoteSystem(name: "beta", peer: peer, timeout: .seconds(10))
             for input in 1...5 {
                 #expect(try await remote.run(ScanTask(input: input, duration: 0)) == "\(input)")
             }
             try await log.waitFor("[Node] Connected: coordinator from 127.0.0.1:")
-            #expect(log.matching("(authenticated)").count == 1)
+            #expect(log.matching("(encrypted)").count == 1)
         }
     }
 
     @Test func aCoordinatorWithAWrongTokenOrNoneIsRefusedUnauthorized() async throws {
         try await withTokenNode { node, log in
-            await #expect(throws: WireError(code: "unauthorized", message: "wrong token (the proof does not match)")) {
+            await #expect(throws: WireError(code: "unauthorized", message: "wrong token (the handshake does not open)")) {
                 _ = try await nodeTests.connect(node, token: "not the token, but as long")
             }
             await #expect(throws: WireError(code: "unauthorized",
-                                            message: "this node requires the token: use the hmac-sha256 handshake")) {
+                                            message: "this node requires the token: send a version 2 hello with a Noise handshake")) {
                 _ = try await nodeTests.connect(node, token: nil)
             }
             try await log.waitFor("[Node] Refused 127.0.0.1:", count: 2)
@@ -68,145 +69,138 @@ struct AuthHandshakeTests {
         }
     }
 
-    /// What `handshake` leaves: the keys of both directions and the welcome's JSON.
-    struct HandSession: Sendable {
-        let transcript: HandTranscript
-        let welcome: String
+    /// A node that holds hellos back (its network failed to log in) answers after the
+    /// coordinator's timeout: the coordinator waits the longest hold on top, so it is slowed by
+    /// someone else's guesses, not refused.
+    @Test func aCoordinatorWaitsOutAHelloTheNodeHoldsBack() async throws {
+        var backoff = LoginBackoff()
+        backoff.freeFailures = 0
+        backoff.delays = Backoff(first: .milliseconds(1500), most: .milliseconds(1500))
+        try await withTokenNode(backoff: backoff) { node, log in
+            await #expect(throws: WireError.self) { _ = try await nodeTests.connect(node, token: "not the token, but as long") }
+            let clock = ContinuousClock(), start = clock.now
+            let peer = try await PeerConnection.open(name: "beta", host: "127.0.0.1", port: node.port, token: Self.token, timeout: .seconds(1))
+            defer { peer.close() }
+            #expect(clock.now - start >= .milliseconds(1400), "the hello was not held back: the test proves nothing")
+            #expect(peer.connection.isEncrypted)
+        }
     }
 
-    /// The handshake by hand: hello with a nonce, the challenge read, the proof computed from
-    /// the document's labels, and the welcome checked to be sealed with the node's key. Runs on
-    /// a thread of its own: it throws what is wrong. `thinking` is how long the client takes
-    /// over its proof once it has the challenge (a slow or far client).
-    func handshake(_ client: inout RawLines, name: String = "hand", thinking: Duration = .zero) throws -> HandSession {
-        let hello = HandTranscript.hello(name: name, nonce: Secrets.randomBytes(32))
-        try client.send(hello)
-        let challenge = client.readLine()
-        let fields = challenge.flatMap(jsonFields)
-        try check(fields?["type"] as? String == "challenge", "expected a challenge, got \(challenge ?? "nothing")")
-        let nonce = (fields?["nonce"] as? String).flatMap { Secrets.bytes(fromHex: $0) } ?? []
-        try check(nonce.count == 32, "the challenge's nonce is not 32 bytes in hex: \(challenge ?? "")")
-        let transcript = HandTranscript(token: Self.token, hello: Array(hello.utf8), nodeNonce: nonce)
-        if thinking > .zero { sleepOnThisThread(for: thinking) }
-        try client.send(#"{"type":"auth","proof":"\#(Secrets.hex(transcript.proof))"}"#)
-        let line = client.readLine()
-        guard let welcome = line.flatMap(unseal) else { throw CheckFailed(description: "the welcome is not sealed: \(line ?? "nothing")") }
-        try check(welcome.sequence == 0, "the welcome's sequence number is \(welcome.sequence)")
-        try check(welcome.mac == HandTranscript.lineMAC(welcome.json, sequence: 0, key: transcript.nodeToCoordinator),
-                  "the welcome's MAC does not verify: \(line ?? "")")
-        return HandSession(transcript: transcript, welcome: welcome.json)
-    }
-
-    @Test func aHandshakeDoneByHandGetsASealedWelcomeAndSealedReplies() async throws {
+    @Test func aHandshakeDoneByHandGetsTheWelcomeAndEncryptedReplies() async throws {
         try await withTokenNode { node, log in
             let replies = try await onOwnThread(named: "test-hand") { () throws -> [String] in
-                var client = try RawLines(port: node.port)
+                var client = try EncryptedClient(port: node.port, token: Self.token)
                 defer { client.close() }
-                let session = try handshake(&client)
-                let toNode = session.transcript.coordinatorToNode
-                try client.send(HandTranscript.seal(#"{"type":"scan","id":1,"task":{"id":"\#(UUID())","input":42,"duration":0}}"#,
-                                                    sequence: 0, key: toNode))
-                try client.send(HandTranscript.seal(#"{"type":"ping","id":2}"#, sequence: 1, key: toNode))
-                var replies: [String] = []
-                for expected in UInt64(1)...2 {
-                    let line = client.readLine()
-                    guard let reply = line.flatMap(unseal) else { throw CheckFailed(description: "not sealed: \(line ?? "nothing")") }
-                    try check(reply.sequence == expected, "sequence \(reply.sequence), expected \(expected)")
-                    try check(reply.mac == HandTranscript.lineMAC(reply.json, sequence: expected, key: session.transcript.nodeToCoordinator),
-                              "the MAC of \(reply.json) does not verify")
-                    replies.append(reply.json)
-                }
-                return replies + [session.welcome]
+                try client.send(#"{"type":"scan","id":1,"task":{"id":"\#(UUID())","input":42,"duration":0}}"#)
+                try client.send(#"{"type":"ping","id":2}"#)
+                var replies = [client.welcome]
+                for _ in 1...2 { replies.append(try client.read() ?? "nothing") }
+                return replies
             }
             let types = replies.compactMap { jsonFields($0)?["type"] as? String }.sorted()
             #expect(types == ["pong", "result", "welcome"])
-            #expect(replies.contains { jsonFields($0)?["name"] as? String == "beta" })
+            #expect(jsonFields(replies[0])?["version"] as? Int == 2)
+            #expect(jsonFields(replies[0])?["name"] as? String == "beta")
             #expect(replies.contains { jsonFields($0)?["result"] as? String == "42" })
             try await log.waitFor("[Node] Connected: hand from 127.0.0.1:")
         }
     }
 
     enum Tamper: String, Sendable, CaseIterable, CustomStringConvertible {
-        case plain, altered, replayed, reordered
+        case plain, altered, replayed, reordered, length, truncated
         var description: String { rawValue }
-
-        /// Why the node closes the connection, as its log says.
-        var reason: LineSeal.Rejection {
-            switch self {
-            case .plain: .missing
-            case .altered: .wrongMAC(1)
-            case .replayed: .replayed(0)
-            case .reordered: .outOfOrder(2, expected: 1)
-            }
-        }
     }
 
-    /// After a good sealed ping, one bad line: the node answers nothing more, closes the
-    /// connection and logs why.
+    /// After a good ping, one bad frame: the node answers nothing more (it runs nothing),
+    /// closes the connection and logs why.
     @Test(arguments: Tamper.allCases)
-    func aBadLineAfterTheHandshakeClosesTheConnection(_ tamper: Tamper) async throws {
+    func aBadFrameAfterTheHandshakeClosesTheConnection(_ tamper: Tamper) async throws {
         try await withTokenNode { node, log in
             let (after, closed) = try await onOwnThread(named: "test-hand") { () throws -> ([String], Bool) in
-                var client = try RawLines(port: node.port)
+                var client = try EncryptedClient(port: node.port, token: Self.token)
                 defer { client.close() }
-                let key = try handshake(&client).transcript.coordinatorToNode
-                let first = HandTranscript.seal(#"{"type":"ping","id":1}"#, sequence: 0, key: key)
-                try client.send(first)
-                let pong = client.readLine()
-                try check(pong.flatMap(unseal)?.json.contains(#""pong""#) == true, "expected a sealed pong, got \(pong ?? "nothing")")
+                let first = client.frame(#"{"type":"ping","id":1}"#)
+                try client.sendRaw(first)
+                let pong = try client.read()
+                try check(pong?.contains(#""pong""#) == true, "expected a pong, got \(pong ?? "nothing")")
+                let scan = #"{"type":"scan","id":2,"task":{"id":"\#(UUID())","input":7,"duration":0}}"#
                 switch tamper {
                 case .plain:
-                    try client.send(#"{"type":"ping","id":2}"#)
+                    try client.sendRaw(Array((scan + "\n").utf8))
                 case .altered:
-                    let sealed = HandTranscript.seal(#"{"type":"ping","id":2}"#, sequence: 1, key: key)
-                    try client.send(sealed.replacingOccurrences(of: #""id":2"#, with: #""id":3"#))
+                    var frame = client.frame(scan)
+                    frame[10] ^= 0x01
+                    try client.sendRaw(frame)
                 case .replayed:
-                    try client.send(first)
+                    try client.sendRaw(first)
                 case .reordered:
-                    try client.send(HandTranscript.seal(#"{"type":"ping","id":3}"#, sequence: 2, key: key))
+                    _ = client.frame(#"{"type":"ping","id":3}"#)  // made, never sent
+                    try client.send(scan)
+                case .length:
+                    var frame = client.frame(scan)
+                    frame[3] &-= 1
+                    try client.sendRaw(frame + [0])
+                case .truncated:
+                    let frame = client.frame(scan)
+                    try client.sendRaw(Array(frame.dropLast(5)))
+                    client.socket.shutdown(reading: false, writing: true)
                 }
-                return (client.readToEnd(silence: .seconds(10)), client.closed)
+                return (try client.readToEnd(silence: .seconds(10)), client.closed)
             }
             #expect(closed, "the node kept the connection open")
-            #expect(after.isEmpty, "the node answered a bad line: \(after)")
+            #expect(after.isEmpty, "the node answered a bad frame: \(after)")
             try await log.waitFor("[Node] Disconnected: hand from 127.0.0.1:")
-            let reason = "(\(tamper.reason))"
-            #expect(log.matching("[Node] Disconnected: hand").allSatisfy { $0.hasSuffix(reason) }, "\(log.all)")
+            // A plain line read as a frame: its first 4 bytes, `{"ty`, make a length far over the limit.
+            let expected = switch tamper {
+            case .truncated: "(closed by peer)"
+            case .plain: "over the limit of 1048576 bytes of message and a 16-byte tag)"
+            default: "does not open: altered, replayed, reordered, cut or not from the peer)"
+            }
+            #expect(log.matching("[Node] Disconnected: hand").allSatisfy { $0.hasSuffix(expected) }, "\(log.all)")
+            #expect(node.system.counters.completed == 0, "a tampered scan ran")
             try await awaitState { node.connectionCount == 0 }
         }
     }
 
-    @Test func aVersionOneHelloWithThePlainTokenIsServedWithAWarning() async throws {
-        try await withTokenNode { node, log in
-            let lines = try await onOwnThread(named: "test-v1") { () throws -> [String] in
-                var client = try RawLines(port: node.port)
-                defer { client.close() }
-                try client.send(#"{"type":"hello","version":1,"name":"old","token":"\#(Self.token)"}"#)
-                let welcome = client.readLine() ?? ""
-                try client.send(#"{"type":"ping","id":1}"#)  // plain lines: v1 has no seal
-                return [welcome, client.readLine() ?? ""]
-            }
-            #expect(jsonFields(lines[0])?["type"] as? String == "welcome", "\(lines)")
-            #expect(jsonFields(lines[1])?["type"] as? String == "pong", "\(lines)")
-            let warning = try await log.waitFor("[Node] Warning: old from 127.0.0.1:")
-            #expect(warning.first?.contains("sent the token in plain text") == true)
-        }
-    }
-
-    @Test func aVersionOneHelloWithAWrongPlainTokenIsRefused() async throws {
+    /// A client of protocol version 1 that offers the token (in plain text, or by the
+    /// unencrypted hmac-sha256 handshake) is refused with the version it needs, right token or
+    /// wrong: the token is never looked at, so it is no failed login either.
+    @Test(arguments: [#""token":"\#(token)""#, #""token":"not the token, but as long as it""#,
+                      #""auth":"hmac-sha256","nonce":"\#(String(repeating: "ab", count: 32))""#])
+    func aVersionOneHelloThatOffersTheTokenIsRefusedNamingVersionTwo(_ offer: String) async throws {
         try await withTokenNode { node, log in
             let (lines, closed) = try await onOwnThread(named: "test-v1") { () throws -> ([String], Bool) in
                 var client = try RawLines(port: node.port)
                 defer { client.close() }
-                try client.send(#"{"type":"hello","version":1,"name":"old","token":"not the token, but as long as it"}"#)
+                try client.send(#"{"type":"hello","version":1,"name":"old",\#(offer)}"#)
                 return (client.readToEnd(silence: .seconds(10)), client.closed)
             }
             #expect(closed)
             #expect(lines.count == 1)
-            #expect(jsonFields(lines.first ?? "")?["code"] as? String == "unauthorized", "\(lines)")
-            // A wrong token is a failed login, logged as one; it is not "the token" in plain text.
+            let fields = jsonFields(lines.first ?? "")
+            #expect(fields?["code"] as? String == "unsupported-version", "\(lines)")
+            #expect((fields?["message"] as? String)?.contains("send a version 2 hello with a Noise handshake") == true, "\(lines)")
             try await log.waitFor("[Node] Refused 127.0.0.1:")
-            #expect(log.matching("plain text").isEmpty, "\(log.matching("Warning"))")
+            #expect(node.logins.withLock { $0.total } == 0)
+        }
+    }
+
+    /// The token (or version 1's handshake fields) beside a good Noise handshake is refused
+    /// too: the client leaked the token, and must hear so rather than be served.
+    @Test(arguments: [#""token":"\#(token)""#, #""auth":"hmac-sha256""#, #""nonce":"00""#])
+    func aHandshakeBesideTheOldTokenFieldsIsRefused(_ offer: String) async throws {
+        try await withTokenNode { node, log in
+            let (lines, closed) = try await onOwnThread(named: "test-mixed") { () throws -> ([String], Bool) in
+                var initiator = LinkKey(token: Array(Self.token.utf8)).initiator()
+                let first = try initiator.writeMessage(payload: Array(#"{"type":"hello","version":2,"name":"mixed"}"#.utf8))
+                var client = try RawLines(port: node.port)
+                defer { client.close() }
+                try client.send(#"{"type":"hello","version":2,"noise":"\#(first.base64)",\#(offer)}"#)
+                return (client.readToEnd(silence: .seconds(10)), client.closed)
+            }
+            #expect(closed)
+            #expect(lines.count == 1 && jsonFields(lines[0])?["code"] as? String == "unsupported-version", "\(lines)")
+            #expect(log.matching("Connected:").isEmpty)
         }
     }
 }
@@ -230,18 +224,19 @@ struct ImpostorNodeTests {
         for conversation in conversations {
             #expect(conversation.closedByClient, "the coordinator kept the link open")
             let types = conversation.lines.compactMap { jsonFields($0)?["type"] as? String }
-            #expect(types == (script == .plainWelcome ? ["hello"] : ["hello", "auth"]), "\(conversation.lines)")
-            #expect(conversation.lines.count == types.count, "\(conversation.lines)")
+            #expect(types == ["hello"], "\(conversation.lines)")
+            #expect(conversation.lines.count == 1, "\(conversation.lines)")
             #expect(!conversation.lines.joined().contains(AuthHandshakeTests.token))
-            #expect(jsonFields(conversation.lines[0])?["token"] == nil)
-            #expect(jsonFields(conversation.lines[0])?["auth"] as? String == "hmac-sha256")
+            let hello = jsonFields(conversation.lines[0])
+            #expect(hello?["token"] == nil && hello?["auth"] == nil && hello?["name"] == nil, "\(conversation.lines)")
+            #expect(hello?["version"] as? Int == 2 && hello?["noise"] is String, "\(conversation.lines)")
         }
     }
 
     /// Through the links of a scan: the peer is reported unauthorized, with the reason, and
     /// never becomes a system that work could go to.
     @Test func peerLinksReportAnImpostorAsUnauthorizedAndNeverAddIt() async throws {
-        let impostor = try await ImpostorNode.start(.challengeThenMadeUpSeal)
+        let impostor = try await ImpostorNode.start(.madeUpHandshake)
         defer { impostor.stop() }
         let systems = Systems()
         let events = LogLines()
@@ -257,6 +252,6 @@ struct ImpostorNodeTests {
         await links.stop()
         #expect(events.all == ["[Cluster] Unauthorized: beta (it does not know the token)"])
         let conversation = try #require(try await impostor.waitForConversations(1).first)
-        #expect(conversation.lines.compactMap { jsonFields($0)?["type"] as? String } == ["hello", "auth"])
+        #expect(conversation.lines.compactMap { jsonFields($0)?["type"] as? String } == ["hello"])
     }
 }

@@ -113,7 +113,7 @@ struct NodeTests: NodeTesting {
 
     @Test func aNodeWithATokenRefusesAWrongOrMissingOne() async throws {
         try await withNode(token: "open sesame") { node in
-            await #expect(throws: WireError(code: "unauthorized", message: "wrong token (the proof does not match)")) {
+            await #expect(throws: WireError(code: "unauthorized", message: "wrong token (the handshake does not open)")) {
                 _ = try await connect(node, token: "guess")
             }
             await #expect(throws: WireError.self) { _ = try await connect(node) }

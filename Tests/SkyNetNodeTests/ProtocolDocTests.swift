@@ -4,9 +4,9 @@ import Foundation
 import SkyNetTestSupport
 import Testing
 
-/// What docs/PROTOCOL.md says of the points a client written from it alone had to guess
-///, checked on a node in this process: the welcome's `idle`, whether the
-/// 1 MiB limit counts the newline, the sealed `frame-too-large`, and a sealed line's `\r`.
+/// What docs/PROTOCOL.md says of the points a client written from it alone had to guess,
+/// checked on a node in this process: the welcome's `idle`, whether the 1 MiB limit counts the
+/// newline, and what it counts on an encrypted link.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct ProtocolDocTests {
     let auth = AuthHandshakeTests()
@@ -49,37 +49,23 @@ struct ProtocolDocTests {
         }
     }
 
-    /// On a sealed connection the over-long line's `frame-too-large` is sealed like every line;
-    /// a sealed line's MAC covers a `\r` before its newline (a `\r` it does not cover closes).
-    @Test func aSealedConnectionSealsFrameTooLargeAndMACsTheCarriageReturn() async throws {
+    /// On an encrypted link the limit counts a frame's message (its length and tag are not
+    /// counted): a 1 MiB message is served; a frame whose length says more ends the link at
+    /// once, before its bytes are read, with nothing answered.
+    @Test func anEncryptedLinkServesAFullMessageAndEndsAtALongerFrame() async throws {
         try await auth.withTokenNode { node, log in
-            let (lines, closed) = try await onOwnThread(named: "test-doc") { () throws -> ([String], Bool) in
-                var client = try RawLines(port: node.port)
+            let (messages, closed) = try await onOwnThread(named: "test-doc") { () throws -> ([String], Bool) in
+                var client = try EncryptedClient(port: node.port, token: AuthHandshakeTests.token)
                 defer { client.close() }
-                let session = try auth.handshake(&client)
-                let key = session.transcript.coordinatorToNode
-                let ping = #"{"type":"ping","id":1}"#
-                try client.send(HandTranscript.seal(ping + "\r", sequence: 0, key: key))  // the MAC covers the \r
-                let pong = client.readLine() ?? "nothing"
-                try client.send(String(repeating: "x", count: Self.limit + 1))
-                return ([pong] + client.readToEnd(silence: .seconds(5)), client.closed)
+                try client.send(Self.paddedPing(id: 1, bytes: Self.limit))
+                let pong = try client.read() ?? "nothing"
+                let header = withUnsafeBytes(of: UInt32(Self.limit + 16 + 1).bigEndian) { Array($0) }
+                try client.sendRaw(header + [UInt8](repeating: 0, count: 64))
+                return ([pong] + (try client.readToEnd(silence: .seconds(5))), client.closed)
             }
-            let pong = unseal(lines[0])
-            #expect(pong?.sequence == 1 && pong?.json.contains(#""pong""#) == true, "\(lines[0])")
-            let refusal = lines.count == 2 ? unseal(lines[1]) : nil
-            #expect(refusal?.sequence == 2, "\(lines.map { $0.prefix(200) })")
-            #expect(refusal.flatMap { jsonFields($0.json)?["code"] as? String } == "frame-too-large")
+            #expect(messages.count == 1 && jsonFields(messages[0])?["type"] as? String == "pong", "\(messages.map { $0.prefix(200) })")
             #expect(closed)
-
-            let (after, closedToo) = try await onOwnThread(named: "test-doc") { () throws -> ([String], Bool) in
-                var client = try RawLines(port: node.port)
-                defer { client.close() }
-                let key = try auth.handshake(&client).transcript.coordinatorToNode
-                try client.send(HandTranscript.seal(#"{"type":"ping","id":1}"#, sequence: 0, key: key) + "\r")  // not covered
-                return (client.readToEnd(silence: .seconds(5)), client.closed)
-            }
-            #expect(after.isEmpty && closedToo, "\(after)")
-            try await log.waitFor("a line whose MAC is wrong (sequence 0)")
+            try await log.waitFor("a frame of \(Self.limit + 17) bytes, over the limit of \(Self.limit) bytes of message and a 16-byte tag")
         }
     }
 }

@@ -100,11 +100,13 @@ extension ProcessTests {
             }
         }
 
+        static let token = "letmein-letmein-letmein"
+
         @Test func aNodeUnderAbuseStaysUpBoundedAndServesAGoodClientAfterwards() async throws {
             try await withCluster(nodes: 0) { cluster in
                 let node = try await NodeProcess.start(
                     executable: skynetBinary, name: "target", arguments: ["--failing-every", "0"],
-                    environment: ProcessInfo.processInfo.environment.merging(["SKYNET_TOKEN": "letmein-letmein-letmein"]) { $1 })
+                    environment: ProcessInfo.processInfo.environment.merging(["SKYNET_TOKEN": Self.token]) { $1 })
                 do {
                     try await abuse(node)
                 } catch {
@@ -119,30 +121,43 @@ extension ProcessTests {
             let pid = node.processIdentifier
             let startKiB = try #require(residentKiB(of: pid))
 
-            // Wrong and missing tokens: refused and closed.
-            for hello in [#"{"type":"hello","version":1,"token":"guess"}"#, #"{"type":"hello","version":1}"#] {
+            // The token in plain text (protocol version 1's way), none, and the wrong one in a
+            // Noise handshake: each refused and closed.
+            for (hello, code) in [(#"{"type":"hello","version":1,"token":"guess"}"#, "unsupported-version"),
+                                  (#"{"type":"hello","version":1}"#, "unauthorized")] {
                 let client = try await RawLineClient(port: node.port, first: hello)
                 let refusal = try #require(try await client.receive())
-                #expect(refusal["code"] as? String == "unauthorized")
+                #expect(refusal["code"] as? String == code, "\(hello): \(refusal)")
                 #expect(try await client.receive() == nil)
             }
-
-            // 1,000 bad lines on one connection: each answered, the connection stays usable.
-            let client = try await RawLineClient(port: node.port, first: #"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#)
-            let welcome = try #require(try await client.receive())
-            #expect(welcome["type"] as? String == "welcome")
-            var random = SeededRandom(seed: 7)
-            for index in 0..<1000 {
-                let bad = [#"{"type":"scan","id":\#(index)}"#, "garbage \(index)", #"{"type":"teleport","id":\#(index)}"#,
-                           #"{"type":"scan","id":\#(index),"task":{"id":"x","input":1}}"#, "{}"].randomElement(using: &random)!
-                let reply = try #require(try await client.exchange(bad))
-                #expect(["bad-request", "unknown-type"].contains(reply["code"] as? String ?? ""))
+            let wrong = try await onOwnThread(named: "test-wrong-token") { () throws -> String in
+                do {
+                    _ = try EncryptedClient(port: node.port, token: "not-the-token-not-the-token")
+                    return "welcomed"
+                } catch let refused as EncryptedClient.Refused {
+                    return refused.line
+                }
             }
-            #expect(try await client.exchange(#"{"type":"ping","id":1}"#)?["type"] as? String == "pong")
+            #expect(jsonFields(wrong)?["code"] as? String == "unauthorized", "\(wrong)")
 
-            // 8 MiB without a newline: refused with frame-too-large, connection closed.
-            let flood = try await RawLineClient(port: node.port, first: #"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#)
-            _ = try await flood.receive()
+            // 1,000 bad messages on one encrypted link: each answered, the link stays usable.
+            try await onOwnThread(named: "test-bad-messages") {
+                var client = try EncryptedClient(port: node.port, token: Self.token)
+                defer { client.close() }
+                var random = SeededRandom(seed: 7)
+                for index in 0..<1000 {
+                    let bad = [#"{"type":"scan","id":\#(index)}"#, "garbage \(index)", #"{"type":"teleport","id":\#(index)}"#,
+                               #"{"type":"scan","id":\#(index),"task":{"id":"x","input":1}}"#, "{}"].randomElement(using: &random) ?? "{}"
+                    try client.send(bad)
+                    let reply = try client.read().flatMap(jsonFields)
+                    try check(["bad-request", "unknown-type"].contains(reply?["code"] as? String ?? ""), "\(bad): \(String(describing: reply))")
+                }
+                try client.send(#"{"type":"ping","id":1}"#)
+                try check(try client.read().flatMap(jsonFields)?["type"] as? String == "pong", "no pong after the bad messages")
+            }
+
+            // 8 MiB without a newline as the first line: refused with frame-too-large, closed.
+            let flood = try await RawLineClient(port: node.port)
             let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 1 << 20)
             let floodSocket = flood.socket
             _ = try? await onOwnThread(named: "flood") {
@@ -150,6 +165,14 @@ extension ProcessTests {
             }
             let refusal = try #require(try await flood.receive())
             #expect(refusal["code"] as? String == "frame-too-large")
+            // A frame that says 8 MiB on an encrypted link: the link ends before its bytes are read.
+            let cut = try await onOwnThread(named: "test-big-frame") { () throws -> Bool in
+                var client = try EncryptedClient(port: node.port, token: Self.token)
+                defer { client.close() }
+                try client.sendRaw(withUnsafeBytes(of: UInt32(8 << 20).bigEndian) { Array($0) } + Array(repeating: 0x61, count: 64))
+                return try client.read() == nil && client.closed
+            }
+            #expect(cut, "a frame over the limit ends the link, unanswered")
 
             // 200 half-open, abandoned connections: some silent, some with half a hello.
             var abandoned: [RawLineClient] = []
@@ -160,11 +183,14 @@ extension ProcessTests {
             }
 
             // A good client is still served while they hang around.
-            let good = try await RawLineClient(port: node.port, first: #"{"type":"hello","version":1,"token":"letmein-letmein-letmein"}"#)
-            #expect(try await good.receive()?["type"] as? String == "welcome")
-            let task = UUID().uuidString
-            let result = try #require(try await good.exchange(#"{"type":"scan","id":9,"task":{"id":"\#(task)","input":9,"duration":0}}"#))
-            #expect(result["result"] as? String == "9")
+            let result = try await onOwnThread(named: "test-good-client") { () throws -> String? in
+                var good = try EncryptedClient(port: node.port, token: Self.token)
+                defer { good.close() }
+                try check(jsonFields(good.welcome)?["type"] as? String == "welcome", good.welcome)
+                try good.send(#"{"type":"scan","id":9,"task":{"id":"\#(UUID().uuidString)","input":9,"duration":0}}"#)
+                return try good.read().flatMap(jsonFields)?["result"] as? String
+            }
+            #expect(result == "9")
 
             // Connections that never finish their hello are closed after 10 s.
             let first = abandoned[0]

@@ -5,16 +5,24 @@ import Testing
 @testable import SkyNetRuntime
 import SkyNetTestSupport
 
-/// A recording proxy between a real coordinator (`skynet scan`)
-/// and a real node, both with the token. The token never crosses the wire, a flipped byte in
-/// a line after the handshake closes the connection and its tasks run elsewhere, a replayed
-/// line is refused; every sector is reported completed exactly once.
+/// A recording proxy between a real coordinator (`skynet scan`) and a real node, both with the
+/// token. The token never crosses the wire and nothing after the handshake lines is readable:
+/// every byte is a frame. A byte flipped in a frame of either side, or a frame sent again, ends
+/// the link, its tasks run elsewhere, and every sector is reported completed exactly once, with
+/// its genuine result.
+///
+/// The proxy cannot read a frame, so a test picks one by its index after the handshake line,
+/// which is also the counter its sender sealed it with. In these scans of the built-in task the
+/// coordinator sends only `scan` requests and the node only results (a coordinator pings a node
+/// only while it runs jobs or transfers, or after 15 s of silence), so frame 1 from the node is
+/// its second result and frame 1 from the coordinator its second request.
 extension ProcessTests {
     @Suite(.serialized, .timeLimit(.minutes(5)))
     struct AuthProxyTests {
-        /// The whole exchange of a scan through the proxy holds neither the token nor any 8
-        /// bytes of it, and the handshake lines are the documented ones.
-        @Test func theTokenNeverCrossesTheWireAndTheHandshakeIsAsDocumented() async throws {
+        /// The whole exchange of a scan through the proxy holds no 8 bytes of the token; each
+        /// direction is one documented handshake line, then frames that cover the rest exactly
+        /// and show nothing of the JSON inside; each request and each result is a frame.
+        @Test func theTokenNeverCrossesTheWireAndEverythingAfterTheHandshakeIsFrames() async throws {
             try await withProxiedCluster(direct: false) { cluster in
                 let scan = try await cluster.scan(total: 12)
                 let events = try ScanEvents(scan)
@@ -23,6 +31,7 @@ extension ProcessTests {
 
                 let recordings = cluster.proxy.recordings
                 try #require(recordings.count >= 1)
+                var requests = 0, results = 0
                 for recording in recordings {
                     #expect(!recording.truncated)
                     for direction in [RecordingProxy.Direction.fromClient, .fromServer] {
@@ -31,91 +40,89 @@ extension ProcessTests {
                         let found = firstWindow(of: cluster.token, in: bytes)
                         #expect(found == nil, "\(direction) holds \(found.map { String(decoding: $0, as: UTF8.self) } ?? "")")
                     }
+                    let link = try EncryptedExchange(recording, token: cluster.token)
+                    requests += link.sent.count
+                    results += link.received.count
                 }
-                try expectDocumentedHandshake(recordings[0])
+                #expect(requests >= 12 && results >= 12, "\(requests) frames from the coordinator, \(results) from the node")
             }
         }
 
-        /// The check above can fail: a protocol v1 client's plain-text token is seen by the
-        /// same recorder and the same window search.
-        @Test func theRecorderSeesATokenSentInPlainText() async throws {
+        /// The checks above can fail: through the same proxy, a client that offers the token as
+        /// protocol version 1 did, in plain text, shows it to the recorder and the same window
+        /// search finds it; the node's refusal, plain JSON, shows the marks the frame check
+        /// looks for. The node refuses that hello without looking at the token.
+        @Test func theRecorderSeesWhatIsSentInPlainText() async throws {
             try await withProxiedCluster(direct: false) { cluster in
                 let client = try await RawLineClient(port: cluster.proxy.port, first: #"{"type":"hello","version":1,"name":"v1","token":"\#(cluster.token)"}"#)
-                let welcome = try await client.receive()
-                #expect(welcome?["type"] as? String == "welcome")
-                let sent = try #require(cluster.proxy.recordings.first).bytes(.fromClient)
-                #expect(firstWindow(of: cluster.token, in: sent) != nil)
+                let refusal = try await client.receive()
+                #expect(refusal?["type"] as? String == "error" && refusal?["code"] as? String == "unsupported-version", "\(String(describing: refusal))")
+                let message = refusal?["message"] as? String ?? ""
+                let names = #"this node takes the token only on an encrypted link: send a version 2 hello with a Noise handshake, "#
+                    + #"and no "token", "auth" or "nonce" ("#
+                #expect(message.hasPrefix(names) && message.hasSuffix("(the token in plain text and the hmac-sha256 handshake of version 1 are refused)"),
+                        "\(message)")
+                #expect(try await client.receive() == nil, "the refusal closes the connection")
+                client.close()
+                #expect(try await withTimeout(.seconds(10)) { await cluster.proxy.waitForEnd(ofConnection: 0) })
+
+                let recording = try #require(cluster.proxy.recordings.first)
+                #expect(firstWindow(of: cluster.token, in: recording.bytes(.fromClient)) != nil)
                 #expect(firstWindow(of: cluster.token, in: Array(cluster.token.utf8.dropFirst(30))) != nil, "an 8-byte tail")
+                #expect(plainTextMarks(in: recording.bytes(.fromServer)).contains(#""type":"#), "\(recording.lines(.fromServer))")
             }
         }
 
-        /// A byte flipped in the node's second result: the coordinator closes that connection
-        /// at once (the MAC is wrong), the tasks pending on it run again on gamma (the proxy
-        /// lets beta in only once), and every sector is reported completed once, never with
-        /// the forged result.
-        @Test func aFlippedByteInANodeReplyClosesTheConnectionAndItsTasksRunElsewhere() async throws {
-            let tamper = RecordingProxy.Tamper.flip(.fromServer, occurrence: 1, matching: #""type":"result""#)
+        /// A byte flipped in the node's frame 1 (its second result): the coordinator's frame 1
+        /// does not open, so it ends the link at once; the tasks pending there run again on
+        /// gamma (the proxy lets beta in only once); nothing of that frame or after it counts.
+        @Test func aFlippedByteInANodeFrameEndsTheLinkAndItsTasksRunElsewhere() async throws {
+            let tamper = RecordingProxy.Tamper.flip(.fromServer, frame: 1)
             try await withProxiedCluster(direct: true, tamper: tamper, proxyConnections: 1) { cluster in
                 let scan = try await cluster.scan(total: 24)
                 let events = try ScanEvents(scan)
                 events.expectEverySectorCompletedOnce(total: 24)
-                let tampering = try #require(cluster.proxy.tamperings.first)
-                #expect(cluster.proxy.tamperings.count == 1 && tampering.connection == 0)
-                let sequence = try #require(sequenceNumber(of: tampering.original))
+                try expectOneFlip(cluster.proxy, .fromServer, frame: 1)
 
                 let disconnect = events.of("disconnected").first { $0["system"] as? String == "beta" }
                 let reason = disconnect?["reason"] as? String ?? "none"
-                #expect(reason.contains("a line whose MAC is wrong (sequence \(sequence))"), "\(reason)\n\(scan.stdout)")
-
-                // The forged result and every result after it on that connection were dropped:
-                // each of their sectors ran again and completed once, from a later attempt.
-                let recording = cluster.proxy.recordings[0]
-                let inputs = inputsByTask(recording.lines(.fromClient))
-                let later = recording.lines(.fromServer)[tampering.lineIndex...].compactMap { taskOfResult($0) }
-                let dropped = later.compactMap { inputs[$0] }
-                #expect(!dropped.isEmpty && dropped.count == later.count)
-                for input in dropped {
-                    #expect(events.retries(of: input) >= 1, "sector \(input) was not re-run")
-                    let completion = events.completions[input]?.first
-                    #expect((completion?.attempt ?? 0) >= 2 && completion?.system == "gamma", "sector \(input): \(String(describing: completion))")
-                }
-                let tamperedInput = try #require(taskOfResult(String(decoding: tampering.original, as: UTF8.self)).flatMap { inputs[$0] })
-                let forged = try #require(resultText(of: tampering.sent)), genuine = try #require(resultText(of: tampering.original))
-                #expect(forged != genuine)
-                #expect(events.completions[tamperedInput]?.map(\.result) == [genuine], "sector \(tamperedInput): the forged result \(forged)")
-                #expect(await cluster.proxy.waitForEnd(ofConnection: 0))
+                #expect(reason.contains("frame 1 does not open: altered, replayed, reordered, cut or not from the peer"), "\(reason)\n\(scan.stdout)")
+                // Only frame 0 opened: at most one result of beta's counts.
+                #expect(events.completed(by: "beta") <= 1, "\(scan.stdout)")
+                events.expectRetriedSectorsCompletedOn("gamma", after: "beta")
+                #expect(try await withTimeout(.seconds(10)) { await cluster.proxy.waitForEnd(ofConnection: 0) })
             }
         }
 
-        /// A byte flipped in the coordinator's second scan request: the node refuses the line
-        /// (logging the MAC reason) and closes; the coordinator re-runs the pending tasks on
-        /// gamma (the proxy lets beta in only once).
-        @Test func aFlippedByteInACoordinatorRequestIsRefusedByTheNodeAndTheScanCompletes() async throws {
-            let tamper = RecordingProxy.Tamper.flip(.fromClient, occurrence: 1, matching: #""type":"scan""#)
+        /// A byte flipped in the coordinator's frame 1 (its second request): the node refuses
+        /// it, logging why, and closes; the coordinator runs the pending tasks again on gamma
+        /// (the proxy lets beta in only once).
+        @Test func aFlippedByteInACoordinatorFrameIsRefusedByTheNodeAndTheScanCompletes() async throws {
+            let tamper = RecordingProxy.Tamper.flip(.fromClient, frame: 1)
             try await withProxiedCluster(direct: true, tamper: tamper, proxyConnections: 1) { cluster in
-                let (events, tampering) = try await scanThroughANodeThatRefuses(cluster) { sequence in
-                    "(a line whose MAC is wrong (sequence \(sequence)): altered, or not from the peer)"
-                }
-
-                let input = try #require(inputOfRequest(tampering.original))
-                #expect(events.retries(of: input) >= 1, "sector \(input) was not re-run")
-                let completion = events.completions[input]?.first
-                #expect((completion?.attempt ?? 0) >= 2 && completion?.system == "gamma", "sector \(input): \(String(describing: completion))")
-                #expect(await cluster.proxy.waitForEnd(ofConnection: 0))
+                let events = try await scanThroughANodeThatRefuses(cluster, frame: 1)
+                try expectOneFlip(cluster.proxy, .fromClient, frame: 1)
+                // The node read frame 0 alone: at most its one task can have been done there.
+                #expect(events.completed(by: "beta") <= 1)
+                events.expectRetriedSectorsCompletedOn("gamma", after: "beta")
+                #expect(try await withTimeout(.seconds(10)) { await cluster.proxy.waitForEnd(ofConnection: 0) })
             }
         }
 
-        /// The coordinator's first scan request sent again after its second: the node refuses
-        /// the replay (its sequence number was already received) and closes; the scan still
-        /// completes every sector once.
-        @Test func aReplayedRequestIsRefusedByTheNodeAndTheScanCompletes() async throws {
-            let tamper = RecordingProxy.Tamper.replay(.fromClient, occurrence: 0, matching: #""type":"scan""#, laterBy: 1)
+        /// The coordinator's frame 0, byte for byte, sent again after its frame 1: the node
+        /// expects frame 2 there and refuses the replay (it does not open with that counter),
+        /// and closes; the scan still completes every sector once.
+        @Test func aReplayedCoordinatorFrameIsRefusedByTheNodeAndTheScanCompletes() async throws {
+            let tamper = RecordingProxy.Tamper.replay(.fromClient, frame: 0, laterBy: 1)
             try await withProxiedCluster(direct: true, tamper: tamper) { cluster in
-                let (events, _) = try await scanThroughANodeThatRefuses(cluster) { sequence in
-                    "(a replayed line (sequence \(sequence) was already received))"
-                }
-                #expect(events.of("retry").count >= 1, "the tasks pending on the refused connection ran again")
-                #expect(await cluster.proxy.waitForEnd(ofConnection: 0))
+                let events = try await scanThroughANodeThatRefuses(cluster, frame: 2)
+                let tampering = try #require(cluster.proxy.tamperings.first)
+                #expect(cluster.proxy.tamperings.count == 1 && tampering.connection == 0 && tampering.frame == 0)
+                let frames = try EncryptedExchange(cluster.proxy.recordings[0], token: cluster.token).sent
+                #expect(frames.count >= 2 && tampering.original == frames[0], "the replay is frame 0 as it was sent")
+                #expect(frames.count >= 2 && tampering.sent == frames[1] + frames[0], "right after frame 1")
+                #expect(!events.of("retry").isEmpty, "the tasks pending on the refused connection ran again")
+                #expect(try await withTimeout(.seconds(10)) { await cluster.proxy.waitForEnd(ofConnection: 0) })
             }
         }
     }
@@ -123,26 +130,39 @@ extension ProcessTests {
 
 // MARK: - The cluster behind the proxy
 
-/// Node `beta` behind a recording proxy (that lets in `proxyConnections` connections, then
-/// closes every new one at once) and (`direct`) node `gamma` reached directly, both with a
-/// fresh token; the cluster file names beta at the proxy's port. Stops all on every path.
-/// Scans 24 sectors through a proxy that alters a coordinator line: every sector completes
-/// once, beta logs its disconnect with `reason` (given the altered line's sequence number), and
-/// the coordinator reports beta disconnected. Returns the events and what the proxy changed.
-private func scanThroughANodeThatRefuses(
-    _ cluster: ProxiedCluster, reason: (UInt64) -> String
-) async throws -> (ScanEvents, RecordingProxy.Tampering) {
+/// Scans 24 sectors through a proxy that alters a coordinator frame: every sector completes
+/// once, beta logs its disconnect saying that its `frame` (its counter) does not open, and the
+/// coordinator reports beta disconnected. Returns the events.
+private func scanThroughANodeThatRefuses(_ cluster: ProxiedCluster, frame: Int) async throws -> ScanEvents {
     let scan = try await cluster.scan(total: 24)
     let events = try ScanEvents(scan)
     events.expectEverySectorCompletedOnce(total: 24)
-    let tampering = try #require(cluster.proxy.tamperings.first)
-    let sequence = try #require(sequenceNumber(of: tampering.original))
     let logged = try await cluster.beta.waitForErrorLine(timeout: .seconds(30)) { $0.contains("[Node] Disconnected: coordinator") }
-    #expect(logged.contains(reason(sequence)), "\(logged)")
-    #expect(events.of("disconnected").contains { $0["system"] as? String == "beta" })
-    return (events, tampering)
+    #expect(logged.hasPrefix("[Node] Disconnected: coordinator from 127.0.0.1:")
+                && logged.hasSuffix(" (frame \(frame) does not open: altered, replayed, reordered, cut or not from the peer)"), "\(logged)")
+    #expect(events.of("disconnected").contains { $0["system"] as? String == "beta" }, "\(scan.stdout)")
+    return events
 }
 
+/// The proxy's one change: a flip of one byte, in the ciphertext, of `direction`'s frame
+/// `frame` on the first connection, as the recording has that frame.
+@discardableResult
+private func expectOneFlip(_ proxy: RecordingProxy, _ direction: RecordingProxy.Direction, frame: Int,
+                           sourceLocation: SourceLocation = #_sourceLocation) throws -> RecordingProxy.Tampering {
+    let tampering = try #require(proxy.tamperings.first, sourceLocation: sourceLocation)
+    #expect(proxy.tamperings.count == 1 && tampering.connection == 0 && tampering.direction == direction && tampering.frame == frame,
+            sourceLocation: sourceLocation)
+    let changed = zip(tampering.original, tampering.sent).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset)
+    #expect(tampering.sent.count == tampering.original.count && changed == [tampering.original.count - 17], "\(changed)",
+            sourceLocation: sourceLocation)
+    let frames = proxy.recordings[0].units(direction).units.compactMap { unit -> [UInt8]? in
+        if case .frame(let bytes) = unit { bytes } else { nil }
+    }
+    #expect(frames.count > frame && frames[frame] == tampering.original, sourceLocation: sourceLocation)
+    return tampering
+}
+
+/// The nodes, the proxy in front of beta, and the files a scan of them needs.
 private struct ProxiedCluster: Sendable {
     let proxy: RecordingProxy
     let beta: RunningProcess
@@ -160,12 +180,16 @@ private struct ProxiedCluster: Sendable {
     }
 }
 
+/// Node `beta` behind a recording proxy (that lets in `proxyConnections` connections, then
+/// closes every new one at once) and (`direct`) node `gamma` reached directly, both with a
+/// fresh token; the cluster file names beta at the proxy's port. Stops all on every path.
 private func withProxiedCluster<T: Sendable>(
     direct: Bool, tamper: RecordingProxy.Tamper? = nil, proxyConnections: Int = 64, _ body: (ProxiedCluster) async throws -> T
 ) async throws -> T {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("skynet-proxy-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    // Letters only, none of them a hex digit: no window of it can occur in a nonce or a MAC by chance.
+    // Letters only, no hex digit: no 8-byte window of it turns up by chance in the base64 of
+    // the handshake lines (1 in 64^8 a place) or in ciphertext (1 in 2^64).
     let alphabet = Array("ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ")
     let token = String((0..<40).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
     let tokenFile = folder.appendingPathComponent("token").path
@@ -231,90 +255,33 @@ private struct ScanEvents {
         }
     }
 
-    func retries(of input: Int) -> Int { of("retry").filter { $0["input"] as? Int == input }.count }
+    /// Sectors completed by `system`.
+    func completed(by system: String) -> Int { completions.values.joined().filter { $0.system == system }.count }
 
-    /// Exit 0, each of `total` sectors completed exactly once, nothing failed, and the summary agrees.
+    /// Exit 0, each of `total` sectors completed exactly once with its genuine result (the
+    /// built-in scan returns the sector's number), nothing failed, and the summary agrees.
     func expectEverySectorCompletedOnce(total: Int, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(status == 0, "\(stderr)", sourceLocation: sourceLocation)
         let counts = completions.mapValues(\.count)
         #expect(counts == Dictionary(uniqueKeysWithValues: (0..<total).map { ($0, 1) }), "\(counts)", sourceLocation: sourceLocation)
+        let wrong = completions.filter { input, done in done.contains { $0.result != String(input) } }
+        #expect(wrong.isEmpty, "results not of their sector: \(wrong)", sourceLocation: sourceLocation)
         #expect(of("failed").isEmpty, sourceLocation: sourceLocation)
         let summary = of("summary").first
         #expect(summary?["completed"] as? Int == total && summary?["failed"] as? Int == 0, "\(String(describing: summary))",
                 sourceLocation: sourceLocation)
     }
-}
 
-// MARK: - Reading the recording
-
-/// The first 8 bytes of `bytes` that are also 8 consecutive bytes of `token`, if any.
-private func firstWindow(of token: String, in bytes: [UInt8]) -> [UInt8]? {
-    func word(_ window: ArraySlice<UInt8>) -> UInt64 { window.reduce(0) { $0 << 8 | UInt64($1) } }
-    let secret = Array(token.utf8)
-    guard secret.count >= 8, bytes.count >= 8 else { return nil }
-    let windows = Set((0...(secret.count - 8)).map { word(secret[$0..<($0 + 8)]) })
-    return (0...(bytes.count - 8)).first { windows.contains(word(bytes[$0..<($0 + 8)])) }.map { Array(bytes[$0..<($0 + 8)]) }
-}
-
-/// The handshake of docs/PROTOCOL.md: hello (auth, nonce, no token), challenge, auth (proof),
-/// a welcome sealed with sequence 0; then every line of each direction sealed, in sequence.
-private func expectDocumentedHandshake(_ recording: RecordingProxy.Recording) throws {
-    let sent = recording.lines(.fromClient), received = recording.lines(.fromServer)
-    try #require(sent.count >= 3 && received.count >= 3)
-    let hello = try object(sent[0]), challenge = try object(received[0]), auth = try object(sent[1])
-    #expect(Set(hello.keys) == ["type", "version", "name", "auth", "nonce"], "\(sent[0])")
-    #expect(hello["type"] as? String == "hello" && hello["version"] as? Int == 1 && hello["auth"] as? String == "hmac-sha256")
-    #expect(isHex(hello["nonce"], count: 64) && isHex(challenge["nonce"], count: 64), "nonces: \(sent[0]) \(received[0])")
-    #expect(hello["nonce"] as? String != challenge["nonce"] as? String)
-    #expect(Set(challenge.keys) == ["type", "nonce"] && challenge["type"] as? String == "challenge")
-    #expect(Set(auth.keys) == ["type", "proof"] && auth["type"] as? String == "auth" && isHex(auth["proof"], count: 64))
-    #expect(received[1].hasPrefix("0 ") && received[1].contains(#" {"type":"welcome""#), "\(received[1])")
-    for (lines, first) in [(Array(sent.dropFirst(2)), sent.count - 2), (Array(received.dropFirst(1)), received.count - 1)] {
-        #expect(lines.count == first)
-        for (sequence, line) in lines.enumerated() {
-            let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
-            #expect(parts.count == 3 && parts[0] == String(sequence) && isHex(parts[1], count: 32), "line \(sequence): \(line)")
-            #expect((try? object(parts.last ?? "")) != nil, "line \(sequence): \(line)")
+    /// Some sector ran again, each retry after a failure on `failed`, and each such sector
+    /// completed once, on `system`, from a later attempt.
+    func expectRetriedSectorsCompletedOn(_ system: String, after failed: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let retries = of("retry")
+        #expect(!retries.isEmpty, "no sector ran again", sourceLocation: sourceLocation)
+        #expect(retries.allSatisfy { $0["system"] as? String == failed }, "\(retries)", sourceLocation: sourceLocation)
+        for input in Set(retries.compactMap { $0["input"] as? Int }) {
+            let completion = completions[input]?.first
+            #expect((completion?.attempt ?? 0) >= 2 && completion?.system == system, "sector \(input): \(String(describing: completion))",
+                    sourceLocation: sourceLocation)
         }
     }
 }
-
-private func object(_ line: String) throws -> [String: Any] {
-    try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
-}
-
-private func isHex(_ value: Any?, count: Int) -> Bool {
-    guard let text = value as? String else { return false }
-    return text.utf8.count == count && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
-}
-
-/// The JSON of a sealed line (`SEQ MAC JSON`, newline or not), as an object.
-private func sealedObject(_ line: some Collection<UInt8>) -> [String: Any]? {
-    let parts = String(decoding: line, as: UTF8.self).split(separator: "\n").first?.split(separator: " ", maxSplits: 2)
-    guard let parts, parts.count == 3 else { return nil }
-    return try? JSONSerialization.jsonObject(with: Data(parts[2].utf8)) as? [String: Any]
-}
-
-private func sequenceNumber(of line: [UInt8]) -> UInt64? {
-    String(decoding: line, as: UTF8.self).split(separator: " ").first.flatMap { UInt64($0) }
-}
-
-/// Sector by task id, from the scan requests among `lines`.
-private func inputsByTask(_ lines: [String]) -> [String: Int] {
-    var inputs: [String: Int] = [:]
-    for line in lines {
-        guard let json = sealedObject(Array(line.utf8)), json["type"] as? String == "scan",
-              let task = json["task"] as? [String: Any], let id = task["id"] as? String, let input = task["input"] as? Int else { continue }
-        inputs[id] = input
-    }
-    return inputs
-}
-
-private func taskOfResult(_ line: String) -> String? {
-    guard let json = sealedObject(Array(line.utf8.prefix { $0 != 0x0A })), json["type"] as? String == "result" else { return nil }
-    return json["task"] as? String
-}
-
-private func resultText(of line: [UInt8]) -> String? { sealedObject(line)?["result"] as? String }
-
-private func inputOfRequest(_ line: [UInt8]) -> Int? { (sealedObject(line)?["task"] as? [String: Any])?["input"] as? Int }

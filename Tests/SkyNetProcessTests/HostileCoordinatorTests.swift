@@ -7,7 +7,7 @@ import SkyNetTestSupport
 import Testing
 
 extension ProcessTests {
-    /// A coordinator that knows the token but not the rules: over an authenticated link to a
+    /// A coordinator that knows the token but not the rules: over an encrypted link to a
     /// real `skynet node`, it sends paths that climb out (`..`), absolute and overlong paths,
     /// chunks at the wrong offsets, a wrong digest, and asks back a symbolic link its job
     /// planted. Each is refused with the code docs/PROTOCOL.md ("Files") gives it, and nothing

@@ -40,9 +40,12 @@ extension ProcessTests {
                 var silent: [RawLineClient] = []
                 for _ in 0..<300 { silent.append(try await RawLineClient(port: node.port)) }
                 let clock = ContinuousClock(), start = clock.now
-                let client = try await RawLineClient(port: node.port, first: #"{"type":"hello","version":1,"token":"\#(token)"}"#)
-                let welcome = try await client.receive()
-                #expect(welcome?["type"] as? String == "welcome")
+                let welcome = try await onOwnThread(named: "test-token-client") {
+                    let client = try EncryptedClient(port: node.port, token: token)
+                    defer { client.close() }
+                    return client.welcome
+                }
+                #expect(jsonFields(welcome)?["type"] as? String == "welcome", "\(welcome)")
                 #expect(clock.now - start < .seconds(2))
                 let status = try await runSkynet(["status", "--cluster", cluster.clusterFile], limit: .seconds(20),
                                                  environment: ["SKYNET_TOKEN": token])

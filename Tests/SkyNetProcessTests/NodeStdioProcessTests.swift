@@ -162,7 +162,8 @@ struct NodeStdioProcessTests {
     }
 
     /// `--stdio-args HEX` carries the node's arguments (hex of their UTF-8 joined by NUL);
-    /// SKYNET_TOKEN is ignored (no challenge); stdout carries protocol lines only.
+    /// SKYNET_TOKEN is ignored (a plain hello gets a plain welcome, no handshake); stdout
+    /// carries protocol lines only.
     @Test func stdioArgsCarryTheJobsAndCapacityAndATokenInTheEnvironmentIsIgnored() async throws {
         let arguments = ["--job", "say=echo said: {}", "--capacity", "3", "--failing-every", "0"]
         let hex = Secrets.hex(Array(arguments.joined(separator: "\0").utf8))

@@ -96,7 +96,10 @@ extension ProcessTests {
                 let beta = try #require(lines.first { $0.hasPrefix("beta") })
                 #expect(beta.contains(" up "))
                 #expect(beta.contains("0/4"))
-                #expect(beta.hasSuffix(" ms"))
+                // Without a token the link is plain: the link column says so, after the round trip.
+                #expect(lines.first.map(Self.columns)?.last == "link", "\(run.stdout)")
+                let columns = Self.columns(beta)
+                #expect(columns.count == 7 && columns[5].hasSuffix(" ms") && columns[6] == "plain", "\(run.stdout)")
                 let gone = try #require(lines.first { $0.hasPrefix("gone") })
                 #expect(gone.contains("down (refused)"))
 
@@ -104,7 +107,7 @@ extension ProcessTests {
                 #expect(json.status == 1)
                 let objects = try json.lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
                 #expect(objects.count == 2)
-                #expect(objects[0]["name"] as? String == "beta" && objects[0]["up"] as? Bool == true)
+                #expect(objects[0]["name"] as? String == "beta" && objects[0]["up"] as? Bool == true && objects[0]["link"] as? String == "plain")
                 #expect(objects[1]["name"] as? String == "gone" && objects[1]["reason"] as? String == "refused")
             }
         }
@@ -115,6 +118,41 @@ extension ProcessTests {
                 #expect(run.status == 0)
                 #expect(run.lines.filter { $0.contains(" up ") }.count == 2)
             }
+        }
+
+        /// The link column (the JSON's `link`) says how each link is kept secret: `encrypted` to
+        /// a node with the token, asked with it; `plain` to a node without one, asked without
+        /// (with a token, such a node is refused before anything is sent to it).
+        @Test func statusSaysWhetherALinkIsEncryptedOrPlain() async throws {
+            let scratch = try TokenScratch()
+            let tokenFile = try scratch.tokenFile(TokenScratch.randomToken())
+            let withToken = try await SkynetNode.start(name: "beta", ["--token-file", tokenFile])
+            let withoutToken = try await SkynetNode.start(name: "gamma", [])
+            let cases = [("beta", withToken.port, ["--token-file", tokenFile], "encrypted"), ("gamma", withoutToken.port, [], "plain")]
+            for (name, port, token, link) in cases {
+                let cluster = try scratch.clusterFile([(name, port)], named: "\(name).json")
+                let table = try await runSkynet(["status", "--cluster", cluster] + token, limit: .seconds(20), environment: ["SKYNET_TOKEN": nil])
+                #expect(table.status == 0, "\(name): \(table.stdout)\n\(table.stderr)")
+                let rows = table.lines.map(Self.columns)
+                #expect(rows.count == 2 && rows[0].last == "link", "\(table.stdout)")
+                #expect(rows.count == 2 && rows[1].first == name && rows[1][2] == "up" && rows[1].last == link, "\(table.stdout)")
+
+                let json = try await runSkynet(["status", "--cluster", cluster, "--json"] + token, limit: .seconds(20),
+                                               environment: ["SKYNET_TOKEN": nil])
+                #expect(json.status == 0, "\(name): \(json.stderr)")
+                #expect(json.lines.count == 1 && json.stdout.contains(#""link":"\#(link)""#), "\(json.stdout)")
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stdout)")
+                #expect(object["up"] as? Bool == true && object["link"] as? String == link, "\(json.stdout)")
+            }
+            let log = try await withToken.stop()
+            let connected = log.stderr.split(separator: "\n").filter { $0.hasPrefix("[Node] Connected: ") }
+            #expect(connected.count == 2 && connected.allSatisfy { $0.hasSuffix(" (encrypted)") }, "one a probe: \(log.stderr)")
+            _ = try await withoutToken.stop()
+        }
+
+        /// A row of `skynet status`'s table, split at its runs of two or more spaces.
+        static func columns(_ row: String) -> [String] {
+            row.split(separator: "  ", omittingEmptySubsequences: true).map { $0.trimmingCharacters(in: .whitespaces) }
         }
 
         @Test func aVerboseNodeLogsEachTaskAndNeverTheToken() async throws {

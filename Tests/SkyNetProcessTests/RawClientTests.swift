@@ -133,7 +133,7 @@ extension ProcessTests {
                 let node = try #require(cluster.node("beta"))
                 let client = try await RawLineClient(port: node.port)
                 let task = UUID().uuidString
-                try client.send([#"{"type":"hello","version":2}"#, hello,
+                try client.send([#"{"type":"hello","version":3}"#, hello,
                                  #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":1,"duration":5}}"#].joined(separator: "\n"))
                 #expect(try await client.receive()?["code"] as? String == "unsupported-version")
                 #expect(try await client.receive() == nil)

@@ -62,8 +62,9 @@ extension ProcessTests {
                 return ClusterConfig.Node(name: "h\(index + 1)", ssh: parsed, capacity: parsed.slots)
             }
             let recorded = Recorded()
-            // With a token, a node that got it would be asked for a proof it cannot give: every
-            // link that connects proves that none was sent.
+            // With a token, a link that sent it (a hello with a Noise handshake) would refuse the
+            // stdio node's plain welcome (it does not know the token): every link that connects
+            // proves that none was sent.
             var settings = PeerLinks.Settings(capacity: 1, timeout: .seconds(10), token: "not-for-ssh-hosts")
             settings.ssh = SSHSettings(command: SSHCommand(words: client.commandWords(key: key))) { line in
                 recorded.hostLines.withLock { $0.append(line) }
@@ -83,8 +84,9 @@ extension ProcessTests {
             }
         }
 
+        /// Whether the event is `name`'s link connecting, kept secret by ssh (not by the token).
         static func isConnected(_ name: String) -> @Sendable (ClusterEvent) -> Bool {
-            { if case .connected(name) = $0 { true } else { false } }
+            { if case .connected(name, link: .ssh) = $0 { true } else { false } }
         }
 
         @Test func twoSSHHostsConnectWithTheSlotsOfTheirWelcome() async throws {
@@ -180,7 +182,8 @@ extension ProcessTests {
                 let node = ClusterConfig.Node(name: "h1", ssh: try SSHLogin(parsing: hosts[0].login), capacity: 7)
                 let up = await PeerStatus.probe(node, token: "not-for-ssh-hosts", timeout: .seconds(10),
                                                 ssh: SSHSettings(command: SSHCommand(words: client.commandWords())))
-                guard case .up(let pong, _) = up.state else { Issue.record("\(up.state)"); return }
+                guard case .up(let pong, _, let link) = up.state else { Issue.record("\(up.state)"); return }
+                #expect(link == .ssh)
                 #expect(pong.capacity == 7)
                 let stranger = try await client.makeKey(named: "stranger_key")
                 let down = await PeerStatus.probe(node, token: nil, timeout: .seconds(10),

@@ -220,13 +220,13 @@ extension ProcessTests {
                     let table = try await runSkynet(arguments, limit: .seconds(60))
                     #expect(table.status == 1, "\(table.stdout)\n\(table.stderr)")
                     let rows = table.lines.map { $0.split(separator: "  ", omittingEmptySubsequences: true).map { $0.trimmingCharacters(in: .whitespaces) } }
-                    #expect(rows.first == ["name", "address", "state", "running", "completed", "round trip"], "\(table.stdout)")
+                    #expect(rows.first == ["name", "address", "state", "running", "completed", "round trip", "link"], "\(table.stdout)")
                     let up = rows.first { $0.first == "h1" } ?? []
                     // 3/ reached the node as its slots; nothing ran yet.
                     #expect(up.prefix(5) == ["h1", "ssh \(host.login)", "up", "0/3", "0"], "\(table.stdout)")
-                    #expect(up.last?.hasSuffix(" ms") == true, "\(table.stdout)")
+                    #expect(up.count == 7 && up[5].hasSuffix(" ms") && up[6] == "ssh", "ssh keeps the link secret: \(table.stdout)")
                     let down = rows.first { $0.first == "h2" } ?? []
-                    #expect(down == ["h2", "ssh \(closed)", "down (ssh: connect to host 127.0.0.1 port \(closedPort): Connection refused)", "-", "-", "-"],
+                    #expect(down == ["h2", "ssh \(closed)", "down (ssh: connect to host 127.0.0.1 port \(closedPort): Connection refused)", "-", "-", "-", "-"],
                             "\(table.stdout)")
 
                     let json = try await runSkynet(arguments + ["--json"], limit: .seconds(60))
@@ -234,6 +234,7 @@ extension ProcessTests {
                     let nodes = try SSHScanHarness.events(json.stdout)
                     #expect(nodes.count == 2, "\(json.stdout)")
                     #expect(nodes.first?["up"]?.bool == true && nodes.first?["capacity"]?.int == 3, "\(json.stdout)")
+                    #expect(nodes.first?["link"]?.string == "ssh", "\(json.stdout)")
                     #expect(nodes.last?["up"]?.bool == false, "\(json.stdout)")
                     #expect(nodes.last?["reason"]?.string == "ssh: connect to host 127.0.0.1 port \(closedPort): Connection refused", "\(json.stdout)")
                     // Each probe's node saw its stdin end and left.

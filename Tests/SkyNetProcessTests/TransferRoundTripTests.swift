@@ -6,7 +6,7 @@ import Testing
 
 extension ProcessTests {
     /// `skynet scan --spawn 2 --token-file F --local-capacity 0 --job 't=cp {} {}.out' --trc '{}.out'`
-    /// as a user types it: every input travels to a node over an authenticated link, is copied
+    /// as a user types it: every input travels to a node over an encrypted link, is copied
     /// there and comes back byte for byte; the inputs stay as they were and the nodes keep nothing.
     @Suite(.serialized, .timeLimit(.minutes(6)))
     struct TransferRoundTripTests {

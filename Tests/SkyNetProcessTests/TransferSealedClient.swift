@@ -1,56 +1,35 @@
 import Foundation
 @testable import SkyNet
-@testable import SkyNetAuth
 @testable import SkyNetRuntime
 import SkyNetTestSupport
 @testable import SkyNetTransport
 
-/// A coordinator written by hand, as a hostile one would be: the token handshake of
-/// docs/PROTOCOL.md ("Authentication"), then every line it sends sealed and every line it
-/// reads opened, with JSON the test writes itself (no encoder of the product's that might
-/// refuse what a hostile peer would send). Blocking: use it on a thread of its own
-/// (`onOwnThread`), from connect to close.
+/// A coordinator written by hand, as a hostile one would be: the encrypted link of
+/// docs/PROTOCOL.md (`EncryptedClient`), with JSON the test writes itself (no encoder of the
+/// product's that might refuse what a hostile peer would send). Blocking: use it on a thread of
+/// its own (`onOwnThread`), from connect to close.
 struct SealedLineClient {
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
-    private let socket: Socket
-    private var framer = LineFramer(maxLineBytes: 2 << 20)
-    private var buffered: [[UInt8]] = []
-    private var sending: LineSeal
-    private var receiving: LineSeal
+    private var client: EncryptedClient
     /// The node's welcome, as a JSON object.
-    private(set) var welcome: [String: Any] = [:]
+    let welcome: [String: Any]
 
-    /// Connects to 127.0.0.1:`port` and proves `token`; throws unless the node answers with a
-    /// welcome sealed by the token's key.
+    /// Connects to 127.0.0.1:`port` and does the handshake with `token`; throws unless the node
+    /// answers with a welcome that opens with the token's keys.
     init(port: Int, token: String) throws {
-        socket = try Socket.connect(host: "127.0.0.1", port: port, timeout: .seconds(5))
-        let hello = Array(#"{"type":"hello","version":1,"name":"hostile","auth":"hmac-sha256","nonce":"\#(Secrets.hex(Secrets.randomBytes(32)))"}"#.utf8)
-        try Self.send(hello + [0x0A], on: socket)
-        // Plain lines until the welcome: these two are read with a seal that is never used.
-        let key = HMACSHA256(key: Array(token.utf8))
-        sending = LineSeal(key: key)
-        receiving = LineSeal(key: key)
-        guard let challenge = try nextRawLine().flatMap(Self.object), challenge["type"] as? String == "challenge",
-              let nonceText = challenge["nonce"] as? String, let nonce = Secrets.bytes(fromHex: nonceText) else {
-            throw Failure(description: "the node sent no challenge")
+        client = try EncryptedClient(port: port, token: token, name: "hostile")
+        guard let welcome = Self.object(Array(client.welcome.utf8)), welcome["type"] as? String == "welcome" else {
+            throw Failure(description: "the node sent no welcome: \(client.welcome)")
         }
-        let transcript = AuthTranscript(hello: hello, nodeNonce: nonce)
-        try Self.send(Array(#"{"type":"auth","proof":"\#(Secrets.hex(transcript.coordinatorProof(token: key)))"}"#.utf8) + [0x0A], on: socket)
-        let keys = transcript.sessionKeys(token: key, as: .coordinator)
-        sending = LineSeal(key: keys.sending)
-        receiving = LineSeal(key: keys.receiving)
-        guard let first = try receive(), first["type"] as? String == "welcome" else {
-            throw Failure(description: "the node sent no sealed welcome")
-        }
-        welcome = first
+        self.welcome = welcome
     }
 
-    /// Seals `json` (one message, no newline) and sends it.
+    /// Sends `json` (one message, no newline) as the next frame.
     mutating func send(_ json: String) throws {
-        try Self.send(sending.seal(Array((json + "\n").utf8)), on: socket)
+        try client.send(json)
     }
 
     /// Sends a file's bytes for request `id` as `data` lines of at most 256 KiB from `offset`,
@@ -67,10 +46,11 @@ struct SealedLineClient {
 
     /// The next message, opened and parsed; nil when the node closed or said nothing for `silence`.
     mutating func receive(silence: Duration = .seconds(20)) throws -> [String: Any]? {
-        guard let line = try nextRawLine(silence: silence) else { return nil }
-        switch receiving.open(line) {
-        case .success(let json): return Self.object(json)
-        case .failure(let rejection): throw Failure(description: "a line from the node did not open: \(rejection)")
+        do {
+            guard let message = try client.read(silence: silence) else { return nil }
+            return Self.object(Array(message.utf8))
+        } catch {
+            throw Failure(description: "a frame from the node did not open: \(error)")
         }
     }
 
@@ -85,34 +65,10 @@ struct SealedLineClient {
         return messages
     }
 
-    func close() { socket.close() }
-
-    private mutating func nextRawLine(silence: Duration = .seconds(20)) throws -> [UInt8]? {
-        socket.setReceiveTimeout(silence)
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
-        defer { chunk.deallocate() }
-        while buffered.isEmpty {
-            let count: Int
-            do { count = try socket.receive(into: chunk) } catch { return nil }
-            guard count > 0 else { return nil }
-            var lines: [[UInt8]] = []
-            framer.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { output in
-                if case .line(let data) = output { lines.append(Array(data)) }
-            }
-            buffered += lines
-        }
-        return buffered.removeFirst()
-    }
+    func close() { client.close() }
 
     private static func object(_ bytes: some Collection<UInt8>) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
-    }
-
-    private static func send(_ bytes: [UInt8], on socket: Socket) throws {
-        var offset = 0
-        while offset < bytes.count {
-            offset += try bytes[offset...].withUnsafeBytes { try socket.send($0, wait: true) }
-        }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import SkyNet
+@testable import SkyNetAuth
 @testable import SkyNetCluster
 @testable import SkyNetRuntime
 import SkyNetTestSupport
@@ -8,8 +9,9 @@ import SkyNetTestSupport
 @testable import SkyNetWork
 import Testing
 
-/// Peers without the token, against the real binary: a fake node that cannot prove
-/// the token gets no input and is reported once; a coordinator that cannot prove it is refused.
+/// Peers without the token, against the real binary: a fake node whose answer to the Noise
+/// handshake does not open (or that answers in plain) gets nothing after the hello and is
+/// reported once; a coordinator with another token, or none, is refused.
 extension ProcessTests {
     @Suite(.serialized, .timeLimit(.minutes(5)))
     struct UnauthorizedPeerTests {
@@ -34,7 +36,7 @@ extension ProcessTests {
             #expect(scan.completions.allSatisfy { $0.system == nil || $0.system == "gamma" })
             #expect(scan.completions.contains { $0.system == "gamma" }, "the real node took part: \(scan.stdout)")
             #expect(scan.reruns.isEmpty)
-            fake.expectOnlyTheHandshake(manner, token: token)
+            try await fake.expectOnlyTheHello(token: token)
             _ = try await node.stop()
         }
 
@@ -55,7 +57,7 @@ extension ProcessTests {
             #expect(scan.stderr.contains("error: no peer proved it knows the token (the last: it does not know the token)"),
                     "\(scan.stderr)")
             #expect(scan.completions.isEmpty)
-            fake.expectOnlyTheHandshake(manner, token: token)
+            try await fake.expectOnlyTheHello(token: token)
         }
 
         /// A coordinator with another token, or none, is refused by a node with the token; each
@@ -67,9 +69,9 @@ extension ProcessTests {
             let node = try await SkynetNode.start(name: "beta", ["--token-file", nodeToken, "--failing-every", "0"])
             let cluster = try scratch.clusterFile([("beta", node.port)])
             let attempts: [(token: [String], nodeSays: String, hint: String)] = [
-                (["--token-file", otherToken], "unauthorized: wrong token (the proof does not match)",
+                (["--token-file", otherToken], "unauthorized: wrong token (the handshake does not open)",
                  "its token differs from this coordinator's (SKYNET_TOKEN or --token-file), or the handshake was altered on the way"),
-                ([], "unauthorized: this node requires the token: use the hmac-sha256 handshake",
+                ([], "unauthorized: this node requires the token: send a version 2 hello with a Noise handshake",
                  "set SKYNET_TOKEN to the nodes' token"),
             ]
             for (token, nodeSays, hint) in attempts {
@@ -110,28 +112,42 @@ extension ProcessTests {
                                             limit: .seconds(20), environment: ["SKYNET_TOKEN": nil])
             #expect(table.lines.contains { $0.hasPrefix("beta") && $0.contains("down (not authenticated (it does not know the token))") },
                     "\(table.stdout)")
-            #expect(fake.received.allSatisfy { !$0.contains(#""type":"ping""#) }, "a fake node is never pinged")
+            try await fake.expectOnlyTheHello(token: token)  // never pinged
             _ = try await node.stop()
         }
     }
 }
 
 /// A node written for these tests, on 127.0.0.1 and port 0, that does not know the token and
-/// pretends otherwise as far as the protocol lets it. It records every line it receives and
-/// answers pings, so that a coordinator that wrongly trusted it would show that it did.
+/// pretends otherwise as far as the protocol lets it: it answers the hello as its `Manner`
+/// says, then records every byte the client sends until it closes. A coordinator that wrongly
+/// trusted it would send it something more (a request, a ping, a frame), and show that it did.
 final class ImpostorNode: Sendable {
     enum Manner: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        /// Answers the hello with a plain protocol v1 welcome, as a node without a token does.
+        /// A welcome in plain, no handshake: what a node without a token sends.
         case plainWelcome
-        /// Sends a challenge, takes the proof, and answers with a plain (unsealed) welcome.
-        case challengeThenPlainWelcome
+        /// A `handshake` line whose Noise message is made-up bytes, as long as a real one.
+        case madeUpHandshake
+        /// The coordinator's own first message sent back as the answer (a reflection).
+        case reflectedHandshake
+        /// An answer made with another token: a fresh key, and the welcome sealed with keys
+        /// from that token (the first message did not open with it, so nothing better can be made).
+        case anotherTokensHandshake
         var testDescription: String { rawValue }
+    }
+
+    /// One client's connection, once it ended: its first line, and every byte after it.
+    struct Conversation: Sendable {
+        let hello: String
+        let after: [UInt8]
+        /// Whether the client closed (rather than going silent for 10 s).
+        let closedByClient: Bool
     }
 
     let port: Int
     private let manner: Manner
     private let listener: Listener
-    private let state = Locked((connections: [Connection](), lines: [String]()))
+    private let conversations = Watched<[Conversation]>([])
 
     private init(manner: Manner, listener: Listener) {
         self.manner = manner
@@ -141,56 +157,101 @@ final class ImpostorNode: Sendable {
 
     static func start(_ manner: Manner) async throws -> ImpostorNode {
         let node = ImpostorNode(manner: manner, listener: try await Listener.bind(host: "127.0.0.1", port: 0))
-        try node.listener.start { socket, peer in
-            let connection = Connection(socket: socket, peer: peer)
-            node.state.withLock { $0.connections.append(connection) }
-            connection.start(onEvent: { event in
-                guard case .line(let line) = event else { return }
-                node.answer(line, on: connection)
-            })
+        try node.listener.start { socket, _ in
+            startThread(named: "test-impostor") { node.converse(socket) }
         }
         return node
     }
 
-    /// Every line received, on any connection, in order of arrival.
-    var received: [String] { state.withLock { $0.lines } }
+    func stop() { listener.stop() }
 
-    func stop() {
-        listener.stop()
-        for connection in state.withLock({ $0.connections }) { connection.close() }
+    /// Answers the hello, then records the rest until the client closes or is silent for 10 s.
+    private func converse(_ socket: Socket) {
+        var reader = RawStream(socket: socket)
+        defer { socket.close() }
+        guard let hello = reader.line() else { return }
+        if let answer = answer(to: hello) { try? socket.sendAll(answer) }
+        let after = reader.rest(silence: .seconds(10))
+        conversations.update { $0.append(Conversation(hello: hello, after: after, closedByClient: reader.closed)) }
     }
 
-    private func answer(_ line: Data, on connection: Connection) {
-        let text = String(decoding: line, as: UTF8.self)
-        state.withLock { $0.lines.append(text) }
-        let welcome = Reply.welcome(version: wireVersion, name: "beta", capacity: 4,
-                                    jobs: [JobRegistry.scan: "built-in simulated scan"]).line
-        switch try? Request.decode(line) {
-        case .hello?:
-            try? connection.send(manner == .plainWelcome ? welcome : Reply.challenge(nonce: Secrets.randomBytes(WireAuth.nonceCount)).line)
-        case .auth?:
-            try? connection.send(welcome)
-        case .ping(let id)?:
-            try? connection.send(Reply.pong(id: id, Pong(name: "beta", running: 0, capacity: 4, completed: 0, failed: 0)).line)
-        default:
-            break  // a scan or job is held forever, as an impostor collecting inputs would
+    private func answer(to hello: String) -> [UInt8]? {
+        let welcome = Array(Reply.welcome(version: 2, name: "beta", capacity: 4, jobs: [JobRegistry.scan: "built-in simulated scan"]).line)
+        let first = (jsonFields(hello)?["noise"] as? String).flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? []
+        let message: [UInt8]
+        switch manner {
+        case .plainWelcome: return welcome
+        case .madeUpHandshake: message = Secrets.randomBytes(32 + welcome.count + 16)
+        case .reflectedHandshake: message = first
+        case .anotherTokensHandshake:
+            var guess = LinkKey(token: Array("a guess at the token, not the token".utf8)).initiator()
+            guard let made = try? guess.writeMessage(payload: Array(welcome.dropLast())) else { return nil }
+            message = made
+        }
+        return Array(Reply.handshake(noise: message).line)
+    }
+
+    /// Waits (up to 30 s) until a client has ended its connection, then checks every ended
+    /// connection: it held the coordinator's version 2 hello with its Noise message and nothing
+    /// after it (no request, no ping, no frame), never the token, and the client closed it.
+    func expectOnlyTheHello(token: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        try await conversations.wait(upTo: .seconds(30)) { !$0.isEmpty }
+        for conversation in conversations.value {
+            let fields = jsonFields(conversation.hello) ?? [:]
+            #expect(Set(fields.keys) == ["type", "version", "noise"] && fields["version"] as? Int == 2, "\(conversation.hello)",
+                    sourceLocation: sourceLocation)
+            #expect(conversation.after.isEmpty, "after the hello: \(String(decoding: conversation.after, as: UTF8.self))",
+                    sourceLocation: sourceLocation)
+            #expect(!TokenScratch.leaks(token, into: conversation.hello + String(decoding: conversation.after, as: UTF8.self)),
+                    sourceLocation: sourceLocation)
+            #expect(conversation.closedByClient, "the coordinator left the connection open", sourceLocation: sourceLocation)
+        }
+    }
+}
+
+/// One connection's bytes read raw, blocking: a first line, then whatever follows (frames need
+/// not hold a newline).
+private struct RawStream {
+    let socket: Socket
+    private var buffer: [UInt8] = []
+    private(set) var closed = false
+
+    init(socket: Socket) {
+        self.socket = socket
+    }
+
+    /// The first line, without its newline; nil if the client closed or was silent for 10 s first.
+    mutating func line() -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                defer { buffer.removeFirst(newline + 1) }
+                return String(decoding: buffer[..<newline], as: UTF8.self)
+            }
+            guard receive(silence: .seconds(10)) else { return nil }
         }
     }
 
-    /// Checks that this node received the token handshake's hello (and, after a challenge, the
-    /// proof) and nothing more: no scan, no job, no ping, and never the token.
-    func expectOnlyTheHandshake(_ manner: Manner, token: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        let lines = received
-        let types = lines.map { line in
-            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["type"] as? String ?? line
+    /// Every byte from here until the client closes, or is silent for `silence`.
+    mutating func rest(silence: Duration) -> [UInt8] {
+        while receive(silence: silence) {}
+        defer { buffer = [] }
+        return buffer
+    }
+
+    private mutating func receive(silence: Duration) -> Bool {
+        guard !closed else { return false }
+        socket.setReceiveTimeout(silence)
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        do {
+            let count = try chunk.withUnsafeMutableBytes { try socket.receive(into: $0) }
+            if count == 0 { closed = true }
+            buffer += chunk.prefix(count)
+            return count > 0
+        } catch {
+            // A reset is a close; a receive timeout is silence.
+            let silent = (error as? SocketError).map { $0.code == EAGAIN || $0.code == EWOULDBLOCK } ?? false
+            if !silent { closed = true }
+            return false
         }
-        let handshake = manner == .plainWelcome ? ["hello"] : ["hello", "auth"]
-        #expect(!types.isEmpty && types.count % handshake.count == 0, "\(lines)", sourceLocation: sourceLocation)
-        #expect(types == Array(repeating: handshake, count: types.count / handshake.count).flatMap { $0 },
-                "\(lines)", sourceLocation: sourceLocation)
-        #expect(lines.allSatisfy { !$0.contains(#""token""#) && !TokenScratch.leaks(token, into: $0) },
-                "\(lines)", sourceLocation: sourceLocation)
-        #expect(lines.first.map { $0.contains(#""auth":"hmac-sha256""#) && $0.contains(#""nonce":""#) } == true,
-                "\(lines)", sourceLocation: sourceLocation)
     }
 }

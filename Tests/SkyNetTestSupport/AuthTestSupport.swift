@@ -23,50 +23,6 @@ package final class LogLines: Sendable {
     }
 }
 
-/// The token handshake computed by hand, as docs/PROTOCOL.md describes it, with nothing of the
-/// library but HMAC-SHA256 and hex: so a test that uses it checks the library against the
-/// document, not against itself.
-package struct HandTranscript {
-    package let token: String
-    /// The hello line as sent, without its newline.
-    package let hello: [UInt8]
-    package let nodeNonce: [UInt8]
-
-    package init(token: String, hello: [UInt8], nodeNonce: [UInt8]) {
-        self.token = token
-        self.hello = hello
-        self.nodeNonce = nodeNonce
-    }
-
-    /// T = hello ‖ "\n" ‖ the node's nonce in lowercase hex.
-    package var bytes: [UInt8] { hello + [0x0A] + Array(Secrets.hex(nodeNonce).utf8) }
-
-    /// HMAC-SHA256(token, label ‖ "\n" ‖ T).
-    package func mac(_ label: String) -> [UInt8] {
-        HMACSHA256(key: Array(token.utf8)).tag(Array(label.utf8) + [0x0A] + bytes)
-    }
-
-    package var proof: [UInt8] { mac("skynet coordinator proof") }
-    package var coordinatorToNode: [UInt8] { mac("skynet key coordinator to node") }
-    package var nodeToCoordinator: [UInt8] { mac("skynet key node to coordinator") }
-
-    /// The MAC of an authenticated line: the first 16 bytes of HMAC(key, SEQ big-endian ‖ JSON), in hex.
-    package static func lineMAC(_ json: String, sequence: UInt64, key: [UInt8]) -> String {
-        let message = withUnsafeBytes(of: sequence.bigEndian) { Array($0) } + Array(json.utf8)
-        return Secrets.hex(HMACSHA256(key: key).tag(message).prefix(16))
-    }
-
-    /// `SEQ SP MAC SP JSON`.
-    package static func seal(_ json: String, sequence: UInt64, key: [UInt8]) -> String {
-        "\(sequence) \(lineMAC(json, sequence: sequence, key: key)) \(json)"
-    }
-
-    /// A hello asking for the handshake, with `nonce`.
-    package static func hello(name: String = "hand", nonce: [UInt8]) -> String {
-        #"{"type":"hello","version":1,"name":"\#(name)","auth":"hmac-sha256","nonce":"\#(Secrets.hex(nonce))"}"#
-    }
-}
-
 /// A client (or a fake node's side of a connection) that speaks lines over a raw socket, blocking:
 /// use it on a thread of its own (`onOwnThread`, `startThread`). It keeps what it read past a
 /// line for the next one.
@@ -144,25 +100,19 @@ package func jsonFields(_ line: String) -> [String: Any]? {
     (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
 }
 
-/// A sealed line split into its sequence number, MAC and JSON, or nil if it is not one.
-package func unseal(_ line: String) -> (sequence: UInt64, mac: String, json: String)? {
-    let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-    guard parts.count == 3, let sequence = UInt64(parts[0]), parts[1].count == 32 else { return nil }
-    return (sequence, String(parts[1]), String(parts[2]))
-}
-
 /// A node that pretends to know the token, written for the tests (127.0.0.1, port 0): it answers
 /// each hello as its `Script` says, then records every line the client sends until it closes.
 package final class ImpostorNode: Sendable {
     package enum Script: String, Sendable, CaseIterable, CustomStringConvertible {
-        /// A welcome in plain, no challenge: a node without the token (or one that hopes so).
+        /// A welcome in plain, no handshake: a node without the token (or one that hopes so).
         case plainWelcome
-        /// A challenge, and after the proof a welcome in plain.
-        case challengeThenPlainWelcome
-        /// A challenge, and after the proof a welcome behind a made-up sequence number and MAC.
-        case challengeThenMadeUpSeal
-        /// A challenge, and after the proof a welcome sealed with the keys of another token.
-        case challengeThenAnotherTokensSeal
+        /// A handshake answer of made-up bytes.
+        case madeUpHandshake
+        /// The coordinator's own first message sent back as the answer (a reflection).
+        case reflectedHandshake
+        /// An answer made with another token: the impostor reads the first message as if it
+        /// had the token, ignoring that it does not open.
+        case anotherTokensHandshake
 
         package var description: String { rawValue }
     }
@@ -211,25 +161,25 @@ package final class ImpostorNode: Sendable {
         }
         guard let hello = client.readLine() else { return }
         lines.append(hello)
-        let welcome = String(decoding: Reply.welcome(version: wireVersion, name: "beta", capacity: 4, jobs: nil).line.dropLast(),
-                             as: UTF8.self)
-        if script == .plainWelcome {
+        let welcome = String(decoding: Reply.welcome(version: 2, name: "beta", capacity: 4, jobs: nil).line.dropLast(), as: UTF8.self)
+        let first = (jsonFields(hello)?["noise"] as? String).flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? []
+        let answer: [UInt8]
+        switch script {
+        case .plainWelcome:
             try? client.send(welcome)
             return
+        case .madeUpHandshake:
+            answer = Secrets.randomBytes(32 + 16 + welcome.utf8.count)
+        case .reflectedHandshake:
+            answer = first
+        case .anotherTokensHandshake:
+            // What a responder with another token sends: its key, and the welcome under keys
+            // the real coordinator cannot make.
+            var guess = LinkKey(token: Array("a guess at the token".utf8)).initiator()
+            let made = (try? guess.writeMessage(payload: Array(welcome.utf8))) ?? []
+            answer = Array(made.prefix(32)) + Array(made.dropFirst(32))
         }
-        let nonce = Secrets.randomBytes(32)
-        try? client.send(#"{"type":"challenge","nonce":"\#(Secrets.hex(nonce))"}"#)
-        guard let auth = client.readLine() else { return }
-        lines.append(auth)
-        switch script {
-        case .plainWelcome, .challengeThenPlainWelcome:
-            try? client.send(welcome)
-        case .challengeThenMadeUpSeal:
-            try? client.send("0 \(Secrets.hex(Secrets.randomBytes(16))) \(welcome)")
-        case .challengeThenAnotherTokensSeal:
-            let guess = HandTranscript(token: "a guess at the token", hello: Array(hello.utf8), nodeNonce: nonce)
-            try? client.send(HandTranscript.seal(welcome, sequence: 0, key: guess.nodeToCoordinator))
-        }
+        try? client.send(#"{"type":"handshake","noise":"\#(answer.base64)"}"#)
     }
 }
 

@@ -98,11 +98,9 @@ package final class FakeNode: Sendable {
 
     private func handle(_ request: Request, on connection: Connection) {
         switch request {
-        case .auth:
-            try? connection.send(WireError(code: "unauthorized", message: "this fake node knows no token").line)
         case .hello:
             let jobs = [JobRegistry.scan: "built-in simulated scan", "slow": "sleep 3600"]
-            try? connection.send(Reply.welcome(version: wireVersion, name: "beta", capacity: 4, jobs: jobs).line)
+            try? connection.send(Reply.welcome(version: 1, name: "beta", capacity: 4, jobs: jobs).line)
         case .scan(let id, let task), .job(let id, let task):
             let isJob = if case .job = request { true } else { false }
             state.update { state in

@@ -46,29 +46,30 @@ extension RecordingProxy {
         }
     }
 
-    /// Copies `from` to `to` line by line (recording, tampering), until `from` ends or a send
-    /// fails; then half-closes `to` (or cuts both on a failure). The last pump of the connection
-    /// closes both sockets.
+    /// Copies `from` to `to`, recording, until `from` ends or a send fails; then half-closes
+    /// `to` (or cuts both on a failure). Bytes go on as they come, but in the direction a tamper
+    /// watches a unit at a time (`LinkUnits`), so that the tamper can change a whole frame. The
+    /// last pump of the connection closes both sockets.
     func pump(_ direction: Direction, _ index: Int, from: Socket, to: Socket) {
         defer { threadEnded() }
-        var pending: [UInt8] = []
+        let watched = state.withLock { state in state.tamper.map { $0.connection == index && $0.direction == direction } ?? false }
+        var units = LinkUnits()
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         var failed = false
         reading: while true {
             guard let count = try? chunk.withUnsafeMutableBytes({ try from.receive(into: $0) }), count > 0 else { break }
             record(chunk[..<count], direction, index)
-            pending += chunk[..<count]
-            while let newline = pending.firstIndex(of: 0x0A) {
-                let line = Array(pending[...newline])
-                pending.removeFirst(newline + 1)
-                guard sendAll(forwarded(line, direction, index), to: to) else { failed = true; break reading }
+            guard watched else {
+                guard sendAll(Array(chunk[..<count]), to: to) else { failed = true; break }
+                continue
             }
-            if pending.count > Self.maxLineBytes {
-                guard sendAll(pending, to: to) else { failed = true; break }
-                pending.removeAll()
+            units.feed(chunk[..<count])
+            while let unit = units.next() {
+                guard sendAll(forwarded(unit, direction, index), to: to) else { failed = true; break reading }
             }
         }
-        if !failed, !pending.isEmpty { failed = !sendAll(pending, to: to) }
+        // A unit cut short by the sender's end goes on as it came.
+        if !failed, !units.unfinished.isEmpty { failed = !sendAll(units.unfinished, to: to) }
         if failed { from.shutdown(); to.shutdown() } else { to.shutdown(reading: false, writing: true) }
         let last: AsyncSignal<Void>? = state.withLock { state in
             state.links[index].pumps -= 1
@@ -100,40 +101,40 @@ extension RecordingProxy {
         }
     }
 
-    /// The bytes to send for `line` (newline included): the line, or the tamper's change of it.
-    func forwarded(_ line: [UInt8], _ direction: Direction, _ index: Int) -> [UInt8] {
+    /// The bytes to send for `unit`: the unit, or the tamper's change of it. Only frames are
+    /// changed, and only the first that fits the tamper (or, for a replay, the one that many
+    /// frames after it).
+    func forwarded(_ unit: LinkUnits.Unit, _ direction: Direction, _ index: Int) -> [UInt8] {
+        guard case .frame(let frame) = unit else { return unit.bytes }
         let (bytes, done): ([UInt8], Tampering?) = state.withLock { state in
-            let lineIndex = state.links[index].lines[direction.rawValue]
-            state.links[index].lines[direction.rawValue] += 1
+            let number = state.links[index].frames[direction.rawValue]
+            state.links[index].frames[direction.rawValue] += 1
+            guard let tamper = state.tamper, state.tamperings.isEmpty,
+                  tamper.connection == index, tamper.direction == direction else { return (frame, nil) }
             func tampering(_ original: [UInt8], _ at: Int, _ sent: [UInt8]) -> Tampering {
-                let done = Tampering(connection: index, direction: direction, lineIndex: at, original: original, sent: sent, at: .now)
+                let done = Tampering(connection: index, direction: direction, frame: at, original: original, sent: sent, at: .now)
                 state.tamperings.append(done)
                 return done
             }
-            if let replay = state.replay, state.tamperings.isEmpty, let tamper = state.tamper,
-               tamper.connection == index, tamper.direction == direction {
-                guard replay.left == 0 else { state.replay?.left -= 1; return (line, nil) }
+            if let replay = state.replay {
+                guard replay.left == 0 else { state.replay?.left -= 1; return (frame, nil) }
                 state.replay = nil
-                return (line + replay.line, tampering(replay.line, replay.index, line + replay.line))
+                return (frame + replay.frame, tampering(replay.frame, replay.index, frame + replay.frame))
             }
-            guard let tamper = state.tamper, state.replay == nil, state.tamperings.isEmpty,
-                  tamper.connection == index, tamper.direction == direction, lineIndex >= tamper.handshakeLines,
-                  tamper.matching.map({ String(decoding: line, as: UTF8.self).contains($0) }) ?? true
-            else { return (line, nil) }
-            state.matched += 1
-            guard state.matched == tamper.occurrence + 1 else { return (line, nil) }
+            guard number == tamper.frame else { return (frame, nil) }
             switch tamper.action {
             case .flip(let fromEnd):
-                var changed = line
-                let at = line.count - 1 - fromEnd
-                guard changed.indices.contains(at) else { return (line, nil) }
+                // Never the length: a larger one leaves the receiver waiting for bytes that never come.
+                let at = frame.count - fromEnd
+                guard fromEnd >= 1, at >= LinkUnits.headerCount else { return (frame, nil) }
+                var changed = frame
                 changed[at] ^= 0x01
-                return (changed, tampering(line, lineIndex, changed))
+                return (changed, tampering(frame, number, changed))
             case .replay(let laterBy) where laterBy == 0:
-                return (line + line, tampering(line, lineIndex, line + line))
+                return (frame + frame, tampering(frame, number, frame + frame))
             case .replay(let laterBy):
-                state.replay = (line, lineIndex, laterBy - 1)
-                return (line, nil)
+                state.replay = (frame, number, laterBy - 1)
+                return (frame, nil)
             }
         }
         if let done { tampered.fulfil(done) }

@@ -2,12 +2,13 @@ import Foundation
 @testable import SkyNet
 @testable import SkyNetAuth
 @testable import SkyNetCluster
+@testable import SkyNetLink
 @testable import SkyNetRuntime
 import SkyNetTestSupport
 @testable import SkyNetTransport
 import Testing
 
-/// Threads sending on one connection at once: sealed lines open in sequence, and a close while
+/// Threads sending on one connection at once: encrypted frames open in sequence, and a close while
 /// threads are inside `send` ends every sender and keeps what arrived whole and in order.
 extension ConnectionTests {
     struct Pair {
@@ -38,9 +39,9 @@ extension ConnectionTests {
         let receiver = Connection(socket: client, peer: "receiver", limits: limits)
         let received = Watched(Received())
         if authenticated {
-            let up = HMACSHA256(key: Array("up".utf8)), down = HMACSHA256(key: Array("down".utf8))
-            sender.authenticate(sending: LineSeal(key: up), receiving: LineSeal(key: down))
-            receiver.authenticate(sending: LineSeal(key: down), receiving: LineSeal(key: up))
+            let up = [UInt8](repeating: 1, count: 32), down = [UInt8](repeating: 2, count: 32)
+            sender.encrypt(with: (send: NoiseCipher(key: up), receive: NoiseCipher(key: down)))
+            receiver.encrypt(with: (send: NoiseCipher(key: down), receive: NoiseCipher(key: up)))
         }
         sender.start(onEvent: { _ in })
         receiver.start(onEvent: { event in

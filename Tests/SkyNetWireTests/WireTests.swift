@@ -17,7 +17,8 @@ struct WireTests {
     @Test func requestsSurviveARoundTrip() throws {
         let task = ScanTask(input: -42, duration: 0.25)
         let requests: [Request] = [
-            .hello(version: 1, name: "coordinator", token: "s3cr\"et\n"),
+            .hello(version: 1, name: "coordinator"),
+            .hello(version: 2, name: "", noise: Array(0..<48), actors: "app-1"),
             .scan(id: 7, task: task), .cancel(id: 7), .ping(id: Int.max),
             .scan(id: 8, task: ScanTask(id: task.id, input: 3, duration: 0.5, timeout: 2.5)),
             .job(id: 9, task: ScanTask(id: task.id, input: 4, duration: 0, job: "sum", text: "a b\n'c'", timeout: 30)),
@@ -173,7 +174,13 @@ struct WireTests {
     }
 
     @Test func aHelloNameIsShortPrintableText() throws {
-        #expect(try decode(#"{"type":"hello","version":1,"name":"coordinator-7"}"#) == .hello(version: 1, name: "coordinator-7", token: nil))
+        #expect(try decode(#"{"type":"hello","version":1,"name":"coordinator-7"}"#) == .hello(version: 1, name: "coordinator-7"))
+        // A handshake message's bounds are counted in bytes, not in base64 characters.
+        for (count, fits) in [(47, false), (48, true), (262_144, true), (262_145, false), (262_146, false)] {
+            let noise = Data(repeating: 7, count: count).base64EncodedString()
+            let hello = #"{"type":"hello","version":2,"noise":"\#(noise)"}"#
+            #expect((error(of: hello) == nil) == fits, "\(count) bytes")
+        }
         for name in [String(repeating: "x", count: 129), #"a\nb"#, #"a\u001b[2Jb"#] {
             #expect(throws: WireError.badRequest("hello \"name\" must be at most 128 bytes of printable text")) {
                 try decode(#"{"type":"hello","version":1,"name":"\#(name)"}"#)

@@ -19,10 +19,8 @@ package struct NoiseCipher: Sendable {
 
     /// Encrypts `plaintext` as the next message: ciphertext then tag (16 bytes more).
     package mutating func seal(_ plaintext: [UInt8], ad: [UInt8] = []) -> [UInt8] {
-        // 2^64 − 1 is reserved (§5.1); a link never sends that many messages.
-        precondition(counter < .max, "a Noise cipher's nonces are spent")
-        defer { counter += 1 }
-        return aead.seal(plaintext, nonce: Self.nonce(counter), aad: ad)
+        let nonce = nextNonce()
+        return aead.seal(plaintext, nonce: nonce, aad: ad)
     }
 
     /// Decrypts the next message; nil when its tag does not match (it was changed, replayed,
@@ -31,5 +29,35 @@ package struct NoiseCipher: Sendable {
         guard counter < .max, let plaintext = aead.open(message, nonce: Self.nonce(counter), aad: ad) else { return nil }
         counter += 1
         return plaintext
+    }
+
+    /// `seal` in place, with no additional data: `buffer` becomes the ciphertext, `tag` (16
+    /// bytes) its tag. Nothing is allocated.
+    package mutating func seal(_ buffer: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer) {
+        precondition(counter < .max, "a Noise cipher's nonces are spent")
+        aead.seal(buffer, nonce: Self.words(counter), aad: UnsafeRawBufferPointer(start: nil, count: 0), tag: tag)
+        counter += 1
+    }
+
+    /// `open` in place, with no additional data: false, and `buffer` untouched, when `tag` does
+    /// not match.
+    package mutating func open(_ buffer: UnsafeMutableRawBufferPointer, tag: UnsafeRawBufferPointer) -> Bool {
+        guard counter < .max, aead.open(buffer, tag: tag, nonce: Self.words(counter), aad: UnsafeRawBufferPointer(start: nil, count: 0)) else {
+            return false
+        }
+        counter += 1
+        return true
+    }
+
+    /// The nonce of message `counter` as ChaCha20's words: zero, then the counter's halves.
+    private static func words(_ counter: UInt64) -> ChaCha20Poly1305.Nonce {
+        (0, UInt32(truncatingIfNeeded: counter), UInt32(truncatingIfNeeded: counter >> 32))
+    }
+
+    private mutating func nextNonce() -> [UInt8] {
+        // 2^64 − 1 is reserved (§5.1); a link never sends that many messages.
+        precondition(counter < .max, "a Noise cipher's nonces are spent")
+        defer { counter += 1 }
+        return Self.nonce(counter)
     }
 }

@@ -15,11 +15,9 @@ extension PeerConnection: ActorCallChannel {
     /// coordinator's links give tasks by default (`PeerLinks.Settings.timeout`).
     static let actorLiveness: Duration = .seconds(5)
 
-    /// The most bytes a line to the node may hold: a wire line, less the seal on a token link.
-    /// Past it the node would end the link (`frame-too-large`), and every call on it.
-    var lineRoom: Int {
-        connection.limits.maxLineBytes - (connection.isAuthenticated ? LineSeal.maxOverhead : 0)
-    }
+    /// The most bytes a line to the node may hold (on a token link, a frame's message). Past it
+    /// the node would end the link (`frame-too-large`), and every call on it.
+    var lineRoom: Int { connection.limits.maxLineBytes }
 
     package func call(_ call: ActorCall, timeout: Duration) async throws -> ActorReply {
         let id = nextID()

@@ -4,21 +4,20 @@ import SkyNetRuntime
 import SkyNetTransport
 import SkyNetWire
 
-/// The coordinator's side of the hello: routes the reader thread's events to the handshake
-/// until the welcome, then to the peer.
+/// The coordinator's side of the hello: routes the reader's events to the handshake until the
+/// welcome, then to the peer.
 ///
-/// With a token the hello carries a nonce; the node answers with a challenge (its nonce), the
-/// coordinator sends its proof, and the node's welcome must come sealed with the key only the
-/// token yields: that is the node's proof. From then on every line in both directions is
-/// authenticated (docs/PROTOCOL.md). A welcome without a challenge or without a good seal
-/// ends the handshake with `PeerUnauthenticated`: a node that cannot prove the token never
-/// gets an input.
+/// With a token the hello carries the first message of the Noise handshake (`LinkKey`), whose
+/// payload is the hello that counts; the node answers with the second, whose payload is its
+/// welcome. Only a node that holds the token can open the first or make the second, so a
+/// welcome that opens is the node's proof; from then on every message in both directions is an
+/// encrypted frame (docs/PROTOCOL.md). A plain welcome, or an answer that does not open, ends
+/// the handshake with `PeerUnauthenticated`: a node that cannot prove the token never gets an
+/// input.
 final class Handshake: Sendable {
     private enum Route {
-        /// Waiting for the node's challenge (with a token) or welcome (without).
+        /// Waiting for the node's answer: its handshake message (with a token) or welcome.
         case greeting
-        /// Our proof went out: the welcome must open with `receiving`.
-        case proved(SessionKeys)
         case peer(PeerConnection)
         case ended(Connection.CloseReason)
     }
@@ -26,22 +25,34 @@ final class Handshake: Sendable {
     private let route = Locked(Route.greeting)
     private let name: String
     private let connection: Connection
-    private let token: HMACSHA256?
+    /// The initiator's end, once it wrote the first message (nil without a token).
+    private let noise: NoiseHandshake?
     private let clock: any TimerClock
-    /// The hello line as sent, without its newline: the start of the transcript.
+    /// The version the hello says, which the welcome must say too.
+    private let version: Int
+    /// The hello line as sent, without its newline.
     let hello: [UInt8]
     /// The peer, made in the step that read its welcome (so no later line can miss it), or why not.
     let welcomed = AsyncSignal<Result<PeerConnection, any Error>>()
 
-    /// The handshake with `name` over `connection`: with a token, the hello asks for a challenge.
-    /// `actors`: the name of our actor system, whose actors the node's may call back.
-    init(name: String, connection: Connection, token: HMACSHA256?, clock: any TimerClock, actors: String? = nil) {
+    /// The handshake with `name` over `connection`: with a token, the hello carries the Noise
+    /// handshake. `actors`: the name of our actor system, whose actors the node's may call back.
+    init(name: String, connection: Connection, key: LinkKey?, clock: any TimerClock, actors: String? = nil) throws {
         self.name = name
         self.connection = connection
-        self.token = token
         self.clock = clock
-        let nonce = token == nil ? nil : Secrets.randomBytes(WireAuth.nonceCount)
-        hello = Array(Request.hello(version: wireVersion, name: "coordinator", nonce: nonce, actors: actors).line.dropLast())
+        guard let key else {
+            noise = nil
+            version = 1  // all a hello without a token needs: a node of version 1 serves it too
+            hello = Array(Request.hello(version: version, name: "coordinator", actors: actors).line.dropLast())
+            return
+        }
+        version = WireAuth.encryptedVersion
+        var initiator = key.initiator()
+        let inner = Request.hello(version: version, name: "coordinator", actors: actors).line.dropLast()
+        let message = try initiator.writeMessage(payload: Array(inner))
+        noise = initiator
+        hello = Array(Request.hello(version: version, name: "", noise: message).line.dropLast())
     }
 
     func deliver(_ event: Connection.Event) {
@@ -49,31 +60,32 @@ final class Handshake: Sendable {
         if case .peer(let peer) = current { return peer.deliver(event) }
         switch (current, event) {
         case (.greeting, .line(let line)): greeted(line)
-        case (.proved(let keys), .line(let line)): welcomed(line, keys: keys)
         // Said here: the close that follows reads only as the end of the connection.
-        case (.greeting, .lineTooLong), (.proved, .lineTooLong):
+        case (.greeting, .lineTooLong):
             finish(.failure(HandshakeLineTooLong(peer: name, maxBytes: connection.limits.maxLineBytes)))
         case (.peer, _), (.ended, _): return
         }
     }
 
-    /// The node's first answer: a challenge (with a token), a welcome (without) or a refusal.
+    /// The node's answer: its handshake message (with a token), a welcome (without) or a refusal.
     private func greeted(_ line: Data) {
         switch Result(catching: { try Reply.decode(line) }) {
-        case .success(.challenge(let nonce)):
-            guard let token else {
-                return finish(.failure(WireError.badRequest("a challenge, though this coordinator sent no nonce")))
+        case .success(.handshake(let message)):
+            guard var noise else {
+                return finish(.failure(WireError.badRequest("a handshake, though this coordinator sent none")))
             }
-            let transcript = AuthTranscript(hello: hello, nodeNonce: nonce)
-            route.withLock { if case .greeting = $0 { $0 = .proved(transcript.sessionKeys(token: token, as: .coordinator)) } }
-            do {
-                try connection.send(Request.auth(proof: transcript.coordinatorProof(token: token)).line)
-            } catch {
-                finish(.failure(PeerDisconnected(peer: name, reason: "closed during the handshake")))
+            guard let payload = try? noise.readMessage(message), let ciphers = try? noise.split() else {
+                return finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))
             }
+            guard case .welcome(let version, let name, let capacity, let jobs, let idle, let files, let actors)? = try? Reply.decode(Data(payload)) else {
+                return finish(.failure(WireError.badRequest("the handshake must carry a welcome")))
+            }
+            if let refusal = refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
+            connection.encrypt(with: ciphers)
+            finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle, files: files, actors: actors)))
         case .success(.welcome(let version, let name, let capacity, let jobs, let idle, let files, let actors)):
-            guard token == nil else { return finish(.failure(PeerUnauthenticated(peer: self.name, reason: "it does not know the token"))) }
-            if let refusal = Self.refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
+            guard noise == nil else { return finish(.failure(PeerUnauthenticated(peer: self.name, reason: "it does not know the token"))) }
+            if let refusal = refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
             finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle, files: files, actors: actors)))
         case .success(.error(let error as any Error)):
             finish(.failure(error))
@@ -85,31 +97,14 @@ final class Handshake: Sendable {
             }
             finish(.failure(NotTheProtocol(firstLine: String(decoding: line.prefix(120), as: UTF8.self), error: error)))
         case .success(let other):
-            finish(.failure(WireError.badRequest("expected a \(token == nil ? "welcome" : "challenge"), got \(other)")))
-        }
-    }
-
-    /// After our proof: a welcome sealed with the node's key (its proof), or a plain refusal.
-    private func welcomed(_ line: Data, keys: SessionKeys) {
-        var receiving = LineSeal(key: keys.receiving)
-        switch receiving.open(line) {
-        case .success(let opened):
-            guard case .welcome(let version, let name, let capacity, let jobs, let idle, let files, let actors)? = try? Reply.decode(opened) else {
-                return finish(.failure(WireError.badRequest("expected a welcome after the proof")))
-            }
-            if let refusal = Self.refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
-            connection.authenticate(sending: LineSeal(key: keys.sending), receiving: receiving)
-            finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle, files: files, actors: actors)))
-        case .failure(let rejection):
-            if rejection == .missing, case .error(let error)? = try? Reply.decode(line) { return finish(.failure(error)) }
-            finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))
+            finish(.failure(WireError.badRequest("expected a \(noise == nil ? "welcome" : "handshake"), got \(other)")))
         }
     }
 
     /// Why a welcome cannot be used: another protocol version than our hello's (a node
     /// answers in the version it was asked), or no slot at all (a scan would wait on it for ever).
-    static func refusal(version: Int, capacity: Int) -> WireError? {
-        if version != wireVersion { return .badRequest("a welcome of protocol version \(version) to a version \(wireVersion) hello") }
+    private func refusal(version: Int, capacity: Int) -> WireError? {
+        if version != self.version { return .badRequest("a welcome of protocol version \(version) to a version \(self.version) hello") }
         if capacity < 1 { return .badRequest("a welcome with capacity \(capacity): a node has at least one slot") }
         return nil
     }

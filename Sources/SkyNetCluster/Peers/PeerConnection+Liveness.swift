@@ -48,7 +48,7 @@ extension PeerConnection {
         }
     }
 
-    /// Bytes sent during a bound that are only our pings (a sealed ping is under 100 bytes).
+    /// Bytes sent during a bound that are only our pings (an encrypted ping is under 100 bytes).
     static let pingsOnly: UInt64 = 4096
 
     /// Fails every pending scan and job (not the pings) with `error`.
@@ -66,7 +66,7 @@ extension Request {
     var isWork: Bool {
         switch self {
         case .scan, .job, .transfer, .call, .spawn: true
-        case .hello, .auth, .cancel, .ping, .basefile, .chunk, .fileEnd, .lookup, .answer: false
+        case .hello, .cancel, .ping, .basefile, .chunk, .fileEnd, .lookup, .answer: false
         }
     }
 }

@@ -106,7 +106,7 @@ package final class PeerConnection: Sendable {
     /// Dials the node and says hello; throws when the peer is down, refuses the hello
     /// or does not answer within the dialer's bound. With a `token`, the peer must prove it knows it
     /// (else `PeerUnauthenticated`), the token itself never goes over the wire, and every
-    /// later line in both directions is authenticated. Once open, the link is pinged whenever nothing
+    /// later message in both directions is encrypted. Once open, the link is pinged whenever nothing
     /// has been sent on it for `keepAliveInterval`. Every time limit and ping is kept on `clock`.
     /// An error is the one the dialer explains it as (over ssh: what ssh said).
     package static func open(name: String, dialer: any PeerDialer, token: String?, timeout: Duration,
@@ -114,8 +114,14 @@ package final class PeerConnection: Sendable {
                             clock: any TimerClock = DeadlineTimer.shared, actors: String? = nil) async throws -> PeerConnection {
         let link = try await dialer.dial(timeout: timeout)
         let connection = link.connection
-        let handshake = Handshake(name: name, connection: connection, token: token.map { HMACSHA256(key: Array($0.utf8)) },
-                                  clock: clock, actors: actors)
+        let handshake: Handshake
+        do {
+            handshake = try Handshake(name: name, connection: connection, key: token.map { LinkKey(token: Array($0.utf8)) },
+                                      clock: clock, actors: actors)
+        } catch {
+            connection.close()
+            throw error
+        }
         connection.start(onEvent: handshake.deliver, onClose: handshake.fail)
         do {
             try connection.send(handshake.hello + [0x0A])

@@ -184,7 +184,7 @@ struct PeerLink {
             }
         }
         context.traffic.linked(peer, named: name)
-        await log(.connected(name))
+        await log(.connected(name, link: peer.protection(over: dialer)))
         let linked = ContinuousClock.now
         let reason = await PeerLinks.awaitClose(of: peer, named: name, systems: systems, log: log)
         await systems.remove(named: name)

@@ -1,5 +1,6 @@
 import SkyNetLink
 import SkyNetRuntime
+import SkyNetScheduler
 import SkyNetSSH
 import SkyNetTransport
 import SkyNetWire
@@ -7,7 +8,7 @@ import SkyNetWire
 /// What a ping found about one peer of a cluster file.
 package struct PeerStatus: Sendable {
     package enum State: Sendable {
-        case up(Pong, roundTripMilliseconds: Double)
+        case up(Pong, roundTripMilliseconds: Double, link: LinkProtection)
         /// Why it is down, in a word or two: refused, timed out, unauthorized, unknown host, …
         case down(String)
     }
@@ -33,7 +34,7 @@ package struct PeerStatus: Sendable {
             let reply = try await withTimeout(timeout) { try await peer.request(id: id, .ping(id: id)) }
             guard case .pong(_, let pong) = reply else { return PeerStatus(node: node, state: .down("bad reply")) }
             let milliseconds = (clock.now - start).seconds * 1000
-            return PeerStatus(node: node, state: .up(pong, roundTripMilliseconds: milliseconds))
+            return PeerStatus(node: node, state: .up(pong, roundTripMilliseconds: milliseconds, link: peer.protection(over: dialer)))
         } catch {
             return PeerStatus(node: node, state: .down(reason(error)))
         }
@@ -52,5 +53,12 @@ package struct PeerStatus: Sendable {
         case is PeerDisconnected: "closed the connection"
         default: "\(error)"
         }
+    }
+}
+
+extension PeerConnection {
+    /// How this link is kept secret: encrypted (a token link), by ssh, or not at all.
+    func protection(over dialer: any PeerDialer) -> LinkProtection {
+        connection.isEncrypted ? .encrypted : dialer.sendsToken ? .plain : .ssh
     }
 }

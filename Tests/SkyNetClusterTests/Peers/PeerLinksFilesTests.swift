@@ -83,7 +83,7 @@ struct PeerLinksFilesTests {
         let gamma = try await FakeFileNode(name: "gamma", offersFiles: true)
         try await withLinks(to: [("beta", beta), ("gamma", gamma)], spec: TransferSpec(transfer: true)) { links, systems, events in
             try await beta.hellos.wait(untilAtLeast: 3)  // asked again, every 0.1 s here
-            try await events.waitFor { if case .connected("gamma") = $0 { true } else { false } }
+            try await events.waitFor { if case .connected("gamma", _) = $0 { true } else { false } }
             #expect(await systems.names == ["gamma"])
             #expect(events.lines.filter { $0.contains("beta") } == [
                 "[Cluster] Refused by beta: lacks-files (its welcome offers no files: an older skynet, or one started with --no-files)",
@@ -95,7 +95,7 @@ struct PeerLinksFilesTests {
     @Test func aScanWithoutFilesUsesAPeerWithoutFiles() async throws {
         let beta = try await FakeFileNode(name: "beta", offersFiles: false)
         try await withLinks(to: [("beta", beta)], spec: TransferSpec()) { _, systems, events in
-            try await events.waitFor { if case .connected("beta") = $0 { true } else { false } }
+            try await events.waitFor { if case .connected("beta", _) = $0 { true } else { false } }
             #expect(await systems.names == ["beta"])
         }
     }
@@ -118,7 +118,7 @@ struct PeerLinksFilesTests {
             let gamma = try await FakeFileNode(name: "gamma", offersFiles: true)
             let spec = TransferSpec(basefiles: [try TransferPath("process.sh"), try TransferPath("/opt/model.bin")])
             try await withLinks(to: [("gamma", gamma)], spec: spec, roots: sandbox.roots) { _, systems, events in
-                try await events.waitFor { if case .connected("gamma") = $0 { true } else { false } }
+                try await events.waitFor { if case .connected("gamma", _) = $0 { true } else { false } }
                 // Added only once both were stored: no task can have gone before them.
                 let stored = gamma.stored.withLock { $0 }
                 #expect(stored.map(\.0) == ["process.sh", "opt/model.bin"])

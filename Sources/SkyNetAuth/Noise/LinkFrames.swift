@@ -1,0 +1,130 @@
+import SkyNetRuntime
+
+/// The frames of an encrypted link (docs/PROTOCOL.md, "Frames"): after the handshake each
+/// message, in each direction, is
+///
+///     LENGTH (4 bytes, big-endian) ‖ CIPHERTEXT ‖ TAG (16 bytes)
+///
+/// where LENGTH counts the ciphertext and the tag, and the ciphertext is the message (a JSON
+/// object, without the newline a plain link ends it with) under ChaCha20-Poly1305 with that
+/// direction's key and its next counter nonce (`NoiseCipher`). The length goes in clear: a
+/// changed length makes the frame's tag fail as surely as a changed byte.
+package enum LinkFrames {
+    /// Bytes of the length in front of each frame.
+    package static let headerCount = 4
+    /// Bytes a frame adds to its message: the length and the tag.
+    package static let overhead = headerCount + ChaCha20Poly1305.tagCount
+}
+
+/// Seals the messages one side sends.
+package struct FrameSealer: Sendable {
+    private var cipher: NoiseCipher
+
+    package init(_ cipher: NoiseCipher) {
+        self.cipher = cipher
+    }
+
+    /// `line` (a JSON message; a final newline is dropped) as its frame.
+    package mutating func seal(_ line: [UInt8]) -> [UInt8] {
+        let count = line.last == 0x0A ? line.count - 1 : line.count
+        let length = count + ChaCha20Poly1305.tagCount
+        return [UInt8](unsafeUninitializedCapacity: LinkFrames.headerCount + length) { frame, initialized in
+            let raw = UnsafeMutableRawBufferPointer(frame)
+            raw.storeBytes(of: UInt32(length).bigEndian, as: UInt32.self)
+            let body = UnsafeMutableRawBufferPointer(rebasing: raw[LinkFrames.headerCount..<(LinkFrames.headerCount + count)])
+            line.withUnsafeBytes { body.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+            let tag = UnsafeMutableRawBufferPointer(rebasing: raw[(LinkFrames.headerCount + count)...])
+            cipher.seal(body, tag: tag)
+            initialized = raw.count
+        }
+    }
+}
+
+/// Opens the frames one side reads, from chunks of any size.
+package struct FrameOpener: Sendable {
+    private var cipher: NoiseCipher
+    /// The longest message (plaintext) a frame may carry.
+    private let maxMessageBytes: Int
+    /// The start of a frame whose bytes have not all arrived: its header, then its body.
+    private var partial: [UInt8] = []
+
+    package init(_ cipher: NoiseCipher, maxMessageBytes: Int) {
+        self.cipher = cipher
+        self.maxMessageBytes = maxMessageBytes
+    }
+
+    /// Bytes held of a frame not yet complete.
+    package var pendingCount: Int { partial.count }
+
+    /// Opens the frames of `chunk` from `start`, handing each message to `body` in order, until
+    /// the chunk is used up or `body` returns false (`start` is then past that frame). Returns
+    /// why the link must end, when a frame is refused: nothing of it, or after it, is handed out.
+    package mutating func split(_ chunk: UnsafeRawBufferPointer, from start: inout Int, _ body: (Data) -> Bool) -> Refusal? {
+        while start < chunk.count {
+            if partial.isEmpty, chunk.count - start >= LinkFrames.headerCount {
+                // The usual case: the frame is whole in the chunk and opens from it.
+                let length = Self.length(UnsafeRawBufferPointer(rebasing: chunk[start...]))
+                if let refusal = check(length) { return refusal }
+                let end = start + LinkFrames.headerCount + length
+                if end <= chunk.count {
+                    let frame = UnsafeRawBufferPointer(rebasing: chunk[(start + LinkFrames.headerCount)..<end])
+                    start = end
+                    guard let message = open(frame) else { return .forged(cipher.counter) }
+                    guard body(message) else { return nil }
+                    continue
+                }
+            }
+            // A frame that ends in a later chunk: keep its bytes, no more than it needs.
+            let needed = partial.count < LinkFrames.headerCount
+                ? LinkFrames.headerCount - partial.count
+                : LinkFrames.headerCount + Self.length(partial) - partial.count
+            let taken = min(needed, chunk.count - start)
+            partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[start..<(start + taken)]))
+            start += taken
+            guard partial.count >= LinkFrames.headerCount else { continue }
+            let length = Self.length(partial)
+            if partial.count == LinkFrames.headerCount, let refusal = check(length) { return refusal }
+            guard partial.count == LinkFrames.headerCount + length else { continue }
+            let opened = partial.withUnsafeBytes { open(UnsafeRawBufferPointer(rebasing: $0[LinkFrames.headerCount...])) }
+            partial = []
+            guard let message = opened else { return .forged(cipher.counter) }
+            guard body(message) else { return nil }
+        }
+        return nil
+    }
+
+    /// A frame's length, from the first 4 bytes of `bytes`.
+    private static func length(_ bytes: some Collection<UInt8>) -> Int {
+        bytes.prefix(LinkFrames.headerCount).reduce(0) { $0 << 8 | Int($1) }
+    }
+
+    private func check(_ length: Int) -> Refusal? {
+        guard length >= ChaCha20Poly1305.tagCount else { return .tooShort(length) }
+        guard length - ChaCha20Poly1305.tagCount <= maxMessageBytes else { return .tooLong(length, max: maxMessageBytes) }
+        return nil
+    }
+
+    /// The message of one frame's ciphertext and tag, or nil when it does not open.
+    private mutating func open(_ frame: UnsafeRawBufferPointer) -> Data? {
+        let count = frame.count - ChaCha20Poly1305.tagCount
+        var message = Data(UnsafeRawBufferPointer(rebasing: frame.prefix(count)))
+        let opened = message.withUnsafeMutableBytes { cipher.open($0, tag: UnsafeRawBufferPointer(rebasing: frame.suffix(ChaCha20Poly1305.tagCount))) }
+        return opened ? message : nil
+    }
+
+    /// Why a frame was refused: each ends the link, and says no more than this about why.
+    package enum Refusal: Error, Equatable, CustomStringConvertible {
+        case tooShort(Int)
+        case tooLong(Int, max: Int)
+        /// The frame did not open as the peer's message number N.
+        case forged(UInt64)
+
+        package var description: String {
+            switch self {
+            case .tooShort(let length): "a frame of \(length) bytes, shorter than its tag"
+            case .tooLong(let length, let max): "a frame of \(length) bytes, over the limit of \(max) bytes of message and a 16-byte tag"
+            case .forged(let counter): "frame \(counter) does not open: altered, replayed, reordered, cut or not from the peer"
+            }
+        }
+    }
+}
