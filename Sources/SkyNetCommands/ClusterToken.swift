@@ -1,5 +1,6 @@
 import SkyNetOptions
 import SkyNetRuntime
+import SkyNetWire
 
 /// The cluster's shared secret, as the command line gives it: `--token-file FILE` if given,
 /// else `SKYNET_TOKEN` from the environment. Never an argument: argv is visible to every user
@@ -40,6 +41,13 @@ struct ClusterToken {
         // A stray space, tab or second line would make a token that only looks like the others'.
         guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
             throw UsageError("\(source) holds a control character (a tab, a second line, …): a token is one line of printable text")
+        }
+        // A byte order mark an editor saved, a zero-width space, a C1 control: invisible, so two
+        // tokens that look alike would differ.
+        if let invisible = value.unicodeScalars.first(where: { Request.isUnprintable($0) }) {
+            let code = String(invisible.value, radix: 16, uppercase: true)
+            throw UsageError("\(source) holds an invisible character (U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code)"
+                             + "\(invisible == "\u{FEFF}" ? ", a byte order mark" : "")): a token is one line of printable text")
         }
         guard value.first?.isWhitespace == false, value.last?.isWhitespace == false else {
             throw UsageError("\(source) begins or ends with a space: remove it (spaces count, and another copy of the token may not have them)")

@@ -48,6 +48,13 @@ package enum Request: Sendable, Equatable {
     /// The longest client name a hello may carry.
     package static let maxNameBytes = 128
 
+    /// A control character (C0, DEL, C1: a C1 CSI starts a terminal escape as ESC [ does) or an
+    /// invisible format character (a bidi override that reorders the log line around it, a
+    /// zero-width space, a byte order mark): none belongs in a name that goes into a log.
+    package static func isUnprintable(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format
+    }
+
     /// The line to send.
     package var line: [UInt8] {
         switch self {
@@ -112,7 +119,7 @@ package enum Request: Sendable, Equatable {
             let name = try fields.optionalString("name") ?? ""
             // The name goes into the node's log lines: short, and no control character that
             // could start a forged line.
-            guard name.utf8.count <= Self.maxNameBytes, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            guard name.utf8.count <= Self.maxNameBytes, !name.unicodeScalars.contains(where: Self.isUnprintable) else {
                 throw .badRequest("hello \"name\" must be at most \(Self.maxNameBytes) bytes of printable text")
             }
             let actors = try fields.optionalString("actors")

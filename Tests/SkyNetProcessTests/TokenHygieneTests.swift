@@ -131,7 +131,8 @@ extension ProcessTests {
         }
 
         /// A token that only looks like the others' is refused: set but empty (`$(cat missing)`),
-        /// a control character (a tab, a second line), a space at either end.
+        /// a control character (a tab, a second line), an invisible one (a byte order mark, a
+        /// zero-width space), a space at either end.
         @Test func anEmptyTokenOrOneWithStrayCharactersIsRefused() async throws {
             let scratch = try TokenScratch()
             let token = TokenScratch.randomToken()
@@ -139,6 +140,8 @@ extension ProcessTests {
                 ("", "SKYNET_TOKEN is set but empty: give it the cluster's token, or unset it to run without one"),
                 (token + "\tmore", "SKYNET_TOKEN holds a control character"),
                 (token + "\nsecond-line", "SKYNET_TOKEN holds a control character"),
+                ("\u{FEFF}" + token, "SKYNET_TOKEN holds an invisible character (U+FEFF, a byte order mark)"),
+                (token + "\u{200B}", "SKYNET_TOKEN holds an invisible character (U+200B)"),
                 (token + " ", "SKYNET_TOKEN begins or ends with a space"),
                 ("  " + token, "SKYNET_TOKEN begins or ends with a space"),
             ]

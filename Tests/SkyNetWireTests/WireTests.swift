@@ -181,7 +181,7 @@ struct WireTests {
             let hello = #"{"type":"hello","version":2,"noise":"\#(noise)"}"#
             #expect((error(of: hello) == nil) == fits, "\(count) bytes")
         }
-        for name in [String(repeating: "x", count: 129), #"a\nb"#, #"a\u001b[2Jb"#] {
+        for name in [String(repeating: "x", count: 129), #"a\nb"#, #"a\u001b[2Jb"#, #"c1\u009b31mX"#, #"bidi\u202eevil"#, #"\ufeffbom"#] {
             #expect(throws: WireError.badRequest("hello \"name\" must be at most 128 bytes of printable text")) {
                 try decode(#"{"type":"hello","version":1,"name":"\#(name)"}"#)
             }
