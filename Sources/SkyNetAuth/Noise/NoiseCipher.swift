@@ -12,52 +12,58 @@ package struct NoiseCipher: Sendable {
         aead = ChaCha20Poly1305(key: key)
     }
 
-    /// The nonce of message `counter`.
-    static func nonce(_ counter: UInt64) -> [UInt8] {
-        [0, 0, 0, 0] + (0..<8).map { UInt8(truncatingIfNeeded: counter >> UInt64(8 * $0)) }
-    }
-
     /// Encrypts `plaintext` as the next message: ciphertext then tag (16 bytes more).
     package mutating func seal(_ plaintext: [UInt8], ad: [UInt8] = []) -> [UInt8] {
-        let nonce = nextNonce()
-        return aead.seal(plaintext, nonce: nonce, aad: ad)
+        var sealed = plaintext + [UInt8](repeating: 0, count: ChaCha20Poly1305.tagCount)
+        let count = plaintext.count
+        sealed.withUnsafeMutableBytes { bytes in
+            ad.withUnsafeBytes { seal(UnsafeMutableRawBufferPointer(rebasing: bytes[..<count]), ad: $0,
+                                      tag: UnsafeMutableRawBufferPointer(rebasing: bytes[count...])) }
+        }
+        return sealed
     }
 
     /// Decrypts the next message; nil when its tag does not match (it was changed, replayed,
     /// reordered or another message was lost before it). The counter moves only on success.
     package mutating func open(_ message: [UInt8], ad: [UInt8] = []) -> [UInt8]? {
-        guard counter < .max, let plaintext = aead.open(message, nonce: Self.nonce(counter), aad: ad) else { return nil }
-        counter += 1
-        return plaintext
+        guard message.count >= ChaCha20Poly1305.tagCount else { return nil }
+        let count = message.count - ChaCha20Poly1305.tagCount
+        var plaintext = Array(message.prefix(count))
+        let opened = plaintext.withUnsafeMutableBytes { buffer in
+            message.withUnsafeBytes { sealed in
+                ad.withUnsafeBytes { open(buffer, ad: $0, tag: UnsafeRawBufferPointer(rebasing: sealed[count...])) }
+            }
+        }
+        return opened ? plaintext : nil
     }
 
     /// `seal` in place, with no additional data: `buffer` becomes the ciphertext, `tag` (16
     /// bytes) its tag. Nothing is allocated.
     package mutating func seal(_ buffer: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer) {
-        precondition(counter < .max, "a Noise cipher's nonces are spent")
-        aead.seal(buffer, nonce: Self.words(counter), aad: UnsafeRawBufferPointer(start: nil, count: 0), tag: tag)
-        counter += 1
+        seal(buffer, ad: UnsafeRawBufferPointer(start: nil, count: 0), tag: tag)
     }
 
     /// `open` in place, with no additional data: false, and `buffer` untouched, when `tag` does
     /// not match.
     package mutating func open(_ buffer: UnsafeMutableRawBufferPointer, tag: UnsafeRawBufferPointer) -> Bool {
-        guard counter < .max, aead.open(buffer, tag: tag, nonce: Self.words(counter), aad: UnsafeRawBufferPointer(start: nil, count: 0)) else {
-            return false
-        }
+        open(buffer, ad: UnsafeRawBufferPointer(start: nil, count: 0), tag: tag)
+    }
+
+    private mutating func seal(_ buffer: UnsafeMutableRawBufferPointer, ad: UnsafeRawBufferPointer, tag: UnsafeMutableRawBufferPointer) {
+        // 2^64 − 1 is reserved (§5.1); a link never sends that many messages.
+        precondition(counter < .max, "a Noise cipher's nonces are spent")
+        aead.seal(buffer, nonce: Self.nonce(counter), aad: ad, tag: tag)
+        counter += 1
+    }
+
+    private mutating func open(_ buffer: UnsafeMutableRawBufferPointer, ad: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer) -> Bool {
+        guard counter < .max, aead.open(buffer, tag: tag, nonce: Self.nonce(counter), aad: ad) else { return false }
         counter += 1
         return true
     }
 
     /// The nonce of message `counter` as ChaCha20's words: zero, then the counter's halves.
-    private static func words(_ counter: UInt64) -> ChaCha20Poly1305.Nonce {
+    private static func nonce(_ counter: UInt64) -> ChaCha20Poly1305.Nonce {
         (0, UInt32(truncatingIfNeeded: counter), UInt32(truncatingIfNeeded: counter >> 32))
-    }
-
-    private mutating func nextNonce() -> [UInt8] {
-        // 2^64 − 1 is reserved (§5.1); a link never sends that many messages.
-        precondition(counter < .max, "a Noise cipher's nonces are spent")
-        defer { counter += 1 }
-        return Self.nonce(counter)
     }
 }

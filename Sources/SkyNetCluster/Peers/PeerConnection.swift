@@ -382,3 +382,10 @@ package final class PeerConnection: Sendable {
         if answered { clock.cancel(ticket) }  // the reply (or the end) came first
     }
 }
+
+extension PeerConnection {
+    /// How this link is kept secret: encrypted (a token link), by ssh, or not at all.
+    func protection(over dialer: any PeerDialer) -> LinkProtection {
+        connection.isEncrypted ? .encrypted : dialer.sendsToken ? .plain : .ssh
+    }
+}

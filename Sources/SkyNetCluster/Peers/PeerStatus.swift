@@ -55,10 +55,3 @@ package struct PeerStatus: Sendable {
         }
     }
 }
-
-extension PeerConnection {
-    /// How this link is kept secret: encrypted (a token link), by ssh, or not at all.
-    func protection(over dialer: any PeerDialer) -> LinkProtection {
-        connection.isEncrypted ? .encrypted : dialer.sendsToken ? .plain : .ssh
-    }
-}
