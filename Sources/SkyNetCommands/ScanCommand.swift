@@ -115,7 +115,9 @@ struct ScanCommand: Command {
         maxAttempts = try args.int("max-attempts")
         spawn = try args.int("spawn")
         ssh = try Self.parseSSH(args)
-        transfer = try Self.parseTransfer(args, job: job, inputsPath: inputsPath)
+        var transfer = try Self.parseTransfer(args, job: job, inputsPath: inputsPath)
+        transfer.keepsDigests = args.string("journal") != nil  // only a journal records them
+        self.transfer = transfer
         maxFileSizeGiven = args.string("max-file-size") == nil ? nil : Int(transfer.maxFileSize)
         // With --spawn or ssh hosts and no --cluster, only those are peers.
         let ownPeers = spawn > 0 || !ssh.nodes.isEmpty

@@ -40,7 +40,8 @@ extension NodeSession {
             return sendTaskReply(.failure(id: id, task: task.id, code: error.code, message: error.message), job: task.job, started: nil)
         }
         guard let header = request.file, let input = upload.input else { return run(request, upload) }
-        let receiving = NodeUpload(.transfer(request, upload), header: header, file: input.file, name: input.path.text, now: node.clock.now)
+        let receiving = NodeUpload(.transfer(request, upload), header: header, file: input.file, name: input.path.text,
+                                   digests: state.withLock(\.fileFormat.digests), now: node.clock.now)
         state.withLock { $0.uploads[id] = receiving }
     }
 
@@ -62,7 +63,8 @@ extension NodeSession {
             endFileRequest()
             return send(WireError(code: error.code, message: error.message, id: id).line)
         }
-        let receiving = NodeUpload(.basefile(request, upload), header: request.file, file: upload.file, name: upload.path.text, now: node.clock.now)
+        let receiving = NodeUpload(.basefile(request, upload), header: request.file, file: upload.file, name: upload.path.text,
+                                   digests: state.withLock(\.fileFormat.digests), now: node.clock.now)
         state.withLock { $0.uploads[id] = receiving }
     }
 

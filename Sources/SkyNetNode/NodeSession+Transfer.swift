@@ -61,7 +61,7 @@ extension NodeSession {
         let id = request.id, workDir = upload.workDir
         let stopped = Locked(false)
         for (index, path) in upload.returns.enumerated() {
-            let done = AsyncSignal<Result<ReturnedFile, ScanFailure>>()
+            let done = AsyncSignal<Result<Void, ScanFailure>>()
             pump.enqueue(OutgoingFile(
                 id: id, file: index, maxSize: request.maxReturnSize, limitName: "the coordinator's max_return_size", name: path.text,
                 open: { () throws(ScanFailure) -> OpenFile in try workDir.openReturn(path) },

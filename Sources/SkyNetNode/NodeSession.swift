@@ -35,6 +35,8 @@ final class NodeSession: Sendable {
         var lastCallToCaller = 0
         /// Files being received, by request id (a transfer's input, a basefile).
         var uploads: [Int: NodeUpload] = [:]
+        /// How files travel on this connection, from the file version its welcome granted.
+        var fileFormat = FileFormat.checked
         /// When the client was last heard from, or a scan of it last ended.
         var lastActivity: ContinuousClock.Instant
         /// Call replies waiting for room in the queue to the client, and the bytes the client
@@ -96,7 +98,12 @@ final class NodeSession: Sendable {
         case (.greeting, .line(let line)):
             greet(line)
         case (.serving, .line(let line)):
-            do {
+            do throws(WireError) {
+                // A binary message (a file's chunk) only on a framed link: on a line link a line
+                // that starts with 0x00 is not JSON.
+                guard line.first != 0 || connection.isFramed else {
+                    throw .badRequest("a message is a JSON object (a binary one only on an encrypted link)")
+                }
                 try serve(Request.decode(line), bytes: line.count)
             } catch {
                 endUpload(error.id)
@@ -113,12 +120,12 @@ final class NodeSession: Sendable {
     /// refused, naming the version needed: a token link is always encrypted. A network that
     /// keeps failing waits before its hello is answered at all (`LoginFailures`).
     private func greet(_ line: Data) {
-        let hello: (version: Int, name: String, noise: [UInt8]?, offersOldToken: Bool)
+        let hello: (version: Int, name: String, noise: [UInt8]?, files: Int?, offersOldToken: Bool)
         do {
-            guard case .hello(let version, let name, let noise, let actors, let offersOldToken) = try Request.decode(line) else {
+            guard case .hello(let version, let name, let noise, let actors, let files, let offersOldToken) = try Request.decode(line) else {
                 return refuse(WireError(code: .helloRequired, message: "the first message must be a hello"))
             }
-            hello = (version, name, noise, offersOldToken)
+            hello = (version, name, noise, files, offersOldToken)
             state.withLock { $0.callerActors = actors.map { CallerActors(system: $0) } }
         } catch {
             let saysHello = (try? WireFields(line).type()) == "hello"
@@ -129,7 +136,7 @@ final class NodeSession: Sendable {
             return refuse(WireError(code: .unsupportedVersion, message: "this node speaks versions 1 to \(wireVersion)"))
         }
         let client = hello.name.isEmpty ? "client" : hello.name
-        guard node.linkKey != nil else { return welcome(client, version: hello.version) }
+        guard node.linkKey != nil else { return welcome(client, version: hello.version, files: hello.files) }
         if hello.offersOldToken {
             // Refused beside a handshake too: a client that sends the token in the clear has
             // leaked it, and must hear so. Not a guess (the token is not looked at), so not a
@@ -159,24 +166,34 @@ final class NodeSession: Sendable {
         guard let payload = try? handshake.readMessage(message) else {
             return refuseLogin("wrong token (the handshake does not open)")
         }
-        guard case .hello(WireAuth.encryptedVersion, let name, nil, let actors, false)? = try? Request.decode(Data(payload)) else {
+        guard case .hello(WireAuth.encryptedVersion, let name, nil, let actors, let files, false)? = try? Request.decode(Data(payload)) else {
             return refuse(WireError.badRequest("the handshake must carry a version \(WireAuth.encryptedVersion) hello, without \"noise\" or a token"))
         }
         state.withLock { $0.callerActors = actors.map { CallerActors(system: $0) } }
-        welcome(name.isEmpty ? "client" : name, version: WireAuth.encryptedVersion, handshake: handshake)
+        welcome(name.isEmpty ? "client" : name, version: WireAuth.encryptedVersion, files: files, handshake: handshake)
     }
 
     /// Serves the client, if the node has room; after a `handshake`, on encrypted frames: the
     /// welcome is the payload of the handshake's answer, and every later message a frame.
-    private func welcome(_ client: String, version: Int, handshake: NoiseHandshake? = nil) {
+    ///
+    /// Files go at the version the client asked for (`files`) only where the link itself
+    /// guarantees integrity (encrypted, or the ssh channel of `--stdio`); on a plain TCP link
+    /// each file keeps its digest (version 1).
+    private func welcome(_ client: String, version: Int, files asked: Int?, handshake: NoiseHandshake? = nil) {
         switch node.admitGreeted(self) {
         case true?: break
         case false?: return refuse(WireError(code: .busy, message: "too many connections (at most \(node.options.maxConnections))"))
         case nil: return  // pushed out of the hello budget meanwhile: closing
         }
+        let linkChecks = handshake != nil || node.servesStdio
+        let fileVersion = min(asked ?? 1, linkChecks ? FileSupport.currentVersion : 1)
+        let files = FileSupport(version: max(fileVersion, 1), maxFileSize: node.options.maxFileSize)
+        let format = files.format(framed: handshake != nil)
+        state.withLock { $0.fileFormat = format }
+        pump.use(format)
         let welcome = Reply.welcome(version: version, name: node.options.name, capacity: node.system.capacity,
                                     jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds,
-                                    files: node.offersFiles ? FileSupport(maxFileSize: node.options.maxFileSize) : nil,
+                                    files: node.offersFiles ? files : nil,
                                     actors: node.options.actors.map { ActorOffer(system: $0.name, build: $0.registry.build) }).line
         if var handshake {
             // The answer's ephemeral key must give a shared secret: one of small order does

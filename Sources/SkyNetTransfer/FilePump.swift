@@ -19,6 +19,8 @@ package final class FilePump: Sendable {
     static let window = 512 << 10
 
     private struct State {
+        /// How the link's files travel (`use`): taken by each file as it starts.
+        var format = FileFormat.checked
         var queued: [OutgoingFile] = []
         var running = false
         var stopped = false
@@ -29,6 +31,12 @@ package final class FilePump: Sendable {
 
     package init(connection: Connection) {
         self.connection = connection
+    }
+
+    /// Sends the files that start from now on in `format`: the link's, once its welcome named
+    /// the file version.
+    package func use(_ format: FileFormat) {
+        state.withLock { $0.format = format }
     }
 
     /// Queues `file`; its `done` is called once, from the pump's thread (or here, at once,
@@ -63,10 +71,10 @@ package final class FilePump: Sendable {
         defer { buffer.deallocate() }
         var active: [Sending] = []
         while true {
-            let (new, stopped) = state.withLock { state -> ([OutgoingFile], Bool) in
+            let (new, stopped, format) = state.withLock { state -> ([OutgoingFile], Bool, FileFormat) in
                 defer { state.queued = [] }
                 if state.queued.isEmpty, active.isEmpty { state.running = false }
-                return (state.queued, state.stopped)
+                return (state.queued, state.stopped, state.format)
             }
             if stopped {
                 for sending in active { sending.fail(Self.closed) }
@@ -74,7 +82,7 @@ package final class FilePump: Sendable {
                 return state.withLock { $0.running = false }
             }
             if new.isEmpty, active.isEmpty { return }
-            active += new.compactMap { Sending(start: $0, connection: connection) }
+            active += new.compactMap { Sending(start: $0, format: format, connection: connection) }
             // One turn: a chunk of each file; those that finished or failed leave.
             active = active.filter { $0.sendNext(over: connection, window: Self.window, buffer: buffer) }
         }
@@ -84,14 +92,18 @@ package final class FilePump: Sendable {
 /// One file being sent, on the pump's thread only.
 private final class Sending {
     let file: OutgoingFile
+    let format: FileFormat
     let handle: OpenFile
     let status: FileStatus
     var offset: Int64 = 0
-    var hasher = SHA256()
+    /// nil: the link needs no digest (files version 2), and none is computed.
+    var hasher: SHA256?
 
     /// Opens the file, checks it and sends its header; nil when it failed (its `done` called).
-    init?(start file: OutgoingFile, connection: Connection) {
+    init?(start file: OutgoingFile, format: FileFormat, connection: Connection) {
         self.file = file
+        self.format = format
+        hasher = format.digests ? SHA256() : nil
         do throws(ScanFailure) {
             handle = try file.open()
         } catch {
@@ -143,8 +155,8 @@ private final class Sending {
         }
         guard count == wanted else { return fail(changed("its size shrank to \(offset + Int64(count)) while it was being sent")) }
         let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<count])
-        hasher.update(bytes)
-        let line = FileChunk.line(id: file.id, file: file.file, offset: offset, bytes: bytes)
+        hasher?.update(bytes)
+        let line = FileChunk.message(format, id: file.id, file: file.file, offset: offset, bytes: bytes)
         guard connection.waitForRoom(below: window), (try? connection.send(line)) != nil else { return fail(FilePump.closed) }
         offset += Int64(count)
         file.afterChunk?(offset)
@@ -159,12 +171,12 @@ private final class Sending {
         let beyond = (try? handle.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<1]), at: status.size)) ?? 0
         guard beyond == 0 else { return fail(changed("it grew past \(status.size) bytes")) }
         handle.close()
-        let digest = hasher.finalize()
+        let digest = hasher?.finalize()
         guard (try? connection.send(FileEnd(id: file.id, file: file.file, sha256: digest).line)) != nil else {
             file.done(.failure(FilePump.closed))
             return false
         }
-        file.done(.success(ReturnedFile(path: file.name, size: status.size, sha256: digest)))
+        file.done(.success(()))
         return false
     }
 

@@ -27,12 +27,13 @@ package final class NodeUpload: @unchecked Sendable {  // safe: `incoming` is on
     /// The file's path as sent, for messages.
     package let name: String
 
-    package init(_ kind: Kind, header: FileHeader, file: OpenFile, name: String, now: ContinuousClock.Instant) {
+    /// `digests`: whether the file's `end` carries its SHA-256 to check (files version 1).
+    package init(_ kind: Kind, header: FileHeader, file: OpenFile, name: String, digests: Bool, now: ContinuousClock.Instant) {
         self.kind = kind
         self.name = name
         lock = Guarded(Progress(lastChunk: now))
         size = header.size
-        incoming = IncomingFile(file: file, header: header, name: name)
+        incoming = IncomingFile(file: file, header: header, name: name, digests: digests)
         reservation = switch kind {
         case .transfer(_, let upload): upload.reservation
         case .basefile: nil  // a basefile's reservation is given back when it is stored or discarded
@@ -64,7 +65,7 @@ package final class NodeUpload: @unchecked Sendable {  // safe: `incoming` is on
     package func finish(_ end: FileEnd) throws(ScanFailure) {
         try lock.withLock { (progress) throws(ScanFailure) in
             guard !progress.done else { throw ScanFailure(code: .cancelled, message: "cancelled") }
-            _ = try incoming.finish(end)
+            try incoming.finish(end)
             // Only a file that arrived whole is done: one that failed is still to be discarded.
             progress.done = true
         }

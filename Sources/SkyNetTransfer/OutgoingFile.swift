@@ -18,7 +18,7 @@ package struct OutgoingFile: Sendable {
     /// How messages name the bound when it is not a --max-file-size at all (a node's return:
     /// the coordinator's `max_return_size`); nil: a --max-file-size, as `limitOwner` says whose.
     package var limitName: String? = nil
-    /// How messages name it (`photos/a.jpg`); also the `path` of the `ReturnedFile` reported.
+    /// How messages name it (`photos/a.jpg`).
     package let name: String
     /// Opens the file (component-wise, no links), or says why not.
     package let open: @Sendable () throws(ScanFailure) -> OpenFile
@@ -28,14 +28,14 @@ package struct OutgoingFile: Sendable {
     /// Whether its request was cancelled or failed meanwhile: looked at before every chunk.
     package let isCancelled: @Sendable () -> Bool
     /// Called once: the file went out whole (its `end` sent), or why not (nothing more of it is sent).
-    package let done: @Sendable (Result<ReturnedFile, ScanFailure>) -> Void
+    package let done: @Sendable (Result<Void, ScanFailure>) -> Void
     /// Tests only: called after each chunk is sent, with the bytes sent so far.
     package var afterChunk: (@Sendable (Int64) -> Void)? = nil
 
     package init(id: Int, file: Int?, maxSize: Int64, limitOwner: String? = nil, limitName: String? = nil, name: String,
                  open: @escaping @Sendable () throws(ScanFailure) -> OpenFile,
                  header: @escaping @Sendable (FileHeader) -> [UInt8]?, isCancelled: @escaping @Sendable () -> Bool,
-                 done: @escaping @Sendable (Result<ReturnedFile, ScanFailure>) -> Void,
+                 done: @escaping @Sendable (Result<Void, ScanFailure>) -> Void,
                  afterChunk: (@Sendable (Int64) -> Void)? = nil) {
         self.id = id
         self.file = file

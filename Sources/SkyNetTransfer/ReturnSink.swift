@@ -28,6 +28,7 @@ package final class ReturnSink: ReplyStream {
     let targets: [TransferPath]
     private let peer: String
     private let maxSize: Int64
+    private let digests: ReturnDigests
     private let roots: ReturnRoots
     private let freeSpace: @Sendable (DirectoryHandle) throws -> Int64
     private let onFailure: @Sendable (ScanFailure) -> Void
@@ -36,12 +37,14 @@ package final class ReturnSink: ReplyStream {
     private let state = Locked(State())
 
     package init(targets: [TransferPath], peer: String, maxSize: Int64, roots: ReturnRoots,
+         digests: ReturnDigests = ReturnDigests(check: true, keep: true),
          freeSpace: @escaping @Sendable (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() },
          onLine: @escaping @Sendable () -> Void = {}, onFailure: @escaping @Sendable (ScanFailure) -> Void) {
         self.onLine = onLine
         self.targets = targets
         self.peer = peer
         self.maxSize = maxSize
+        self.digests = digests
         self.roots = roots
         self.freeSpace = freeSpace
         self.onFailure = onFailure
@@ -72,7 +75,7 @@ package final class ReturnSink: ReplyStream {
                 throw ScanFailure(code: .badReply, message: "\(peer) sent returned file \(header.file) out of turn (expected \(next < targets.count ? "file \(next)" : "no more files") of \(targets.count))")
             }
             state.current = try ReturnWriter(target: targets[next], header: header.header, maxSize: maxSize, peer: peer,
-                                              roots: roots, freeSpace: freeSpace)
+                                              roots: roots, digests: digests, freeSpace: freeSpace)
         case .chunk(let chunk):
             guard var writer = state.current, chunk.file == state.done.count else {
                 throw ScanFailure(code: .badReply, message: "\(peer) sent bytes of a returned file it did not announce")

@@ -8,7 +8,8 @@ import SkyNetWork
 ///
 /// The bytes go to a hidden `.NAME.skynet.part` beside the target (`partName`: one name per
 /// target, so no directory is ever listed to find leftovers; made with `O_EXCL`, mode 0600),
-/// hashed as written; `finish` checks size and SHA-256, `commit` gives the file its mode and
+/// hashed as written when a digest is checked or kept (`ReturnDigests`); `finish` checks the size
+/// and, on a link of files version 1, the SHA-256 the node sent; `commit` gives the file its mode and
 /// time and renames it over the target, so a half-received file never appears under the
 /// target's name. `discard` removes the `.part` (any failure, a lost link).
 ///
@@ -36,7 +37,10 @@ struct ReturnWriter: Sendable {
     private let umask: Int
     private var file: OpenFile?
     private var received: Int64 = 0
-    private var hash = SHA256()
+    /// nil: the bytes are not hashed (no digest to check or keep).
+    private var hash: SHA256?
+    private let checksDigest: Bool
+    /// Set by `finish`: every byte came and checked out (the digest, when one was computed).
     private var digest: [UInt8]?
 
     /// Opens the target's directory and creates the `.part` for a file of `header.size` bytes
@@ -44,9 +48,12 @@ struct ReturnWriter: Sendable {
     /// the limit), `no-space` when `freeSpace` there is short, `bad-file` (final) when the
     /// target's directories pass through a link or cannot be made.
     init(target: TransferPath, header: FileHeader, maxSize: Int64, peer: String, roots: ReturnRoots,
+         digests: ReturnDigests = ReturnDigests(check: true, keep: true),
          freeSpace: (DirectoryHandle) throws -> Int64 = { try $0.freeBytes() }) throws(ScanFailure) {
         self.target = target
         self.header = header
+        checksDigest = digests.check
+        hash = digests.check || digests.keep ? SHA256() : nil
         reserved = roots.reserved
         umask = roots.umask
         guard header.size >= 0, header.size <= maxSize else {
@@ -99,7 +106,7 @@ struct ReturnWriter: Sendable {
         }
         let at = received
         let failed = chunk.bytes.withUnsafeBytes { (bytes) -> FileError? in
-            hash.update(bytes)
+            hash?.update(bytes)
             do throws(FileError) {
                 try file.write(bytes, at: at)
                 return nil
@@ -116,15 +123,19 @@ struct ReturnWriter: Sendable {
         received += Int64(chunk.bytes.count)
     }
 
-    /// Checks the end: every byte came, and their SHA-256 is the one the node sent.
+    /// Checks the end: every byte came, and (files version 1) their SHA-256 is the one the
+    /// node sent.
     mutating func finish(_ end: FileEnd, peer: String) throws(ScanFailure) -> ReturnedFile {
         guard digest == nil else { throw ScanFailure(code: .badReply, message: "\(peer) ended \(target) twice") }
         guard received == header.size else {
             throw ScanFailure(code: .badReply, message: "\(peer) ended \(target) after \(received) of its \(header.size) bytes")
         }
-        let sum = hash.finalize()
-        guard Secrets.equal(sum, end.sha256) else {
-            throw ScanFailure(code: .badFile, message: "\(target) arrived altered: SHA-256 \(Secrets.hex(sum)), sent as \(Secrets.hex(end.sha256))")
+        let sum = hash?.finalize() ?? []
+        if checksDigest {
+            guard let sent = end.sha256 else { throw ScanFailure(code: .badReply, message: "\(peer) ended \(target) without its SHA-256") }
+            guard Secrets.equal(sum, sent) else {
+                throw ScanFailure(code: .badFile, message: "\(target) arrived altered: SHA-256 \(Secrets.hex(sum)), sent as \(Secrets.hex(sent))")
+            }
         }
         digest = sum
         return ReturnedFile(path: target.text, size: received, sha256: sum)
@@ -230,4 +241,17 @@ package struct ReturnRoots: Sendable {
 
     /// The directory `path` starts at.
     package func root(of path: TransferPath) -> DirectoryHandle { path.isAbsolute ? absolute : relative }
+}
+
+/// What is done with a returned file's SHA-256.
+package struct ReturnDigests: Sendable {
+    /// The node's `end` carries it, and it must match (files version 1).
+    package var check: Bool
+    /// It is computed as the bytes arrive, for the journal, when the node sends none.
+    package var keep: Bool
+
+    package init(check: Bool, keep: Bool) {
+        self.check = check
+        self.keep = keep
+    }
 }

@@ -27,19 +27,45 @@ package struct FileHeader: Sendable, Equatable {
     }
 }
 
-/// What a node's welcome offers for files (`"files":{"version":1,"max_file_size":…}`).
+/// What a node's welcome offers for files (`"files":{"version":2,"max_file_size":…}`).
 package struct FileSupport: Sendable, Equatable {
-    /// The file protocol's version: 1, chunks in base64 inside JSON lines.
+    /// The file protocol's version on this link: 1, each file's `end` carries its SHA-256,
+    /// checked by the receiver; 2 (a link that guarantees integrity itself: encrypted, or ssh),
+    /// no digest travels, and on framed links a chunk is a binary message (`FileFormat`).
     package var version: Int
     /// The largest file the node accepts (its `--max-file-size`).
     package var maxFileSize: Int64
 
-    package static let currentVersion = 1
+    /// The versions our side speaks: a client asks for the highest in its hello (`files`); a
+    /// node grants it only on a link that guarantees integrity, else 1.
+    package static let versions = 1...2
+    package static let currentVersion = versions.upperBound
 
-    package init(version: Int = FileSupport.currentVersion, maxFileSize: Int64) {
+    package init(version: Int = 1, maxFileSize: Int64) {
         self.version = version
         self.maxFileSize = maxFileSize
     }
+
+    /// How files travel at this version over a connection that is (or is not) framed.
+    package func format(framed: Bool) -> FileFormat {
+        version >= 2 ? FileFormat(digests: false, binary: framed) : .checked
+    }
+}
+
+/// How one link's files travel, from its `FileSupport`: whether each file's `end` carries its
+/// SHA-256 for the receiver to check (version 1: a plain link, whose bytes nothing else
+/// protects), and whether chunks go as binary messages (a framed link: no base64).
+package struct FileFormat: Sendable, Equatable {
+    package var digests: Bool
+    package var binary: Bool
+
+    package init(digests: Bool, binary: Bool) {
+        self.digests = digests
+        self.binary = binary
+    }
+
+    /// Version 1: base64 in JSON lines, a digest at each end.
+    package static let checked = FileFormat(digests: true, binary: false)
 }
 
 /// `transfer`: run one task of a named job in a work directory of its own, with its input file
@@ -138,19 +164,43 @@ package struct FileChunk: Sendable, Equatable {
         return json.takeLine()
     }
 
+    /// The binary `data` message of a framed link (docs/PROTOCOL.md, "data and end"):
+    /// `0x00 ‖ id (8 bytes) ‖ file (1 byte, 0xFF: none) ‖ offset (8 bytes) ‖ bytes`, integers
+    /// big-endian.
+    package static func message(id: Int, file: Int?, offset: Int64, bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: binaryHeaderCount + bytes.count) { message, initialized in
+            let raw = UnsafeMutableRawBufferPointer(message)
+            raw[0] = 0
+            raw.storeBytes(of: UInt64(id).bigEndian, toByteOffset: 1, as: UInt64.self)
+            raw[9] = file.map { UInt8($0) } ?? 0xFF
+            raw.storeBytes(of: UInt64(offset).bigEndian, toByteOffset: 10, as: UInt64.self)
+            UnsafeMutableRawBufferPointer(rebasing: raw[binaryHeaderCount...]).copyMemory(from: bytes)
+            initialized = raw.count
+        }
+    }
+
+    /// Bytes of a binary `data` message before the chunk.
+    package static let binaryHeaderCount = 18
+
+    /// The message that carries `bytes` in `format`.
+    package static func message(_ format: FileFormat, id: Int, file: Int?, offset: Int64, bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        format.binary ? message(id: id, file: file, offset: offset, bytes: bytes) : line(id: id, file: file, offset: offset, bytes: bytes)
+    }
+
     /// The line to send.
     package var line: [UInt8] {
         bytes.withUnsafeBytes { Self.line(id: id, file: file, offset: offset, bytes: $0) }
     }
 }
 
-/// `end`: the file's SHA-256, after exactly its size in bytes.
+/// `end`: after exactly the file's size in bytes; with its SHA-256 on a link of files
+/// version 1, without on version 2 (the link's own integrity covers the bytes).
 package struct FileEnd: Sendable, Equatable {
     package var id: Int
     package var file: Int?
-    package var sha256: [UInt8]
+    package var sha256: [UInt8]?
 
-    package init(id: Int, file: Int?, sha256: [UInt8]) {
+    package init(id: Int, file: Int?, sha256: [UInt8]?) {
         self.id = id
         self.file = file
         self.sha256 = sha256
@@ -160,7 +210,7 @@ package struct FileEnd: Sendable, Equatable {
     package var line: [UInt8] {
         var json = JSONLine(type: "end", id: id)
         if let file { json.add("file", file) }
-        json.add("sha256", Secrets.hex(sha256))
+        if let sha256 { json.add("sha256", Secrets.hex(sha256)) }
         return json.line
     }
 }

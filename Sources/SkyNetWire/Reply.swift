@@ -185,6 +185,7 @@ package enum Reply: Sendable, Equatable {
 
     package static func decode(_ line: Data) throws(WireError) -> Reply {
         if let result = CanonicalLine.result(line) { return result }
+        if line.first == 0 { return .chunk(try FileChunk.decode(binary: line, inReply: true)) }
         if let chunk = CanonicalLine.chunk(line, inReply: true) { return .chunk(chunk) }
         if let returned = CanonicalLine.returned(line) { return returned }
         let fields = try WireFields(line)

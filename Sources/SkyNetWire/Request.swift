@@ -12,8 +12,10 @@ package enum Request: Sendable, Equatable {
     /// which carries the hello that counts (`name` and `actors` stay out of the clear one).
     /// `actors`: the name of the client's own actor system, whose actors the node's may call
     /// back over this connection. `offersOldToken`: the hello offers a token as version 1 did
-    /// (read, never written: our clients never send a token).
-    case hello(version: Int, name: String, noise: [UInt8]? = nil, actors: String? = nil, offersOldToken: Bool = false)
+    /// (read, never written: our clients never send a token). `files`: the highest file
+    /// version the client speaks (absent: 1), which the node grants only on a link that
+    /// guarantees integrity (`FileSupport`).
+    case hello(version: Int, name: String, noise: [UInt8]? = nil, actors: String? = nil, files: Int? = nil, offersOldToken: Bool = false)
     /// A task of the built-in scan (protocol v1; a deadline rides along as `task.timeout`).
     case scan(id: Int, task: ScanTask)
     /// A task of a named job other than `scan`. A v1 node answers `unknown-type`: it can never
@@ -58,12 +60,13 @@ package enum Request: Sendable, Equatable {
     /// The line to send.
     package var line: [UInt8] {
         switch self {
-        case .hello(let version, let name, let noise, let actors, _):
+        case .hello(let version, let name, let noise, let actors, let files, _):
             var json = JSONLine(type: "hello")
             json.add("version", version)
             if !name.isEmpty { json.add("name", name) }
             if let noise { json.add("noise", String(decoding: Base64.encode(noise), as: UTF8.self)) }
             if let actors { json.add("actors", actors) }
+            if let files { json.add("files", files) }
             return json.line
         case .scan(let id, let task):
             var body = JSONLine()
@@ -107,6 +110,7 @@ package enum Request: Sendable, Equatable {
     /// (with the id when it could be read) or `unknown-type`.
     package static func decode(_ line: Data) throws(WireError) -> Request {
         if let scan = CanonicalLine.scan(line) { return scan }
+        if line.first == 0 { return .chunk(try FileChunk.decode(binary: line, inReply: false)) }
         if let chunk = CanonicalLine.chunk(line, inReply: false) { return .chunk(chunk) }
         if let call = CanonicalLine.call(line) { return call }
         let fields = try WireFields(line)
@@ -130,7 +134,8 @@ package enum Request: Sendable, Equatable {
             if noise != nil, version < WireAuth.encryptedVersion {
                 throw .badRequest("a hello with \"noise\" must say version \(WireAuth.encryptedVersion) or later")
             }
-            return .hello(version: version, name: name, noise: noise, actors: actors, offersOldToken: fields.offersOldToken)
+            let files = fields.fields["files"] == nil || fields.fields["files"] == .null ? nil : try fields.int("files", in: 1...Int.max)
+            return .hello(version: version, name: name, noise: noise, actors: actors, files: files, offersOldToken: fields.offersOldToken)
         case "scan":
             let id = try fields.requestID()
             return .scan(id: id, task: try fields.task(id: id))

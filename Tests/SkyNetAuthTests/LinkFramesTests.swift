@@ -32,8 +32,9 @@ import SkyNetTestSupport
         var random = SeededRandom(seed: 34)
         for round in 0..<50 {
             var (sealer, opener) = ends()
+            // JSON lines (a first byte other than 0x00), whose newline the frame drops.
             let messages = (0..<20).map { _ in
-                (0..<Int.random(in: 0...3000, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                [0x7B] + (0..<Int.random(in: 0...3000, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
             }
             let wire = messages.flatMap { sealer.seal($0 + [0x0A]) }
             #expect(wire.count == messages.reduce(0) { $0 + $1.count + LinkFrames.overhead })
@@ -43,6 +44,16 @@ import SkyNetTestSupport
             #expect(opened.messages == messages, "round \(round)")
             #expect(opener.pendingCount == 0)
         }
+    }
+
+    /// A binary message (a file's chunk: first byte 0x00) goes whole, a last byte 0x0A included.
+    @Test func aBinaryMessageKeepsItsLastByte() {
+        var (sealer, opener) = ends()
+        let messages: [[UInt8]] = [[0, 1, 2, 0x0A], [0, 0x0A], [0x7B, 0x7D]]
+        let wire = sealer.seal(messages[0]) + sealer.seal(messages[1]) + sealer.seal(messages[2] + [0x0A])
+        let opened = open(wire, chunks: [], with: &opener)
+        #expect(opened.refusal == nil)
+        #expect(opened.messages == messages)
     }
 
     /// `body` returning false stops after that frame; the rest of the chunk opens later.

@@ -55,7 +55,12 @@ package struct EncryptedClient {
     /// The next frame of `json`: LENGTH (4 bytes, big-endian) ‖ ciphertext ‖ tag. The counter
     /// moves: a frame made and not sent makes every later one fail.
     package mutating func frame(_ json: String) -> [UInt8] {
-        let sealed = sending.seal(Array(json.utf8))
+        frame(bytes: Array(json.utf8))
+    }
+
+    /// The next frame of a message of any bytes (a binary `data` message).
+    package mutating func frame(bytes message: [UInt8]) -> [UInt8] {
+        let sealed = sending.seal(message)
         return withUnsafeBytes(of: UInt32(sealed.count).bigEndian) { Array($0) } + sealed
     }
 
@@ -67,6 +72,11 @@ package struct EncryptedClient {
     /// The next message's JSON; nil when the node closed, or nothing came for `silence`.
     /// Throws when a frame does not open.
     package mutating func read(silence: Duration = .seconds(10)) throws -> String? {
+        try readMessage(silence: silence).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The next message's bytes, as `read`.
+    package mutating func readMessage(silence: Duration = .seconds(10)) throws -> [UInt8]? {
         while true {
             if buffer.count >= 4 {
                 let length = buffer.prefix(4).reduce(0) { $0 << 8 | Int($1) }
@@ -74,7 +84,7 @@ package struct EncryptedClient {
                     let sealed = Array(buffer[4..<(4 + length)])
                     buffer.removeFirst(4 + length)
                     guard let message = receiving.open(sealed) else { throw CheckFailed(description: "a frame from the node does not open") }
-                    return String(decoding: message, as: UTF8.self)
+                    return message
                 }
             }
             guard !closed, receive(silence: silence) else { return nil }

@@ -17,7 +17,7 @@ import Testing
 struct FilePumpTests {
     /// What the pump reported for each request id, and the largest queue seen after a chunk.
     private struct Seen: Sendable {
-        var done: [Int: Result<ReturnedFile, ScanFailure>] = [:]
+        var done: [Int: Result<Void, ScanFailure>] = [:]
         var maxQueued = 0
     }
 
@@ -103,8 +103,7 @@ struct FilePumpTests {
             #expect(files[id]?.bytes == bytes, "\(name)")
             #expect(files[id]?.header?.size == Int64(bytes.count), "\(name)")
             #expect(files[id]?.end == SHA256.hash(bytes), "\(name)")
-            guard case .success(let returned)? = seen.value.done[id] else { Issue.record("\(name) not sent"); continue }
-            #expect(returned == ReturnedFile(path: name, size: Int64(bytes.count), sha256: SHA256.hash(bytes)))
+            guard case .success? = seen.value.done[id] else { Issue.record("\(name) not sent"); continue }
         }
         // Turns: the small file's chunks went out between the big file's, not after them all.
         let firstSmall = try #require(order.firstIndex(of: 2)), lastBig = try #require(order.lastIndex(of: 1))

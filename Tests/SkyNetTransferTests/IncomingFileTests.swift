@@ -12,12 +12,12 @@ import Testing
 @Suite(.onOwnThread) struct IncomingFileTests {
     private let bytes = Array("hello, files".utf8)
 
-    private func receive(_ body: (IncomingFile, String) throws -> Void) throws {
+    private func receive(digests: Bool = true, _ body: (IncomingFile, String) throws -> Void) throws {
         let (directory, path) = try DirectoryHandle.mkdtemp(in: NSTemporaryDirectory(), prefix: "skynet-incoming-")
         defer { try? FileManager.default.removeItem(atPath: path) }
         let file = try directory.createFile("in")
         let header = FileHeader(size: Int64(bytes.count), mode: 0o4755, mtimeNanoseconds: 1_500_000_000_250_000_000)
-        try body(IncomingFile(file: file, header: header, name: "photos/in", discarding: { directory.remove("in") }), path + "/in")
+        try body(IncomingFile(file: file, header: header, name: "photos/in", digests: digests, discarding: { directory.remove("in") }), path + "/in")
     }
 
     private func chunk(_ offset: Int, _ slice: ArraySlice<UInt8>) -> FileChunk {
@@ -28,12 +28,26 @@ import Testing
         try receive { incoming, path in
             try incoming.append(chunk(0, bytes[0..<5]))
             try incoming.append(chunk(5, bytes[5...]))
-            let returned = try incoming.finish(FileEnd(id: 1, file: nil, sha256: SHA256.hash(bytes)))
-            #expect(returned == ReturnedFile(path: "photos/in", size: Int64(bytes.count), sha256: SHA256.hash(bytes)))
+            try incoming.finish(FileEnd(id: 1, file: nil, sha256: SHA256.hash(bytes)))
             #expect(FileManager.default.contents(atPath: path) == Data(bytes))
             let attributes = try FileManager.default.attributesOfItem(atPath: path)
             #expect((attributes[.posixPermissions] as? Int) == 0o755)  // no setuid
             #expect((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 == 1_500_000_000.25)
+        }
+    }
+
+    @Test func onALinkThatChecksItselfNoDigestIsAskedFor() throws {
+        try receive(digests: false) { incoming, path in
+            try incoming.append(chunk(0, bytes[...]))
+            try incoming.finish(FileEnd(id: 1, file: nil, sha256: nil))
+            #expect(FileManager.default.contents(atPath: path) == Data(bytes))
+        }
+        // Version 1 needs one: an end without it is refused, as a wrong one is.
+        try receive { incoming, path in
+            try incoming.append(chunk(0, bytes[...]))
+            #expect(throws: ScanFailure.self) { try incoming.finish(FileEnd(id: 1, file: nil, sha256: nil)) }
+            incoming.discard()
+            #expect(!FileManager.default.fileExists(atPath: path))
         }
     }
 

@@ -6,7 +6,7 @@ import SkyNetRuntime
 ///     LENGTH (4 bytes, big-endian) ‖ CIPHERTEXT ‖ TAG (16 bytes)
 ///
 /// where LENGTH counts the ciphertext and the tag, and the ciphertext is the message (a JSON
-/// object, without the newline a plain link ends it with) under ChaCha20-Poly1305 with that
+/// object, without the newline a plain link ends it with, or a binary file chunk) under ChaCha20-Poly1305 with that
 /// direction's key and its next counter nonce (`NoiseCipher`). The length goes in clear: a
 /// changed length makes the frame's tag fail as surely as a changed byte.
 package enum LinkFrames {
@@ -24,9 +24,10 @@ package struct FrameSealer: Sendable {
         self.cipher = cipher
     }
 
-    /// `line` (a JSON message; a final newline is dropped) as its frame.
+    /// `line` as its frame: a JSON message loses its final newline; a binary one (its first
+    /// byte 0x00, a file's chunk) goes whole, whatever its last byte.
     package mutating func seal(_ line: [UInt8]) -> [UInt8] {
-        let count = line.last == 0x0A ? line.count - 1 : line.count
+        let count = line.last == 0x0A && line.first != 0 ? line.count - 1 : line.count
         let length = count + ChaCha20Poly1305.tagCount
         return [UInt8](unsafeUninitializedCapacity: LinkFrames.headerCount + length) { frame, initialized in
             let raw = UnsafeMutableRawBufferPointer(frame)

@@ -44,12 +44,12 @@ final class Handshake: Sendable {
         guard let key else {
             noise = nil
             version = 1  // all a hello without a token needs: a node of version 1 serves it too
-            hello = Array(Request.hello(version: version, name: "coordinator", actors: actors).line.dropLast())
+            hello = Array(Request.hello(version: version, name: "coordinator", actors: actors, files: FileSupport.currentVersion).line.dropLast())
             return
         }
         version = WireAuth.encryptedVersion
         var initiator = key.initiator()
-        let inner = Request.hello(version: version, name: "coordinator", actors: actors).line.dropLast()
+        let inner = Request.hello(version: version, name: "coordinator", actors: actors, files: FileSupport.currentVersion).line.dropLast()
         let message = try initiator.writeMessage(payload: Array(inner))
         noise = initiator
         hello = Array(Request.hello(version: version, name: "", noise: message).line.dropLast())

@@ -235,11 +235,16 @@ package final class PeerConnection: Sendable {
     /// What the node offers for files (its welcome's `files`); nil: it takes none.
     package var files: FileSupport? { welcome.files }
 
+    /// How files travel on this link: at the version the welcome granted, binary where the
+    /// link is framed (encrypted).
+    var fileFormat: FileFormat { welcome.files?.format(framed: connection.isFramed) ?? .checked }
+
     /// The link's file pump (made on first use; stopped when the link ends).
     var pump: FilePump {
         let (pump, ended) = state.withLock { state -> (FilePump, Bool) in
             if let pump = state.pump { return (pump, state.ended != nil) }
             let pump = FilePump(connection: connection)
+            pump.use(fileFormat)
             state.pump = pump
             return (pump, state.ended != nil)
         }

@@ -19,9 +19,9 @@ extension PeerLinks {
         guard let files = peer.files else {
             return .refused(name, code: .lacksFiles, message: "its welcome offers no files: an older skynet, or one started with --no-files")
         }
-        guard files.version == FileSupport.currentVersion else {
+        guard FileSupport.versions.contains(files.version) else {
             return .refused(name, code: .lacksFiles,
-                            message: "its welcome offers files version \(files.version), not \(FileSupport.currentVersion): run the same skynet version as the nodes")
+                            message: "its welcome offers files version \(files.version), not 1 to \(FileSupport.currentVersion): run the same skynet version as the nodes")
         }
         guard !spec.basefiles.isEmpty else { return nil }
         let roots: ReturnRoots

@@ -49,8 +49,9 @@ extension RemoteSystem {
         // otherwise hold the task for ever, past --timeout and --task-timeout.
         let stalled = ScanFailure(code: .badReply, message: "\(name) sent nothing of its returned files for \(String(cFormat: "%g", timeout.seconds)) s")
         let progressed: @Sendable () -> Void = { [timeout] in deadline.progressed(bound: timeout) { failRequest(stalled) } }
+        let digests = ReturnDigests(check: peer.fileFormat.digests, keep: spec.keepsDigests)
         let sink = plan.returns.isEmpty ? nil : ReturnSink(targets: plan.returns.map(\.local), peer: name, maxSize: spec.maxFileSize,
-                                                           roots: roots, onLine: progressed, onFailure: failRequest)
+                                                           roots: roots, digests: digests, onLine: progressed, onFailure: failRequest)
         let nodeTask = ScanTask(id: task.id, input: task.input, duration: task.duration, job: task.job, text: plan.nodeInput,
                                 timeout: task.timeout)
         let returns = plan.returns.map(\.node.text)

@@ -55,14 +55,14 @@ struct PeerConnectionFilesTests {
             do {
                 switch reply {
                 case .returnFile(let header):
-                    incoming = IncomingFile(file: try directory.createFile("out"), header: header.header, name: "out")
+                    incoming = IncomingFile(file: try directory.createFile("out"), header: header.header, name: "out", digests: true)
                     state.withLock { $0.append("return") }
                 case .chunk(let chunk):
                     try incoming?.append(chunk)
                     state.withLock { $0.append("data") }
                 case .fileEnd(let end):
-                    let returned = try incoming?.finish(end)
-                    state.withLock { $0.append("end \(returned?.size ?? -1)") }
+                    try incoming?.finish(end)
+                    state.withLock { $0.append("end") }
                 default:
                     state.withLock { $0.append("other") }
                 }
@@ -88,7 +88,7 @@ struct PeerConnectionFilesTests {
         let reply = try await peer.request(id: id, sending: { try peer.connection.send(Request.transfer(transfer).line) },
                                            timeout: .seconds(20), liveness: nil)
         #expect(reply == .result(id: id, task: task.id, result: ""))
-        #expect(sink.state.withLock { $0 } == ["return", "data", "end 5"])
+        #expect(sink.state.withLock { $0 } == ["return", "data", "end"])
         #expect(try String(contentsOfFile: path + "/out", encoding: .utf8) == "hello")
         let attributes = try FileManager.default.attributesOfItem(atPath: path + "/out")
         #expect((attributes[.posixPermissions] as? Int) == 0o755)
