@@ -116,7 +116,8 @@ struct ScanCommand: Command {
         spawn = try args.int("spawn")
         ssh = try Self.parseSSH(args)
         var transfer = try Self.parseTransfer(args, job: job, inputsPath: inputsPath)
-        transfer.keepsDigests = args.string("journal") != nil  // only a journal records them
+        // Only the journal and --json's `completed` events show a returned file's SHA-256.
+        transfer.keepsDigests = args.string("journal") != nil || args.flag("json")
         self.transfer = transfer
         maxFileSizeGiven = args.string("max-file-size") == nil ? nil : Int(transfer.maxFileSize)
         // With --spawn or ssh hosts and no --cluster, only those are peers.

@@ -112,6 +112,18 @@ struct NodeStdioTests {
         }
     }
 
+    /// The ssh channel guarantees the bytes' integrity: a client that asks for files version 2
+    /// gets it here (no digests), as over an encrypted link; one that does not keeps 1.
+    @Test func aPipedNodeGrantsFilesVersion2ToAClientThatAsks() async throws {
+        for (asked, granted) in [(nil, 1), (2, 2), (9, 2)] as [(Int?, Int)] {
+            try await withPipedNode(try options(capacity: 1, hang: Watched(HangState()))) { _, client, received in
+                try send(client, #"{"type":"hello","version":1,"name":"coordinator"\#(asked.map { ",\"files\":\($0)" } ?? "")}"#)
+                let welcome = try await line(0, of: received)
+                #expect((welcome["files"] as? [String: Any])?["version"] as? Int == granted, "asked \(String(describing: asked))")
+            }
+        }
+    }
+
     /// The end of the client's output (stdin at EOF for `--stdio`) ends the session: its running
     /// job is cancelled and the node's connection closes, which is what tells the CLI to exit.
     @Test func theEndOfItsInputCancelsTheRunningJobAndClosesTheConnection() async throws {

@@ -19,9 +19,10 @@ import Testing
     }
 
     private func writer(_ target: String, _ size: Int, mode: Int = 0o644, max: Int64 = 1 << 30, in sandbox: ReturnSandbox,
-                        roots: ReturnRoots? = nil, free: Int64? = nil) throws -> ReturnWriter {
+                        roots: ReturnRoots? = nil, free: Int64? = nil,
+                        digests: ReturnDigests = ReturnDigests(check: true, keep: true)) throws -> ReturnWriter {
         try ReturnWriter(target: try TransferPath(target), header: header(size, mode: mode), maxSize: max, peer: "gpu1",
-                         roots: roots ?? sandbox.roots, freeSpace: { handle in
+                         roots: roots ?? sandbox.roots, digests: digests, freeSpace: { handle in
                              if let free { return free }
                              return try handle.freeBytes()
                          })
@@ -55,6 +56,29 @@ import Testing
             #expect(attributes[.posixPermissions] as? Int == 0o700 & ~Self.processUmask())  // as it travelled, less the umask
             let status = try DirectoryHandle.open(sandbox.here + "/photos/2024").openFile("a b'é.png").status()
             #expect(status.mtimeNanoseconds == mtime)
+        }
+    }
+
+    /// Files version 2: the node sends no digest. One is computed here only when it is kept
+    /// (a journal, --json); on version 1 an end without it is a bad reply.
+    @Test func aDigestIsCheckedOnVersion1AndComputedOnlyWhenKept() throws {
+        try ReturnSandbox.with { sandbox in
+            let bytes = ReturnSandbox.random(300_001, seed: 8)
+            for keep in [false, true] {
+                var writer = try writer("kept-\(keep)", bytes.count, in: sandbox, digests: ReturnDigests(check: false, keep: keep))
+                try feed(bytes, to: &writer)
+                let returned = try writer.finish(FileEnd(id: 1, file: 0, sha256: nil), peer: "gpu1")
+                #expect(returned.sha256 == (keep ? SHA256.hash(bytes) : []))
+                try writer.commit()
+                #expect(sandbox.bytes(sandbox.here + "/kept-\(keep)") == bytes)
+            }
+            var checked = try writer("checked", bytes.count, in: sandbox)
+            try feed(bytes, to: &checked)
+            #expect { try checked.finish(FileEnd(id: 1, file: 0, sha256: nil), peer: "gpu1") } throws: { error in
+                (error as? ScanFailure) == ScanFailure(code: .badReply, message: "gpu1 ended checked without its SHA-256")
+            }
+            checked.discard()
+            #expect(sandbox.parts(in: sandbox.here).isEmpty)
         }
     }
 

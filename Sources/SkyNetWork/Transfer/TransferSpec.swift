@@ -11,9 +11,9 @@ package struct TransferSpec: Sendable {
     package var basefiles: [TransferPath] = []
     /// The largest file sent or accepted back (default 1 GiB).
     package var maxFileSize: Int64 = 1 << 30
-    /// Whether each returned file's SHA-256 is kept (a journal records it, and a resume checks
-    /// the file against it): over a link that sends no digest (files version 2) the returned
-    /// bytes are then hashed as they arrive, and otherwise not at all.
+    /// Whether each returned file's SHA-256 is kept (a journal records it and a resume checks
+    /// the file against it; `--json` prints it): over a link that sends no digest (files
+    /// version 2) the returned bytes are then hashed as they arrive, and otherwise not at all.
     package var keepsDigests = true
 
     /// The most `--return` templates (and `--basefile`s) a scan may give.
