@@ -26,6 +26,11 @@ extension Connection {
               receiving: LinkOpener(opener: FrameOpener(ciphers.receive, maxMessageBytes: limits.maxLineBytes)))
     }
 
-    /// Whether this connection is an encrypted link.
-    package var isEncrypted: Bool { isFramed }
+    /// From now on messages go as frames without a cipher (`LENGTH ‖ MESSAGE`), both ways: a
+    /// `--stdio` link of files version 2, whose ssh channel keeps the bytes secret and whole,
+    /// so that a file's chunks can go as raw bytes. Called as `encrypt` is, on the line that
+    /// granted it (the welcome).
+    package func frameInClear() {
+        frame(sending: FrameSealer(nil), receiving: LinkOpener(opener: FrameOpener(nil, maxMessageBytes: limits.maxLineBytes)))
+    }
 }

@@ -177,8 +177,8 @@ final class NodeSession: Sendable {
     /// welcome is the payload of the handshake's answer, and every later message a frame.
     ///
     /// Files go at the version the client asked for (`files`) only where the link itself
-    /// guarantees integrity (encrypted, or the ssh channel of `--stdio`); on a plain TCP link
-    /// each file keeps its digest (version 1).
+    /// guarantees integrity (encrypted, or the ssh channel of `--stdio`, which version 2 then
+    /// frames); on a plain TCP link each file keeps its digest (version 1).
     private func welcome(_ client: String, version: Int, files asked: Int?, handshake: NoiseHandshake? = nil) {
         switch node.admitGreeted(self) {
         case true?: break
@@ -186,9 +186,12 @@ final class NodeSession: Sendable {
         case nil: return  // pushed out of the hello budget meanwhile: closing
         }
         let linkChecks = handshake != nil || node.servesStdio
-        let fileVersion = min(asked ?? 1, linkChecks ? FileSupport.currentVersion : 1)
-        let files = FileSupport(version: max(fileVersion, 1), maxFileSize: node.options.maxFileSize)
-        let format = files.format(framed: handshake != nil)
+        let fileVersion = node.offersFiles ? max(1, min(asked ?? 1, linkChecks ? FileSupport.currentVersion : 1)) : 1
+        let files = FileSupport(version: fileVersion, maxFileSize: node.options.maxFileSize)
+        // Version 2 over stdio frames the link too (in clear: ssh's channel is the cipher), so
+        // that chunks go as raw bytes there as well.
+        let framesInClear = handshake == nil && fileVersion >= 2
+        let format = files.format(framed: true)
         state.withLock { $0.fileFormat = format }
         pump.use(format)
         let welcome = Reply.welcome(version: version, name: node.options.name, capacity: node.system.capacity,
@@ -207,6 +210,7 @@ final class NodeSession: Sendable {
         } else {
             state.withLock { $0.phase = .serving(client: client) }
             send(welcome)
+            if framesInClear { connection.frameInClear() }
         }
         if node.options.logsConnections { node.log("[Node] Connected: \(client) from \(connection.peer)\(handshake == nil ? "" : " (encrypted)")") }
         welcomeSent()

@@ -213,6 +213,9 @@ package final class Connection: Sendable {
     /// Whether lines go through a framing of their own (`frame`) on this connection.
     package var isFramed: Bool { sealing.withLock { $0 != nil } }
 
+    /// Whether that framing encrypts: an encrypted link.
+    package var isEncrypted: Bool { sealing.withLock { $0?.encrypts ?? false } }
+
     /// The opener `frame` gave, once: the reader frames with it from then on.
     func takeOpener() -> (any MessageOpener)? {
         guard openerGiven.load(ordering: .acquiring) else { return nil }

@@ -10,6 +10,8 @@ package protocol LineRefusal: Error, CustomStringConvertible, Sendable {}
 package protocol MessageSealer: Sendable {
     /// `line` (one whole line, newline included) as its bytes go out.
     mutating func seal(_ line: [UInt8]) -> [UInt8]
+    /// Whether what it makes is secret (encrypted), not just framed.
+    var encrypts: Bool { get }
 }
 
 /// How a connection's bytes become messages once it has a framing of its own.

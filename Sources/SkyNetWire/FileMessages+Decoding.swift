@@ -136,32 +136,32 @@ extension WireFields {
 
 extension FileChunk {
     /// Decodes a binary `data` message (`message(id:file:offset:bytes:)`): its first byte is
-    /// 0x00, then the id, the file index (0xFF on a request, 0…63 on a reply), the offset, and
+    /// 0x00, then the id (two's complement), the file index (0xFF on a request, 0…63 on a reply), the offset, and
     /// 1…`maxChunkBytes` bytes. Anything else is a `bad-request`, with the id once it was read.
     package static func decode(binary message: Data, inReply: Bool) throws(WireError) -> FileChunk {
         let header = binaryHeaderCount
         guard message.count > header, message.first == 0 else {
             throw .badRequest("a binary data message holds an 18-byte header and 1…\(maxChunkBytes) bytes")
         }
-        let (id, index, offset) = message.withUnsafeBytes { raw in
+        let (word, index, offset) = message.withUnsafeBytes { raw in
             (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 1, as: UInt64.self)), raw[9],
              UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 10, as: UInt64.self)))
         }
-        guard id <= UInt64(Int.max) else { throw .badRequest("a binary data message's id is over 2^63 - 1") }
+        let id = Int(Int64(bitPattern: word))
         let file: Int?
         if inReply {
             guard Int(index) < TransferRequest.maxReturns else {
-                throw .badRequest("a binary data message's file must be 0…\(TransferRequest.maxReturns - 1)", id: Int(id))
+                throw .badRequest("a binary data message's file must be 0…\(TransferRequest.maxReturns - 1)", id: id)
             }
             file = Int(index)
         } else {
-            guard index == 0xFF else { throw .badRequest("a request's binary data message carries no file (0xFF)", id: Int(id)) }
+            guard index == 0xFF else { throw .badRequest("a request's binary data message carries no file (0xFF)", id: id) }
             file = nil
         }
-        guard offset <= UInt64(Int64.max) else { throw .badRequest("a binary data message's offset is over 2^63 - 1", id: Int(id)) }
+        guard offset <= UInt64(Int64.max) else { throw .badRequest("a binary data message's offset is over 2^63 - 1", id: id) }
         guard message.count - header <= maxChunkBytes else {
-            throw .badRequest("a binary data message holds at most \(maxChunkBytes) bytes", id: Int(id))
+            throw .badRequest("a binary data message holds at most \(maxChunkBytes) bytes", id: id)
         }
-        return FileChunk(id: Int(id), file: file, offset: Int64(offset), bytes: message.dropFirst(header))
+        return FileChunk(id: id, file: file, offset: Int64(offset), bytes: message.dropFirst(header))
     }
 }

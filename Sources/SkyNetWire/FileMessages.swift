@@ -166,12 +166,12 @@ package struct FileChunk: Sendable, Equatable {
 
     /// The binary `data` message of a framed link (docs/PROTOCOL.md, "data and end"):
     /// `0x00 ‖ id (8 bytes) ‖ file (1 byte, 0xFF: none) ‖ offset (8 bytes) ‖ bytes`, integers
-    /// big-endian.
+    /// big-endian, the id in two's complement (an id may be negative).
     package static func message(id: Int, file: Int?, offset: Int64, bytes: UnsafeRawBufferPointer) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: binaryHeaderCount + bytes.count) { message, initialized in
             let raw = UnsafeMutableRawBufferPointer(message)
             raw[0] = 0
-            raw.storeBytes(of: UInt64(id).bigEndian, toByteOffset: 1, as: UInt64.self)
+            raw.storeBytes(of: UInt64(bitPattern: Int64(id)).bigEndian, toByteOffset: 1, as: UInt64.self)
             raw[9] = file.map { UInt8($0) } ?? 0xFF
             raw.storeBytes(of: UInt64(offset).bigEndian, toByteOffset: 10, as: UInt64.self)
             UnsafeMutableRawBufferPointer(rebasing: raw[binaryHeaderCount...]).copyMemory(from: bytes)

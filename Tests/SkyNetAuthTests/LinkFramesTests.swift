@@ -56,6 +56,23 @@ import SkyNetTestSupport
         #expect(opened.messages == messages)
     }
 
+    /// Without a cipher (a `--stdio` link of files version 2) a frame is its length and the
+    /// message as it is; an empty one or one over the limit ends the link as a sealed one does.
+    @Test func framesInClearCarryTheMessageAsItIs() {
+        var sealer = FrameSealer(nil), opener = FrameOpener(nil, maxMessageBytes: 100)
+        #expect(!sealer.encrypts && FrameSealer(NoiseCipher(key: Self.key)).encrypts)
+        let wire = sealer.seal(Array(#"{"a":1}"#.utf8) + [0x0A]) + sealer.seal([0, 9, 0x0A])
+        #expect(wire == [0, 0, 0, 7] + Array(#"{"a":1}"#.utf8) + [0, 0, 0, 3, 0, 9, 0x0A])
+        let opened = open(wire, chunks: [1, 5, 2], with: &opener)
+        #expect(opened.refusal == nil && opened.messages == [Array(#"{"a":1}"#.utf8), [0, 9, 0x0A]])
+        var other = FrameOpener(nil, maxMessageBytes: 100)
+        #expect(open([0, 0, 0, 0], chunks: [], with: &other).refusal == .empty)
+        var third = FrameOpener(nil, maxMessageBytes: 100)
+        let over = open([0, 0, 0, 101], chunks: [], with: &third).refusal
+        #expect(over == .tooLong(101, max: 100, tagged: false))
+        #expect(over?.description == "a frame of 101 bytes, over the limit of 100 bytes of message")
+    }
+
     /// `body` returning false stops after that frame; the rest of the chunk opens later.
     @Test func stoppingLeavesTheRestOfTheChunkForLater() {
         var (sealer, opener) = ends()

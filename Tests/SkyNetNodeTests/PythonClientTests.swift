@@ -10,7 +10,9 @@ import Testing
 /// that page alone (its "Handshake", "Encrypted links", "Tasks", "Files" and "Messages, ids and
 /// replies"), on Debian's python3-cryptography, against a node in this process that has a
 /// token. It does the version 2 Noise handshake, a `scan` and a `ping`, and a `transfer` whose
-/// file goes up in `data`/`end` lines and whose returned file comes back checked by its SHA-256.
+/// file goes up in `data`/`end` lines and whose returned file comes back checked by its SHA-256
+/// (files version 1); asked with `--files 2`, it moves the file both ways as binary data
+/// messages and `end`s without a digest (files version 2).
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct PythonClientTests {
     static let token = "a token for the Python client, from the document only"
@@ -26,6 +28,7 @@ struct PythonClientTests {
 
     MAX_MESSAGE = 1048576
     CHUNK = 262144
+    BINARY_HEADER = 18  # 0x00, ID (8), FILE (1), OFFSET (8)
 
 
     class Failure(Exception):
@@ -48,12 +51,12 @@ struct PythonClientTests {
 
 
     class Link:
-        def __init__(self, port, token, timeout, name):
+        def __init__(self, port, token, timeout, name, files):
             self.timeout = timeout
             self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
             self.sock.settimeout(timeout)
             self.buffer = b""
-            self.welcome = self.handshake(token, name)
+            self.welcome = self.handshake(token, name, files)
 
         def recv_some(self):
             try:
@@ -78,14 +81,17 @@ struct PythonClientTests {
             out, self.buffer = self.buffer[:n], self.buffer[n:]
             return out
 
-        def handshake(self, token, name):
+        def handshake(self, token, name, files):
             psk = mac(mac(b"skynet token", token), b"noise psk\x01")
             h = ck = sha256(b"Noise_NNpsk0_25519_ChaChaPoly_SHA256")
             h = sha256(h + b"skynet 2")
             ck, t, k = hkdf(ck, psk, 3); h = sha256(h + t)
             e = X25519PrivateKey.generate(); e_pub = raw(e.public_key())
             h = sha256(h + e_pub); ck, k = hkdf(ck, e_pub, 2)
-            hello = encode({"type": "hello", "version": 2, "name": name})
+            hello = {"type": "hello", "version": 2, "name": name}
+            if files != 1:
+                hello["files"] = files  # said inside the handshake, as name is
+            hello = encode(hello)
             c1 = ChaCha20Poly1305(k).encrypt(nonce(0), hello, h); h = sha256(h + c1)
             outer = {"type": "hello", "version": 2, "noise": base64.b64encode(e_pub + c1).decode("ascii")}
             self.sock.sendall(encode(outer) + b"\n")
@@ -114,7 +120,15 @@ struct PythonClientTests {
             return welcome
 
         def send(self, obj):
-            message = encode(obj)
+            self.send_message(encode(obj))
+
+        def send_chunk(self, request_id, offset, chunk):
+            """Files version 2: one chunk as a binary message (FILE 0xFF: a client's)."""
+            if not 1 <= len(chunk) <= CHUNK:
+                raise Failure("a chunk of %d bytes" % len(chunk))
+            self.send_message(b"\x00" + request_id.to_bytes(8, "big") + b"\xff" + offset.to_bytes(8, "big") + chunk)
+
+        def send_message(self, message):
             if len(message) > MAX_MESSAGE:
                 raise Failure("a message over 1 MiB")
             sealed = ChaCha20Poly1305(self.send_key).encrypt(nonce(self.send_n), message, b"")
@@ -131,6 +145,13 @@ struct PythonClientTests {
             except Exception:
                 raise Failure("frame %d does not open" % self.receive_n)
             self.receive_n += 1
+            if message[:1] == b"\x00":
+                # Files version 2: 0x00 ‖ ID ‖ FILE ‖ OFFSET ‖ BYTES, read as a data message.
+                if not BINARY_HEADER + 1 <= len(message) <= BINARY_HEADER + CHUNK:
+                    raise Failure("a binary message of %d bytes" % len(message))
+                return {"type": "data", "binary": True,
+                        "id": int.from_bytes(message[1:9], "big"), "file": message[9],
+                        "offset": int.from_bytes(message[10:18], "big"), "bytes": message[18:]}
             return json.loads(message.decode("utf-8"))
 
         def receive_for(self, request_id, deadline):
@@ -160,6 +181,10 @@ struct PythonClientTests {
         parser.add_argument("--job", help="the job to transfer to (default: the welcome's only job other than scan)")
         parser.add_argument("--return-suffix", default=".out", help="returns = [the input's name + this]")
         parser.add_argument("--scan-input", type=int, default=7)
+        parser.add_argument("--files", type=int, choices=[1, 2], default=1,
+                            help="the file protocol version to ask for and require (2: binary chunks, no sha256)")
+        parser.add_argument("--expect-same", action="store_true",
+                            help="the job copies its input: the returned file must be the bytes sent")
         parser.add_argument("--timeout", type=float, default=10.0)
         args = parser.parse_args()
 
@@ -178,15 +203,15 @@ struct PythonClientTests {
         input_name = os.path.basename(args.input_file)
         return_name = input_name + args.return_suffix
 
-        link = Link(args.port, token, args.timeout, "pyclient")
+        link = Link(args.port, token, args.timeout, "pyclient", args.files)
         welcome = link.welcome
         if welcome.get("version") != 2:
             raise Failure("the welcome says version %r, not 2" % welcome.get("version"))
         if not isinstance(welcome.get("capacity"), int) or welcome["capacity"] < 1:
             raise Failure("the welcome's capacity is not a positive integer")
         files = welcome.get("files")
-        if not isinstance(files, dict) or files.get("version") != 1:
-            raise Failure("the node offers no files version 1: %s" % json.dumps(welcome))
+        if not isinstance(files, dict) or files.get("version") != args.files:
+            raise Failure("the node offers no files version %d: %s" % (args.files, json.dumps(welcome)))
         if len(content) > files["max_file_size"]:
             raise Failure("the input is over the node's max_file_size")
         jobs = [name for name in welcome.get("jobs", {}) if name != "scan"]
@@ -231,12 +256,19 @@ struct PythonClientTests {
                    "returns": [return_name], "max_return_size": 1 << 30, "cleanup": True})
         for offset in range(0, len(content), CHUNK):
             chunk = content[offset:offset + CHUNK]
-            link.send({"type": "data", "id": 3, "offset": offset, "data": base64.b64encode(chunk).decode("ascii")})
-        link.send({"type": "end", "id": 3, "sha256": hashlib.sha256(content).hexdigest()})
+            if args.files == 2:
+                link.send_chunk(3, offset, chunk)
+            else:
+                link.send({"type": "data", "id": 3, "offset": offset, "data": base64.b64encode(chunk).decode("ascii")})
+        if args.files == 2:
+            link.send({"type": "end", "id": 3})
+        else:
+            link.send({"type": "end", "id": 3, "sha256": hashlib.sha256(content).hexdigest()})
 
         deadline = time.monotonic() + args.timeout
         returned = None
         received = b""
+        chunks = []  # (offset, size, binary) of each returned chunk
         ended = False
         while True:
             message = link.receive_for(3, deadline)
@@ -250,7 +282,12 @@ struct PythonClientTests {
                     raise Failure("data not asked for")
                 if message.get("offset") != len(received):
                     raise Failure("data at offset %r, %d expected" % (message.get("offset"), len(received)))
-                received += base64.b64decode(message["data"], validate=True)
+                binary = message.get("binary", False)
+                if binary != (args.files == 2):
+                    raise Failure("a %s data message on files version %d" % ("binary" if binary else "JSON", args.files))
+                chunk = message["bytes"] if binary else base64.b64decode(message["data"], validate=True)
+                chunks.append((message["offset"], len(chunk), binary))
+                received += chunk
                 if len(received) > returned["size"]:
                     raise Failure("more than the %d bytes announced" % returned["size"])
             elif kind == "end":
@@ -258,7 +295,10 @@ struct PythonClientTests {
                     raise Failure("an end not asked for")
                 if len(received) != returned["size"]:
                     raise Failure("%d of %d bytes" % (len(received), returned["size"]))
-                if hashlib.sha256(received).hexdigest() != message["sha256"].lower():
+                if args.files == 2:
+                    if "sha256" in message:
+                        raise Failure("an end with a sha256 on files version 2")
+                elif hashlib.sha256(received).hexdigest() != message["sha256"].lower():
                     raise Failure("the returned file arrived altered")
                 ended = True
             elif kind == "result":
@@ -272,6 +312,8 @@ struct PythonClientTests {
                 raise final_failure(message)
 
         link.sock.close()
+        if args.expect_same and received != content:
+            raise Failure("the returned file is not the %d bytes sent (%d came back)" % (len(content), len(received)))
         print(json.dumps({
             "welcome": {"name": welcome.get("name"), "version": welcome.get("version"),
                         "jobs": welcome.get("jobs"), "files": files},
@@ -280,7 +322,8 @@ struct PythonClientTests {
             "job": job,
             "transfer": transfer_result,
             "returned": {"sha256": hashlib.sha256(received).hexdigest(), "size": len(received),
-                         "mode": returned.get("mode")},
+                         "mode": returned.get("mode"), "same": received == content,
+                         "chunks": [{"offset": o, "size": n, "binary": b} for o, n, b in chunks]},
         }, sort_keys=True))
         return 0
 
@@ -306,14 +349,16 @@ struct PythonClientTests {
         try #require(written == bytes.count, "write \(path): \(String(cString: strerror(errno)))")
     }
 
-    /// Runs `body` with a node that requires `token` and declares the job `upper` (a file in,
-    /// its upper-case copy left at `{}.out`), its work root in a sandbox, its log collected.
+    /// Runs `body` with a node that requires `token` and declares the jobs `upper` (a file in,
+    /// its upper-case copy left at `{}.out`) and `copy` (its exact copy there), its work root in
+    /// a sandbox, its log collected.
     private func withNode<T>(_ body: (Node, LogLines) async throws -> T) async throws -> T {
         try await WorkDirSandbox.with { sandbox in
             var options = NodeHarness().options(token: Self.token)
             options.name = "py-node"
             options.workDir = sandbox.path
             try options.jobs.register("upper", CommandJob(name: "upper", command: try CommandTemplate("dd if={} of={}.out conv=ucase status=none")))
+            try options.jobs.register("copy", CommandJob(name: "copy", command: try CommandTemplate("cp {} {}.out")))
             let log = LogLines()
             let node = try await Node.start(options, log: { log.append($0) })
             do {
@@ -335,22 +380,29 @@ struct PythonClientTests {
         return (0..<300_001).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }
     }
 
-    @Test func aClientWrittenFromTheDocumentAloneScansPingsAndMovesAFile() async throws {
+    /// Runs the client against `node` with `content` as its input file and `options` (the job,
+    /// the file protocol version), after the node's address, the token's file and the input;
+    /// returns the one JSON line it printed, parsed.
+    private func runClient(_ node: Node, content: [UInt8], named name: String, _ options: [String]) async throws -> [String: Any] {
         let directory = try TemporaryDirectory()
         let script = try directory.write(Array(Self.client.utf8), named: "skynet_client.py")
         let tokenFile = directory.path + "/token"
         try writePrivate(Self.token, to: tokenFile)
+        let inputFile = try directory.write(content, named: name)
+        let arguments = [script, "--port", "\(node.port)", "--token-file", tokenFile, "--input-file", inputFile,
+                         "--timeout", "20"] + options
+        #expect(!arguments.joined(separator: " ").contains(Self.token))
+        // Debian's python3 and its python3-cryptography, whatever python3 comes first in PATH.
+        let output = try await toolOutput("/usr/bin/python3", arguments)
+        let lines = output.split(separator: "\n")
+        try #require(lines.count == 1, "the client printed: \(output.prefix(2000))")
+        return try #require(jsonFields(String(lines[0])), "not JSON: \(output.prefix(2000))")
+    }
+
+    @Test func aClientWrittenFromTheDocumentAloneScansPingsAndMovesAFile() async throws {
         let content = input()
-        let inputFile = try directory.write(content, named: "text.txt")
         try await withNode { node, log in
-            let arguments = [script, "--port", "\(node.port)", "--token-file", tokenFile, "--input-file", inputFile,
-                             "--scan-input", "7", "--timeout", "20"]
-            #expect(!arguments.joined(separator: " ").contains(Self.token))
-            // Debian's python3 and its python3-cryptography, whatever python3 comes first in PATH.
-            let output = try await toolOutput("/usr/bin/python3", arguments)
-            let lines = output.split(separator: "\n")
-            try #require(lines.count == 1, "the client printed: \(output.prefix(2000))")
-            let seen = try #require(jsonFields(String(lines[0])), "not JSON: \(output.prefix(2000))")
+            let seen = try await runClient(node, content: content, named: "text.txt", ["--job", "upper", "--scan-input", "7"])
             let welcome = try #require(seen["welcome"] as? [String: Any])
             #expect(welcome["version"] as? Int == 2)
             #expect(welcome["name"] as? String == "py-node")
@@ -367,6 +419,41 @@ struct PythonClientTests {
             #expect(returned["size"] as? Int == upper.count)
             #expect(returned["sha256"] as? String == Secrets.hex(SHA256.hash(upper)))
             #expect(returned["sha256"] as? String != Secrets.hex(SHA256.hash(content)), "the file came back unchanged")
+            let chunks = try #require(returned["chunks"] as? [[String: Any]])
+            #expect(chunks.count == 2 && chunks.allSatisfy { $0["binary"] as? Bool == false }, "\(chunks)")
+            let connected = try await log.waitFor("[Node] Connected: pyclient from 127.0.0.1:")
+            #expect(connected.count == 1 && connected.allSatisfy { $0.hasSuffix("(encrypted)") }, "\(log.all)")
+            try await log.waitFor("[Node] Disconnected: pyclient from 127.0.0.1:")
+            #expect(log.matching("Refused").isEmpty, "\(log.all)")
+        }
+    }
+
+    /// Files version 2 from the document alone: the client asks for it (`"files":2` in the hello
+    /// inside the handshake), finds it granted (the welcome's `files.version`), uploads 600,000
+    /// bytes of every byte value as three binary messages (0x00, the id, FILE 0xFF, the offset,
+    /// the bytes; the first chunk ends in 0x0A, the second starts with 0x00) and an `end`
+    /// without `sha256`, and reads the copy the job made back as binary messages of FILE 0 at
+    /// increasing offsets and an `end` without `sha256`, then the `result`. The bytes that come
+    /// back are the bytes sent: nothing but the encrypted link checked them.
+    @Test func aClientWrittenFromTheDocumentAloneMovesAFileWithFilesVersion2() async throws {
+        var random = SeededRandom(seed: 2_000_007)
+        var content = (0..<600_000).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        content[262_143] = 0x0A
+        content[262_144] = 0x00
+        try await withNode { node, log in
+            let seen = try await runClient(node, content: content, named: "blob.bin", ["--job", "copy", "--files", "2", "--expect-same"])
+            let welcome = try #require(seen["welcome"] as? [String: Any])
+            #expect(welcome["version"] as? Int == 2)
+            #expect((welcome["files"] as? [String: Any])?["version"] as? Int == 2, "\(welcome)")
+            #expect(seen["job"] as? String == "copy")
+            #expect(seen["transfer"] as? String == "", "cp writes nothing on stdout")
+            let returned = try #require(seen["returned"] as? [String: Any])
+            #expect(returned["same"] as? Bool == true)
+            #expect(returned["size"] as? Int == content.count)
+            #expect(returned["sha256"] as? String == Secrets.hex(SHA256.hash(content)))
+            let chunks = try #require(returned["chunks"] as? [[String: Any]])
+            #expect(chunks.map { $0["offset"] as? Int } == [0, 262_144, 524_288], "\(chunks)")
+            #expect(chunks.allSatisfy { $0["binary"] as? Bool == true }, "\(chunks)")
             let connected = try await log.waitFor("[Node] Connected: pyclient from 127.0.0.1:")
             #expect(connected.count == 1 && connected.allSatisfy { $0.hasSuffix("(encrypted)") }, "\(log.all)")
             try await log.waitFor("[Node] Disconnected: pyclient from 127.0.0.1:")

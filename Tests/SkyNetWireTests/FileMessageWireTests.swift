@@ -137,3 +137,37 @@ import Testing
         #expect(line.count < 1 << 20)
     }
 }
+
+/// The binary `data` message of files version 2: what it is made of, byte by byte, and every
+/// way it can be wrong refused with a `bad-request` rather than read.
+@Suite struct BinaryChunkWireTests {
+    @Test func aChunkRoundTripsWithAnyIdNegativeIncluded() throws {
+        for (id, file) in [(0, nil), (-1, 5), (Int.max, 63), (Int.min, nil)] as [(Int, Int?)] {
+            let message = [UInt8](0..<3).withUnsafeBytes { FileChunk.message(id: id, file: file, offset: 1 << 40, bytes: $0) }
+            #expect(message.count == FileChunk.binaryHeaderCount + 3 && message[0] == 0 && message[9] == UInt8(file ?? 0xFF))
+            // A client's chunk (no file) is a request; a node's (with its file) a reply.
+            var decoded: FileChunk?
+            if file == nil, case .chunk(let chunk) = try Request.decode(Data(message)) { decoded = chunk }
+            if file != nil, case .chunk(let chunk) = try Reply.decode(Data(message)) { decoded = chunk }
+            #expect(decoded == FileChunk(id: id, file: file, offset: 1 << 40, bytes: Data([0, 1, 2])))
+        }
+    }
+
+    @Test func aMalformedBinaryChunkIsABadRequest() {
+        let header: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 7]
+        let cases: [(message: [UInt8], inReply: Bool, id: Int?)] = [
+            ([0], false, nil),                                                       // no header
+            (header + [0xFF] + [UInt8](repeating: 0, count: 8), false, nil),          // no bytes
+            (header + [3] + [UInt8](repeating: 0, count: 8) + [1], false, 7),        // a file on a request
+            (header + [0xFF] + [UInt8](repeating: 0, count: 8) + [1], true, 7),      // none on a reply
+            (header + [64] + [UInt8](repeating: 0, count: 8) + [1], true, 7),        // past 63
+            (header + [0xFF] + [0x80] + [UInt8](repeating: 0, count: 7) + [1], false, 7),  // offset over 2^63 - 1
+            (header + [0xFF] + [UInt8](repeating: 0, count: 8) + [UInt8](repeating: 1, count: maxChunkBytes + 1), false, 7),
+        ]
+        for (message, inReply, id) in cases {
+            #expect { _ = try FileChunk.decode(binary: Data(message), inReply: inReply) } throws: { error in
+                (error as? WireError)?.code == .badRequest && (error as? WireError)?.id == id
+            }
+        }
+    }
+}

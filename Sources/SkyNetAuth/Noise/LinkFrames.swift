@@ -6,36 +6,46 @@ import SkyNetRuntime
 ///     LENGTH (4 bytes, big-endian) ‖ CIPHERTEXT ‖ TAG (16 bytes)
 ///
 /// where LENGTH counts the ciphertext and the tag, and the ciphertext is the message (a JSON
-/// object, without the newline a plain link ends it with, or a binary file chunk) under ChaCha20-Poly1305 with that
-/// direction's key and its next counter nonce (`NoiseCipher`). The length goes in clear: a
-/// changed length makes the frame's tag fail as surely as a changed byte.
+/// object, without the newline a plain link ends it with, or a binary file chunk) under
+/// ChaCha20-Poly1305 with that direction's key and its next counter nonce (`NoiseCipher`). The
+/// length goes in clear: a changed length makes the frame's tag fail as surely as a changed byte.
+///
+/// Without a cipher (a `--stdio` link of files version 2, inside ssh's channel, which already
+/// keeps the bytes secret and whole) a frame is `LENGTH ‖ MESSAGE`: the framing alone, so a
+/// file's chunk can go as raw bytes.
 package enum LinkFrames {
     /// Bytes of the length in front of each frame.
     package static let headerCount = 4
-    /// Bytes a frame adds to its message: the length and the tag.
+    /// Bytes a sealed frame adds to its message: the length and the tag.
     package static let overhead = headerCount + ChaCha20Poly1305.tagCount
+
+    /// Bytes of the tag after a message: none without a cipher.
+    static func tagCount(_ cipher: NoiseCipher?) -> Int { cipher == nil ? 0 : ChaCha20Poly1305.tagCount }
 }
 
-/// Seals the messages one side sends.
+/// Seals the messages one side sends (frames them only, without a cipher).
 package struct FrameSealer: Sendable {
-    private var cipher: NoiseCipher
+    private var cipher: NoiseCipher?
 
-    package init(_ cipher: NoiseCipher) {
+    package init(_ cipher: NoiseCipher?) {
         self.cipher = cipher
     }
+
+    /// Whether the frames are encrypted (not just framed).
+    package var encrypts: Bool { cipher != nil }
 
     /// `line` as its frame: a JSON message loses its final newline; a binary one (its first
     /// byte 0x00, a file's chunk) goes whole, whatever its last byte.
     package mutating func seal(_ line: [UInt8]) -> [UInt8] {
         let count = line.last == 0x0A && line.first != 0 ? line.count - 1 : line.count
-        let length = count + ChaCha20Poly1305.tagCount
+        let length = count + LinkFrames.tagCount(cipher)
         return [UInt8](unsafeUninitializedCapacity: LinkFrames.headerCount + length) { frame, initialized in
             let raw = UnsafeMutableRawBufferPointer(frame)
             raw.storeBytes(of: UInt32(length).bigEndian, as: UInt32.self)
             let body = UnsafeMutableRawBufferPointer(rebasing: raw[LinkFrames.headerCount..<(LinkFrames.headerCount + count)])
             line.withUnsafeBytes { body.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
             let tag = UnsafeMutableRawBufferPointer(rebasing: raw[(LinkFrames.headerCount + count)...])
-            cipher.seal(body, tag: tag)
+            cipher?.seal(body, tag: tag)
             initialized = raw.count
         }
     }
@@ -43,13 +53,14 @@ package struct FrameSealer: Sendable {
 
 /// Opens the frames one side reads, from chunks of any size.
 package struct FrameOpener: Sendable {
-    private var cipher: NoiseCipher
+    /// nil: frames without a tag, taken as they come.
+    private var cipher: NoiseCipher?
     /// The longest message (plaintext) a frame may carry.
     private let maxMessageBytes: Int
     /// The start of a frame whose bytes have not all arrived: its header, then its body.
     private var partial: [UInt8] = []
 
-    package init(_ cipher: NoiseCipher, maxMessageBytes: Int) {
+    package init(_ cipher: NoiseCipher?, maxMessageBytes: Int) {
         self.cipher = cipher
         self.maxMessageBytes = maxMessageBytes
     }
@@ -70,7 +81,7 @@ package struct FrameOpener: Sendable {
                 if end <= chunk.count {
                     let frame = UnsafeRawBufferPointer(rebasing: chunk[(start + LinkFrames.headerCount)..<end])
                     start = end
-                    guard let message = open(frame) else { return .forged(cipher.counter) }
+                    guard let message = open(frame) else { return .forged(counter) }
                     guard body(message) else { return nil }
                     continue
                 }
@@ -88,7 +99,7 @@ package struct FrameOpener: Sendable {
             guard partial.count == LinkFrames.headerCount + length else { continue }
             let opened = partial.withUnsafeBytes { open(UnsafeRawBufferPointer(rebasing: $0[LinkFrames.headerCount...])) }
             partial = []
-            guard let message = opened else { return .forged(cipher.counter) }
+            guard let message = opened else { return .forged(counter) }
             guard body(message) else { return nil }
         }
         return nil
@@ -99,31 +110,43 @@ package struct FrameOpener: Sendable {
         bytes.prefix(LinkFrames.headerCount).reduce(0) { $0 << 8 | Int($1) }
     }
 
+    /// The number of the frame the cipher expects next (0 without one: nothing is forged).
+    private var counter: UInt64 { cipher?.counter ?? 0 }
+
     private func check(_ length: Int) -> Refusal? {
-        guard length >= ChaCha20Poly1305.tagCount else { return .tooShort(length) }
-        guard length - ChaCha20Poly1305.tagCount <= maxMessageBytes else { return .tooLong(length, max: maxMessageBytes) }
+        let tag = LinkFrames.tagCount(cipher)
+        guard length >= tag else { return .tooShort(length) }
+        // A message is never empty (JSON, or a chunk's header): without a tag, 0 is refused too.
+        guard length > 0 else { return .empty }
+        guard length - tag <= maxMessageBytes else { return .tooLong(length, max: maxMessageBytes, tagged: cipher != nil) }
         return nil
     }
 
     /// The message of one frame's ciphertext and tag, or nil when it does not open.
     private mutating func open(_ frame: UnsafeRawBufferPointer) -> Data? {
+        guard cipher != nil else { return Data(frame) }
         let count = frame.count - ChaCha20Poly1305.tagCount
         var message = Data(UnsafeRawBufferPointer(rebasing: frame.prefix(count)))
-        let opened = message.withUnsafeMutableBytes { cipher.open($0, tag: UnsafeRawBufferPointer(rebasing: frame.suffix(ChaCha20Poly1305.tagCount))) }
+        let opened = message.withUnsafeMutableBytes {
+            cipher?.open($0, tag: UnsafeRawBufferPointer(rebasing: frame.suffix(ChaCha20Poly1305.tagCount))) ?? false
+        }
         return opened ? message : nil
     }
 
     /// Why a frame was refused: each ends the link, and says no more than this about why.
     package enum Refusal: Error, Equatable, CustomStringConvertible {
         case tooShort(Int)
-        case tooLong(Int, max: Int)
+        case empty
+        case tooLong(Int, max: Int, tagged: Bool = true)
         /// The frame did not open as the peer's message number N.
         case forged(UInt64)
 
         package var description: String {
             switch self {
             case .tooShort(let length): "a frame of \(length) bytes, shorter than its tag"
-            case .tooLong(let length, let max): "a frame of \(length) bytes, over the limit of \(max) bytes of message and a 16-byte tag"
+            case .empty: "an empty frame"
+            case .tooLong(let length, let max, let tagged):
+                "a frame of \(length) bytes, over the limit of \(max) bytes of message\(tagged ? " and a 16-byte tag" : "")"
             case .forged(let counter): "frame \(counter) does not open: altered, replayed, reordered, cut or not from the peer"
             }
         }

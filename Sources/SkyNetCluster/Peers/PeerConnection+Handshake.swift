@@ -86,6 +86,8 @@ final class Handshake: Sendable {
         case .success(.welcome(let version, let name, let capacity, let jobs, let idle, let files, let actors)):
             guard noise == nil else { return finish(.failure(PeerUnauthenticated(peer: self.name, reason: "it does not know the token"))) }
             if let refusal = refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
+            // Files version 2 without a handshake (a node over ssh): frames from here on.
+            if let files, files.version >= 2 { connection.frameInClear() }
             finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle, files: files, actors: actors)))
         case .success(.error(let error as any Error)):
             finish(.failure(error))
