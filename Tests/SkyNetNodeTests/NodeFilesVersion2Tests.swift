@@ -114,4 +114,35 @@ struct NodeFilesVersion2Tests {
             }
         }
     }
+
+    /// 10,000 frames that open (the token's keys) but hold random bytes, half of them binary
+    /// messages with random headers, crash nothing: each is answered or ignored, and the link
+    /// still answers a ping after them.
+    @Test func tenThousandRandomMessagesOnAnEncryptedLinkCrashNothing() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            try await NodeHarness().withNode(try options(sandbox, token: Self.token)) { node in
+                let port = node.port
+                let pong = try await onOwnThread(named: "test-client") { () throws -> String in
+                    var random = SeededRandom(seed: 10_000)
+                    var client = try EncryptedClient(port: port, token: Self.token, extraHello: #""files":2"#)
+                    defer { client.close() }
+                    for round in 0..<10 {
+                        for _ in 0..<1_000 {
+                            var message = (0..<Int.random(in: 1...300, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                            if Bool.random(using: &random) { message[0] = 0 }
+                            try client.sendRaw(client.frame(bytes: message))
+                        }
+                        // The errors are read as they come: a client that never reads is closed.
+                        while try client.readMessage(silence: .milliseconds(round == 9 ? 500 : 100)) != nil {}
+                    }
+                    try client.send(#"{"type":"ping","id":1}"#)
+                    while let message = try client.read(silence: .seconds(30)) {
+                        if jsonFields(message)?["type"] as? String == "pong" { return message }
+                    }
+                    return ""
+                }
+                #expect(jsonFields(pong)?["id"] as? Int == 1, "\(pong)")
+            }
+        }
+    }
 }
