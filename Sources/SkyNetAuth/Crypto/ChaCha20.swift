@@ -7,8 +7,9 @@ package struct ChaCha20: Sendable {
     static let blockCount = 64
 
     /// The state's words 4…11 (the key) and 13…15 (the nonce); word 12 is the block counter.
-    private let key: Key
-    private let nonce: (UInt32, UInt32, UInt32)
+    /// (Not private: the four-block path, `ChaCha20+Blocks.swift`, reads them too.)
+    let key: Key
+    let nonce: (UInt32, UInt32, UInt32)
 
     /// `key` must hold 32 bytes and `nonce` 12 (the callers are ours: a wrong size is a bug).
     package init(key: some Collection<UInt8>, nonce: some Collection<UInt8>) {
@@ -36,9 +37,12 @@ package struct ChaCha20: Sendable {
 
     /// XORs the key stream from block `counter` on into `buffer`, in place (encrypts and
     /// decrypts alike). The caller keeps the counter from wrapping (2^32 blocks: 256 GiB).
+    /// Whole groups of four blocks take the four-lane path (`applyFourBlocks`); the last one to
+    /// three blocks and a partial block take the one-block path below. Which path a byte takes
+    /// depends on the buffer's length only.
     package func apply(to buffer: UnsafeMutableRawBufferPointer, counter: UInt32) {
-        var counter = counter
-        var offset = 0
+        var offset = applyFourBlocks(to: buffer, counter: counter)
+        var counter = counter &+ UInt32(truncatingIfNeeded: offset / Self.blockCount)
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { block in
             let stream = UnsafeMutableRawBufferPointer(block)
             while offset < buffer.count {
