@@ -13,4 +13,9 @@ enum LittleEndian {
     @inline(__always) static func store(_ word: UInt32, _ bytes: UnsafeMutableRawBufferPointer, _ at: Int) {
         bytes.storeBytes(of: word.littleEndian, toByteOffset: at, as: UInt32.self)
     }
+
+    /// `word`'s 8 bytes written to `bytes` from `at`.
+    @inline(__always) static func store(_ word: UInt64, _ bytes: UnsafeMutableRawBufferPointer, _ at: Int) {
+        bytes.storeBytes(of: word.littleEndian, toByteOffset: at, as: UInt64.self)
+    }
 }
