@@ -53,8 +53,9 @@ import Testing
         var cases: [[String: Any]] = []
         var aeads: [(key: [UInt8], nonce: [UInt8], aad: [UInt8], message: [UInt8])] = []
         for index in 0..<60 {
-            // Lengths on either side of ChaCha20's 64-byte block and Poly1305's 16, then random.
-            let chosen = [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 1000]
+            // Lengths on either side of ChaCha20's 64-byte block, its four-block groups of 256
+            // and Poly1305's 16, then random.
+            let chosen = [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 255, 256, 257, 319, 511, 512, 513, 1000, 4099]
             let length = index < chosen.count ? chosen[index] : Int(random.next() % 700)
             let key = randomBytes(32, using: &random), nonce = randomBytes(12, using: &random)
             let aad = randomBytes(Int(random.next() % 40), using: &random), message = randomBytes(length, using: &random)
@@ -66,6 +67,11 @@ import Testing
             cases.append(["kind": "aead", "key": hex(key), "nonce": hex(nonce), "aad": hex(aad), "message": hex(message),
                           "ours": hex(ours), "tampered": hex(tampered)])
             cases.append(["kind": "poly1305", "key": hex(randomBytes(32, using: &random)), "message": hex(message)])
+        }
+        // Poly1305's largest products and carries: all-ones keys (r as clamped as allowed) and messages.
+        for length in [16, 17, 64, 1000] {
+            cases.append(["kind": "poly1305", "key": hex([UInt8](repeating: 0xff, count: 32)),
+                          "message": hex([UInt8](repeating: 0xff, count: length))])
         }
         var privates: [[UInt8]] = []
         for _ in 0..<20 {
@@ -116,6 +122,6 @@ import Testing
             }
             agreed += 1
         }
-        #expect(agreed == 160)
+        #expect(agreed == 164)
     }
 }
