@@ -37,11 +37,11 @@ package struct ChaCha20: Sendable {
 
     /// XORs the key stream from block `counter` on into `buffer`, in place (encrypts and
     /// decrypts alike). The caller keeps the counter from wrapping (2^32 blocks: 256 GiB).
-    /// Whole groups of four blocks take the four-lane path (`applyFourBlocks`); the last one to
+    /// Whole groups of 16, 8 or 4 blocks take the many-lane path (`applyManyBlocks`); the last one to
     /// three blocks and a partial block take the one-block path below. Which path a byte takes
     /// depends on the buffer's length only.
     package func apply(to buffer: UnsafeMutableRawBufferPointer, counter: UInt32) {
-        var offset = applyFourBlocks(to: buffer, counter: counter)
+        var offset = applyManyBlocks(to: buffer, counter: counter)
         var counter = counter &+ UInt32(truncatingIfNeeded: offset / Self.blockCount)
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { block in
             let stream = UnsafeMutableRawBufferPointer(block)
