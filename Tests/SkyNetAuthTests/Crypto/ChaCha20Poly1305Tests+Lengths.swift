@@ -3,8 +3,8 @@ import Testing
 @testable import SkyNetAuth
 @testable import SkyNetRuntime
 
-/// ChaCha20's four-block path and Poly1305's 64-bit limbs against plain references, over every
-/// length where a path changes (four-block groups of 256 bytes, 64-byte blocks, 16-byte
+/// ChaCha20's many-block path and Poly1305's 64-bit limbs against plain references, over every
+/// length where a path changes (groups of 16, 8 and 4 blocks, 64-byte blocks, 16-byte
 /// Poly1305 blocks), at any alignment, fed in any pieces, and at the carries' extremes.
 @Suite(.onOwnThread) struct ChaCha20Poly1305LengthTests {
     /// `message` XORed with the key stream one block at a time (`keyStream`, the scalar
@@ -21,14 +21,16 @@ import Testing
         return out
     }
 
-    /// Every length 0…600 from counters that put the four-block groups' edges anywhere
-    /// (and one near the top of the counter's range), as one block at a time gives.
+    /// Every length 0…600, then lengths through 2,200 (every mix of 16-, 8- and 4-block groups
+    /// and single blocks), from counters that put the groups' edges anywhere (and one near the
+    /// top of the counter's range), as one block at a time gives.
     @Test func chaCha20OverEveryLengthGivesWhatOneBlockAtATimeGives() {
         var random = SeededRandom(seed: 8439_23)
         let cipher = ChaCha20(key: randomBytes(32, using: &random), nonce: randomBytes(12, using: &random))
-        for counter: UInt32 in [0, 1, 2, 3, 5, 0xffff_fff0] {
+        let lengths = Array(0...600) + Array(stride(from: 601, through: 2_200, by: 7)) + [1_023, 1_024, 1_025, 1_535, 1_536, 1_792, 1_983, 1_984, 2_047, 2_048]
+        for counter: UInt32 in [0, 3, 13, 0xffff_ff00] {
             var wrong: [Int] = []
-            for length in 0...600 {
+            for length in lengths {
                 let message = randomBytes(length, using: &random)
                 if cipher.apply(to: message, counter: counter) != oneBlockAtATime(cipher, message, counter: counter) { wrong.append(length) }
             }
@@ -36,12 +38,12 @@ import Testing
         }
     }
 
-    /// The buffer at any alignment (the four-block path loads and stores 16 bytes at a time).
+    /// The buffer at any alignment (the many-block path loads and stores 16 bytes at a time).
     @Test func chaCha20AtAnyAlignmentGivesWhatOneBlockAtATimeGives() {
         var random = SeededRandom(seed: 8439_24)
         let cipher = ChaCha20(key: randomBytes(32, using: &random), nonce: randomBytes(12, using: &random))
         for shift in 0..<16 {
-            let message = randomBytes(1_000, using: &random)
+            let message = randomBytes(2_000, using: &random)
             var padded = [UInt8](repeating: 0xa5, count: shift) + message + [0x5a]
             padded.withUnsafeMutableBytes { cipher.apply(to: UnsafeMutableRawBufferPointer(rebasing: $0[shift..<shift + message.count]), counter: 9) }
             #expect(Array(padded[shift..<shift + message.count]) == oneBlockAtATime(cipher, message, counter: 9), "shifted \(shift)")

@@ -53,9 +53,9 @@ import Testing
         var cases: [[String: Any]] = []
         var aeads: [(key: [UInt8], nonce: [UInt8], aad: [UInt8], message: [UInt8])] = []
         for index in 0..<60 {
-            // Lengths on either side of ChaCha20's 64-byte block, its four-block groups of 256
-            // and Poly1305's 16, then random.
-            let chosen = [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 255, 256, 257, 319, 511, 512, 513, 1000, 4099]
+            // Lengths on either side of ChaCha20's 64-byte block, its groups of 4, 8 and 16
+            // blocks and Poly1305's 16, then random.
+            let chosen = [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 255, 256, 257, 319, 511, 512, 513, 1000, 1024, 1985, 4099]
             let length = index < chosen.count ? chosen[index] : Int(random.next() % 700)
             let key = randomBytes(32, using: &random), nonce = randomBytes(12, using: &random)
             let aad = randomBytes(Int(random.next() % 40), using: &random), message = randomBytes(length, using: &random)
