@@ -7,7 +7,7 @@ package struct ChaCha20: Sendable {
     static let blockCount = 64
 
     /// The state's words 4…11 (the key) and 13…15 (the nonce); word 12 is the block counter.
-    /// (Not private: the four-block path, `ChaCha20+Blocks.swift`, reads them too.)
+    /// (Not private: the many-block path, `ChaCha20+Blocks.swift`, reads them too.)
     let key: Key
     let nonce: (UInt32, UInt32, UInt32)
 
@@ -37,9 +37,9 @@ package struct ChaCha20: Sendable {
 
     /// XORs the key stream from block `counter` on into `buffer`, in place (encrypts and
     /// decrypts alike). The caller keeps the counter from wrapping (2^32 blocks: 256 GiB).
-    /// Whole groups of 16, 8 or 4 blocks take the many-lane path (`applyManyBlocks`); the last one to
-    /// three blocks and a partial block take the one-block path below. Which path a byte takes
-    /// depends on the buffer's length only.
+    /// Whole groups of 16, 8 or 4 blocks take the many-block path (`applyManyBlocks`); the
+    /// last one to three blocks and a partial block take the one-block path below. Which path
+    /// a byte takes depends on the buffer's length only.
     package func apply(to buffer: UnsafeMutableRawBufferPointer, counter: UInt32) {
         var offset = applyManyBlocks(to: buffer, counter: counter)
         var counter = counter &+ UInt32(truncatingIfNeeded: offset / Self.blockCount)

@@ -12,7 +12,7 @@ package struct Poly1305: Sendable {
     private let r0, r1, s1: UInt64
     /// The key's second half (s in RFC 8439), added at the end.
     private let pad: (UInt64, UInt64)
-    /// The accumulator, kept below 7·2^128 between blocks (h2 ≤ 6 once a block is added).
+    /// The accumulator: below 5·2^128 between blocks (h2 ≤ 4), below 7·2^128 with a block added.
     private var h0: UInt64 = 0, h1: UInt64 = 0, h2: UInt64 = 0
     /// A partial block waiting for more bytes, kept inline (no allocation per message), and
     /// how many of its bytes are held.
