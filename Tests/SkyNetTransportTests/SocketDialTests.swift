@@ -43,7 +43,9 @@ struct SocketDialTests {
         let took = ContinuousClock.now - started
         #expect(connected + timedOut == 200)
         #expect(timedOut >= 190, "the listener's queue holds a few; the rest wait until their deadline")
-        #expect(took >= .milliseconds(1900) && took < .seconds(10))
+        // Ended by their deadline, not hanging: the upper bound is loose because the unit tests'
+        // opening burst can keep two cores' pool busy for seconds (10 s was missed there).
+        #expect(took >= .milliseconds(1900) && took < .seconds(30))
         // A thread per dial would be 200; a numeric address is not even looked up (the two
         // pools have at most 4 + 8 threads, shared with the tests that run beside this one).
         #expect(mostThreads <= 12)

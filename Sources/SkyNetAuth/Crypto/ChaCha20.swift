@@ -39,9 +39,20 @@ package struct ChaCha20: Sendable {
     /// decrypts alike). The caller keeps the counter from wrapping (2^32 blocks: 256 GiB).
     /// Whole groups of 16, 8 or 4 blocks take the many-block path (`applyManyBlocks`); the
     /// last one to three blocks and a partial block take the one-block path below. Which path
-    /// a byte takes depends on the buffer's length only.
+    /// a byte takes depends on the buffer's length (and the build: `manyBlocksPay`) only.
     package func apply(to buffer: UnsafeMutableRawBufferPointer, counter: UInt32) {
-        var offset = applyManyBlocks(to: buffer, counter: counter)
+        apply(to: buffer, counter: counter, manyBlocks: Self.manyBlocksPay)
+    }
+
+    /// Whether the many-block path is the faster one: in an optimized build, where its lanes
+    /// are vector instructions. Unoptimized (a debug build, the tests'), it runs lane by lane
+    /// through calls, some fifty times slower than one block at a time, and an encrypted
+    /// link's event loop would stall behind it. The tests check both paths in either build.
+    static var manyBlocksPay: Bool { !_isDebugAssertConfiguration() }
+
+    /// `apply`, with the many-block path taken for whole groups of blocks or not.
+    func apply(to buffer: UnsafeMutableRawBufferPointer, counter: UInt32, manyBlocks: Bool) {
+        var offset = manyBlocks ? applyManyBlocks(to: buffer, counter: counter) : 0
         var counter = counter &+ UInt32(truncatingIfNeeded: offset / Self.blockCount)
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { block in
             let stream = UnsafeMutableRawBufferPointer(block)

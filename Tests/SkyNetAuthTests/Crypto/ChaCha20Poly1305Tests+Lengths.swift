@@ -23,7 +23,8 @@ import Testing
 
     /// Every length 0…600, then lengths through 2,200 (every mix of 16-, 8- and 4-block groups
     /// and single blocks), from counters that put the groups' edges anywhere (and one near the
-    /// top of the counter's range), as one block at a time gives.
+    /// top of the counter's range), as one block at a time gives. The many-block path is asked
+    /// for: a debug build would otherwise not take it.
     @Test func chaCha20OverEveryLengthGivesWhatOneBlockAtATimeGives() {
         var random = SeededRandom(seed: 8439_23)
         let cipher = ChaCha20(key: randomBytes(32, using: &random), nonce: randomBytes(12, using: &random))
@@ -32,7 +33,9 @@ import Testing
             var wrong: [Int] = []
             for length in lengths {
                 let message = randomBytes(length, using: &random)
-                if cipher.apply(to: message, counter: counter) != oneBlockAtATime(cipher, message, counter: counter) { wrong.append(length) }
+                var out = message
+                out.withUnsafeMutableBytes { cipher.apply(to: $0, counter: counter, manyBlocks: true) }
+                if out != oneBlockAtATime(cipher, message, counter: counter) { wrong.append(length) }
             }
             #expect(wrong.isEmpty, "counter \(counter): lengths \(wrong.prefix(20))")
         }
@@ -45,7 +48,7 @@ import Testing
         for shift in 0..<16 {
             let message = randomBytes(2_000, using: &random)
             var padded = [UInt8](repeating: 0xa5, count: shift) + message + [0x5a]
-            padded.withUnsafeMutableBytes { cipher.apply(to: UnsafeMutableRawBufferPointer(rebasing: $0[shift..<shift + message.count]), counter: 9) }
+            padded.withUnsafeMutableBytes { cipher.apply(to: UnsafeMutableRawBufferPointer(rebasing: $0[shift..<shift + message.count]), counter: 9, manyBlocks: true) }
             #expect(Array(padded[shift..<shift + message.count]) == oneBlockAtATime(cipher, message, counter: 9), "shifted \(shift)")
             #expect(padded.prefix(shift).allSatisfy { $0 == 0xa5 } && padded.last == 0x5a, "bytes outside the buffer changed")
         }
