@@ -6,10 +6,11 @@ import SkyNetRuntime
 extension Workloads {
     /// W14: files that travel with their tasks. 200 files of 4 MiB (seeded random), each sent
     /// to a node, copied there (`cp {} {}.out`) and its copy returned (`--trc {}.out`), 2 hosts
-    /// × 4 slots, a coordinator that only dispatches (`--local-capacity 0`). Moved = 200 × 4 MiB
-    /// × 2; a rate is moved / the wall time of the whole command (logins included). Beside:
+    /// × 4 slots, a coordinator that only dispatches (`--local-capacity 0`), text output (as
+    /// `scp`, nothing hashed to report; `--json` is measured beside). Moved = 200 × 4 MiB × 2; a
+    /// rate is moved / the wall time of the whole command (logins included). Beside:
     /// - `scp` of the same files to and back from the same ssh hosts, both hosts at once, with
-    ///   the same ssh options (goal: ours over ssh ≥ 0.8× it);
+    ///   the same ssh options (goal: ours over ssh ≥ 0.8× it, over encrypted TCP ≥ 1.0× it);
     /// - ours over TCP links (two local nodes × 4) without and with a token, beside a raw TCP
     ///   pipe in this process (`RawPipe`; goal: with a token ≥ 0.5× it);
     /// - GNU parallel `-S 4/h1,4/h2 --trc {}.out cp {} {}.out` on the first 40 files only (it
@@ -57,15 +58,21 @@ extension Workloads {
         let sshPeers = ["--ssh", hosts.map { "4/\($0.login)" }.joined(separator: ","), "--ssh-command", sshCommand]
         let plainPeers = ["--cluster", plain.file], signedPeers = ["--cluster", signed.file, "--token-file", tokenFile]
 
-        /// One `skynet scan --trc` over `peers`: MiB/s moved and the coordinator's peak RSS.
-        func ours(_ peers: [String], inputs: String, count: Int) throws -> (rate: Double, peakKiB: Int) {
-            let run = try ChildRun.run(skynetPath, ["scan", "--json", "--quiet", "--inputs", inputs, "--job", job, "--trc", "{}.out",
-                                                    "--local-capacity", "0", "--failing-every", "0"] + peers,
+        /// One `skynet scan --trc` over `peers`: MiB/s moved and the coordinator's peak RSS. With
+        /// `json`, `--json`, whose events give each returned file's SHA-256 (so it is computed).
+        func ours(_ peers: [String], inputs: String, count: Int, json: Bool = false) throws -> (rate: Double, peakKiB: Int) {
+            let run = try ChildRun.run(skynetPath, ["scan", "--quiet", "--inputs", inputs, "--job", job, "--trc", "{}.out",
+                                                    "--local-capacity", "0", "--failing-every", "0"] + (json ? ["--json"] : []) + peers,
                                        in: files.folder, environment: environment)
-            guard let last = run.stdout.split(separator: "\n").last,
-                  let summary = try? JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
-                  let completed = summary["completed"] as? Int, completed == count
-            else { throw BenchError("W14: the scan did not complete \(count) tasks: \(run.stdout.suffix(500))") }
+            let lines = run.stdout.split(separator: "\n")
+            let completed: Bool
+            if json {
+                let summary = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                completed = summary?["completed"] as? Int == count
+            } else {
+                completed = lines.contains { $0.hasPrefix("Finished \(count) scans in ") && !$0.contains("gave up") }
+            }
+            guard completed else { throw BenchError("W14: the scan did not complete \(count) tasks: \(run.stdout.suffix(500))") }
             try files.checkAndRemoveReturned(first: count)
             return (mebibytesPerFile * Double(count) / run.seconds, run.peakKiB)
         }
@@ -96,6 +103,7 @@ extension Workloads {
             measured.tcp.append(overTCP.rate)
             let withToken = try ours(signedPeers, inputs: allInputs, count: count)
             measured.token.append(withToken.rate)
+            measured.tokenJSON.append(try ours(signedPeers, inputs: allInputs, count: count, json: true).rate)
             measured.coordinatorKiB.append([overSSH.peakKiB, overTCP.peakKiB, withToken.peakKiB].map(Double.init))
             measured.raw.append(try rawPipe(files))
             if let parallel, parallelMissing == nil {
@@ -111,6 +119,8 @@ extension Workloads {
     /// W14's rates (MiB/s, one per run) and peaks (KiB).
     struct Measured {
         var ssh: [Double] = [], scp: [Double] = [], tcp: [Double] = [], token: [Double] = [], raw: [Double] = []
+        /// Over TCP with a token and `--json`: each returned file hashed for its event.
+        var tokenJSON: [Double] = []
         var parallel: [Double] = [], sshNodeKiB: [Double] = []
         /// Per run: the coordinator's peak over ssh links, over TCP links, over TCP with a token.
         var coordinatorKiB: [[Double]] = []
@@ -118,6 +128,7 @@ extension Workloads {
 
     private func fileRows(_ m: Measured, tcpNodeKiB: Double, parallelMissing: String?, parallelCount: Int) -> [Row] {
         let overSCP = zip(m.ssh, m.scp).map { $0 / $1 }, overRaw = zip(m.token, m.raw).map { $0 / $1 }
+        let encryptedOverSCP = zip(m.token, m.scp).map { $0 / $1 }
         let overParallel = zip(m.ssh, m.parallel).map { $0 / $1 }
         let limitKiB = 64.0 * 1024
         var scpRow = Row(workload: "W14", measure: "scp -O up then back, 2 hosts at once", unit: "MiB/s", values: m.scp)
@@ -136,7 +147,10 @@ extension Workloads {
             Row(workload: "W14", measure: "ssh links / scp", unit: "ratio", values: overSCP, target: ">= 0.8",
                 met: median(overSCP) >= 0.8),
             Row(workload: "W14", measure: "200 x 4 MiB --trc over TCP links", unit: "MiB/s", values: m.tcp),
-            Row(workload: "W14", measure: "200 x 4 MiB --trc over TCP links, token", unit: "MiB/s", values: m.token),
+            Row(workload: "W14", measure: "200 x 4 MiB --trc over TCP links, token (encrypted)", unit: "MiB/s", values: m.token),
+            Row(workload: "W14", measure: "encrypted TCP links / scp", unit: "ratio", values: encryptedOverSCP, target: ">= 1.0",
+                met: median(encryptedOverSCP) >= 1.0),
+            Row(workload: "W14", measure: "the same with --json (a SHA-256 per returned file)", unit: "MiB/s", values: m.tokenJSON),
             rawRow,
             Row(workload: "W14", measure: "TCP links with token / raw pipe", unit: "ratio", values: overRaw, target: ">= 0.5",
                 met: median(overRaw) >= 0.5),

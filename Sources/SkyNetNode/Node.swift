@@ -136,11 +136,12 @@ public final class Node: Sendable {
     /// `stdio` and 0 for a node without a listener.
     public var host: String { listener?.host ?? "stdio" }
 
+    /// The port it listens on (the real one when `Options.port` was 0).
+    public var port: Int { listener?.port ?? 0 }
+
     /// Whether this node serves the one client of its stdin and stdout (`serve`): an ssh
     /// channel, which guarantees the bytes' integrity itself.
     var servesStdio: Bool { listener == nil }
-    /// The port it listens on (the real one when `Options.port` was 0).
-    public var port: Int { listener?.port ?? 0 }
 
     /// Binds, starts accepting, and returns the running node.
     ///

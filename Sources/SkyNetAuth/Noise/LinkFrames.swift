@@ -57,8 +57,12 @@ package struct FrameOpener: Sendable {
     private var cipher: NoiseCipher?
     /// The longest message (plaintext) a frame may carry.
     private let maxMessageBytes: Int
-    /// The start of a frame whose bytes have not all arrived: its header, then its body.
-    private var partial: [UInt8] = []
+    /// A frame's length while fewer than its 4 bytes have come.
+    private var header: [UInt8] = []
+    /// The body (ciphertext and tag) of a frame whose length is known and whose bytes have not
+    /// all come: made with room for all of them, so the bytes are copied once, and opened in
+    /// place into the message handed out.
+    private var pending: (body: Data, length: Int)?
 
     package init(_ cipher: NoiseCipher?, maxMessageBytes: Int) {
         self.cipher = cipher
@@ -66,41 +70,51 @@ package struct FrameOpener: Sendable {
     }
 
     /// Bytes held of a frame not yet complete.
-    package var pendingCount: Int { partial.count }
+    package var pendingCount: Int { header.count + (pending.map { LinkFrames.headerCount + $0.body.count } ?? 0) }
 
     /// Opens the frames of `chunk` from `start`, handing each message to `body` in order, until
     /// the chunk is used up or `body` returns false (`start` is then past that frame). Returns
     /// why the link must end, when a frame is refused: nothing of it, or after it, is handed out.
     package mutating func split(_ chunk: UnsafeRawBufferPointer, from start: inout Int, _ body: (Data) -> Bool) -> Refusal? {
         while start < chunk.count {
-            if partial.isEmpty, chunk.count - start >= LinkFrames.headerCount {
-                // The usual case: the frame is whole in the chunk and opens from it.
-                let length = Self.length(UnsafeRawBufferPointer(rebasing: chunk[start...]))
-                if let refusal = check(length) { return refusal }
-                let end = start + LinkFrames.headerCount + length
-                if end <= chunk.count {
-                    let frame = UnsafeRawBufferPointer(rebasing: chunk[(start + LinkFrames.headerCount)..<end])
-                    start = end
-                    guard let message = open(frame) else { return .forged(counter) }
-                    guard body(message) else { return nil }
-                    continue
+            if pending == nil {
+                let length: Int
+                if header.isEmpty, chunk.count - start >= LinkFrames.headerCount {
+                    length = Self.length(UnsafeRawBufferPointer(rebasing: chunk[start...]))
+                    if let refusal = check(length) { return refusal }
+                    let end = start + LinkFrames.headerCount + length
+                    if end <= chunk.count {
+                        // The usual case for a small message: the frame is whole in the chunk.
+                        var message = Data(UnsafeRawBufferPointer(rebasing: chunk[(start + LinkFrames.headerCount)..<end]))
+                        start = end
+                        guard open(&message) else { return .forged(counter) }
+                        guard body(message) else { return nil }
+                        continue
+                    }
+                    start += LinkFrames.headerCount
+                } else {
+                    let taken = min(LinkFrames.headerCount - header.count, chunk.count - start)
+                    header.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[start..<(start + taken)]))
+                    start += taken
+                    guard header.count == LinkFrames.headerCount else { continue }
+                    length = Self.length(header)
+                    header = []
+                    if let refusal = check(length) { return refusal }
                 }
+                pending = (Data(capacity: length), length)
             }
-            // A frame that ends in a later chunk: keep its bytes, no more than it needs.
-            let needed = partial.count < LinkFrames.headerCount
-                ? LinkFrames.headerCount - partial.count
-                : LinkFrames.headerCount + Self.length(partial) - partial.count
-            let taken = min(needed, chunk.count - start)
-            partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[start..<(start + taken)]))
+            // A frame that ends in a later chunk: its bytes so far, no more than it needs.
+            guard var frame = pending?.body, let length = pending?.length else { continue }
+            pending = nil  // the body is this function's alone while it grows: no copy on write
+            let taken = min(length - frame.count, chunk.count - start)
+            frame.append(UnsafeRawBufferPointer(rebasing: chunk[start..<(start + taken)]).assumingMemoryBound(to: UInt8.self))
             start += taken
-            guard partial.count >= LinkFrames.headerCount else { continue }
-            let length = Self.length(partial)
-            if partial.count == LinkFrames.headerCount, let refusal = check(length) { return refusal }
-            guard partial.count == LinkFrames.headerCount + length else { continue }
-            let opened = partial.withUnsafeBytes { open(UnsafeRawBufferPointer(rebasing: $0[LinkFrames.headerCount...])) }
-            partial = []
-            guard let message = opened else { return .forged(counter) }
-            guard body(message) else { return nil }
+            guard frame.count == length else {
+                pending = (frame, length)
+                continue
+            }
+            guard open(&frame) else { return .forged(counter) }
+            guard body(frame) else { return nil }
         }
         return nil
     }
@@ -122,15 +136,18 @@ package struct FrameOpener: Sendable {
         return nil
     }
 
-    /// The message of one frame's ciphertext and tag, or nil when it does not open.
-    private mutating func open(_ frame: UnsafeRawBufferPointer) -> Data? {
-        guard cipher != nil else { return Data(frame) }
+    /// Opens one frame's ciphertext and tag in place into its message (the tag cut off); false
+    /// when it does not open. Without a cipher the frame is the message.
+    private mutating func open(_ frame: inout Data) -> Bool {
+        guard cipher != nil else { return true }
         let count = frame.count - ChaCha20Poly1305.tagCount
-        var message = Data(UnsafeRawBufferPointer(rebasing: frame.prefix(count)))
-        let opened = message.withUnsafeMutableBytes {
-            cipher?.open($0, tag: UnsafeRawBufferPointer(rebasing: frame.suffix(ChaCha20Poly1305.tagCount))) ?? false
+        let opened = frame.withUnsafeMutableBytes { bytes in
+            cipher?.open(UnsafeMutableRawBufferPointer(rebasing: bytes[..<count]),
+                         tag: UnsafeRawBufferPointer(rebasing: bytes[count...])) ?? false
         }
-        return opened ? message : nil
+        guard opened else { return false }
+        frame.count = count
+        return true
     }
 
     /// Why a frame was refused: each ends the link, and says no more than this about why.

@@ -236,7 +236,7 @@ package final class PeerConnection: Sendable {
     package var files: FileSupport? { welcome.files }
 
     /// How files travel on this link: at the version the welcome granted, binary where the
-    /// link is framed (encrypted).
+    /// link is framed (encrypted, or at version 2 over ssh).
     var fileFormat: FileFormat { welcome.files?.format(framed: connection.isFramed) ?? .checked }
 
     /// The link's file pump (made on first use; stopped when the link ends).
