@@ -99,38 +99,77 @@ extension Guarded: @unchecked Sendable where State: Sendable {}
 /// with async code, behind the same pthread mutex.
 package typealias Locked<State: Sendable> = Guarded<State>
 
-/// Bytes waiting to be sent: appended at the back, consumed from the front without moving
-/// the rest each time.
+/// Bytes waiting to be sent: the messages as they were queued (no copy), consumed from the
+/// front. `front` hands out a large message's bytes as they are, and gathers small ones into
+/// one array, so a file's chunk is never copied to be sent and many short lines still leave
+/// in one system call.
 package struct ByteQueue {
-    private var bytes: [UInt8] = []
+    private var chunks: [ArraySlice<UInt8>] = []
+    /// The first chunk not yet sent whole (those before it are spent until compaction).
     private var head = 0
+    package private(set) var count = 0
+
+    /// A message at least this long is sent from its own bytes, not gathered with others.
+    static let gatherBelow = 32 * 1024
 
     package init() {}
 
-    package init(_ bytes: some Collection<UInt8>) {
-        self.bytes = Array(bytes)
+    package init(_ bytes: ArraySlice<UInt8>) {
+        append(bytes)
     }
 
-    package var count: Int { bytes.count - head }
     package var isEmpty: Bool { count == 0 }
 
     package mutating func append(_ more: [UInt8]) {
-        bytes.append(contentsOf: more)
+        append(more[...])
     }
 
-    /// Up to `limit` bytes from the front, left in the queue.
-    package func front(_ limit: Int) -> [UInt8] {
-        Array(bytes[head..<min(bytes.count, head + limit)])
+    package mutating func append(_ more: ArraySlice<UInt8>) {
+        guard !more.isEmpty else { return }
+        chunks.append(more)
+        count += more.count
     }
 
-    package mutating func consume(_ count: Int) {
-        head += min(count, self.count)
-        // Compact once the sent part is the larger half: amortised O(1) per byte.
-        if head == bytes.count {
-            bytes.removeAll(keepingCapacity: bytes.capacity <= 1 << 20)
+    /// Everything `other` holds, after this queue's bytes.
+    package mutating func append(contentsOf other: ByteQueue) {
+        for chunk in other.chunks[other.head...] { append(chunk) }
+    }
+
+    /// Up to `limit` bytes from the front, left in the queue: the first message's own bytes
+    /// when it is large, else the small messages from the front gathered into one array.
+    package func front(_ limit: Int) -> ArraySlice<UInt8> {
+        guard head < chunks.count else { return [] }
+        let first = chunks[head]
+        if first.count >= Self.gatherBelow || head + 1 == chunks.count { return first.prefix(limit) }
+        var gathered: [UInt8] = []
+        gathered.reserveCapacity(min(limit, count))
+        for chunk in chunks[head...] {
+            if !gathered.isEmpty, chunk.count >= Self.gatherBelow { break }
+            gathered.append(contentsOf: chunk.prefix(limit - gathered.count))
+            if gathered.count == limit { break }
+        }
+        return gathered[...]
+    }
+
+    package mutating func consume(_ sent: Int) {
+        var left = min(sent, count)
+        count -= left
+        while left > 0 {
+            let first = chunks[head]
+            if left < first.count {
+                chunks[head] = first.dropFirst(left)
+                break
+            }
+            left -= first.count
+            chunks[head] = []  // its bytes are released now, not at compaction
+            head += 1
+        }
+        // Compact once the spent chunks are the larger half: amortised O(1) per message.
+        if head == chunks.count {
+            chunks.removeAll(keepingCapacity: chunks.capacity <= 1024)
             head = 0
-        } else if head > bytes.count / 2 {
-            bytes.removeFirst(head)
+        } else if head > chunks.count / 2 {
+            chunks.removeFirst(head)
             head = 0
         }
     }

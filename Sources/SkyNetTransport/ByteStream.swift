@@ -27,6 +27,11 @@ extension ByteStream {
 
     /// `send(_:wait:)` for an array of bytes.
     package func send(_ bytes: [UInt8], wait: Bool) throws(SocketError) -> Int {
+        try send(bytes[...], wait: wait)
+    }
+
+    /// `send(_:wait:)` for a part of an array (a queued message's rest), without a copy.
+    package func send(_ bytes: ArraySlice<UInt8>, wait: Bool) throws(SocketError) -> Int {
         let result = bytes.withUnsafeBytes { buffer in
             Result { () throws(SocketError) in try send(buffer, wait: wait) }
         }

@@ -213,6 +213,9 @@ package final class Connection: Sendable {
     /// Whether lines go through a framing of their own (`frame`) on this connection.
     package var isFramed: Bool { sealing.withLock { $0 != nil } }
 
+    /// The most bytes one `send` is given from the queue.
+    static let sendAtOnce = 256 * 1024
+
     /// Whether that framing encrypts: an encrypted link.
     package var isEncrypted: Bool { sealing.withLock { $0?.encrypts ?? false } }
 
@@ -263,10 +266,11 @@ package final class Connection: Sendable {
     /// through a system call). When the kernel takes no more, what is left goes to a
     /// flusher thread. Throws `Closed` only when the caller's own bytes could not be sent.
     ///
-    /// Queued bytes stay in the queue while they are sent (a copy is sent, and what the
-    /// kernel took is consumed after), so that the room others look for counts them.
+    /// Queued bytes stay in the queue while they are sent (their front is sent, shared with the
+    /// queue, not copied, and what the kernel took is consumed after), so that the room others
+    /// look for counts them.
     private func sendAsOwner(_ first: [UInt8]) throws(Closed) {
-        var pending = first, pendingIsQueued = false, rounds = 0
+        var pending = first[...], pendingIsQueued = false, rounds = 0
         while true {
             var sent = 0
             do throws(SocketError) {
@@ -300,11 +304,11 @@ package final class Connection: Sendable {
         }
     }
 
-    private enum Next { case send([UInt8]), done, handOver(LoopReading?) }
+    private enum Next { case send(ArraySlice<UInt8>), done, handOver(LoopReading?) }
 
     /// The owner sent `sent` bytes of `pending` (the queue's front when `queued`, else its own
     /// bytes): what it does next, with the state changed to match.
-    private func nextStep(_ state: inout State, sent: Int, of pending: [UInt8], queued pendingIsQueued: Bool, rounds: Int) -> Next {
+    private func nextStep(_ state: inout State, sent: Int, of pending: ArraySlice<UInt8>, queued pendingIsQueued: Bool, rounds: Int) -> Next {
         guard case .flushing(var queue) = state else {
             if case .closing = state { leaveSending(&state) }
             return .done  // `open`, `notStarted`, `closed`: not reached, only the sender leaves `flushing`
@@ -320,8 +324,8 @@ package final class Connection: Sendable {
             // sends the rest. The loop is the sender from this step on (`finishReading`, on
             // the loop, must not wait for it).
             if ownLeft > 0 {
-                var rest = ByteQueue(pending[sent...])
-                rest.append(queue.front(queue.count))
+                var rest = ByteQueue(pending.dropFirst(sent))
+                rest.append(contentsOf: queue)
                 queue = rest
             }
             state = .flushing(queue)
@@ -330,7 +334,7 @@ package final class Connection: Sendable {
             return .handOver(reading)
         }
         state = .flushing(queue)
-        return .send(queue.front(queue.count))
+        return .send(queue.front(Self.sendAtOnce))
     }
 
     /// The sender is leaving a connection that is closing: the reader may close the descriptor.
@@ -431,7 +435,7 @@ package final class Connection: Sendable {
     func flush(waiting: Bool) -> Bool {
         while true {
             var resume = false
-            let pending: [UInt8]? = state.withLock { state in
+            let pending: ArraySlice<UInt8>? = state.withLock { state in
                 switch state {
                 case .flushing(let queue) where queue.isEmpty:
                     state = .open  // in the same step that saw it empty: no send falls between
@@ -439,7 +443,7 @@ package final class Connection: Sendable {
                     resume = readingMayGoOn(state)
                     return nil
                 case .flushing(let queue):
-                    return queue.front(256 * 1024)
+                    return queue.front(Self.sendAtOnce)
                 case .closing(let reason, flusher: true):
                     state = .closing(reason, flusher: false)  // the reader may close the descriptor
                     loopSends.store(false, ordering: .relaxed)
