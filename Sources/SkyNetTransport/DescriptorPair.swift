@@ -1,4 +1,5 @@
 import SkyNetRuntime
+import Synchronization
 
 /// A `ByteStream` over two descriptors that are not one socket: the pipes to a child's stdin
 /// and stdout, or this process's own (`skynet node --stdio`).
@@ -35,6 +36,8 @@ package final class DescriptorPair: ByteStream {
         var writingShut = false
     }
     private let state = Locked(State())
+    /// Bytes of `PipeCapacity`'s budget its pipes hold, given back on `close`.
+    private let raisedPipes = Atomic<Int>(0)
 
     /// Takes over `reading` and `writing`: `close` closes them (once, when they are one).
     package init(reading: Int32, writing: Int32) throws(SocketError) {
@@ -50,6 +53,7 @@ package final class DescriptorPair: ByteStream {
         } catch {
             throw SocketError("pipe", code: error.code)
         }
+        raisedPipes.store(PipeCapacity.shared.raise([reading, writing]), ordering: .relaxed)
         self.reading = reading
         readingWake = first
         writingWake = second
@@ -137,6 +141,7 @@ package final class DescriptorPair: ByteStream {
     }
 
     package func close() {
+        PipeCapacity.shared.giveBack(raisedPipes.exchange(0, ordering: .relaxed))
         if case .flagged(let flags) = writeMode { _ = fcntl(writing, F_SETFL, flags) }
         for fd in Set([reading, writing, readingWake.read, readingWake.write, writingWake.read, writingWake.write]) {
             closeDescriptor(fd)

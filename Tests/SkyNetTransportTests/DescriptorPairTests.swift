@@ -64,8 +64,8 @@ struct DescriptorPairTests {
         defer { for fd in [toPeer.read, fromPeer.write] { close(fd) } }
         let connection = Connection(stream: try DescriptorPair(reading: fromPeer.read, writing: toPeer.write), peer: "silent")
         let received = started(connection)
-        for _ in 0..<4096 { try connection.send(Array(String(repeating: "y", count: 99).appending("\n").utf8)) }
-        #expect(connection.queuedBytes > 0)  // 400 KiB into a 64 KiB pipe: the rest waits
+        for _ in 0..<16_384 { try connection.send(Array(String(repeating: "y", count: 99).appending("\n").utf8)) }
+        #expect(connection.queuedBytes > 0)  // 1.6 MiB into a pipe of at most 1 MiB: the rest waits
         connection.close()
         let reason = try await withTimeout(.seconds(10)) { await connection.closed.value }
         #expect(reason.description == "closed")
