@@ -52,7 +52,7 @@ struct EncryptedExchange {
         let innerFields = try Self.object(String(decoding: inner, as: UTF8.self))
         #expect(innerFields["type"] as? String == "hello" && innerFields["version"] as? Int == 2 && innerFields["name"] as? String == "coordinator",
                 "\(innerFields)", sourceLocation: sourceLocation)
-        #expect(Set(innerFields.keys).isSubset(of: ["type", "version", "name", "actors"]), "\(innerFields)", sourceLocation: sourceLocation)
+        #expect(Set(innerFields.keys).isSubset(of: ["type", "version", "name", "actors", "files"]), "\(innerFields)", sourceLocation: sourceLocation)
 
         let answerFields = try Self.object(answer)
         #expect(Set(answerFields.keys) == ["type", "noise"] && answerFields["type"] as? String == "handshake", "\(answer)",
