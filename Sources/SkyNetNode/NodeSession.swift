@@ -166,7 +166,12 @@ final class NodeSession: Sendable {
         guard let payload = try? handshake.readMessage(message) else {
             return refuseLogin("wrong token (the handshake does not open)")
         }
-        guard case .hello(WireAuth.encryptedVersion, let name, nil, let actors, let files, false)? = try? Request.decode(Data(payload)) else {
+        let inner: Request
+        do { inner = try Request.decode(Data(payload)) } catch {
+            // A hello whose field is wrong says which (as a clear hello's refusal does).
+            return refuse(WireError.badRequest("the handshake's hello: \(error.message ?? "malformed")"))
+        }
+        guard case .hello(WireAuth.encryptedVersion, let name, nil, let actors, let files, false) = inner else {
             return refuse(WireError.badRequest("the handshake must carry a version \(WireAuth.encryptedVersion) hello, without \"noise\" or a token"))
         }
         state.withLock { $0.callerActors = actors.map { CallerActors(system: $0) } }

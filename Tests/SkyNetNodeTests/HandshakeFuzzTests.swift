@@ -61,7 +61,7 @@ struct HandshakeFuzzTests {
                 if let expected = fuzz.code { #expect(code == expected, "\(described)") }
                 if code == "unauthorized" { unauthorized += 1 }
                 let message = fields.first??["message"] as? String ?? ""
-                if message.contains("the handshake must carry") || message.contains("no shared secret") { opened += 1 }
+                if message.contains("the handshake must carry") || message.contains("the handshake's hello") || message.contains("no shared secret") { opened += 1 }
             }
             try await awaitState(upTo: .seconds(20)) { node.connectionCount == 0 }
             let grown = try MemoryUse.peak() - baseline

@@ -95,6 +95,26 @@ struct NodeFilesVersion2Tests {
         }
     }
 
+    /// A wrong field of the hello inside the handshake is named, as in a clear hello.
+    @Test func aBadFilesFieldInsideTheHandshakeIsNamed() async throws {
+        try await WorkDirSandbox.with { sandbox in
+            try await NodeHarness().withNode(try options(sandbox, token: Self.token)) { node in
+                let port = node.port
+                let refusal = try await onOwnThread(named: "test-client") { () -> String in
+                    do {
+                        let client = try EncryptedClient(port: port, token: Self.token, extraHello: #""files":0"#)
+                        client.close()
+                        return "welcomed"
+                    } catch let refused as EncryptedClient.Refused {
+                        return refused.line
+                    }
+                }
+                #expect(jsonFields(refusal)?["code"] as? String == "bad-request", "\(refusal)")
+                #expect((jsonFields(refusal)?["message"] as? String)?.contains("\"files\"") == true, "\(refusal)")
+            }
+        }
+    }
+
     @Test func onVersion1AnEndWithoutItsDigestIsABadFile() async throws {
         try await WorkDirSandbox.with { sandbox in
             try await NodeHarness().withNode(try options(sandbox, token: Self.token)) { node in
