@@ -254,7 +254,11 @@ final class NodeSession: Sendable {
         discardUploads()
         pump.stop()
         files.connectionEnded()
-        if case .serving(let client) = phase, node.options.logsConnections {
+        // A frame refused is said even where connections are not logged (`--stdio`): it is
+        // the only trace of why the link ended.
+        var refusedFrame = false
+        if case .unauthenticated = reason { refusedFrame = true }
+        if case .serving(let client) = phase, node.options.logsConnections || refusedFrame {
             node.log("[Node] Disconnected: \(client) from \(connection.peer) (\(reason))")
         }
         node.forget(self)

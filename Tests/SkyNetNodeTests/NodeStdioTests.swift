@@ -22,7 +22,8 @@ struct NodeStdioTests {
     /// A node serving one end of two pipes, and the client's connection on the other (started,
     /// its lines kept). `body` runs with both; the client is closed and the node stopped on
     /// every path.
-    func withPipedNode<T>(_ options: Node.Options, _ body: (Node, Connection, Watched<Received>) async throws -> T) async throws -> T {
+    func withPipedNode<T>(_ options: Node.Options, log: @escaping @Sendable (String) -> Void = { _ in },
+                          _ body: (Node, Connection, Watched<Received>) async throws -> T) async throws -> T {
         let toNode = try ChildProcess.makePipe(), fromNode = try ChildProcess.makePipe()
         let nodeSide = Connection(stream: try DescriptorPair(reading: toNode.read, writing: fromNode.write), peer: "stdio")
         let client = Connection(stream: try DescriptorPair(reading: fromNode.read, writing: toNode.write), peer: "node")
@@ -31,7 +32,7 @@ struct NodeStdioTests {
             guard case .line(let line) = event else { return }
             received.update { $0.lines.append(String(decoding: line, as: UTF8.self)) }
         }, onClose: { why in received.update { $0.closed = why } })
-        let node = Node.serve(nodeSide, options: options)
+        let node = Node.serve(nodeSide, options: options, log: log)
         do {
             let result = try await body(node, client, received)
             client.close()
@@ -121,6 +122,21 @@ struct NodeStdioTests {
                 let welcome = try await line(0, of: received)
                 #expect((welcome["files"] as? [String: Any])?["version"] as? Int == granted, "asked \(String(describing: asked))")
             }
+        }
+    }
+
+    /// After files version 2 the link is frames in clear: a frame refused (here an empty one)
+    /// ends it and is logged, though a node over stdio logs no connections otherwise.
+    @Test func aRefusedFrameOverStdioIsLogged() async throws {
+        let log = LogLines()
+        var options = try options(capacity: 1, hang: Watched(HangState()))
+        options.logsConnections = false
+        try await withPipedNode(options, log: { log.append($0) }) { _, client, received in
+            try send(client, #"{"type":"hello","version":1,"name":"coordinator","files":2}"#)
+            _ = try await line(0, of: received)
+            try client.send([0, 0, 0, 0])  // raw: the client connection here is not framed
+            try await received.wait { $0.closed != nil }
+            try await log.waitFor("(an empty frame)")
         }
     }
 
