@@ -41,7 +41,7 @@ extension NodeSession {
         }
         guard let header = request.file, let input = upload.input else { return run(request, upload) }
         let receiving = NodeUpload(.transfer(request, upload), header: header, file: input.file, name: input.path.text,
-                                   digests: state.withLock(\.fileFormat.digests), now: node.clock.now)
+                                   digests: pump.format.digests, now: node.clock.now)
         state.withLock { $0.uploads[id] = receiving }
     }
 
@@ -64,7 +64,7 @@ extension NodeSession {
             return send(WireError(code: error.code, message: error.message, id: id).line)
         }
         let receiving = NodeUpload(.basefile(request, upload), header: request.file, file: upload.file, name: upload.path.text,
-                                   digests: state.withLock(\.fileFormat.digests), now: node.clock.now)
+                                   digests: pump.format.digests, now: node.clock.now)
         state.withLock { $0.uploads[id] = receiving }
     }
 

@@ -35,8 +35,6 @@ final class NodeSession: Sendable {
         var lastCallToCaller = 0
         /// Files being received, by request id (a transfer's input, a basefile).
         var uploads: [Int: NodeUpload] = [:]
-        /// How files travel on this connection, from the file version its welcome granted.
-        var fileFormat = FileFormat.checked
         /// When the client was last heard from, or a scan of it last ended.
         var lastActivity: ContinuousClock.Instant
         /// Call replies waiting for room in the queue to the client, and the bytes the client
@@ -191,14 +189,13 @@ final class NodeSession: Sendable {
         case nil: return  // pushed out of the hello budget meanwhile: closing
         }
         let linkChecks = handshake != nil || node.servesStdio
-        let fileVersion = node.offersFiles ? max(1, min(asked ?? 1, linkChecks ? FileSupport.currentVersion : 1)) : 1
+        let fileVersion = node.offersFiles ? min(asked ?? 1, linkChecks ? FileSupport.currentVersion : 1) : 1
         let files = FileSupport(version: fileVersion, maxFileSize: node.options.maxFileSize)
         // Version 2 over stdio frames the link too (in clear: ssh's channel is the cipher), so
         // that chunks go as raw bytes there as well.
         let framesInClear = handshake == nil && fileVersion >= 2
-        let format = files.format(framed: true)
-        state.withLock { $0.fileFormat = format }
-        pump.use(format)
+        // Both ways of version 2 are framed: encrypted, or in clear below.
+        pump.use(files.format(framed: true))
         let welcome = Reply.welcome(version: version, name: node.options.name, capacity: node.system.capacity,
                                     jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds,
                                     files: node.offersFiles ? files : nil,

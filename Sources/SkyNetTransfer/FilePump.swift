@@ -39,6 +39,9 @@ package final class FilePump: Sendable {
         state.withLock { $0.format = format }
     }
 
+    /// How the link's files travel, both ways (`use`): what a receiver of its files checks.
+    package var format: FileFormat { state.withLock { $0.format } }
+
     /// Queues `file`; its `done` is called once, from the pump's thread (or here, at once,
     /// when the pump was stopped).
     package func enqueue(_ file: OutgoingFile) {
