@@ -61,15 +61,17 @@ package final class PrometheusServer: Sendable {
         }
     }
 
-    /// Awaits `Server is ready to receive web requests.` (within 30 s); the port of its
-    /// `Listening on` line, or nil.
+    /// Awaits both `msg="Listening on" address=127.0.0.1:N` and `Server is ready to receive web
+    /// requests.` (within 30 s); N, or nil. Prometheus logs them from different goroutines, so
+    /// either may come first.
     private static func readiness(of child: ChildProcess) async -> Int? {
         guard let log = child.stderrLines else { return nil }
-        let ready: String? = (try? await withTimeout(.seconds(30)) {
-            await log.first { $0.contains("Server is ready to receive web requests.") }
-        }) ?? nil
-        guard ready != nil,
-              let listening = log.lines.first(where: { $0.contains(#"msg="Listening on""#) }),
+        let lines: (String?, String?)? = try? await withTimeout(.seconds(30)) {
+            async let listening = log.first { $0.contains(#"msg="Listening on""#) }
+            async let ready = log.first { $0.contains("Server is ready to receive web requests.") }
+            return await (listening, ready)
+        }
+        guard let (listening, ready) = lines, ready != nil, let listening,
               let address = listening.split(separator: " ").first(where: { $0.hasPrefix("address=") }),
               let port = Int(address.split(separator: ":").last ?? "") else { return nil }
         return port
