@@ -76,7 +76,7 @@ extension NodeSession {
                 return busy("too many requests in flight on this connection")
             }
             guard node.pending.begin() else { return busy(node.stoppingMessage) }
-            state.scans[id] = Task {
+            state.scans[id] = Task(executorPreference: connection.eventLoop) {
                 await self.runScan(id: id, task: task)
                 self.node.pending.end()
             }

@@ -1,4 +1,5 @@
 import CSkyNetPlatform
+import Synchronization
 
 /// What a watched descriptor is waited on for.
 package struct Interest: OptionSet, Sendable {
@@ -75,13 +76,14 @@ package final class EventLoop: Sendable {
         var lastToken: UInt64 = 0
         var jobs: [@Sendable () -> Void] = []
         var started = false
-        /// The loop thread's `pthread_self` as a number (a pointer on macOS, not `Sendable`).
-        var thread: UInt?
     }
 
     private let name: String
     private let poller: Poller
     private let state = Locked(State())
+    /// The loop thread's `pthread_self` as a number (a pointer on macOS, not `Sendable`); 0
+    /// until it runs. Asked at every send (`isCurrent`), so not under the lock.
+    private let thread = Atomic<UInt>(0)
     /// Where the loop's handlers read into: one buffer per loop rather than one per
     /// descriptor, since a loop runs one handler at a time.
     package let scratch = Scratch(byteCount: 64 * 1024)
@@ -137,12 +139,13 @@ package final class EventLoop: Sendable {
     package func execute(_ job: @escaping @Sendable () -> Void) {
         state.withLock { $0.jobs.append(job) }
         startIfNeeded()
-        poller.wake()
+        // The loop's own thread runs its jobs before it waits again.
+        if !isCurrent { poller.wake() }
     }
 
     /// Whether the calling thread is this loop's.
     package var isCurrent: Bool {
-        state.withLock { $0.thread } == Self.currentThread
+        thread.load(ordering: .relaxed) == Self.currentThread
     }
 
     private static var currentThread: UInt {
@@ -186,11 +189,12 @@ package final class EventLoop: Sendable {
 
     /// The loop's thread: waits, runs the handlers of what is ready and the jobs given, again.
     private func run() {
-        state.withLock { $0.thread = Self.currentThread }
+        thread.store(Self.currentThread, ordering: .relaxed)
         var ready: [(token: UInt64, readiness: Readiness)] = []
         while true {
             ready.removeAll(keepingCapacity: true)
-            poller.wait(into: &ready)
+            let jobsWait = state.withLock { $0.jobs.isEmpty }
+            poller.wait(into: &ready, blocking: jobsWait)
             for (token, readiness) in ready {
                 // Looked up for each: a handler before it may have cancelled this watch.
                 guard let handler = state.withLock({ $0.handlers[token] }) else { continue }
@@ -266,9 +270,9 @@ private struct Poller: Sendable {
         _ = write(wakeUp, &one, 8)
     }
 
-    func wait(into ready: inout [(token: UInt64, readiness: Readiness)]) {
+    func wait(into ready: inout [(token: UInt64, readiness: Readiness)], blocking: Bool) {
         var events = [epoll_event](repeating: epoll_event(), count: 64)
-        let count = epoll_wait(epoll, &events, 64, -1)
+        let count = epoll_wait(epoll, &events, 64, blocking ? -1 : 0)
         guard count > 0 else { return }  // EINTR
         for event in events.prefix(Int(count)) {
             let token = event.data.u64
@@ -329,9 +333,10 @@ private struct Poller: Sendable {
         _ = kevent(queue, &event, 1, nil, 0, nil)
     }
 
-    func wait(into ready: inout [(token: UInt64, readiness: Readiness)]) {
+    func wait(into ready: inout [(token: UInt64, readiness: Readiness)], blocking: Bool) {
         var events = [kevent](repeating: kevent(), count: 64)
-        let count = kevent(queue, nil, 0, &events, 64, nil)
+        var now = timespec()
+        let count = blocking ? kevent(queue, nil, 0, &events, 64, nil) : kevent(queue, nil, 0, &events, 64, &now)
         guard count > 0 else { return }
         for event in events.prefix(Int(count)) where event.filter != Int16(EVFILT_USER) {
             let token = UInt64(UInt(bitPattern: event.udata))
@@ -344,3 +349,13 @@ private struct Poller: Sendable {
     }
 }
 #endif
+
+/// A loop runs tasks too: a task that prefers it (`Task(executorPreference:)`) runs on the
+/// loop's thread between its handlers, so work that a handler starts and that answers on the
+/// same link crosses no thread.
+extension EventLoop: TaskExecutor {
+    package func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}

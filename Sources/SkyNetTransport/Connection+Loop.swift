@@ -327,6 +327,9 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
 
     private func end(_ reason: Connection.CloseReason) {
         guard !ended else { return }
+        // Lines sent on the loop in this turn wait for its end (`Connection.sendLater`): what
+        // the kernel takes leaves now, as it would have had they been sent at once.
+        if connection.loopSends.load(ordering: .relaxed) { _ = connection.flush(waiting: false) }
         ended = true
         watch?.cancel()  // before the descriptor can be closed and its number reused
         writeWatch?.cancel()

@@ -122,6 +122,9 @@ package final class Connection: Sendable {
         closed.whenFulfilled { [room] _ in room.ended() }
     }
 
+    /// The event loop that reads the connection, once it has started there.
+    package var eventLoop: EventLoop? { loopReading.withLock { $0?.loop } }
+
     package convenience init(socket: Socket, peer: String, limits: Limits = Limits()) {
         self.init(stream: socket, peer: peer, limits: limits)
     }
@@ -194,6 +197,10 @@ package final class Connection: Sendable {
         case .refused(let outcome): return outcome
         case .queued: return .sent
         case .owned(let owned):
+            if let reading = loopReading.withLock({ $0 }), reading.sendsOnLoop, reading.loop.isCurrent {
+                try sendLater(owned, on: reading)
+                return .sent
+            }
             // Sent outside the sealing lock: lines sealed meanwhile queue behind these bytes.
             try sendAsOwner(owned)
             return .sent
@@ -304,6 +311,23 @@ package final class Connection: Sendable {
         }
     }
 
+    /// On the loop that reads the connection (a handler, or a task that prefers the loop), the
+    /// owner queues its bytes and the loop sends them after what it runs now: the replies of
+    /// one turn leave in one system call rather than one each.
+    private func sendLater(_ bytes: [UInt8], on reading: LoopReading) throws(Closed) {
+        try state.withLock { (state) throws(Closed) in
+            guard case .flushing(var queue) = state else {
+                leaveSending(&state)  // closed since it became the owner
+                throw Closed()
+            }
+            state = .open  // drop the state's reference so the queue grows in place
+            queue.append(bytes)
+            state = .flushing(queue)
+            loopSends.store(true, ordering: .relaxed)
+        }
+        handOverSending(to: reading)
+    }
+
     private enum Next { case send(ArraySlice<UInt8>), done, handOver(LoopReading?) }
 
     /// The owner sent `sent` bytes of `pending` (the queue's front when `queued`, else its own
@@ -346,6 +370,11 @@ package final class Connection: Sendable {
     /// `reason` is what `closed` tells (a sender that gave up waiting for room says
     /// `writeBacklog`).
     package func close(because reason: CloseReason = .closedLocally) {
+        // Lines sent on the loop wait for the end of its turn (`sendLater`): a refusal sent
+        // just before the close leaves first, as one sent at once would have.
+        if loopSends.load(ordering: .relaxed), let reading = loopReading.withLock({ $0 }), reading.loop.isCurrent {
+            _ = flush(waiting: false)
+        }
         let closedNow = state.withLock { state -> Bool in
             if case .notStarted = state {
                 // No reader will ever close the descriptor: do it here.

@@ -123,4 +123,28 @@ struct EventLoopTests {
         _ = closeDescriptor(pipe.read)
         _ = closeDescriptor(pipe.write)
     }
+
+    /// A job given on the loop's own thread does not wake it (no write to its eventfd): the
+    /// loop must look at its jobs before it waits, or this one would wait for a descriptor.
+    @Test func aJobGivenOnTheLoopsThreadRunsWithoutAWake() async throws {
+        let loop = try EventLoop(name: "test-own-jobs")
+        let done = AsyncSignal<Int>()
+        loop.execute { loop.execute { loop.execute { done.fulfil(2) } } }
+        #expect(await done.value == 2)
+    }
+
+    /// A task that prefers a loop runs on its thread, and comes back to it after a suspension
+    /// that a loop's job resumed: work a handler starts crosses no thread.
+    @Test func aTaskThatPrefersTheLoopRunsOnItsThread() async throws {
+        let loop = try EventLoop(name: "test-executor")
+        let (before, after) = await Task(executorPreference: loop) { () -> (Bool, Bool) in
+            let before = loop.isCurrent
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                loop.execute { continuation.resume() }
+            }
+            return (before, loop.isCurrent)
+        }.value
+        #expect(before && after)
+        #expect(!loop.isCurrent)
+    }
 }
