@@ -137,10 +137,14 @@ package final class EventLoop: Sendable {
 
     /// Runs `job` on the loop's thread, after what it is running now.
     package func execute(_ job: @escaping @Sendable () -> Void) {
-        state.withLock { $0.jobs.append(job) }
+        let first = state.withLock { state in
+            state.jobs.append(job)
+            return state.jobs.count == 1
+        }
         startIfNeeded()
-        // The loop's own thread runs its jobs before it waits again.
-        if !isCurrent { poller.wake() }
+        // Only the first job waiting wakes the loop: it takes them all at once. Its own thread
+        // runs them before it waits again.
+        if first, !isCurrent { poller.wake() }
     }
 
     /// Whether the calling thread is this loop's.
@@ -187,6 +191,10 @@ package final class EventLoop: Sendable {
         if start { startThread(named: name) { [self] in run() } }
     }
 
+    /// A task on the loop takes a round for each step after a suspension; a job that keeps
+    /// giving jobs must not keep the descriptors waiting.
+    static let jobRoundsPerTurn = 8
+
     /// The loop's thread: waits, runs the handlers of what is ready and the jobs given, again.
     private func run() {
         thread.store(Self.currentThread, ordering: .relaxed)
@@ -200,11 +208,16 @@ package final class EventLoop: Sendable {
                 guard let handler = state.withLock({ $0.handlers[token] }) else { continue }
                 handler(readiness)
             }
-            let jobs = state.withLock { state in
-                defer { state.jobs.removeAll() }
-                return state.jobs
+            // The jobs given meanwhile, and those they give (a task's next step, the sends of
+            // this turn), a few rounds at most before the descriptors get their turn again.
+            for _ in 0..<Self.jobRoundsPerTurn {
+                let jobs = state.withLock { state in
+                    defer { state.jobs.removeAll(keepingCapacity: true) }
+                    return state.jobs
+                }
+                if jobs.isEmpty { break }
+                for job in jobs { job() }
             }
-            for job in jobs { job() }
         }
     }
 }
