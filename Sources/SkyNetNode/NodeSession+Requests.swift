@@ -76,7 +76,11 @@ extension NodeSession {
                 return busy("too many requests in flight on this connection")
             }
             guard node.pending.begin() else { return busy(node.stoppingMessage) }
-            state.scans[id] = Task(executorPreference: connection.eventLoop) {
+            // A job that only waits (the built-in scan) runs on the loop that reads the link: it
+            // crosses no thread and its reply leaves with the others of the loop's turn. Any
+            // other may compute, or run the user's code, and would hold the loop's links.
+            let onLoop = node.system.jobs.job(named: task.job)?.waitsOnly == true
+            state.scans[id] = Task(executorPreference: onLoop ? connection.eventLoop : nil) {
                 await self.runScan(id: id, task: task)
                 self.node.pending.end()
             }

@@ -75,6 +75,8 @@ package final class EventLoop: Sendable {
         var handlers: [UInt64: @Sendable (Readiness) -> Void] = [:]
         var lastToken: UInt64 = 0
         var jobs: [@Sendable () -> Void] = []
+        /// Jobs for the loop's next turn (`executeNextTurn`): they run after its next wait.
+        var nextTurn: [@Sendable () -> Void] = []
         var started = false
     }
 
@@ -147,6 +149,13 @@ package final class EventLoop: Sendable {
         if first, !isCurrent { poller.wake() }
     }
 
+    /// Runs `job` on the loop's thread in its next turn: after it has waited for its
+    /// descriptors again and run the handlers of those ready, so that a connection that yields
+    /// lets the others of the loop go first. Call it on the loop's thread.
+    package func executeNextTurn(_ job: @escaping @Sendable () -> Void) {
+        state.withLock { $0.nextTurn.append(job) }
+    }
+
     /// Whether the calling thread is this loop's.
     package var isCurrent: Bool {
         thread.load(ordering: .relaxed) == Self.currentThread
@@ -201,13 +210,17 @@ package final class EventLoop: Sendable {
         var ready: [(token: UInt64, readiness: Readiness)] = []
         while true {
             ready.removeAll(keepingCapacity: true)
-            let jobsWait = state.withLock { $0.jobs.isEmpty }
+            let (jobsWait, carried) = state.withLock { state in
+                defer { state.nextTurn.removeAll(keepingCapacity: true) }
+                return (state.jobs.isEmpty && state.nextTurn.isEmpty, state.nextTurn)
+            }
             poller.wait(into: &ready, blocking: jobsWait)
             for (token, readiness) in ready {
                 // Looked up for each: a handler before it may have cancelled this watch.
                 guard let handler = state.withLock({ $0.handlers[token] }) else { continue }
                 handler(readiness)
             }
+            for job in carried { job() }
             // The jobs given meanwhile, and those they give (a task's next step, the sends of
             // this turn), a few rounds at most before the descriptors get their turn again.
             for _ in 0..<Self.jobRoundsPerTurn {
@@ -364,8 +377,9 @@ private struct Poller: Sendable {
 #endif
 
 /// A loop runs tasks too: a task that prefers it (`Task(executorPreference:)`) runs on the
-/// loop's thread between its handlers, so work that a handler starts and that answers on the
-/// same link crosses no thread.
+/// loop's thread between its handlers, and so does the code of default actors it calls, so
+/// work that a handler starts and that answers on the same link crosses no thread. Only work
+/// that waits belongs there: anything that computes holds every descriptor of the loop.
 extension EventLoop: TaskExecutor {
     package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)

@@ -171,7 +171,7 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
             // This turn's lines are handed out: the rest waits for the loop's next turn.
             leftover = Array(UnsafeRawBufferPointer(rebasing: chunk[start...]))
             isYielding = true
-            loop.execute { [self] in goOnAfterYield() }
+            loop.executeNextTurn { [self] in goOnAfterYield() }
         }
         if connection.pauseReadingIfReplying() {
             isPausedForReplies = true
@@ -231,7 +231,9 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
 
     /// The connection's sender handed the queue to the loop.
     func startSending() {
-        guard !ended else { return }
+        // The loop may have sent the queue already (a close on the loop flushes it) and
+        // another sender taken over since: then this job is not the sender's any more.
+        guard !ended, connection.loopSends.load(ordering: .relaxed) else { return }
         isSending = true
         sendMore()
     }

@@ -8,9 +8,11 @@ import Synchronization
 /// (`LoopReading`); what a loop cannot watch (a regular file as input) by a reader thread of
 /// its own, with blocking reads. Either frames what it reads with a `LineFramer` and hands
 /// each line to a handler. Writes never block the caller: the caller that finds nobody sending
-/// sends (without waiting), also what others queue meanwhile; what the kernel does not take at
-/// once is queued, up to a bound, and sent by the loop when the socket is writable (by a
-/// short-lived flusher thread for pipes); a peer that lets too much
+/// sends (without waiting), also what others queue meanwhile, except on the loop that reads
+/// the connection, which sends a turn's lines together at its end (`sendLater`); what the
+/// kernel does not take at once is queued, up to a bound, and sent by the loop when the socket
+/// (or a pair's output) is writable (by a short-lived flusher thread for an output the loop
+/// cannot watch); a peer that lets too much
 /// queue up fails the connection, unless the sender waits for room (`sendWhenRoom`). With
 /// `Limits.pauseReadingAbove` set, reading stops while the queue is above that mark (back
 /// pressure).
@@ -197,7 +199,7 @@ package final class Connection: Sendable {
         case .refused(let outcome): return outcome
         case .queued: return .sent
         case .owned(let owned):
-            if let reading = loopReading.withLock({ $0 }), reading.sendsOnLoop, reading.loop.isCurrent {
+            if owned.count < Self.sendLaterBelow, let reading = loopReading.withLock({ $0 }), reading.sendsOnLoop, reading.loop.isCurrent {
                 try sendLater(owned, on: reading)
                 return .sent
             }
@@ -219,6 +221,10 @@ package final class Connection: Sendable {
 
     /// Whether lines go through a framing of their own (`frame`) on this connection.
     package var isFramed: Bool { sealing.withLock { $0 != nil } }
+
+    /// Lines this long or longer are sent at once even on the loop: a turn's wait is for
+    /// gathering small replies, and large ones would only hold the queue's room meanwhile.
+    static let sendLaterBelow = 64 * 1024
 
     /// The most bytes one `send` is given from the queue.
     static let sendAtOnce = 256 * 1024
@@ -312,16 +318,17 @@ package final class Connection: Sendable {
     }
 
     /// On the loop that reads the connection (a handler, or a task that prefers the loop), the
-    /// owner queues its bytes and the loop sends them after what it runs now: the replies of
-    /// one turn leave in one system call rather than one each.
+    /// owner puts its bytes first in the queue (lines others sealed since wait behind them) and
+    /// the loop sends them after what it runs now: the replies of one turn leave in one system
+    /// call rather than one each.
     private func sendLater(_ bytes: [UInt8], on reading: LoopReading) throws(Closed) {
         try state.withLock { (state) throws(Closed) in
-            guard case .flushing(var queue) = state else {
+            guard case .flushing(let others) = state else {
                 leaveSending(&state)  // closed since it became the owner
                 throw Closed()
             }
-            state = .open  // drop the state's reference so the queue grows in place
-            queue.append(bytes)
+            var queue = ByteQueue(bytes[...])
+            queue.append(contentsOf: others)
             state = .flushing(queue)
             loopSends.store(true, ordering: .relaxed)
         }

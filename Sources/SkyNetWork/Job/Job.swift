@@ -48,6 +48,13 @@ package protocol Job: Sendable {
     var summary: String { get }
     /// Runs the job for one task and returns its result text.
     func run(_ request: JobRequest) async throws -> String
+    /// Whether `run` only waits and computes next to nothing, running no code of the user's
+    /// in this process: a node may run such a job on the event loop that reads its link.
+    var waitsOnly: Bool { get }
+}
+
+extension Job {
+    package var waitsOnly: Bool { false }
 }
 
 /// A job whose work is a Swift closure; work that computes rather than awaits is handed to a

@@ -89,6 +89,8 @@ public struct JobRegistry: Sendable {
 package struct ScanJob: Job {
     package let api: UnreliableAPI
     package var summary: String { "built-in simulated scan" }
+    /// A timer and a number: it may run on an event loop.
+    package var waitsOnly: Bool { true }
 
     package init(api: UnreliableAPI) {
         self.api = api
