@@ -147,8 +147,8 @@ public final class Node: Sendable {
     ///
     /// `log` is called on the event loops' threads (accepts, connections, and the scans of
     /// jobs that only wait) and on tasks of the cooperative pool: it must return at once and
-    /// never block (no `write` to a pipe or
-    /// terminal that may be full), or one reader that stopped reading stderr stops the node.
+    /// never block (no `write` to a pipe or terminal that may be full), or one reader that
+    /// stopped reading stderr stops the node.
     /// The CLI offers lines to a bounded queue and drops (and counts) what does not fit.
     public static func start(_ options: Options, log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Node {
         try await start(options, clock: DeadlineTimer.shared, log: log)

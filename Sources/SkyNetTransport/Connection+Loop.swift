@@ -231,14 +231,19 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
 
     /// The connection's sender handed the queue to the loop.
     func startSending() {
-        // The loop may have sent the queue already (a close on the loop flushes it) and
-        // another sender taken over since: then this job is not the sender's any more.
-        guard !ended, connection.loopSends.load(ordering: .relaxed) else { return }
+        guard !ended else { return }
         isSending = true
         sendMore()
     }
 
     private func sendMore() {
+        // The loop may have sent the queue already (a close on the loop flushes it) and another
+        // sender taken over since: then a job or a writable socket is not the sender's any more.
+        guard connection.loopSends.load(ordering: .relaxed) else {
+            isSending = false
+            if !ended { updateInterest() }
+            return
+        }
         if let pairOutput, writeWatch == nil, !ended {
             do {
                 writeWatch = try loop.watch(pairOutput, for: .writable) { [self] _ in
