@@ -156,6 +156,9 @@ package final class EventLoop: Sendable {
         state.withLock { $0.nextTurn.append(job) }
     }
 
+    /// Whether jobs wait to run on the loop.
+    package var hasJobs: Bool { state.withLock { !$0.jobs.isEmpty } }
+
     /// Whether the calling thread is this loop's.
     package var isCurrent: Bool {
         thread.load(ordering: .relaxed) == Self.currentThread

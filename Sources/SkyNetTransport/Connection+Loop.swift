@@ -137,9 +137,7 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
             }
             if count == 0 {
                 guard refusal == nil else { return end(.lineTooLong) }
-                // A pipe's end of input is a hang-up: `--stdio` promises to be gone at once.
-                guard stream.isSocket else { return end(.peerClosed) }
-                return endOnceRepliesLeft(until: .now + connection.limits.repliesAfterEnd)
+                return endOnceJobsRan(turns: Self.turnsForJobsAtEnd)
             }
             connection.receivedBytes.add(UInt64(count), ordering: .relaxed)
             if refusal != nil {
@@ -318,6 +316,26 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
         _ = DeadlineTimer.shared.schedule(at: .now + .milliseconds(10)) { [self] in
             loop.execute { [self] in endOnceRepliesLeft(until: deadline) }
         }
+    }
+
+    /// At most this many turns of the loop for its jobs to run at the peer's end.
+    static let turnsForJobsAtEnd = 16
+
+    /// The peer ended its input: the work its last lines started on this loop (a node's scans
+    /// that only wait) answers in the loop's jobs, so the end is decided once the loop has none
+    /// left (for at most `turns` more turns), not in the turn that read it. Then a pipe's end is
+    /// a hang-up (`--stdio` promises to be gone at once), and a socket's waits for its replies.
+    private func endOnceJobsRan(turns: Int) {
+        guard !ended else { return }
+        if !peerEnded {
+            peerEnded = true
+            updateInterest()
+        }
+        if turns > 0, loop.hasJobs {
+            return loop.executeNextTurn { [self] in endOnceJobsRan(turns: turns - 1) }
+        }
+        guard stream.isSocket else { return end(.peerClosed) }
+        endOnceRepliesLeft(until: .now + connection.limits.repliesAfterEnd)
     }
 
     /// Counts `count` bytes dropped; false once the refusal is over.
