@@ -160,6 +160,38 @@ struct NodeStdioTests {
         }
     }
 
+    /// Scans sent just before the end of the node's input (`printf … | skynet node --stdio`) are
+    /// answered before the node ends: a scan of the built-in job runs on the loop that read its
+    /// line, and the end read in the same turn waits for it.
+    @Test func scansSentJustBeforeTheEndOfItsInputAreAnswered() async throws {
+        let toNode = try ChildProcess.makePipe(), fromNode = try ChildProcess.makePipe()
+        defer { close(fromNode.read) }
+        let nodeSide = Connection(stream: try DescriptorPair(reading: toNode.read, writing: fromNode.write), peer: "stdio")
+        let node = Node.serve(nodeSide, options: try options(capacity: 8, hang: Watched(HangState())))
+        var input = #"{"type":"hello","version":1,"name":"coordinator"}"# + "\n"
+        for id in 1...3 {
+            input += #"{"type":"scan","id":\#(id),"task":{"id":"\#(UUID().uuidString)","input":\#(id),"duration":0}}"# + "\n"
+        }
+        let bytes = Array(input.utf8)
+        #expect(write(toNode.write, bytes, bytes.count) == bytes.count)
+        close(toNode.write)
+        // The node closes its output at its end: read to there.
+        let output = try await onOwnThread(named: "test-stdio-end") { () -> String in
+            var text = "", buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(fromNode.read, &buffer, buffer.count)
+                guard count > 0 else { return text }
+                text += String(decoding: buffer[..<count], as: UTF8.self)
+            }
+        }
+        await node.stop(grace: .seconds(1))
+        let results = output.split(separator: "\n").compactMap { line -> Int? in
+            guard let fields = jsonFields(String(line)), fields["type"] as? String == "result" else { return nil }
+            return fields["id"] as? Int
+        }
+        #expect(results.sorted() == [1, 2, 3], "\(output)")
+    }
+
     /// Over stdio the node's log goes to the coordinator's terminal: with `--verbose`, what a
     /// job said (its error, its stderr) is logged with control characters escaped, so a job
     /// cannot write escape sequences to that terminal.
