@@ -124,6 +124,11 @@ package final class Connection: Sendable {
         closed.whenFulfilled { [room] _ in room.ended() }
     }
 
+    /// The loop's reading of the connection when the caller runs on that loop's thread.
+    private var readingHere: LoopReading? {
+        loopReading.withLock { $0 }.flatMap { $0.loop.isCurrent ? $0 : nil }
+    }
+
     /// The event loop that reads the connection, once it has started there.
     package var eventLoop: EventLoop? { loopReading.withLock { $0?.loop } }
 
@@ -199,7 +204,7 @@ package final class Connection: Sendable {
         case .refused(let outcome): return outcome
         case .queued: return .sent
         case .owned(let owned):
-            if owned.count < Self.sendLaterBelow, let reading = loopReading.withLock({ $0 }), reading.sendsOnLoop, reading.loop.isCurrent {
+            if owned.count < Self.sendLaterBelow, let reading = readingHere, reading.sendsOnLoop {
                 try sendLater(owned, on: reading)
                 return .sent
             }
@@ -379,9 +384,7 @@ package final class Connection: Sendable {
     package func close(because reason: CloseReason = .closedLocally) {
         // Lines sent on the loop wait for the end of its turn (`sendLater`): a refusal sent
         // just before the close leaves first, as one sent at once would have.
-        if loopSends.load(ordering: .relaxed), let reading = loopReading.withLock({ $0 }), reading.loop.isCurrent {
-            _ = flush(waiting: false)
-        }
+        if loopSends.load(ordering: .relaxed), readingHere != nil { _ = flush(waiting: false) }
         let closedNow = state.withLock { state -> Bool in
             if case .notStarted = state {
                 // No reader will ever close the descriptor: do it here.

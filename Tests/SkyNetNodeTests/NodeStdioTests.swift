@@ -176,14 +176,7 @@ struct NodeStdioTests {
         #expect(write(toNode.write, bytes, bytes.count) == bytes.count)
         close(toNode.write)
         // The node closes its output at its end: read to there.
-        let output = try await onOwnThread(named: "test-stdio-end") { () -> String in
-            var text = "", buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = read(fromNode.read, &buffer, buffer.count)
-                guard count > 0 else { return text }
-                text += String(decoding: buffer[..<count], as: UTF8.self)
-            }
-        }
+        let output = try await onOwnThread(named: "test-stdio-end") { readText(from: fromNode.read) }
         await node.stop(grace: .seconds(1))
         let results = output.split(separator: "\n").compactMap { line -> Int? in
             guard let fields = jsonFields(String(line)), fields["type"] as? String == "result" else { return nil }

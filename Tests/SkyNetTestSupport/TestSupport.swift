@@ -159,6 +159,19 @@ package func loopbackPair() async throws -> (server: Socket, client: Socket) {
     }
 }
 
+/// Text read from `descriptor`, blocking (on a thread of its own), until it ends with `suffix`,
+/// or (nil) until the end of the input.
+package func readText(from descriptor: Int32, until suffix: String? = nil) -> String {
+    var text = ""
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while suffix.map({ !text.hasSuffix($0) }) ?? true {
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0 else { break }
+        text += String(decoding: buffer[..<count], as: UTF8.self)
+    }
+    return text
+}
+
 /// The names of this process's threads (other tests run beside the caller: count by name).
 package func threadNames() -> [String] {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []

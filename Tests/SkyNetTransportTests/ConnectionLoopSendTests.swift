@@ -33,22 +33,10 @@ struct ConnectionLoopSendTests {
             }
         })
         #expect(write(peer, "handler\ntask\n", 13) == 13)
-        let first = try await onOwnThread(named: "test-loop-send") { Self.read(from: peer, until: "t3\n") }
+        let first = try await onOwnThread(named: "test-loop-send") { readText(from: peer, until: "t3\n") }
         #expect(first == "h1\nh2\nh3\nt1\nt2\nt3\n")
         #expect(write(peer, "close\n", 6) == 6)
-        let last = try await onOwnThread(named: "test-loop-send") { Self.read(from: peer, until: nil) }
+        let last = try await onOwnThread(named: "test-loop-send") { readText(from: peer) }
         #expect(last == "bye\n")
-    }
-
-    /// Reads until the text ends with `suffix`, or (nil) until the end of the input.
-    static func read(from descriptor: Int32, until suffix: String?) -> String {
-        var text = ""
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while suffix.map({ !text.hasSuffix($0) }) ?? true {
-            let count = Glibc.read(descriptor, &buffer, buffer.count)
-            guard count > 0 else { break }
-            text += String(decoding: buffer[..<count], as: UTF8.self)
-        }
-        return text
     }
 }
