@@ -23,6 +23,8 @@ extension Node {
         guard first else { return }
         // New requests are refused from here on: `busy "NAME is draining"`.
         pending.close()
+        // Scans waiting for a slot would wait out the drain: their coordinators run them elsewhere.
+        await system.refuseWaiting(stoppingMessage)
         let sessions = admission.withLock { Array($0.greeted.values) + $0.pending.values.map(\.session) }
         // Sessions in their handshake are told right after their welcome.
         for session in sessions { session.tellDraining(timeout: seconds) }

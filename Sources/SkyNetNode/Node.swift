@@ -178,7 +178,9 @@ public final class Node: Sendable {
         linkKey = options.token.map { LinkKey(token: Array($0.utf8)) }
         files = NodeFiles(node: options.name, parent: options.workDir, probe: options.freeSpace)
         logins = Locked(LoginFailures(backoff: options.loginBackoff))
-        system = LocalSystem(name: options.name, capacity: options.capacity,
+        // As many may wait in line as run: a client that keeps each slot's next scan waiting
+        // here hides its round trip, and a scan waits at most for one slot to free.
+        system = LocalSystem(name: options.name, capacity: options.capacity, queue: options.capacity,
                              jobs: options.jobs.replacingScan(api: UnreliableAPI(failingEvery: options.failingEvery)), clock: clock)
         taskMetrics = TaskMetrics(jobs: system.jobs.names)
     }

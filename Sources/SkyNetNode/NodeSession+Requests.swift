@@ -13,7 +13,9 @@ extension NodeSession {
         switch request {
         case .hello:
             send(WireError.badRequest("already greeted").line)
-        case .scan(let id, let task), .job(let id, let task):
+        case .scan(let id, let task, let wait):
+            startScan(id: id, task: task, waiting: wait.map { .seconds($0) })
+        case .job(let id, let task):
             startScan(id: id, task: task)
         case .transfer(let transfer):
             startTransfer(transfer)
@@ -62,7 +64,9 @@ extension NodeSession {
         }
     }
 
-    private func startScan(id: Int, task: ScanTask) {
+    /// Starts `task` in a task of its own, or answers why not; with `waiting`, a task that finds
+    /// every slot taken waits in line for one for up to that long (`LocalSystem`).
+    private func startScan(id: Int, task: ScanTask, waiting: Duration? = nil) {
         let busy = { (message: String) in
             self.recordTask(job: task.job, outcome: .busy)
             return Reply.failure(id: id, task: task.id, code: .busy, message: message).line
@@ -81,7 +85,7 @@ extension NodeSession {
             // other may compute, or run the user's code, and would hold the loop's links.
             let onLoop = node.system.jobs.job(named: task.job)?.waitsOnly == true
             state.scans[id] = Task(executorPreference: onLoop ? connection.eventLoop : nil) {
-                await self.runScan(id: id, task: task)
+                await self.runScan(id: id, task: task, waiting: waiting)
                 self.node.pending.end()
             }
             return nil
@@ -201,11 +205,11 @@ extension NodeSession {
                            message: "the result is \(line.count) bytes once encoded, over the \(room) of a wire line").line
     }
 
-    private func runScan(id: Int, task: ScanTask) async {
+    private func runScan(id: Int, task: ScanTask, waiting: Duration?) async {
         let started = ContinuousClock.now
         var reply: Reply
         do {
-            let result = try await node.system.run(task)
+            let result = try await node.system.run(task, waiting: waiting)
             reply = .result(id: id, task: task.id, result: result)
         } catch let failure as ScanFailure {
             reply = .failure(id: id, task: task.id, code: failure.code, message: failure.message)

@@ -196,7 +196,7 @@ final class NodeSession: Sendable {
         let framesInClear = handshake == nil && fileVersion >= 2
         // Both ways of version 2 are framed: encrypted, or in clear below.
         pump.use(files.format(framed: true))
-        let welcome = Reply.welcome(version: version, name: node.options.name, capacity: node.system.capacity,
+        let welcome = Reply.welcome(version: version, name: node.options.name, capacity: node.system.capacity, queue: node.system.queue,
                                     jobs: node.system.jobs.summaries, idle: node.options.idleTimeout.seconds,
                                     files: node.offersFiles ? files : nil,
                                     actors: node.options.actors.map { ActorOffer(system: $0.name, build: $0.registry.build) }).line

@@ -12,16 +12,20 @@ package struct Reservation: Sendable {
 package struct SlotUse: Sendable, Equatable {
     package let name: String
     package let capacity: Int
+    /// Tasks running there (sent to it, as far as this coordinator knows): at most `capacity`.
     package let inFlight: Int
+    /// Tasks sent to it beyond its capacity, waiting in line at the node for a slot.
+    package let waiting: Int
     /// Held back from new work until it answers a ping.
     package let suspended: Bool
     /// Given no new work: it drains.
     package let draining: Bool
 
-    package init(name: String, capacity: Int, inFlight: Int, suspended: Bool, draining: Bool = false) {
+    package init(name: String, capacity: Int, inFlight: Int, waiting: Int = 0, suspended: Bool, draining: Bool = false) {
         self.name = name
         self.capacity = capacity
         self.inFlight = inFlight
+        self.waiting = waiting
         self.suspended = suspended
         self.draining = draining
     }
@@ -30,7 +34,8 @@ package struct SlotUse: Sendable, Equatable {
 /// The registry of systems a coordinator hands work to: its local system first, then peers.
 ///
 /// It owns the slot counts, so checking for a free slot and taking it is one synchronous
-/// step. Callers that find no free slot wait in line and are woken when one frees or a system
+/// step. A peer whose node holds a line of waiting scans (`queue`) is also given up to that
+/// many more, each its slot's next task, but only when no system has a slot free. Callers that find no free slot wait in line and are woken when one frees or a system
 /// joins; nobody polls.
 public actor Systems {
     /// The name of a coordinator's own system, which a report lists first.
@@ -40,12 +45,15 @@ public actor Systems {
         let id: UInt64
         let system: any ScanSystem
         var capacity: Int
+        /// How many more than `capacity` it takes, to wait in line at the node.
+        var queue: Int
         var inFlight = 0
         /// A peer that stopped answering gets no new work until it answers again.
         var suspended = false
         /// A peer that said it drains (it is stopping) gets no new work, for good.
         var draining = false
         var isFree: Bool { !suspended && !draining && inFlight < capacity }
+        var hasRoomInLine: Bool { !suspended && !draining && inFlight < capacity + queue }
     }
 
     private struct Waiter {
@@ -64,6 +72,8 @@ public actor Systems {
     private var positionByID: [UInt64: Int] = [:]
     private var positionByName: [String: Int] = [:]
     private var offerable = BitSet()
+    /// Which entries may take a task to wait in line at their node now.
+    private var lineOfferable = BitSet()
     private var waiters: [Waiter] = []
     /// Callers of `idle(named:)`, each waiting for its system to have no slot reserved.
     private var idleWaiters: [(id: UInt64, name: String, continuation: CheckedContinuation<Void, Never>)] = []
@@ -92,7 +102,8 @@ public actor Systems {
     /// Every system's slots right now, in order: what a live view shows.
     package var slotUse: [SlotUse] {
         entries.map {
-            SlotUse(name: $0.system.name, capacity: $0.capacity, inFlight: $0.inFlight, suspended: $0.suspended,
+            SlotUse(name: $0.system.name, capacity: $0.capacity, inFlight: min($0.inFlight, $0.capacity),
+                    waiting: max(0, $0.inFlight - $0.capacity), suspended: $0.suspended,
                     draining: $0.draining || leaving.contains($0.system.name))
         }
     }
@@ -105,12 +116,17 @@ public actor Systems {
     /// The slots of the local systems together.
     package var localCapacity: Int { entries.prefix(localCount).reduce(0) { $0 + $1.capacity } }
 
-    /// Adds a system with `capacity` slots; one with the same name is replaced in place (or,
-    /// when one is local and the other not, where the new one's kind goes).
+    /// Adds a system with `capacity` slots, and `queue` tasks more that wait in line at it; one
+    /// with the same name is replaced in place (or, when one is local and the other not, where
+    /// the new one's kind goes).
     /// Local systems go before peers. A peer that said it drains before it was added (a node
     /// stopping when it welcomed us) is added `draining`, in the same step: it is never offered work.
     public func add(_ system: any ScanSystem, capacity: Int, draining: Bool = false) {
-        let entry = Entry(id: nextID(), system: system, capacity: max(0, capacity), draining: draining)
+        add(system, capacity: capacity, queue: 0, draining: draining)
+    }
+
+    package func add(_ system: any ScanSystem, capacity: Int, queue: Int, draining: Bool = false) {
+        let entry = Entry(id: nextID(), system: system, capacity: max(0, capacity), queue: max(0, queue), draining: draining)
         if capacity > 0 { joinedNames.insert(system.name) }
         if let index = positionByName[system.name], entries[index].system.isLocal != system.isLocal {
             // Of the other kind: it moves to where its kind goes.
@@ -219,7 +235,7 @@ public actor Systems {
 
     /// Reserves a slot at once, or returns nil when no system (local: no local system) has one.
     package func tryReserve(localOnly: Bool = false) -> Reservation? {
-        guard let index = offerable.first(below: localOnly ? localCount : entries.count) else { return nil }
+        guard let index = firstOffer(localOnly: localOnly) else { return nil }
         entries[index].inFlight += 1
         refresh(at: index)
         let entry = entries[index]
@@ -276,7 +292,7 @@ public actor Systems {
     private func serveWaiters() {
         for localPass in [true, false] {
             var index = 0
-            while index < waiters.count, offerable.first(below: localPass ? localCount : entries.count) != nil {
+            while index < waiters.count, firstOffer(localOnly: localPass) != nil {
                 let waiter = waiters[index]
                 if waiter.localOnly == localPass, let reservation = tryReserve(localOnly: waiter.localOnly) {
                     waiters.remove(at: index)
@@ -286,6 +302,13 @@ public actor Systems {
                 }
             }
         }
+    }
+
+    /// The first system, in order, with a slot free; when none has, the first with room in its
+    /// node's line (never for `localOnly`: a local system runs what it takes at once).
+    private func firstOffer(localOnly: Bool) -> Int? {
+        if localOnly { return offerable.first(below: localCount) }
+        return offerable.first(below: entries.count) ?? lineOfferable.first(below: entries.count)
     }
 
     /// Removes the entry at `index`, its slots released into nothing.
@@ -306,12 +329,16 @@ public actor Systems {
             refresh(at: position)
         }
         offerable.clear(from: entries.count)
+        lineOfferable.clear(from: entries.count)
     }
 
-    /// Whether the entry at `index` is offered work now: a free slot, and not leaving.
+    /// Whether the entry at `index` is offered work now (a free slot, or room in its node's
+    /// line), and not leaving.
     private func refresh(at index: Int) {
         let entry = entries[index]
-        offerable.set(index, entry.isFree && (leaving.isEmpty || !leaving.contains(entry.system.name)))
+        let staying = leaving.isEmpty || !leaving.contains(entry.system.name)
+        offerable.set(index, entry.isFree && staying)
+        lineOfferable.set(index, entry.queue > 0 && entry.hasRoomInLine && staying)
     }
 
     private func nextID() -> UInt64 {

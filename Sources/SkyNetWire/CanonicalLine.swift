@@ -26,7 +26,8 @@ enum CanonicalLine {
     }
 
     /// `{"type":"scan","id":N,"task":{"id":"UUID","input":N,"duration":D}}`, with or without
-    /// a `"timeout":T` after the duration, and a duration and timeout the protocol accepts.
+    /// a `"timeout":T` after the duration and a `"wait":W` after the task, each a number the
+    /// protocol accepts.
     static func scan(_ line: Data) -> Request? {
         exact(line) { reader, bytes -> Request? in
             guard reader.literal(#"{"type":"scan","id":"#), let id = reader.integer(),
@@ -40,8 +41,14 @@ enum CanonicalLine {
                 guard let value = reader.number(), ScanTask.isValidTimeout(value) else { return nil }
                 timeout = value
             }
-            guard reader.literal("}}"), reader.atEnd else { return nil }
-            let request = Request.scan(id: id, task: ScanTask(id: taskID, input: input, duration: duration, timeout: timeout))
+            guard reader.literal("}") else { return nil }
+            var wait: Double?
+            if reader.literal(#","wait":"#) {
+                guard let value = reader.number(), ScanTask.isValidTimeout(value) else { return nil }
+                wait = value
+            }
+            guard reader.literal("}"), reader.atEnd else { return nil }
+            let request = Request.scan(id: id, task: ScanTask(id: taskID, input: input, duration: duration, timeout: timeout), wait: wait)
             return writes(request.line, as: bytes) ? request : nil
         }
     }

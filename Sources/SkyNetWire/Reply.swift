@@ -36,7 +36,7 @@ package enum Reply: Sendable, Equatable {
     /// `files`: what the node offers for files; nil from a node that takes none.
     ///
     /// `actors`: the system of the distributed actors the node hosts; nil from one that hosts none.
-    case welcome(version: Int, name: String, capacity: Int, jobs: [String: String]?, idle: Double? = nil, files: FileSupport? = nil,
+    case welcome(version: Int, name: String, capacity: Int, queue: Int = 0, jobs: [String: String]?, idle: Double? = nil, files: FileSupport? = nil,
                  actors: ActorOffer? = nil)
     /// A node's answer to a hello with a Noise handshake: the handshake's second message, which
     /// carries the welcome. Every later message in both directions is an encrypted frame.
@@ -87,11 +87,12 @@ package enum Reply: Sendable, Equatable {
     /// The line to send.
     package var line: [UInt8] {
         switch self {
-        case .welcome(let version, let name, let capacity, let jobs, let idle, let files, let actors):
+        case .welcome(let version, let name, let capacity, let queue, let jobs, let idle, let files, let actors):
             var json = JSONLine(type: "welcome")
             json.add("version", version)
             json.add("name", name)
             json.add("capacity", capacity)
+            if queue > 0 { json.add("queue", queue) }
             if let jobs {
                 var list = JSONLine()
                 for (name, summary) in jobs.sorted(by: { $0.key < $1.key }) { list.add(name, summary) }
@@ -192,7 +193,9 @@ package enum Reply: Sendable, Equatable {
         switch try fields.type() {
         case "welcome":
             return .welcome(version: try fields.int("version"), name: try fields.string("name"),
-                            capacity: try fields.int("capacity", in: 0...Int.max), jobs: try fields.jobs(),
+                            capacity: try fields.int("capacity", in: 0...Int.max),
+                            queue: fields.fields["queue"] == nil || fields.fields["queue"] == .null ? 0 : try fields.int("queue", in: 0...Int.max),
+                            jobs: try fields.jobs(),
                             idle: try fields.optionalNumber("idle").flatMap { $0.isFinite && $0 > 0 ? min($0, maxIdleSeconds) : nil },
                             files: try fields.fileSupport(), actors: try fields.actorOffer())
         case "handshake":

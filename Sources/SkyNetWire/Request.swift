@@ -17,7 +17,9 @@ package enum Request: Sendable, Equatable {
     /// guarantees integrity (`FileSupport`).
     case hello(version: Int, name: String, noise: [UInt8]? = nil, actors: String? = nil, files: Int? = nil, offersOldToken: Bool = false)
     /// A task of the built-in scan (protocol v1; a deadline rides along as `task.timeout`).
-    case scan(id: Int, task: ScanTask)
+    /// `wait`: seconds it may wait in line at a node whose slots are all taken, when the
+    /// node's welcome offers a `queue` (absent: it is `busy` at once, as in v1).
+    case scan(id: Int, task: ScanTask, wait: Double? = nil)
     /// A task of a named job other than `scan`. A v1 node answers `unknown-type`: it can never
     /// mistake it for a scan and run different work.
     case job(id: Int, task: ScanTask)
@@ -68,7 +70,7 @@ package enum Request: Sendable, Equatable {
             if let actors { json.add("actors", actors) }
             if let files { json.add("files", files) }
             return json.line
-        case .scan(let id, let task):
+        case .scan(let id, let task, let wait):
             var body = JSONLine()
             body.add("id", task.id.wireText)
             body.add("input", task.input)
@@ -76,6 +78,7 @@ package enum Request: Sendable, Equatable {
             if let timeout = task.timeout { body.add("timeout", timeout) }
             var json = JSONLine(type: "scan", id: id)
             json.add("task", object: body)
+            if let wait { json.add("wait", wait) }
             return json.line
         case .job(let id, let task):
             var body = JSONLine()
@@ -138,7 +141,7 @@ package enum Request: Sendable, Equatable {
             return .hello(version: version, name: name, noise: noise, actors: actors, files: files, offersOldToken: fields.offersOldToken)
         case "scan":
             let id = try fields.requestID()
-            return .scan(id: id, task: try fields.task(id: id))
+            return .scan(id: id, task: try fields.task(id: id), wait: try fields.wait(id: id))
         case "job":
             let id = try fields.requestID()
             return .job(id: id, task: try fields.jobTask(id: id))

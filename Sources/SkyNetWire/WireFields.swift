@@ -161,6 +161,15 @@ package struct WireFields {
                         job: job, text: text, timeout: try task.timeout(id: requestID))
     }
 
+    /// A scan's optional `wait`: seconds, above 0 and at most a week, as a timeout.
+    func wait(id requestID: Int) throws(WireError) -> Double? {
+        guard let wait = try optionalNumber("wait") else { return nil }
+        guard ScanTask.isValidTimeout(wait) else {
+            throw .badRequest("\"wait\" \(wait) is outside 0...\(Int(ScanTask.maxTimeout)) seconds (above 0)", id: requestID)
+        }
+        return wait
+    }
+
     /// A task's optional `timeout`: seconds, above 0 and at most a week.
     private func timeout(id requestID: Int) throws(WireError) -> Double? {
         guard let timeout = try optionalNumber("timeout") else { return nil }

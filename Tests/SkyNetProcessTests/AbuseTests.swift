@@ -71,7 +71,7 @@ extension ProcessTests {
                     // The decoder is the oracle only for whether a reply is due; scans it would
                     // accept with a long duration are left out so the node never waits on them.
                     let request = try? Request.decode(Data(line))
-                    if case .scan(_, let task)? = request, task.duration > 0.01 { continue }
+                    if case .scan(_, let task, _)? = request, task.duration > 0.01 { continue }
                     var bytes = line + [10]
                     while !bytes.isEmpty {
                         let piece = Int.random(in: 1...bytes.count, using: &fuzz.random)

@@ -59,7 +59,9 @@ extension ProcessTests {
                 #expect(run.completions.map(\.input).sorted() == Array(0..<80))
                 let timeouts = run.reruns.filter { $0.hasSuffix("Failed with: The operation timed out.") }
                 #expect(timeouts.count >= 1)
-                #expect(timeouts.count <= 4)  // only what was in flight when it stopped: no new work was sent
+                // Only what was in flight when it stopped (its 4 slots and the 4 waiting in its
+                // line): no new work was sent.
+                #expect(timeouts.count <= 8)
                 let lines = run.lines
                 let unresponsive = try #require(lines.firstIndex(of: "[Cluster] Unresponsive: beta"))
                 let responsive = try #require(lines.firstIndex(of: "[Cluster] Responsive: beta"))

@@ -49,6 +49,30 @@ struct SystemsTests {
         #expect(names == ["local", "local", "beta", "beta"])
     }
 
+    @Test func aPeersLineIsOfferedOnlyWhenNoSystemHasASlotFree() async throws {
+        let systems = Systems()
+        await systems.add(LocalSystem(name: "local", capacity: 1), capacity: 1)
+        await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 1, queue: 2)
+        await systems.add(AlwaysFailingSystem(name: "gamma", isLocal: false), capacity: 1)
+        var taken: [Reservation] = []
+        while let reservation = await systems.tryReserve() { taken.append(reservation) }
+        // Every slot first, in order; then beta's line, up to its length.
+        #expect(taken.map(\.name) == ["local", "beta", "gamma", "beta", "beta"])
+        #expect(await systems.tryReserve(localOnly: true) == nil)
+        let beta = await systems.slotUse.first { $0.name == "beta" }
+        #expect(beta == SlotUse(name: "beta", capacity: 1, inFlight: 1, waiting: 2, suspended: false))
+        // A slot that frees is offered before the line that has room again.
+        await systems.release(taken[4])
+        await systems.release(taken[2])
+        #expect(await systems.tryReserve()?.name == "gamma")
+        #expect(await systems.tryReserve()?.name == "beta")
+        // A suspended peer's line takes nothing either.
+        await systems.release(taken[3])
+        await systems.setSuspended(true, named: "beta")
+        #expect(await systems.tryReserve() == nil)
+        #expect(await systems.highWater["beta"] == 3)
+    }
+
     @Test func aWaiterIsWokenWhenASlotFrees() async throws {
         let systems = await makeSystems(local: 1)
         let held = try #require(await systems.tryReserve())

@@ -101,7 +101,7 @@ package final class FakeNode: Sendable {
         case .hello:
             let jobs = [JobRegistry.scan: "built-in simulated scan", "slow": "sleep 3600"]
             try? connection.send(Reply.welcome(version: 1, name: "beta", capacity: 4, jobs: jobs).line)
-        case .scan(let id, let task), .job(let id, let task):
+        case .scan(let id, let task, _), .job(let id, let task):
             let isJob = if case .job = request { true } else { false }
             state.update { state in
                 state.held.append(Held(connection: connection, id: id, task: task, isJob: isJob))

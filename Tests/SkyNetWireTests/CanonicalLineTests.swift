@@ -34,11 +34,14 @@ struct CanonicalLineTests {
     @Test func everyScanOurEncoderWritesIsReadAsTheGeneralDecoderReadsIt() throws {
         for duration in [0, 0.01, 1, 1.5, 3600, 1e-5, 0.1 + 0.2] {
             for timeout in [nil, 0.5, 30, 604_800] as [Double?] {
-                for input in [0, -1, 12345, Int.max] {
-                    let request = Request.scan(id: 9, task: ScanTask(input: input, duration: duration, timeout: timeout))
-                    let line = Data(request.line.dropLast())
-                    #expect(try Request.decode(line) == request)
-                    #expect(CanonicalLine.scan(line) == request, "\(duration) \(String(describing: timeout)) \(input)")
+                for wait in [nil, 0.25, 5, 604_800] as [Double?] {
+                    for input in [0, -1, 12345, Int.max] {
+                        let request = Request.scan(id: 9, task: ScanTask(input: input, duration: duration, timeout: timeout), wait: wait)
+                        let line = Data(request.line.dropLast())
+                        #expect(try Request.decode(line) == request)
+                        #expect(CanonicalLine.scan(line) == request,
+                                "\(duration) \(String(describing: timeout)) \(String(describing: wait)) \(input)")
+                    }
                 }
             }
         }

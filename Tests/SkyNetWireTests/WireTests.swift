@@ -23,6 +23,8 @@ struct WireTests {
             .scan(id: 8, task: ScanTask(id: task.id, input: 3, duration: 0.5, timeout: 2.5)),
             .job(id: 9, task: ScanTask(id: task.id, input: 4, duration: 0, job: "sum", text: "a b\n'c'", timeout: 30)),
             .job(id: 10, task: ScanTask(id: task.id, input: -1, duration: 0, job: "x.y_z-1", text: "")),
+            .scan(id: 11, task: ScanTask(id: task.id, input: 2, duration: 0.01), wait: 5),
+            .scan(id: 12, task: ScanTask(id: task.id, input: 2, duration: 0.01, timeout: 3), wait: 0.25),
         ]
         for request in requests {
             let line = request.line
@@ -37,6 +39,7 @@ struct WireTests {
             .welcome(version: 1, name: "beta", capacity: 4, jobs: nil),
             .welcome(version: 1, name: "beta", capacity: 4, jobs: ["scan": "built-in simulated scan", "sum": "sha256sum {}"]),
             .welcome(version: 1, name: "beta", capacity: 4, jobs: nil, idle: 2.5),
+            .welcome(version: 2, name: "beta", capacity: 4, queue: 4, jobs: nil),
             .result(id: 1, task: UUID(), result: "3"),
             .failure(id: 2, task: UUID(), code: "task-failed", message: "UnreliableAPI.action(failingEvery:) failed."),
             .pong(id: 3, Pong(name: "b", running: 2, capacity: 4, completed: 120, failed: 3)),
@@ -44,6 +47,16 @@ struct WireTests {
         ]
         for reply in replies {
             #expect(try Reply.decode(Data(reply.line.dropLast())) == reply)
+        }
+    }
+
+    @Test func aWelcomesQueueIsAWholeNumberNotBelowZeroAndAbsentIsNone() throws {
+        let plain = try Reply.decode(Data(#"{"type":"welcome","version":2,"name":"b","capacity":4}"#.utf8))
+        #expect(plain == .welcome(version: 2, name: "b", capacity: 4, queue: 0, jobs: nil))
+        for bad in ["-1", #""4""#, "1.5", "true"] {
+            #expect(throws: WireError.self, "\(bad)") {
+                try Reply.decode(Data(#"{"type":"welcome","version":2,"name":"b","capacity":4,"queue":\#(bad)}"#.utf8))
+            }
         }
     }
 
@@ -63,7 +76,7 @@ struct WireTests {
 
     @Test func durationDefaultsToOneSecond() throws {
         let request = try decode(#"{"type":"scan","id":1,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":3}}"#)
-        guard case .scan(_, let task) = request else { Issue.record("not a scan"); return }
+        guard case .scan(_, let task, _) = request else { Issue.record("not a scan"); return }
         #expect(task.duration == 1.0)
         #expect(task.input == 3)
     }
@@ -90,6 +103,11 @@ struct WireTests {
         (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1,"duration":3600.5}}"#, "bad-request", 5),
         (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1,"duration":"1"}}"#, "bad-request", 5),
         (#"{"type":"scan","id":5}"#, "bad-request", 5),
+        // A wait must be a number of seconds above 0 and at most a week.
+        (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1},"wait":0}"#, "bad-request", 5),
+        (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1},"wait":-2}"#, "bad-request", 5),
+        (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1},"wait":604801}"#, "bad-request", 5),
+        (#"{"type":"scan","id":5,"task":{"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","input":1},"wait":"5"}"#, "bad-request", 5),
         (#"{"type":"launch","id":6}"#, "unknown-type", 6),
         (#"{"type":"ping","id":1} trailing"#, "bad-request", nil),
         // An out-of-range number in any field keeps the id readable.

@@ -77,18 +77,18 @@ final class Handshake: Sendable {
             guard let payload = try? noise.readMessage(message), let ciphers = try? noise.split() else {
                 return finish(.failure(PeerUnauthenticated(peer: name, reason: "it does not know the token")))
             }
-            guard case .welcome(let version, let name, let capacity, let jobs, let idle, let files, let actors)? = try? Reply.decode(Data(payload)) else {
+            guard case .welcome(let version, let name, let capacity, let queue, let jobs, let idle, let files, let actors)? = try? Reply.decode(Data(payload)) else {
                 return finish(.failure(WireError.badRequest("the handshake must carry a welcome")))
             }
             if let refusal = refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
             connection.encrypt(with: ciphers)
-            finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle, files: files, actors: actors)))
-        case .success(.welcome(let version, let name, let capacity, let jobs, let idle, let files, let actors)):
+            finish(.success(.init(name: name, capacity: capacity, queue: queue, jobs: jobs, idleSeconds: idle, files: files, actors: actors)))
+        case .success(.welcome(let version, let name, let capacity, let queue, let jobs, let idle, let files, let actors)):
             guard noise == nil else { return finish(.failure(PeerUnauthenticated(peer: self.name, reason: "it does not know the token"))) }
             if let refusal = refusal(version: version, capacity: capacity) { return finish(.failure(refusal)) }
             // Files version 2 without a handshake (a node over ssh): frames from here on.
             if let files, files.version >= 2 { connection.frameInClear() }
-            finish(.success(.init(name: name, capacity: capacity, jobs: jobs, idleSeconds: idle, files: files, actors: actors)))
+            finish(.success(.init(name: name, capacity: capacity, queue: queue, jobs: jobs, idleSeconds: idle, files: files, actors: actors)))
         case .success(.error(let error as any Error)):
             finish(.failure(error))
         case .failure(let error):

@@ -25,6 +25,8 @@ package final class PeerConnection: Sendable {
     package struct Welcome: Sendable {
         package let name: String
         package let capacity: Int
+        /// How many scans that may wait the node holds in line for a slot (0: none).
+        package let queue: Int
         /// The jobs the node runs, each with its summary (its command, or a label). A v1 node
         /// does not say: it runs the built-in scan only.
         package let jobs: [String: String]
@@ -36,10 +38,11 @@ package final class PeerConnection: Sendable {
         /// The system of the distributed actors the node hosts; nil: it hosts none.
         package let actors: ActorOffer?
 
-        package init(name: String, capacity: Int, jobs: [String: String]?, idleSeconds: Double? = nil, files: FileSupport? = nil,
-                     actors: ActorOffer? = nil) {
+        package init(name: String, capacity: Int, queue: Int = 0, jobs: [String: String]?, idleSeconds: Double? = nil,
+                     files: FileSupport? = nil, actors: ActorOffer? = nil) {
             self.name = name
             self.capacity = capacity
+            self.queue = queue
             self.jobs = jobs ?? [JobRegistry.scan: "built-in simulated scan"]
             self.idleSeconds = idleSeconds
             self.files = files

@@ -4,6 +4,7 @@ import SkyNetRuntime
 import SkyNetSSH
 import SkyNetScheduler
 import SkyNetWire
+import SkyNetWork
 
 /// The link to one peer, as a state machine: it dials, admits what answered (the job, files),
 /// serves tasks until the connection closes, and waits before dialling again, until cancelled.
@@ -172,11 +173,17 @@ struct PeerLink {
         let systems = context.systems, name = node.name, log = context.log
         let slots = min(capacity, peer.welcome.capacity)
         let transfer = settings.transfer.map { TransferContext(spec: $0, records: settings.returnRecords, roots: settings.returnRoots) }
-        let remote = RemoteSystem(name: name, peer: peer, timeout: settings.timeout, transfer: transfer) { responsive in
+        // Tasks wait in line at the node only when they are the built-in scan's (short and
+        // bounded: a slot's next one waits for one task at most) and this scan may use all the
+        // node's slots (a smaller capacity here caps what runs there); at most one a slot.
+        let waits = settings.job == JobRegistry.scan && transfer == nil && slots == peer.welcome.capacity
+        let queue = waits ? min(peer.welcome.queue, slots) : 0
+        let remote = RemoteSystem(name: name, peer: peer, timeout: settings.timeout, transfer: transfer,
+                                  waitsInLine: queue > 0) { responsive in
             await systems.setSuspended(!responsive, named: name)
             await log(responsive ? .responsive(name) : .unresponsive(name))
         }
-        await systems.add(remote, capacity: slots, draining: peer.isDraining)
+        await systems.add(remote, capacity: slots, queue: queue, draining: peer.isDraining)
         let actorLink = peer.welcome.actors.flatMap { offer in
             settings.actors.map { actors in
                 peer.serveCalls(of: actors)

@@ -12,6 +12,10 @@ import SkyNetWork
 /// liveness is decided by pings on the link while such work is in flight: a peer that answers
 /// no ping within `timeout` has every pending task failed at once (`PeerUnresponsive`).
 ///
+/// A peer whose node holds a line (`waitsInLine`) is sent each slot's next scan before the
+/// slot frees: the scan may wait there for up to `timeout`, and its request is bounded by
+/// twice that (its wait, then its run).
+///
 /// A small circuit breaker: after a timeout or a missed ping the peer counts as unresponsive
 /// (`onHealth(false)`: the registry holds back new work) and is pinged until it answers
 /// (`onHealth(true)`). Every bound and rest is kept on the peer's clock (`PeerConnection.clock`).
@@ -26,6 +30,8 @@ package actor RemoteSystem: ScanSystem {
     package nonisolated let deadlineMargin: Duration
     /// The scan's files: with it, each task is a `transfer` request.
     package nonisolated let transfer: TransferContext?
+    /// Whether its scans may wait in line at the node (its welcome offered a `queue`).
+    package nonisolated let waitsInLine: Bool
     private let onHealth: @Sendable (_ responsive: Bool) async -> Void
     private var probing = false
 
@@ -33,9 +39,10 @@ package actor RemoteSystem: ScanSystem {
     package static let defaultDeadlineMargin: Duration = .seconds(10)
 
     package init(name: String, peer: PeerConnection, timeout: Duration,
-                deadlineMargin: Duration = defaultDeadlineMargin, transfer: TransferContext? = nil,
+                deadlineMargin: Duration = defaultDeadlineMargin, transfer: TransferContext? = nil, waitsInLine: Bool = false,
                 onHealth: @escaping @Sendable (_ responsive: Bool) async -> Void = { _ in }) {
         self.transfer = transfer
+        self.waitsInLine = waitsInLine
         self.name = name
         self.peer = peer
         self.timeout = timeout
@@ -69,7 +76,9 @@ package actor RemoteSystem: ScanSystem {
         let id = peer.nextID()
         let reply: Reply
         do {
-            if task.isScan {
+            if task.isScan, waitsInLine {
+                reply = try await peer.request(id: id, .scan(id: id, task: task, wait: timeout.seconds), timeout: timeout * 2)
+            } else if task.isScan {
                 reply = try await peer.request(id: id, .scan(id: id, task: task), timeout: timeout)
             } else {
                 reply = try await peer.request(id: id, .run(id: id, task: task), timeout: bound(of: task), liveness: timeout)

@@ -34,7 +34,7 @@ struct HostileWelcomeTests {
                     guard case .line(let line) = event, let request = try? Request.decode(line) else { return }
                     switch request {
                     case .hello: try? connection.send(welcome)
-                    case .scan(let id, let task): try? connection.send(answer(id, task.id).line)
+                    case .scan(let id, let task, _): try? connection.send(answer(id, task.id).line)
                     default: break
                     }
                 })

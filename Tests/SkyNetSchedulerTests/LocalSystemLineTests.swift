@@ -1,0 +1,133 @@
+@testable import SkyNetRuntime
+@testable import SkyNetScheduler
+import SkyNetTestSupport
+@testable import SkyNetWork
+import Testing
+
+/// `LocalSystem`'s line: a task allowed to wait for a slot waits, first come first served, up to
+/// the line's length; it leaves the line when cancelled, after its wait, or when refused.
+@Suite(.timeLimit(.minutes(3)))
+struct LocalSystemLineTests {
+    /// A system of `capacity` slots and a line of `queue`, whose `hold` job runs until its
+    /// sector's gate opens and returns the sector.
+    final class Held: Sendable {
+        let gates = Locked<[Int: AsyncSignal<Void>]>([:])
+        let order = Locked<[Int]>([])
+        let system: LocalSystem
+
+        init(capacity: Int, queue: Int) throws {
+            var jobs = JobRegistry(api: UnreliableAPI(failingEvery: 0))
+            let gates = self.gates, order = self.order
+            try jobs.register("hold") { request in
+                order.withLock { $0.append(request.sector) }
+                await Self.gate(request.sector, in: gates).value
+                return String(request.sector)
+            }
+            system = LocalSystem(name: "alpha", capacity: capacity, queue: queue, jobs: jobs, clock: DeadlineTimer.shared)
+        }
+
+        static func gate(_ sector: Int, in gates: Locked<[Int: AsyncSignal<Void>]>) -> AsyncSignal<Void> {
+            gates.withLock { gates in
+                if let gate = gates[sector] { return gate }
+                let gate = AsyncSignal<Void>()
+                gates[sector] = gate
+                return gate
+            }
+        }
+
+        func open(_ sector: Int) {
+            Self.gate(sector, in: gates).fulfil(())
+        }
+
+        func run(_ sector: Int, waiting: Duration? = .seconds(60)) -> Task<String, any Error> {
+            Task { try await system.run(ScanTask(input: sector, job: "hold", text: ""), waiting: waiting) }
+        }
+
+        var started: [Int] { order.withLock { $0 } }
+    }
+
+    @Test func aWaitingTaskStartsInTheSlotThatFreesInTheOrderItCame() async throws {
+        let held = try Held(capacity: 1, queue: 2)
+        let first = held.run(1)
+        try await awaitState { held.started == [1] }
+        let second = held.run(2)
+        try await awaitState { await held.system.waitingCount == 1 }
+        let third = held.run(3)
+        try await awaitState { await held.system.waitingCount == 2 }
+        // The line is full: a fourth is busy at once, and one that may not wait is too.
+        await #expect(throws: ScanFailure.busy("alpha", capacity: 1)) { try await held.run(4).value }
+        await #expect(throws: ScanFailure.busy("alpha", capacity: 1)) { try await held.run(5, waiting: nil).value }
+        #expect(held.system.counters.running == 1)
+
+        held.open(1)
+        #expect(try await first.value == "1")
+        try await awaitState { held.started == [1, 2] }
+        // Handed over: still one running, never two, never none counted.
+        #expect(held.system.counters.running == 1)
+        held.open(3)  // the third's gate opens before it starts: it still waits its turn
+        held.open(2)
+        #expect(try await second.value == "2")
+        #expect(try await third.value == "3")
+        #expect(held.started == [1, 2, 3])
+        #expect(held.system.counters == SystemCounters(running: 0, completed: 3, failed: 0))
+        #expect(await held.system.highWater == 1)
+    }
+
+    @Test func aCancelledWaiterLeavesTheLineAndTheSlotGoesToTheNext() async throws {
+        let held = try Held(capacity: 1, queue: 2)
+        let first = held.run(1)
+        try await awaitState { held.started == [1] }
+        let second = held.run(2)
+        try await awaitState { await held.system.waitingCount == 1 }
+        let third = held.run(3)
+        try await awaitState { await held.system.waitingCount == 2 }
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await second.value }
+        try await awaitState { await held.system.waitingCount == 1 }
+        held.open(1)
+        held.open(3)
+        #expect(try await first.value == "1")
+        #expect(try await third.value == "3")
+        #expect(held.started == [1, 3])
+        #expect(held.system.counters.running == 0)
+    }
+
+    @Test func aTaskThatWaitsPastItsBoundIsBusyAndNeverRuns() async throws {
+        let held = try Held(capacity: 1, queue: 1)
+        let first = held.run(1)
+        try await awaitState { held.started == [1] }
+        let late = held.run(2, waiting: .milliseconds(100))
+        await #expect(throws: ScanFailure(code: .busy, message: "alpha had no free slot within 0.1 s (all 1 busy)")) {
+            try await late.value
+        }
+        #expect(await held.system.waitingCount == 0)
+        held.open(1)
+        #expect(try await first.value == "1")
+        #expect(held.started == [1])
+        #expect(held.system.counters.running == 0)
+    }
+
+    @Test func refusingTheLineAnswersEveryWaiterBusyAndLeavesTheRunningAlone() async throws {
+        let held = try Held(capacity: 1, queue: 2)
+        let first = held.run(1)
+        try await awaitState { held.started == [1] }
+        let waiters = [held.run(2), held.run(3)]
+        try await awaitState { await held.system.waitingCount == 2 }
+        await held.system.refuseWaiting("alpha is draining")
+        for waiter in waiters {
+            await #expect(throws: ScanFailure(code: .busy, message: "alpha is draining")) { try await waiter.value }
+        }
+        held.open(1)
+        #expect(try await first.value == "1")
+        #expect(held.started == [1])
+    }
+
+    @Test func withoutALineEveryTaskBeyondTheCapacityIsBusy() async throws {
+        let held = try Held(capacity: 1, queue: 0)
+        let first = held.run(1)
+        try await awaitState { held.started == [1] }
+        await #expect(throws: ScanFailure.busy("alpha", capacity: 1)) { try await held.run(2).value }
+        held.open(1)
+        #expect(try await first.value == "1")
+    }
+}
