@@ -35,7 +35,8 @@ package struct SlotUse: Sendable, Equatable {
 ///
 /// It owns the slot counts, so checking for a free slot and taking it is one synchronous
 /// step. A peer whose node holds a line of waiting scans (`queue`) is also given up to that
-/// many more, each its slot's next task, but only when no system has a slot free. Callers that find no free slot wait in line and are woken when one frees or a system
+/// many more, each its slot's next task, but only when no system has a slot free, and at
+/// most `maxInLines` over all peers. Callers that find no free slot wait in line and are woken when one frees or a system
 /// joins; nobody polls.
 public actor Systems {
     /// The name of a coordinator's own system, which a report lists first.
@@ -74,6 +75,13 @@ public actor Systems {
     private var offerable = BitSet()
     /// Which entries may take a task to wait in line at their node now.
     private var lineOfferable = BitSet()
+    /// The tasks given to systems beyond their capacity: waiting in their nodes' lines.
+    private var inLines = 0
+    /// The most tasks that wait in nodes' lines at once. A line hides a task's round trip
+    /// from its slot, which matters for tasks of milliseconds; each waiting task holds a
+    /// request here and a task at its node, which for ten thousand nodes of long tasks would
+    /// double the memory of a scan and gain nothing.
+    package static let maxInLines = 1024
     private var waiters: [Waiter] = []
     /// Callers of `idle(named:)`, each waiting for its system to have no slot reserved.
     private var idleWaiters: [(id: UInt64, name: String, continuation: CheckedContinuation<Void, Never>)] = []
@@ -134,6 +142,7 @@ public actor Systems {
         }
         if let index = positionByName[system.name] {
             positionByID[entries[index].id] = nil
+            inLines -= excess(entries[index])  // its reservations are released into nothing
             entries[index] = entry
             positionByID[entry.id] = index
             refresh(at: index)
@@ -236,6 +245,7 @@ public actor Systems {
     /// Reserves a slot at once, or returns nil when no system (local: no local system) has one.
     package func tryReserve(localOnly: Bool = false) -> Reservation? {
         guard let index = firstOffer(localOnly: localOnly) else { return nil }
+        if entries[index].inFlight >= entries[index].capacity { inLines += 1 }
         entries[index].inFlight += 1
         refresh(at: index)
         let entry = entries[index]
@@ -246,7 +256,7 @@ public actor Systems {
     /// Gives a slot back and wakes whoever waits for it.
     package func release(_ reservation: Reservation) {
         guard let index = positionByID[reservation.entryID] else { return }
-        entries[index].inFlight -= 1
+        giveBack(at: index)
         refresh(at: index)
         serveWaiters()
         resumeIdleWaiters()
@@ -258,7 +268,7 @@ public actor Systems {
     /// none is free; waiters are served with what is left.
     package func release(_ reservation: Reservation, reservingAgain localOnly: Bool) -> Reservation? {
         if let index = positionByID[reservation.entryID] {
-            entries[index].inFlight -= 1
+            giveBack(at: index)
             refresh(at: index)
         }
         let again = tryReserve(localOnly: localOnly)
@@ -308,12 +318,23 @@ public actor Systems {
     /// node's line (never for `localOnly`: a local system runs what it takes at once).
     private func firstOffer(localOnly: Bool) -> Int? {
         if localOnly { return offerable.first(below: localCount) }
-        return offerable.first(below: entries.count) ?? lineOfferable.first(below: entries.count)
+        if let index = offerable.first(below: entries.count) { return index }
+        return inLines < Self.maxInLines ? lineOfferable.first(below: entries.count) : nil
+    }
+
+    /// How many of the entry's tasks wait in its node's line.
+    private func excess(_ entry: Entry) -> Int { max(0, entry.inFlight - entry.capacity) }
+
+    /// One of the entry's reservations comes back: from its line first.
+    private func giveBack(at index: Int) {
+        if entries[index].inFlight > entries[index].capacity { inLines -= 1 }
+        entries[index].inFlight -= 1
     }
 
     /// Removes the entry at `index`, its slots released into nothing.
     private func removeEntry(at index: Int) {
         let entry = entries.remove(at: index)
+        inLines -= excess(entry)
         positionByID[entry.id] = nil
         positionByName[entry.system.name] = nil
         if index < localCount { localCount -= 1 }

@@ -73,6 +73,28 @@ struct SystemsTests {
         #expect(await systems.highWater["beta"] == 3)
     }
 
+    @Test func atMostMaxInLinesTasksWaitInLinesOverAllPeers() async throws {
+        let systems = Systems()
+        let half = Systems.maxInLines / 2
+        await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 2, queue: half + 10)
+        await systems.add(AlwaysFailingSystem(name: "gamma", isLocal: false), capacity: 2, queue: half + 10)
+        var taken: [Reservation] = []
+        while let reservation = await systems.tryReserve() { taken.append(reservation) }
+        #expect(taken.count == 4 + Systems.maxInLines)
+        #expect(taken.filter { $0.name == "beta" }.count == 2 + half + 10)
+        // A slot's reservation given back frees a place in a line (its node's line holds the
+        // rest), and one of a line does too; a removed peer's line is forgotten with it.
+        await systems.release(taken[0])
+        #expect(await systems.tryReserve()?.name == "beta")
+        #expect(await systems.tryReserve() == nil)
+        await systems.remove(named: "gamma")
+        #expect(await systems.tryReserve()?.name == nil)  // beta's own line is full
+        await systems.add(AlwaysFailingSystem(name: "delta", isLocal: false), capacity: 1, queue: 2000)
+        var delta = 0
+        while await systems.tryReserve() != nil { delta += 1 }
+        #expect(delta == 1 + Systems.maxInLines - (half + 10))
+    }
+
     @Test func aWaiterIsWokenWhenASlotFrees() async throws {
         let systems = await makeSystems(local: 1)
         let held = try #require(await systems.tryReserve())
