@@ -23,11 +23,12 @@ extension Node {
         guard first else { return }
         // New requests are refused from here on: `busy "NAME is draining"`.
         pending.close()
-        // Scans waiting for a slot would wait out the drain: their coordinators run them elsewhere.
-        await system.refuseWaiting(stoppingMessage)
         let sessions = admission.withLock { Array($0.greeted.values) + $0.pending.values.map(\.session) }
         // Sessions in their handshake are told right after their welcome.
         for session in sessions { session.tellDraining(timeout: seconds) }
+        // Scans waiting for a slot would wait out the drain: told after `draining`, their
+        // coordinators run them elsewhere at once.
+        await system.refuseWaiting(stoppingMessage)
         // The listener stays open until the end: a client that connects meanwhile (`skynet
         // status`, a coordinator redialling) is welcomed, told at once, and given no work.
         let pending = self.pending

@@ -88,16 +88,7 @@ public actor LocalSystem: ScanSystem {
         guard let job = jobs.job(named: task.job) else {
             throw ScanFailure(code: .unknownJob, message: "\(name) has no job '\(task.job)'")
         }
-        let slot: Int
-        if counters.running < capacity, let free = slots.take() {
-            slot = free
-            live.withLock { $0.running += 1 }
-            highWater = max(highWater, counters.running)
-        } else if let waiting, queue > 0 {
-            slot = try await waitForSlot(within: waiting)  // handed over still counted as running
-        } else {
-            throw ScanFailure.busy(name, capacity: capacity)
-        }
+        let slot = try await takeSlot(waiting: waiting)
         defer { free(slot) }
         do {
             let result = try await Self.execute(job, task, slot: slot, workingDirectory: workingDirectory, clock: clock)
@@ -122,6 +113,18 @@ public actor LocalSystem: ScanSystem {
 
     /// How many tasks wait for a slot: lets tests await a waiter instead of sleeping.
     package var waitingCount: Int { waiting.count }
+
+    /// A free slot, taken at once; else, with `waiting`, one handed over in line (still counted
+    /// as running); else `busy`. Apart from `run`: its frame is held while the task runs.
+    private func takeSlot(waiting: Duration?) async throws -> Int {
+        if counters.running < capacity, let free = slots.take() {
+            live.withLock { $0.running += 1 }
+            highWater = max(highWater, counters.running)
+            return free
+        }
+        guard let waiting, queue > 0 else { throw ScanFailure.busy(name, capacity: capacity) }
+        return try await waitForSlot(within: waiting)
+    }
 
     /// Gives `slot` back: to the first task in line, which starts in this step, else to the free slots.
     private func free(_ slot: Int) {

@@ -196,6 +196,14 @@ package final class PeerConnection: Sendable {
         }
     }
 
+    /// A task's request, sent as `line` (made by the caller before it waits: the frame each
+    /// waiting attempt holds then keeps the line's bytes, not the request).
+    package func request(id: Int, taskLine line: [UInt8], timeout: Duration?, liveness: Duration?) async throws -> Reply {
+        try await pending(id: id, isWork: true, timeout: timeout, liveness: liveness) { () throws(Connection.Closed) in
+            try self.transmit(line: line)
+        }
+    }
+
     /// A transfer: registers request `id` as `request` does, then runs `sending`
     /// instead of sending one line (it queues the header and the file's bytes on the pump,
     /// or sends the header itself). A throw from `sending` fails the request as a lost link.
@@ -272,9 +280,13 @@ package final class PeerConnection: Sendable {
     }
 
     private func transmit(_ request: Request) throws(Connection.Closed) {
+        try transmit(line: request.line)
+    }
+
+    private func transmit(line: [UInt8]) throws(Connection.Closed) {
         let now = clock.now
         state.withLock { $0.lastSent = now }
-        try connection.send(request.line)
+        try connection.send(line)
     }
 
     /// Pings the link whenever nothing was sent on it for `interval` (the pong is dropped, as
