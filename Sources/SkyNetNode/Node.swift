@@ -69,7 +69,7 @@ public final class Node: Sendable {
         /// A client that has sent nothing (not even a ping) for this long while none of its
         /// scans runs is closed: its host may have died without closing the connection.
         package var idleTimeout: Duration = .seconds(60)
-        package var maxRequestsPerConnection = 1024
+        package var maxRequestsPerConnection = Request.maxInFlightPerConnection
         /// The most bytes of call and spawn lines the node holds in flight over all its
         /// connections: each call keeps its arguments, parsed, until its reply has left (and
         /// a reply that waits for room counts too), and a window of 1 MiB lines on each of
@@ -226,6 +226,7 @@ public final class Node: Sendable {
     /// connection (cancelling what still runs).
     public func stop(grace: Duration = .seconds(10)) async {
         pending.close()
+        await system.refuseWaiting(stoppingMessage)  // the grace is for the running ones
         if let listener {
             listener.stop()
             await listener.stopped.value

@@ -45,6 +45,8 @@ public actor LocalSystem: ScanSystem {
     /// The tasks waiting for a slot, first in line first; each is handed its slot when one frees.
     private var waiting: [Waiter] = []
     private var lastWaiter: UInt64 = 0
+    /// Set by `refuseWaiting`: from then on a task that finds no free slot is `busy` with it.
+    private var refusal: String?
 
     private struct Waiter {
         let id: UInt64
@@ -100,9 +102,10 @@ public actor LocalSystem: ScanSystem {
         }
     }
 
-    /// Answers every task waiting for a slot `busy` with `message` (a node that drains: their
-    /// coordinators run them elsewhere).
+    /// Answers every task waiting for a slot `busy` with `message`, and every one that would
+    /// wait from now on (a node that drains or stops: their coordinators run them elsewhere).
     package func refuseWaiting(_ message: String) {
+        refusal = message
         let refused = waiting
         waiting.removeAll()
         for waiter in refused {
@@ -123,6 +126,7 @@ public actor LocalSystem: ScanSystem {
             return free
         }
         guard let waiting, queue > 0 else { throw ScanFailure.busy(name, capacity: capacity) }
+        if let refusal { throw ScanFailure(code: .busy, message: refusal) }
         return try await waitForSlot(within: waiting)
     }
 

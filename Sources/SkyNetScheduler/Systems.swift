@@ -161,6 +161,7 @@ public actor Systems {
     /// Removes the system called `name`; slots reserved on it are released into nothing.
     package func remove(named name: String) {
         if let index = positionByName[name] { removeEntry(at: index) }
+        serveWaiters()  // its place in the lines is free for another's
         resumeIdleWaiters()
     }
 
@@ -239,6 +240,7 @@ public actor Systems {
     /// a peer found gone, before its link has noticed.
     package func retire(_ reservation: Reservation) {
         if let index = positionByID[reservation.entryID] { removeEntry(at: index) }
+        serveWaiters()
         resumeIdleWaiters()
     }
 

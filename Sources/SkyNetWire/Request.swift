@@ -49,6 +49,10 @@ package enum Request: Sendable, Equatable {
         task.isScan ? .scan(id: id, task: task) : .job(id: id, task: task)
     }
 
+    /// The most requests a node keeps in flight for one connection by default (past it,
+    /// `busy`): a coordinator never has more on one link.
+    package static let maxInFlightPerConnection = 1024
+
     /// The longest client name a hello may carry.
     package static let maxNameBytes = 128
 

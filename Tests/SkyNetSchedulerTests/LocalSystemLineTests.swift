@@ -117,6 +117,9 @@ struct LocalSystemLineTests {
         for waiter in waiters {
             await #expect(throws: ScanFailure(code: .busy, message: "alpha is draining")) { try await waiter.value }
         }
+        // One that comes later does not wait either.
+        await #expect(throws: ScanFailure(code: .busy, message: "alpha is draining")) { try await held.run(4).value }
+        #expect(await held.system.waitingCount == 0)
         held.open(1)
         #expect(try await first.value == "1")
         #expect(held.started == [1])

@@ -175,9 +175,10 @@ struct PeerLink {
         let transfer = settings.transfer.map { TransferContext(spec: $0, records: settings.returnRecords, roots: settings.returnRoots) }
         // Tasks wait in line at the node only when they are the built-in scan's (short and
         // bounded: a slot's next one waits for one task at most) and this scan may use all the
-        // node's slots (a smaller capacity here caps what runs there); at most one a slot.
+        // node's slots (a smaller capacity here caps what runs there); at most one a slot, and
+        // never more in flight than a node takes on one connection.
         let waits = settings.job == JobRegistry.scan && transfer == nil && slots == peer.welcome.capacity
-        let queue = waits ? min(peer.welcome.queue, slots) : 0
+        let queue = waits ? max(0, min(peer.welcome.queue, slots, Request.maxInFlightPerConnection - slots)) : 0
         let remote = RemoteSystem(name: name, peer: peer, timeout: settings.timeout, transfer: transfer,
                                   waitsInLine: queue > 0) { responsive in
             await systems.setSuspended(!responsive, named: name)
