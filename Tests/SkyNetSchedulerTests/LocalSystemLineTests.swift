@@ -44,16 +44,24 @@ struct LocalSystemLineTests {
         }
 
         var started: [Int] { order.withLock { $0 } }
+
+        /// Starts 1, which holds the one slot, then 2 and 3, which wait in line in that order.
+        func holdingOneWithTwoInLine() async throws -> [Task<String, any Error>] {
+            let first = run(1)
+            try await awaitState { self.started == [1] }
+            var tasks = [first]
+            for sector in [2, 3] {
+                tasks.append(run(sector))
+                try await awaitState { await self.system.waitingCount == sector - 1 }
+            }
+            return tasks
+        }
     }
 
     @Test func aWaitingTaskStartsInTheSlotThatFreesInTheOrderItCame() async throws {
         let held = try Held(capacity: 1, queue: 2)
-        let first = held.run(1)
-        try await awaitState { held.started == [1] }
-        let second = held.run(2)
-        try await awaitState { await held.system.waitingCount == 1 }
-        let third = held.run(3)
-        try await awaitState { await held.system.waitingCount == 2 }
+        let tasks = try await held.holdingOneWithTwoInLine()
+        let (first, second, third) = (tasks[0], tasks[1], tasks[2])
         // The line is full: a fourth is busy at once, and one that may not wait is too.
         await #expect(throws: ScanFailure.busy("alpha", capacity: 1)) { try await held.run(4).value }
         await #expect(throws: ScanFailure.busy("alpha", capacity: 1)) { try await held.run(5, waiting: nil).value }
@@ -75,12 +83,8 @@ struct LocalSystemLineTests {
 
     @Test func aCancelledWaiterLeavesTheLineAndTheSlotGoesToTheNext() async throws {
         let held = try Held(capacity: 1, queue: 2)
-        let first = held.run(1)
-        try await awaitState { held.started == [1] }
-        let second = held.run(2)
-        try await awaitState { await held.system.waitingCount == 1 }
-        let third = held.run(3)
-        try await awaitState { await held.system.waitingCount == 2 }
+        let tasks = try await held.holdingOneWithTwoInLine()
+        let (first, second, third) = (tasks[0], tasks[1], tasks[2])
         second.cancel()
         await #expect(throws: CancellationError.self) { try await second.value }
         try await awaitState { await held.system.waitingCount == 1 }
