@@ -152,6 +152,7 @@ public actor LocalSystem: ScanSystem {
                 if Task.isCancelled { return continuation.resume(throwing: CancellationError()) }
                 if counters.running < capacity, let free = slots.take() {
                     live.withLock { $0.running += 1 }
+                    highWater = max(highWater, counters.running)
                     return continuation.resume(returning: free)
                 }
                 guard waiting.count < queue else { return continuation.resume(throwing: ScanFailure.busy(name, capacity: capacity)) }
