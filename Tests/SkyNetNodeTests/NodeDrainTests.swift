@@ -49,12 +49,12 @@ struct NodeDrainTests {
             defer { peer.close() }
             async let first = hold(peer, gate, 0)
             async let second = hold(peer, gate, 1)
-            try await awaitState(upTo: .seconds(10)) { try await nodeTests.running(peer) == 2 }
+            try await awaitState(upTo: .seconds(30)) { try await nodeTests.running(peer) == 2 }
             #expect(node.phase == .accepting)
             #expect(!peer.isDraining)
 
             let drain = Task { await node.drain(within: .seconds(60)) }
-            let timeout = try await withTimeout(.seconds(10)) { await peer.draining.value }
+            let timeout = try await withTimeout(.seconds(30)) { await peer.draining.value }
             #expect(timeout == 60)
             #expect(peer.isDraining)
             #expect(node.phase == .draining)
@@ -87,9 +87,9 @@ struct NodeDrainTests {
                 }
                 #expect(result == "released \(index)")
             }
-            try await withTimeout(.seconds(10)) { await drain.value }
+            try await withTimeout(.seconds(30)) { await drain.value }
             #expect(node.phase == .stopped)
-            _ = try await withTimeout(.seconds(10)) { await peer.closed.value }
+            _ = try await withTimeout(.seconds(30)) { await peer.closed.value }
         }
     }
 
@@ -101,7 +101,7 @@ struct NodeDrainTests {
             defer { peer.close() }
             async let first = hold(peer, gate, 0)
             async let second = hold(peer, gate, 1)
-            try await awaitState(upTo: .seconds(10)) { try await nodeTests.running(peer) == 2 }
+            try await awaitState(upTo: .seconds(30)) { try await nodeTests.running(peer) == 2 }
             let started = ContinuousClock.now
             let drain = Task { await node.drain(within: .milliseconds(200)) }
             let replies = try await [first, second]
@@ -112,8 +112,8 @@ struct NodeDrainTests {
                 }
                 #expect(code == .cancelled)
             }
-            try await withTimeout(.seconds(10)) { await drain.value }
-            _ = try await withTimeout(.seconds(10)) { await peer.closed.value }
+            try await withTimeout(.seconds(30)) { await drain.value }
+            _ = try await withTimeout(.seconds(30)) { await peer.closed.value }
             #expect(peer.isDraining)
             // The job's kill grace is 2 s; `cat` ends on SIGTERM at once.
             #expect(ContinuousClock.now - started < .seconds(8))
@@ -132,14 +132,14 @@ struct NodeDrainTests {
             let first = try await nodeTests.connect(node, token: Self.token)
             defer { first.close() }
             async let held = hold(first, gate, 0)
-            try await awaitState(upTo: .seconds(10)) { try await nodeTests.running(first) == 1 }
+            try await awaitState(upTo: .seconds(30)) { try await nodeTests.running(first) == 1 }
             let drain = Task { await node.drain(within: .seconds(60)) }
-            _ = try await withTimeout(.seconds(10)) { await first.draining.value }
+            _ = try await withTimeout(.seconds(30)) { await first.draining.value }
 
             // `skynet status` or a coordinator redialling: welcomed, then told at once.
             let late = try await nodeTests.connect(node, token: Self.token)
             defer { late.close() }
-            let left = try await withTimeout(.seconds(10)) { await late.draining.value }
+            let left = try await withTimeout(.seconds(30)) { await late.draining.value }
             #expect(left > 50 && left <= 60)
             let id = late.nextID()
             guard case .pong(_, let pong) = try await late.request(id: id, .ping(id: id), timeout: .seconds(10)) else {
@@ -157,7 +157,7 @@ struct NodeDrainTests {
                 Issue.record("the held task did not complete")
                 return
             }
-            try await withTimeout(.seconds(10)) { await drain.value }
+            try await withTimeout(.seconds(30)) { await drain.value }
         }
     }
 
