@@ -83,18 +83,28 @@ struct NodeTests: NodeTesting {
     }
 
     @Test func aStoppingNodeRefusesNewScansAndFinishesRunningOnes() async throws {
-        try await withNode { node in
+        // The running task is held until the refusal has come: a timed one ended, and the stop
+        // closed the link, before a starved test sent its next scan.
+        let gate = try DrainGate.make(1)
+        defer { gate.remove() }
+        var options = options()
+        try DrainGate.register(in: &options.jobs)
+        try await withNode(options) { node in
             let peer = try await connect(node)
             defer { peer.close() }
-            let running = Task { try await self.scan(peer, duration: 0.5) }
-            try await awaitState(upTo: .seconds(5)) { try await self.running(peer) == 1 }
-            let stopping = Task { await node.stop(grace: .seconds(5)) }
-            try await awaitState(upTo: .seconds(5)) { node.isStopping }
+            let running = Task {
+                let id = peer.nextID()
+                return try await peer.request(id: id, .run(id: id, task: gate.task(0)), timeout: .seconds(60))
+            }
+            try await awaitState(upTo: .seconds(30)) { try await self.running(peer) == 1 }
+            let stopping = Task { await node.stop(grace: .seconds(60)) }
+            try await awaitState(upTo: .seconds(30)) { node.isStopping }
             let refused = try await scan(peer)
             guard case .failure(_, _, let code, let message) = refused else { Issue.record("expected busy, got \(refused)"); return }
             #expect(code == "busy")
             #expect(message == "beta is stopping")
-            guard case .result = try await running.value else { Issue.record("the running scan did not finish"); return }
+            try await gate.release(0)
+            guard case .result(_, _, "released 0") = try await running.value else { Issue.record("the running task did not finish"); return }
             await stopping.value
         }
     }

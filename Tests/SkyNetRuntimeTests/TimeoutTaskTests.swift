@@ -60,21 +60,21 @@ struct TimeoutTaskTests {
         let started = Flag(), cancelled = Flag()
         let task = TimeoutTask(timeout: .seconds(30), operation: slowOperation(started: started, cancelled: cancelled))
         let waiter = Task { try await task.value }
-        try await started.wait(upTo: .seconds(10))
+        try await started.wait(upTo: .seconds(60))
         await task.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
         // The slot it held is given back: the operation itself stopped, not only the wait.
-        try await cancelled.wait(upTo: .seconds(10))
+        try await cancelled.wait(upTo: .seconds(60))
     }
 
     @Test func cancellingTheAwaitingTaskEndsTheRaceAndTheOperation() async throws {
         let started = Flag(), cancelled = Flag()
         let task = TimeoutTask(timeout: .seconds(30), operation: slowOperation(started: started, cancelled: cancelled))
         let waiter = Task { try await task.value }
-        try await started.wait(upTo: .seconds(10))
+        try await started.wait(upTo: .seconds(60))
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
-        try await cancelled.wait(upTo: .seconds(10))
+        try await cancelled.wait(upTo: .seconds(60))
     }
 
     @Test func aSecondAwaitGetsTheSameOutcomeWithoutRunningTheOperationAgain() async throws {

@@ -69,7 +69,7 @@ struct LocalSystemJobTests {
         let system = LocalSystem(capacity: 1, jobs: jobs, clock: clock)
         let run = Task { try await system.run(ScanTask(input: 0, job: "slow", text: "x", timeout: 0.3)) }
         await clock.waitUntilPending(at: start + .milliseconds(300))
-        try await started.wait(upTo: .seconds(10))
+        try await started.wait(upTo: .seconds(60))
         clock.advance(by: .milliseconds(299))
         #expect(clock.pendingDeadlines == [start + .milliseconds(300)], "not stopped a moment before its deadline")
         #expect(system.counters.running == 1)
@@ -128,7 +128,7 @@ struct LocalSystemJobTests {
         }
         let system = LocalSystem(capacity: 1, jobs: jobs)
         let run = Task { try await system.run(ScanTask(input: 0, job: "slow", text: "x", timeout: timeout)) }
-        try await started.wait(upTo: .seconds(10))
+        try await started.wait(upTo: .seconds(60))
         run.cancel()
         await #expect(throws: CancellationError.self) { try await run.value }
         #expect(ended.isSet)
