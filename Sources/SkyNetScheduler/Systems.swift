@@ -36,8 +36,8 @@ package struct SlotUse: Sendable, Equatable {
 /// It owns the slot counts, so checking for a free slot and taking it is one synchronous
 /// step. A peer whose node holds a line of waiting scans (`queue`) is also given up to that
 /// many more, each its slot's next task, but only when no system has a slot free, and at
-/// most `maxInLines` over all peers. Callers that find no free slot wait in line and are woken when one frees or a system
-/// joins; nobody polls.
+/// most `maxInLines` over all peers. Callers that find no free slot wait in line and are
+/// woken when one frees or a system joins; nobody polls.
 public actor Systems {
     /// The name of a coordinator's own system, which a report lists first.
     public static let localName = "local"
@@ -124,15 +124,16 @@ public actor Systems {
     /// The slots of the local systems together.
     package var localCapacity: Int { entries.prefix(localCount).reduce(0) { $0 + $1.capacity } }
 
-    /// Adds a system with `capacity` slots, and `queue` tasks more that wait in line at it; one
-    /// with the same name is replaced in place (or, when one is local and the other not, where
-    /// the new one's kind goes).
+    /// Adds a system with `capacity` slots; one with the same name is replaced in place (or,
+    /// when one is local and the other not, where the new one's kind goes).
     /// Local systems go before peers. A peer that said it drains before it was added (a node
     /// stopping when it welcomed us) is added `draining`, in the same step: it is never offered work.
     public func add(_ system: any ScanSystem, capacity: Int, draining: Bool = false) {
         add(system, capacity: capacity, queue: 0, draining: draining)
     }
 
+    /// Adds a system as `add(_:capacity:draining:)` does, with `queue` tasks more than its
+    /// capacity that may wait in line at its node.
     package func add(_ system: any ScanSystem, capacity: Int, queue: Int, draining: Bool = false) {
         let entry = Entry(id: nextID(), system: system, capacity: max(0, capacity), queue: max(0, queue), draining: draining)
         if capacity > 0 { joinedNames.insert(system.name) }
