@@ -28,6 +28,13 @@ struct NodeLineTests {
         return (client, jsonFields(welcome) ?? [:])
     }
 
+    /// Sends `lines` in order, from a thread of its own (a socket's send may block).
+    func send(_ lines: String..., on client: RawLines) async throws {
+        try await onOwnThread(named: "test-line") { () throws in
+            for line in lines { try client.send(line) }
+        }
+    }
+
     func read(_ count: Int, from client: RawLines) async throws -> [[String: Any]] {
         let lines = try await onOwnThread(named: "test-line") { () throws -> [String] in
             var client = client
@@ -43,17 +50,18 @@ struct NodeLineTests {
             #expect(welcome["capacity"] as? Int == 1)
             #expect(welcome["queue"] as? Int == 1)
             // The first holds the slot until it is cancelled, whenever this test gets the CPU.
-            try client.send(scan(1, input: 11, duration: 600, wait: 30))
+            try await send(scan(1, input: 11, duration: 600, wait: 30), on: client)
             try await awaitState(upTo: .seconds(30)) { node.system.counters.running == 1 }
-            try client.send(scan(2, input: 22, duration: 0, wait: 30))
+            try await send(scan(2, input: 22, duration: 0, wait: 30), on: client)
             try await awaitState(upTo: .seconds(30)) { await node.system.waitingCount == 1 }
-            try client.send(scan(3, input: 33, duration: 0, wait: 30))  // the line is full
-            try client.send(scan(4, input: 44, duration: 0, wait: nil))  // may not wait
+            try await send(scan(3, input: 33, duration: 0, wait: 30),  // the line is full
+                           scan(4, input: 44, duration: 0, wait: nil),  // may not wait
+                           on: client)
             let busy = try await read(2, from: client)
             #expect(busy.map { $0["id"] as? Int } == [3, 4])
             #expect(busy.allSatisfy { $0["type"] as? String == "failure" && $0["code"] as? String == "busy" })
             #expect(node.system.counters.running == 1)
-            try client.send(#"{"type":"cancel","id":1}"#)
+            try await send(#"{"type":"cancel","id":1}"#, on: client)
             let lines = try await read(2, from: client)
             #expect(lines.map { $0["id"] as? Int } == [1, 2])
             #expect(lines[0]["code"] as? String == "cancelled")
@@ -66,9 +74,9 @@ struct NodeLineTests {
         try await nodeTests.withNode(capacity: 1) { node in
             let (client, _) = try await greeted(node)
             defer { client.close() }
-            try client.send(scan(1, input: 11, duration: 600, wait: 30))
+            try await send(scan(1, input: 11, duration: 600, wait: 30), on: client)
             try await awaitState(upTo: .seconds(30)) { node.system.counters.running == 1 }
-            try client.send(scan(2, input: 22, duration: 0, wait: 30))
+            try await send(scan(2, input: 22, duration: 0, wait: 30), on: client)
             try await awaitState(upTo: .seconds(30)) { await node.system.waitingCount == 1 }
             // No time to finish: the running scan is cancelled at once, the waiting one refused.
             let drain = Task { await node.drain(within: .zero) }
