@@ -120,14 +120,18 @@ public actor LocalSystem: ScanSystem {
     /// A free slot, taken at once; else, with `waiting`, one handed over in line (still counted
     /// as running); else `busy`. Apart from `run`: its frame is held while the task runs.
     private func takeSlot(waiting: Duration?) async throws -> Int {
-        if counters.running < capacity, let free = slots.take() {
-            live.withLock { $0.running += 1 }
-            highWater = max(highWater, counters.running)
-            return free
-        }
+        if let free = takeFreeSlot() { return free }
         guard let waiting, queue > 0 else { throw ScanFailure.busy(name, capacity: capacity) }
         if let refusal { throw ScanFailure(code: .busy, message: refusal) }
         return try await waitForSlot(within: waiting)
+    }
+
+    /// The lowest free slot, counted as running; nil when every slot is taken.
+    private func takeFreeSlot() -> Int? {
+        guard counters.running < capacity, let free = slots.take() else { return nil }
+        live.withLock { $0.running += 1 }
+        highWater = max(highWater, counters.running)
+        return free
     }
 
     /// Gives `slot` back: to the first task in line, which starts in this step, else to the free slots.
@@ -150,11 +154,7 @@ public actor LocalSystem: ScanSystem {
             try await withCheckedThrowingContinuation { continuation in
                 // Checked again where the waiter joins the line, in one step with joining it.
                 if Task.isCancelled { return continuation.resume(throwing: CancellationError()) }
-                if counters.running < capacity, let free = slots.take() {
-                    live.withLock { $0.running += 1 }
-                    highWater = max(highWater, counters.running)
-                    return continuation.resume(returning: free)
-                }
+                if let free = takeFreeSlot() { return continuation.resume(returning: free) }
                 guard waiting.count < queue else { return continuation.resume(throwing: ScanFailure.busy(name, capacity: capacity)) }
                 let limit = clock.schedule(at: clock.now + bound) { [self] in
                     Task { await self.stopWaiting(id, with: ScanFailure(code: .busy, message:

@@ -145,7 +145,7 @@ package enum Request: Sendable, Equatable {
             return .hello(version: version, name: name, noise: noise, actors: actors, files: files, offersOldToken: fields.offersOldToken)
         case "scan":
             let id = try fields.requestID()
-            return .scan(id: id, task: try fields.task(id: id), wait: try fields.wait(id: id))
+            return .scan(id: id, task: try fields.task(id: id), wait: try fields.seconds("wait", id: id))
         case "job":
             let id = try fields.requestID()
             return .job(id: id, task: try fields.jobTask(id: id))

@@ -141,7 +141,7 @@ package struct WireFields {
         guard ScanTask.isValidDuration(duration) else {
             throw .badRequest("\"task.duration\" \(duration) is outside 0...\(Int(ScanTask.maxDuration)) seconds", id: requestID)
         }
-        return ScanTask(id: taskID, input: input, duration: duration, timeout: try task.timeout(id: requestID))
+        return ScanTask(id: taskID, input: input, duration: duration, timeout: try task.seconds("timeout", id: requestID))
     }
 
     /// The job request's job name and `task`, validated: a job name, a UUID id, an integer
@@ -158,25 +158,16 @@ package struct WireFields {
             throw .badRequest("\"task.input\" is longer than \(ScanTask.maxTextBytes) bytes", id: requestID)
         }
         return ScanTask(id: try task.uuid("id"), input: try task.int("sector"), duration: 0,
-                        job: job, text: text, timeout: try task.timeout(id: requestID))
+                        job: job, text: text, timeout: try task.seconds("timeout", id: requestID))
     }
 
-    /// A scan's optional `wait`: seconds, above 0 and at most a week, as a timeout.
-    func wait(id requestID: Int) throws(WireError) -> Double? {
-        guard let wait = try optionalNumber("wait") else { return nil }
-        guard ScanTask.isValidTimeout(wait) else {
-            throw .badRequest("\"wait\" \(wait) is outside 0...\(Int(ScanTask.maxTimeout)) seconds (above 0)", id: requestID)
+    /// An optional bound in seconds (a task's `timeout`, a scan's `wait`): above 0 and at most a week.
+    func seconds(_ key: String, id requestID: Int) throws(WireError) -> Double? {
+        guard let seconds = try optionalNumber(key) else { return nil }
+        guard ScanTask.isValidTimeout(seconds) else {
+            throw .badRequest("\"\(prefix)\(key)\" \(seconds) is outside 0...\(Int(ScanTask.maxTimeout)) seconds (above 0)", id: requestID)
         }
-        return wait
-    }
-
-    /// A task's optional `timeout`: seconds, above 0 and at most a week.
-    private func timeout(id requestID: Int) throws(WireError) -> Double? {
-        guard let timeout = try optionalNumber("timeout") else { return nil }
-        guard ScanTask.isValidTimeout(timeout) else {
-            throw .badRequest("\"\(prefix)timeout\" \(timeout) is outside 0...\(Int(ScanTask.maxTimeout)) seconds (above 0)", id: requestID)
-        }
-        return timeout
+        return seconds
     }
 
     /// A welcome's optional `jobs`: an object of job names and their summaries.

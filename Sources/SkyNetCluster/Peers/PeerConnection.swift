@@ -191,15 +191,13 @@ package final class PeerConnection: Sendable {
     /// With a `timeout` the request fails with `TimeoutError` when no reply came within it (the
     /// link's clock keeps the time: no task sleeps per request).
     package func request(id: Int, _ request: Request, timeout: Duration? = nil, liveness: Duration? = nil) async throws -> Reply {
-        try await pending(id: id, isWork: request.isWork, timeout: timeout, liveness: liveness) { () throws(Connection.Closed) in
-            try self.transmit(request)
-        }
+        try await self.request(id: id, line: request.line, isWork: request.isWork, timeout: timeout, liveness: liveness)
     }
 
-    /// A task's request, sent as `line` (made by the caller before it waits: the frame each
-    /// waiting attempt holds then keeps the line's bytes, not the request).
-    package func request(id: Int, taskLine line: [UInt8], timeout: Duration?, liveness: Duration?) async throws -> Reply {
-        try await pending(id: id, isWork: true, timeout: timeout, liveness: liveness) { () throws(Connection.Closed) in
+    /// A request sent as its `line` (made before the wait: the frame of each waiting
+    /// attempt, 40,000 in W15, then holds the line's bytes, not a request).
+    package func request(id: Int, line: [UInt8], isWork: Bool = true, timeout: Duration?, liveness: Duration?) async throws -> Reply {
+        try await pending(id: id, isWork: isWork, timeout: timeout, liveness: liveness) { () throws(Connection.Closed) in
             try self.transmit(line: line)
         }
     }
@@ -276,11 +274,7 @@ package final class PeerConnection: Sendable {
 
     /// Sends a message that gets no reply (`cancel`); dropped if the connection has ended.
     package func post(_ request: Request) {
-        try? transmit(request)
-    }
-
-    private func transmit(_ request: Request) throws(Connection.Closed) {
-        try transmit(line: request.line)
+        try? transmit(line: request.line)
     }
 
     private func transmit(line: [UInt8]) throws(Connection.Closed) {

@@ -77,7 +77,7 @@ package actor RemoteSystem: ScanSystem {
         let (line, bound, liveness) = request(for: task, id: id)
         let reply: Reply
         do {
-            reply = try await peer.request(id: id, taskLine: line, timeout: bound, liveness: liveness)
+            reply = try await peer.request(id: id, line: line, timeout: bound, liveness: liveness)
         } catch {
             try await givenUp(error, id: id, task: task)
             throw error
