@@ -66,7 +66,8 @@ package final class FilePump: Sendable {
         for file in queued { file.done(.failure(Self.closed)) }
     }
 
-    static let closed = ScanFailure(code: .taskFailed, message: "the connection closed while a file was being sent")
+    /// How a file fails when its connection closed (or the pump was stopped) before its end.
+    package static let closed = ScanFailure(code: .taskFailed, message: "the connection closed while a file was being sent")
 
     /// The pump thread: takes queued files, sends a chunk of each in turn, ends when none is left.
     private func run() {

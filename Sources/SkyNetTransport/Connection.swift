@@ -398,6 +398,16 @@ package final class Connection: Sendable {
         if closedNow { closed.fulfil(reason) }
     }
 
+    /// Why the connection ended, once it is ending; nil while it runs.
+    package var closeReason: CloseReason? {
+        state.withLock { state in
+            switch state {
+            case .closing(let reason, _), .closed(let reason): reason
+            case .notStarted, .open, .flushing: nil
+            }
+        }
+    }
+
     /// Bytes waiting to be sent.
     package var queuedBytes: Int {
         state.withLock { if case .flushing(let queue) = $0 { queue.count } else { 0 } }

@@ -233,7 +233,7 @@ package final class PeerConnection: Sendable {
                 do {
                     try send()
                 } catch {
-                    complete(id, with: .failure(PeerDisconnected(peer: name, reason: "\(error)")))
+                    complete(id, with: .failure(lost(saying: "\(error)")))
                 }
             }
         } onCancel: {
@@ -270,6 +270,19 @@ package final class PeerConnection: Sendable {
     /// Fails pending request `id` with `error` (a returned file that went wrong), if it is still pending.
     func fail(_ id: Int, with error: any Error) {
         complete(id, with: .failure(error))
+    }
+
+    /// Fails pending request `id` with what went wrong sending its file. A file the pump could
+    /// not finish because the connection closed is a lost link, as the link's end would say:
+    /// the pump often sees a failed send before the reader ends the link, and a task failure
+    /// would have the task offered to this dead link again.
+    func fail(_ id: Int, sending failure: ScanFailure) {
+        fail(id, with: failure == FilePump.closed ? lost(saying: failure.message) : failure)
+    }
+
+    /// The link is lost: why the connection ended when it has (`saying` until then).
+    private func lost(saying fallback: String) -> PeerDisconnected {
+        PeerDisconnected(peer: name, reason: connection.closeReason?.description ?? fallback)
     }
 
     /// Sends a message that gets no reply (`cancel`); dropped if the connection has ended.

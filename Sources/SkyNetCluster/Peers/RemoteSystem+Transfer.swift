@@ -75,7 +75,9 @@ extension RemoteSystem {
                 done: { result in
                     switch result {
                     case .success: armDeadline()
-                    case .failure(let failure): failRequest(failure)
+                    case .failure(let failure):
+                        peer.fail(id, sending: failure)
+                        peer.post(.cancel(id: id))
                     }
                 })
             sending = {

@@ -275,3 +275,29 @@ extension HostileNodeTests {
         }
     }
 }
+
+extension HostileNodeTests {
+    /// A file the pump could not finish because its connection closed fails the task as a lost
+    /// link (the scan stops offering that node), not as the task's own failure. The pump learns
+    /// of a failed send on its own thread, often before the reader ends the link (CI saw the
+    /// task offered to the same dead link again); stopping the pump here is that moment, held.
+    @Test func anInputThePumpCouldNotFinishFailsTheTaskAsALostLink() async throws {
+        try await ReturnSandbox.with { sandbox in
+            try Data(count: 16 << 20).write(to: URL(fileURLWithPath: sandbox.here + "/big"))
+            let listener = try await startNode(seen: Locked([])) { _, _ in [] }
+            defer { listener.stop() }
+            let peer = try await PeerConnection.open(name: "gpu1", host: "127.0.0.1", port: listener.port, token: nil, timeout: .seconds(10))
+            defer { peer.close() }
+            let spec = TransferSpec(transfer: true, cleanup: true, maxFileSize: 1 << 30)
+            let system = RemoteSystem(name: "gpu1", peer: peer, timeout: .seconds(10),
+                                      transfer: TransferContext(spec: spec, records: ReturnRecords(), roots: sandbox.roots))
+            let run = Task { try await system.run(ScanTask(input: 0, job: "t", text: "big", timeout: 20)) }
+            try await awaitState { peer.connection.progress.sent > 1 << 20 }
+            peer.pump.stop()
+            let result = await run.result
+            guard case .failure(let error) = result else { Issue.record("the task ran: \(result)"); return }
+            #expect((error as? any SystemFailure)?.systemIsGone == true, "\(error)")
+            #expect("\(error)" == "gpu1 disconnected (the connection closed while a file was being sent)")
+        }
+    }
+}
