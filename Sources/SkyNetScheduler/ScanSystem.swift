@@ -9,4 +9,14 @@ public protocol ScanSystem: Actor {
     nonisolated var isLocal: Bool { get }
     /// Runs one task and returns its result, or throws why it could not.
     func run(_ task: ScanTask) async throws -> String
+    /// Where the coordinator runs each attempt of this system (`run(_:)` and what it waits
+    /// for), or nil for the cooperative pool. A system that only sends a request and waits for
+    /// its reply names the executor that reads the reply, so neither crosses a thread; one
+    /// whose attempts compute leaves it nil. Nil unless given.
+    nonisolated var preferredExecutor: (any TaskExecutor)? { get }
+}
+
+extension ScanSystem {
+    /// The cooperative pool: attempts may compute.
+    public nonisolated var preferredExecutor: (any TaskExecutor)? { nil }
 }

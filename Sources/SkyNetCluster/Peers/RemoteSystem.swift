@@ -22,6 +22,10 @@ import SkyNetWork
 package actor RemoteSystem: ScanSystem {
     package nonisolated let name: String
     package nonisolated var isLocal: Bool { false }
+    /// The event loop that reads the link (nil for a link read by a thread of its own): an
+    /// attempt sends its request there, in the loop's turn with the others, and is resumed
+    /// there by its reply, with no wake of a pool thread between.
+    package nonisolated var preferredExecutor: (any TaskExecutor)? { peer.connection.eventLoop }
     package nonisolated let peer: PeerConnection
     /// The bound of a built-in scan request, and of a ping.
     package nonisolated let timeout: Duration
