@@ -272,11 +272,11 @@ package final class PeerConnection: Sendable {
         complete(id, with: .failure(error))
     }
 
-    /// Fails pending request `id` with what went wrong sending its file. A file the pump could
-    /// not finish because the connection closed is a lost link, as the link's end would say:
-    /// the pump often sees a failed send before the reader ends the link, and a task failure
-    /// would have the task offered to this dead link again.
-    func fail(_ id: Int, sending failure: ScanFailure) {
+    /// Fails pending request `id` with what went wrong with its files, sent or returned. A file
+    /// the pump could not finish because the connection closed is a lost link, as the link's
+    /// end would say: the pump often sees a failed send before the reader ends the link, and a
+    /// task failure would have the task offered to this dead link again.
+    func fail(_ id: Int, transfer failure: ScanFailure) {
         fail(id, with: failure == FilePump.closed ? lost(saying: failure.message) : failure)
     }
 

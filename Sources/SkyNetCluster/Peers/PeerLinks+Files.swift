@@ -52,7 +52,7 @@ extension PeerLinks {
             isCancelled: { over.withLock { $0 } },
             done: { result in
                 guard case .failure(let failure) = result else { return }
-                peer.fail(id, sending: failure)
+                peer.fail(id, transfer: failure)
             })
         do {
             defer { over.withLock { $0 = true } }

@@ -38,10 +38,11 @@ extension RemoteSystem {
         let over = Locked(false)  // the request has its outcome: the pump sends no more of its file
         let deadline = TransferDeadline(clock: peer.clock)
         let bound = bound(of: task)  // from the last byte sent to the first returned file or the reply
-        // A failure seen on the reader thread or the pump's: the request fails with it, and
-        // the node is told to stop (its work directory goes).
+        // A failure seen on the reader thread or the pump's: the request fails with it (a lost
+        // link, when the pump found the connection closed), and the node is told to stop (its
+        // work directory goes).
         let failRequest: @Sendable (ScanFailure) -> Void = { failure in
-            peer.fail(id, with: failure)
+            peer.fail(id, transfer: failure)
             peer.post(.cancel(id: id))
         }
         // Once the returns flow, each of their lines must follow the last within the link's
@@ -75,9 +76,7 @@ extension RemoteSystem {
                 done: { result in
                     switch result {
                     case .success: armDeadline()
-                    case .failure(let failure):
-                        peer.fail(id, sending: failure)
-                        peer.post(.cancel(id: id))
+                    case .failure(let failure): failRequest(failure)
                     }
                 })
             sending = {
