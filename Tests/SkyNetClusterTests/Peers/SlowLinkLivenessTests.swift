@@ -12,8 +12,9 @@ import SkyNetTestSupport
 /// so the work is not failed at the first late pong; once the peer stops taking bytes, it is.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct SlowLinkLivenessTests {
-    /// A node that welcomes, then reads 4 KiB every 20 ms (200 KB/s) for `flow`, then stops
-    /// reading; it never answers a ping. `reads` gets the time of each read.
+    /// A node that welcomes, then reads 4 KiB every 20 ms (200 KB/s) for `flow` from the first
+    /// bytes after the hello, then stops reading; it never answers a ping. `reads` gets the
+    /// time of each read.
     private func startSlowReader(flow: Duration, reads: Locked<[ContinuousClock.Instant]>) async throws -> Listener {
         let listener = try await Listener.bind(host: "127.0.0.1", port: 0)
         try listener.start { socket, _ in
@@ -24,9 +25,13 @@ struct SlowLinkLivenessTests {
                 _ = try? socket.send(Reply.welcome(version: 1, name: "slow", capacity: 2, jobs: ["t": "t"]).line, wait: true)
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
                 defer { buffer.deallocate() }
-                let end = ContinuousClock.now + flow
-                while ContinuousClock.now < end {
+                // The hello's 10 s of silence would end the link when a loaded machine starves
+                // the test between its welcome and its first line; the flow starts at that line.
+                socket.setReceiveTimeout(.seconds(60))
+                var end: ContinuousClock.Instant?
+                while end.map({ ContinuousClock.now < $0 }) ?? true {
                     guard let count = try? socket.receive(into: buffer), count > 0 else { return }
+                    if end == nil { end = .now + flow }
                     reads.withLock { $0.append(.now) }
                     sleepOnThisThread(for: .milliseconds(20))
                 }
