@@ -11,7 +11,7 @@ extension CanonicalLine {
     /// decoder reads them (JSON's grammar, no escapes), the arguments and the value are read
     /// by the general parser at the depth they sit at, and the checks are the general decoder's.
     static func call(_ line: Data) -> Request? {
-        exact(line) { reader, _ -> Request? in
+        exact(line) { reader -> Request? in
             guard reader.literal(#"{"type":"call","id":"#), let id = reader.integer(),
                   reader.literal(#","actor":{"system":"#), let system = reader.plainString(), ActorSpawn.isName(system),
                   reader.literal(#","number":"#), let number = reader.integer(), number >= 1,
@@ -27,7 +27,7 @@ extension CanonicalLine {
     /// `{"type":"returned","id":N}` or `{"type":"returned","id":N,"value":V}`: the answer to
     /// nearly every call.
     static func returned(_ line: Data) -> Reply? {
-        exact(line) { reader, _ -> Reply? in
+        exact(line) { reader -> Reply? in
             guard reader.literal(#"{"type":"returned","id":"#), let id = reader.integer() else { return nil }
             var value: JSONValue?
             if reader.literal(#","value":"#) {

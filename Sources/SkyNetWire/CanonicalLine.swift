@@ -7,21 +7,23 @@ import SkyNetWork
 /// node's request and of a coordinator's reply).
 ///
 /// Safe by construction: a `scan` or `result` line is taken here only if encoding the decoded
-/// message again gives back the very same bytes. Such a line is one the general decoder reads
-/// the same way (our lines round-trip), so the fast path changes no answer; any other line
-/// (other field order, spaces, escapes, a number written another way) returns nil and goes
-/// the long way. (The chunk's and the actors' paths argue their safety where they are.)
+/// message again would give back the very same bytes. Each field is read only in the form our
+/// encoder writes it (an integer without `-0`, a lower-case UUID, a string that needs no
+/// escape, a number as `Double`'s description), in the encoder's order, so that holds without
+/// encoding the line a second time. Such a line is one the general decoder reads the same way
+/// (our lines round-trip), so the fast path changes no answer; any other line (other field
+/// order, spaces, escapes, a number written another way) returns nil and goes the long way.
+/// (The chunk's and the actors' paths argue their safety where they are.)
 enum CanonicalLine {
     /// `{"type":"result","id":N,"task":"UUID","result":"TEXT"}` with TEXT needing no escape.
     static func result(_ line: Data) -> Reply? {
-        exact(line) { reader, bytes -> Reply? in
-            guard reader.literal(#"{"type":"result","id":"#), let id = reader.integer(),
-                  reader.literal(#","task":"#), let task = reader.plainString().flatMap(UUID.init(wireText:)),
+        exact(line) { reader -> Reply? in
+            guard reader.literal(#"{"type":"result","id":"#), let id = reader.canonicalInteger(),
+                  reader.literal(#","task":"#), let task = reader.wireUUID(),
                   reader.literal(#","result":"#), let result = reader.plainString(),
                   reader.literal("}"), reader.atEnd
             else { return nil }
-            let reply = Reply.result(id: id, task: task, result: result)
-            return writes(reply.line, as: bytes) ? reply : nil
+            return Reply.result(id: id, task: task, result: result)
         }
     }
 
@@ -29,40 +31,34 @@ enum CanonicalLine {
     /// a `"timeout":T` after the duration and a `"wait":W` after the task, each a number the
     /// protocol accepts.
     static func scan(_ line: Data) -> Request? {
-        exact(line) { reader, bytes -> Request? in
-            guard reader.literal(#"{"type":"scan","id":"#), let id = reader.integer(),
-                  reader.literal(#","task":{"id":"#), let taskID = reader.plainString().flatMap(UUID.init(wireText:)),
-                  reader.literal(#","input":"#), let input = reader.integer(),
-                  reader.literal(#","duration":"#), let duration = reader.number(),
+        exact(line) { reader -> Request? in
+            guard reader.literal(#"{"type":"scan","id":"#), let id = reader.canonicalInteger(),
+                  reader.literal(#","task":{"id":"#), let taskID = reader.wireUUID(),
+                  reader.literal(#","input":"#), let input = reader.canonicalInteger(),
+                  reader.literal(#","duration":"#), let duration = reader.canonicalNumber(),
                   ScanTask.isValidDuration(duration)
             else { return nil }
             var timeout: Double?
             if reader.literal(#","timeout":"#) {
-                guard let value = reader.number(), ScanTask.isValidTimeout(value) else { return nil }
+                guard let value = reader.canonicalNumber(), ScanTask.isValidTimeout(value) else { return nil }
                 timeout = value
             }
             guard reader.literal("}") else { return nil }
             var wait: Double?
             if reader.literal(#","wait":"#) {
-                guard let value = reader.number(), ScanTask.isValidTimeout(value) else { return nil }
+                guard let value = reader.canonicalNumber(), ScanTask.isValidTimeout(value) else { return nil }
                 wait = value
             }
             guard reader.literal("}"), reader.atEnd else { return nil }
-            let request = Request.scan(id: id, task: ScanTask(id: taskID, input: input, duration: duration, timeout: timeout), wait: wait)
-            return writes(request.line, as: bytes) ? request : nil
+            return Request.scan(id: id, task: ScanTask(id: taskID, input: input, duration: duration, timeout: timeout), wait: wait)
         }
     }
 
-    /// Whether `line`, as our encoder writes it (with its newline), is `bytes` and a newline.
-    static func writes(_ line: [UInt8], as bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        line.count == bytes.count + 1 && line.withUnsafeBufferPointer { UnsafeBufferPointer(rebasing: $0.dropLast()).elementsEqual(bytes) }
-    }
-
-    static func exact<T>(_ line: Data, _ read: (inout ExactLineReader, UnsafeBufferPointer<UInt8>) -> T?) -> T? {
+    static func exact<T>(_ line: Data, _ read: (inout ExactLineReader) -> T?) -> T? {
         line.withUnsafeBytes { raw in
             raw.withMemoryRebound(to: UInt8.self) { bytes in
                 var reader = ExactLineReader(bytes: bytes)
-                return read(&reader, bytes)
+                return read(&reader)
             }
         }
     }

@@ -1,3 +1,5 @@
+import SkyNetRuntime
+
 /// A cursor over one line that matches pieces of an exact form, or fails: how the lines we
 /// write most (journal entries, `scan` requests, `result` replies) are read without building a
 /// JSON tree. A caller that gets nil falls back to the full parser, which decides.
@@ -41,6 +43,29 @@ package struct ExactLineReader {
         }
         guard let value = Double(text(from: start)), value.isFinite else { return nil }
         return value
+    }
+
+    /// An integer as our encoder writes it (`String(Int)`): `integer()`, but not `-0`.
+    package mutating func canonicalInteger() -> Int? {
+        let negative = peek(UInt8(ascii: "-"))
+        guard let value = integer(), !(negative && value == 0) else { return nil }
+        return value
+    }
+
+    /// A number as our encoder writes a `Double` (its `description`: `1.0`, not `1`).
+    package mutating func canonicalNumber() -> Double? {
+        let start = index
+        guard let value = number(), "\(value)".utf8.elementsEqual(bytes[start..<index]) else { return nil }
+        return value
+    }
+
+    /// A UUID in quotes as our encoder writes it (`UUID.wireText`: lower-case hex digits).
+    package mutating func wireUUID() -> UUID? {
+        guard bytes.count - index >= 38, bytes[index] == UInt8(ascii: "\""), bytes[index + 37] == UInt8(ascii: "\""),
+              let uuid = UUID.uuid(wireBytes: UnsafeBufferPointer(rebasing: bytes[index + 1..<index + 37]), upperCase: false)
+        else { return nil }
+        index += 38
+        return UUID(uuid: uuid)
     }
 
     /// `-?(0|[1-9][0-9]*)`: no leading zeros, as JSON has it.

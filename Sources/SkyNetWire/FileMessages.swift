@@ -97,7 +97,7 @@ package struct TransferRequest: Sendable, Equatable {
     /// The line to send.
     package var line: [UInt8] {
         var body = JSONLine()
-        body.add("id", task.id.wireText)
+        body.add("id", uuid: task.id)
         body.add("sector", task.input)
         body.add("input", task.inputText)
         if let timeout = task.timeout { body.add("timeout", timeout) }

@@ -1,28 +1,39 @@
+import SkyNetRuntime
+
 /// Builds one JSON object on one line, newline included: the wire's unit of sending.
 ///
 /// Hand-written because the messages are small and flat; keys are written as given and
 /// string values escaped, so the line never holds a raw newline.
 package struct JSONLine: Sendable {
-    private var bytes: [UInt8] = [UInt8(ascii: "{")]
+    private var bytes: [UInt8]
     private var empty = true
+
+    /// Room for a message line that needs no growing (a `scan` request is about 130 bytes):
+    /// growing it from one byte took a reallocation per doubling, for every line.
+    package static let usualSize = 160
 
     /// A message: an object whose first field is its `type`.
     package init(type: String) {
+        self.init(capacity: Self.usualSize)
         add("type", type)
     }
 
     /// A message that answers or names a request: `type`, then `id`.
-    package init(type: String, id: Int) {
+    package init(type: String, id: Int, capacity: Int = usualSize) {
+        self.init(capacity: capacity)
         add("type", type)
         add("id", id)
     }
 
     /// A nested object, for `add(_:object:)`.
-    package init() {}
+    package init() {
+        self.init(capacity: 64)
+    }
 
     /// An object with room for `capacity` bytes, for a line whose size is known (a big result
     /// then takes one allocation, not a doubling series).
     package init(capacity: Int) {
+        bytes = [UInt8(ascii: "{")]
         bytes.reserveCapacity(max(16, capacity))
     }
 
@@ -92,6 +103,11 @@ package struct JSONLine: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// A UUID in the wire's text form (`UUID.wireText`), written straight into the line.
+    package mutating func add(_ key: String, uuid: UUID) {
+        add(key, rawString: uuid.appendWireText(to:))
+    }
+
     /// A field whose value is any JSON value (a call's arguments, its result).
     package mutating func add(_ key: String, value: JSONValue) {
         self.key(key)
@@ -109,13 +125,19 @@ package struct JSONLine: Sendable {
 
     /// The finished line: the object and its newline.
     package var line: [UInt8] {
-        bytes + [UInt8(ascii: "}"), UInt8(ascii: "\n")]
+        var line: [UInt8] = []
+        line.reserveCapacity(bytes.count + 2)
+        line.append(contentsOf: bytes)
+        line.append(UInt8(ascii: "}"))
+        line.append(UInt8(ascii: "\n"))
+        return line
     }
 
     /// The finished line, made in place from this object's own buffer (no copy of a big
     /// value); the object is spent.
     package consuming func takeLine() -> [UInt8] {
-        bytes.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "\n")])
+        bytes.append(UInt8(ascii: "}"))
+        bytes.append(UInt8(ascii: "\n"))
         return bytes
     }
 

@@ -111,22 +111,23 @@ package enum Reply: Sendable, Equatable {
                 offer.add("build", actors.build)
                 json.add("actors", object: offer)
             }
-            return json.line
+            return json.takeLine()
         case .handshake(let noise):
             var json = JSONLine(type: "handshake")
             json.add("noise", String(decoding: Base64.encode(noise), as: UTF8.self))
-            return json.line
+            return json.takeLine()
         case .result(let id, let task, let result):
-            var json = JSONLine(type: "result", id: id)
-            json.add("task", task.wireText)
+            // Sized for its result: the line is handed on as it is built (`takeLine`).
+            var json = JSONLine(type: "result", id: id, capacity: JSONLine.usualSize + result.utf8.count)
+            json.add("task", uuid: task)
             json.add("result", result)
-            return json.line
+            return json.takeLine()
         case .failure(let id, let task, let code, let message):
             var json = JSONLine(type: "failure", id: id)
-            json.add("task", task.wireText)
+            json.add("task", uuid: task)
             json.add("code", code.rawValue)
             json.add("message", message)
-            return json.line
+            return json.takeLine()
         case .pong(let id, let pong):
             var json = JSONLine(type: "pong", id: id)
             json.add("name", pong.name)
@@ -140,7 +141,7 @@ package enum Reply: Sendable, Equatable {
                 for (type, count) in actors.sorted(by: { $0.key < $1.key }) { counts.add(type, count) }
                 json.add("actors", object: counts)
             }
-            return json.line
+            return json.takeLine()
         case .error(let error):
             return error.line
         case .returnFile(let header): return header.line
@@ -151,23 +152,23 @@ package enum Reply: Sendable, Equatable {
             var json = JSONLine(type: "draining")
             // Whole seconds as an integer (`"timeout":30`), as an operator wrote them.
             if timeout == timeout.rounded(), abs(timeout) < 0x1p53 { json.add("timeout", Int(timeout)) } else { json.add("timeout", timeout) }
-            return json.line
+            return json.takeLine()
         case .returned(let id, let value):
             var json = JSONLine(type: "returned", id: id)
             if let value { json.add("value", value: value) }
-            return json.line
+            return json.takeLine()
         case .threw(let id, let type, let message):
             var json = JSONLine(type: "threw", id: id)
             json.add("error", type)
             json.add("message", message)
-            return json.line
+            return json.takeLine()
         case .spawned(let id, let system, let number):
             var actor = JSONLine()
             actor.add("system", system)
             actor.add("number", number)
             var json = JSONLine(type: "spawned", id: id)
             json.add("actor", object: actor)
-            return json.line
+            return json.takeLine()
         }
     }
 

@@ -73,27 +73,27 @@ package enum Request: Sendable, Equatable {
             if let noise { json.add("noise", String(decoding: Base64.encode(noise), as: UTF8.self)) }
             if let actors { json.add("actors", actors) }
             if let files { json.add("files", files) }
-            return json.line
+            return json.takeLine()
         case .scan(let id, let task, let wait):
             var body = JSONLine()
-            body.add("id", task.id.wireText)
+            body.add("id", uuid: task.id)
             body.add("input", task.input)
             body.add("duration", task.duration)
             if let timeout = task.timeout { body.add("timeout", timeout) }
             var json = JSONLine(type: "scan", id: id)
             json.add("task", object: body)
             if let wait { json.add("wait", wait) }
-            return json.line
+            return json.takeLine()
         case .job(let id, let task):
             var body = JSONLine()
-            body.add("id", task.id.wireText)
+            body.add("id", uuid: task.id)
             body.add("sector", task.input)
             body.add("input", task.inputText)
             if let timeout = task.timeout { body.add("timeout", timeout) }
             var json = JSONLine(type: "job", id: id)
             json.add("job", task.job)
             json.add("task", object: body)
-            return json.line
+            return json.takeLine()
         case .cancel(let id):
             return JSONLine(type: "cancel", id: id).line
         case .ping(let id):
@@ -108,7 +108,7 @@ package enum Request: Sendable, Equatable {
             var json = JSONLine(type: "lookup", id: id)
             json.add("name", name)
             if let type { json.add("actor_type", type) }
-            return json.line
+            return json.takeLine()
         case .answer(let reply): return reply.line
         }
     }

@@ -71,4 +71,32 @@ extension CanonicalLineTests {
             { line in CanonicalLine.scan(line).map { Self.generalScan(line) == $0 } },
         ])
     }
+
+    /// The fast paths never encode a line again to check it: they read each field only as our
+    /// encoder writes it. So they must take a line exactly when encoding what it says gives
+    /// back that very line, over whole lines and mutations of them (`-0`, upper-case digits,
+    /// numbers written longer: the mutations' alphabet makes them).
+    @Test func theFastPathTakesALineExactlyWhenOurEncoderWritesItSo() {
+        var generator = FuzzSeed(0xCA40_0021).random
+        var taken = 0, refused = 0
+        for round in 0..<40_000 {
+            func pick<T>(_ choices: [T]) -> T { choices[Int.random(in: 0..<choices.count, using: &generator)] }
+            let task = ScanTask(input: Int.random(in: -1000...1000, using: &generator), duration: pick([0, 0.01, 1.5, 3600, 1e-5, 0.1 + 0.2]),
+                                timeout: pick([nil, 0.5, 604_800]))
+            let id = Int.random(in: -5...99_999, using: &generator)
+            let made = round.isMultiple(of: 2)
+                ? Reply.result(id: id, task: task.id, result: pick(["", "ok", "héllo", "a}b", "\u{7F}"])).line
+                : Request.scan(id: id, task: task, wait: pick([nil, 5, 0.25])).line
+            let bytes = Array(made.dropLast())
+            let line = Data(round < 200 ? bytes : Self.mutate(bytes, using: &generator))
+            let written = line + [UInt8(ascii: "\n")]
+            let fast: [UInt8]? = round.isMultiple(of: 2) ? CanonicalLine.result(line)?.line : CanonicalLine.scan(line)?.line
+            let general: [UInt8]? = round.isMultiple(of: 2) ? (try? Reply.decode(line))?.line : (try? Request.decode(line))?.line
+            let canonical = general.map { Data($0) == written } ?? false
+            #expect((fast != nil) == canonical, "\(String(decoding: line, as: UTF8.self))")
+            if let fast { #expect(Data(fast) == written) }
+            if fast != nil { taken += 1 } else { refused += 1 }
+        }
+        #expect(taken >= 1000 && refused >= 1000, "\(taken) taken, \(refused) refused")
+    }
 }

@@ -58,13 +58,14 @@ struct CanonicalLineTests {
             #"{"type":"result","id":7,"task":"\#(task)","result":"x","extra":1}"#,      // an extra field
             #"{"type":"result","id":7,"task":"\#(task)","result":"x"}  "#,            // trailing spaces
             #"{"type":"result","id":7.0,"task":"\#(task)","result":"x"}"#,             // a fraction
+            #"{"type":"result","id":-0,"task":"\#(task)","result":"x"}"#,              // -0: we write 0
         ]
         for text in results {
             let line = Data(text.utf8)
             #expect(CanonicalLine.result(line) == nil, "\(text)")
             let general = Result { try Reply.decode(line) }
             switch general {
-            case .success(let reply): #expect(reply.requestID == 7)
+            case .success(let reply): #expect(reply.requestID == (text.contains("-0") ? 0 : 7))
             case .failure(let error): #expect(error is WireError)
             }
         }
@@ -75,11 +76,33 @@ struct CanonicalLineTests {
             #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.0,"timeout":0.0}}"#,
             #"{"type":"scan","id":1,"task":{"input":3,"id":"\#(task)","duration":1.0}}"#,
             #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.0}}x"#,
+            #"{"type":"scan","id":-0,"task":{"id":"\#(task)","input":3,"duration":1.0}}"#,
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":-0,"duration":1.0}}"#,
+            #"{"type":"scan","id":1,"task":{"id":"\#(task.uppercased())","input":3,"duration":1.0}}"#,
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.50}}"#,   // 1.5 written longer
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1e0}}"#,
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.0,"timeout":30}}"#,
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.0},"wait":5}"#,
         ]
         for text in scans { #expect(CanonicalLine.scan(Data(text.utf8)) == nil, "\(text)") }
         #expect(try Request.decode(Data(scans[0].utf8)) == .scan(id: 1, task: ScanTask(id: UUID(wireText: task)!, input: 3, duration: 1)))
         #expect(throws: WireError.self) { try Request.decode(Data(scans[1].utf8)) }
         #expect(throws: WireError.self) { try Request.decode(Data(scans[2].utf8)) }
+        // Each written another way reads as its canonical twin does.
+        let id = UUID(wireText: task)!
+        let twins: [(Int, Request)] = [
+            (5, .scan(id: 0, task: ScanTask(id: id, input: 3, duration: 1))),
+            (6, .scan(id: 1, task: ScanTask(id: id, input: 0, duration: 1))),
+            (7, .scan(id: 1, task: ScanTask(id: id, input: 3, duration: 1))),
+            (8, .scan(id: 1, task: ScanTask(id: id, input: 3, duration: 1.5))),
+            (9, .scan(id: 1, task: ScanTask(id: id, input: 3, duration: 1))),
+            (10, .scan(id: 1, task: ScanTask(id: id, input: 3, duration: 1, timeout: 30))),
+            (11, .scan(id: 1, task: ScanTask(id: id, input: 3, duration: 1), wait: 5)),
+        ]
+        for (index, twin) in twins {
+            #expect(try Request.decode(Data(scans[index].utf8)) == twin, "\(scans[index])")
+            #expect(CanonicalLine.scan(Data(twin.line.dropLast())) == twin)
+        }
     }
 
     @Test func truncatedCanonicalLinesNeverCrashAndNeverTakeTheFastPath() {
