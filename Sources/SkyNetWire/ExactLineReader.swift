@@ -21,11 +21,21 @@ package struct ExactLineReader {
         return true
     }
 
-    /// An integer in JSON's grammar that fits an `Int`.
+    /// An integer in JSON's grammar that fits an `Int`, read from its digits (no string).
     package mutating func integer() -> Int? {
         let start = index
         guard jsonInteger() else { return nil }
-        return Int(text(from: start))
+        let negative = bytes[start] == UInt8(ascii: "-")
+        var value = 0
+        for digit in bytes[(negative ? start + 1 : start)..<index] {
+            // Built on the negative side, which holds Int.min.
+            let (tens, over) = value.multipliedReportingOverflow(by: 10)
+            let (next, under) = tens.subtractingReportingOverflow(Int(digit &- UInt8(ascii: "0")))
+            guard !over, !under else { return nil }
+            value = next
+        }
+        if negative { return value }
+        return value == .min ? nil : -value
     }
 
     /// A finite number in JSON's grammar: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.

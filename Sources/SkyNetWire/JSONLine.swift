@@ -19,8 +19,8 @@ package struct JSONLine: Sendable {
     }
 
     /// A message that answers or names a request: `type`, then `id`.
-    package init(type: String, id: Int, capacity: Int = usualSize) {
-        self.init(capacity: capacity)
+    package init(type: String, id: Int) {
+        self.init(capacity: Self.usualSize)
         add("type", type)
         add("id", id)
     }
@@ -44,12 +44,12 @@ package struct JSONLine: Sendable {
 
     package mutating func add(_ key: String, _ value: Int) {
         self.key(key)
-        bytes.append(contentsOf: String(value).utf8)
+        Self.appendInteger(value, to: &bytes)
     }
 
     package mutating func add(_ key: String, _ value: Double) {
         self.key(key)
-        bytes.append(contentsOf: (value.isFinite ? "\(value)" : "0").utf8)
+        Self.appendNumber(value, to: &bytes)
     }
 
     package mutating func add(_ key: String, _ value: Bool) {
@@ -146,6 +146,30 @@ package struct JSONLine: Sendable {
         empty = false
         Self.appendString(key, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
+    }
+
+    /// An integer's decimal digits, as `String(value)` writes them, with no string in between.
+    static func appendInteger(_ value: Int, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits = 1
+        var scale: UInt = 1
+        while magnitude / scale >= 10 {
+            scale *= 10
+            digits += 1
+        }
+        for _ in 0..<digits {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude / scale))
+            magnitude %= scale
+            scale /= 10
+        }
+    }
+
+    /// A number as `Double`'s description writes it (`1.0`, `0.25`, `1e-05`); 0 for what JSON
+    /// cannot write (infinities and NaN).
+    static func appendNumber(_ value: Double, to bytes: inout [UInt8]) {
+        guard value.isFinite else { return bytes.append(UInt8(ascii: "0")) }
+        bytes.append(contentsOf: value.description.utf8)
     }
 
     static func appendString(_ text: String, to bytes: inout [UInt8]) {

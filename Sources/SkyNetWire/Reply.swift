@@ -117,11 +117,7 @@ package enum Reply: Sendable, Equatable {
             json.add("noise", String(decoding: Base64.encode(noise), as: UTF8.self))
             return json.takeLine()
         case .result(let id, let task, let result):
-            // Sized for its result: the line is handed on as it is built (`takeLine`).
-            var json = JSONLine(type: "result", id: id, capacity: JSONLine.usualSize + result.utf8.count)
-            json.add("task", uuid: task)
-            json.add("result", result)
-            return json.takeLine()
+            return CanonicalLine.line(result: id, task: task, result: result)
         case .failure(let id, let task, let code, let message):
             var json = JSONLine(type: "failure", id: id)
             json.add("task", uuid: task)

@@ -75,15 +75,7 @@ package enum Request: Sendable, Equatable {
             if let files { json.add("files", files) }
             return json.takeLine()
         case .scan(let id, let task, let wait):
-            var body = JSONLine()
-            body.add("id", uuid: task.id)
-            body.add("input", task.input)
-            body.add("duration", task.duration)
-            if let timeout = task.timeout { body.add("timeout", timeout) }
-            var json = JSONLine(type: "scan", id: id)
-            json.add("task", object: body)
-            if let wait { json.add("wait", wait) }
-            return json.takeLine()
+            return CanonicalLine.line(scan: id, task: task, wait: wait)
         case .job(let id, let task):
             var body = JSONLine()
             body.add("id", uuid: task.id)

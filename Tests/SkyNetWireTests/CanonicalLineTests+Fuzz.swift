@@ -99,4 +99,38 @@ extension CanonicalLineTests {
         }
         #expect(taken >= 1000 && refused >= 1000, "\(taken) taken, \(refused) refused")
     }
+
+    /// The lines written straight into a buffer are byte for byte what the general encoder
+    /// writes for the same message (JSONLine, as the other messages are written).
+    @Test func theHotLinesAreWrittenAsTheGeneralEncoderWritesThem() {
+        var generator = FuzzSeed(0xCA40_0022).random
+        func pick<T>(_ choices: [T]) -> T { choices[Int.random(in: 0..<choices.count, using: &generator)] }
+        for round in 0..<20_000 {
+            let id = round < 4 ? [0, -1, Int.max, Int.min][round] : Int.random(in: Int.min...Int.max, using: &generator) >> Int.random(in: 0...63, using: &generator)
+            let input = Int.random(in: -1_000_000...1_000_000, using: &generator)
+            let task = ScanTask(input: input, duration: pick([0, 0.01, 1.5, 3600, 1e-5, 0.1 + 0.2, 1e22, .leastNonzeroMagnitude, -2.5]),
+                                timeout: pick([nil, 0.5, 30, 604_800]))
+            let wait = pick([nil, 5, 0.25, 604_800] as [Double?])
+            // Numbers as Swift writes them: the general encoder writes them with these too.
+            var digits: [UInt8] = [], number: [UInt8] = []
+            JSONLine.appendInteger(id, to: &digits)
+            JSONLine.appendNumber(task.duration, to: &number)
+            #expect(digits == Array(String(id).utf8) && number == Array("\(task.duration)".utf8), "\(id) \(task.duration)")
+            var body = JSONLine()
+            body.add("id", task.id.wireText)
+            body.add("input", task.input)
+            body.add("duration", task.duration)
+            if let timeout = task.timeout { body.add("timeout", timeout) }
+            var scan = JSONLine(type: "scan", id: id)
+            scan.add("task", object: body)
+            if let wait { scan.add("wait", wait) }
+            #expect(Request.scan(id: id, task: task, wait: wait).line == scan.line, "\(id) \(task) \(String(describing: wait))")
+
+            let text = pick(["", "ok", "héllo", "quote \" and \\", "line\nbreak\u{1}", "日本", String(repeating: "x", count: 300)])
+            var result = JSONLine(type: "result", id: id)
+            result.add("task", task.id.wireText)
+            result.add("result", text)
+            #expect(Reply.result(id: id, task: task.id, result: text).line == result.line, "\(id) \(text)")
+        }
+    }
 }

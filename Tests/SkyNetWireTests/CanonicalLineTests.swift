@@ -59,6 +59,8 @@ struct CanonicalLineTests {
             #"{"type":"result","id":7,"task":"\#(task)","result":"x"}  "#,            // trailing spaces
             #"{"type":"result","id":7.0,"task":"\#(task)","result":"x"}"#,             // a fraction
             #"{"type":"result","id":-0,"task":"\#(task)","result":"x"}"#,              // -0: we write 0
+            #"{"type":"result","id":9223372036854775808,"task":"\#(task)","result":"x"}"#,   // Int.max + 1
+            #"{"type":"result","id":-9223372036854775809,"task":"\#(task)","result":"x"}"#,  // Int.min - 1
         ]
         for text in results {
             let line = Data(text.utf8)
