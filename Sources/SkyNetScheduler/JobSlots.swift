@@ -4,8 +4,8 @@
 /// A task takes the lowest free slot when it starts and gives it back once its work has ended,
 /// so tasks running at the same time never share a number, and a command that keeps per-slot
 /// state (`--gpu {%}`, `scratch-{%}`) finds its slot free. Not a lock: its owner (the
-/// system's actor) takes and returns slots in the same synchronous steps in which it counts
-/// its running tasks.
+/// system, under its lock) takes and returns slots in the same steps in which it counts its
+/// running tasks.
 struct JobSlots: Sendable {
     /// How many slots there are.
     let capacity: Int

@@ -21,6 +21,11 @@ package struct SystemCounters: Sendable, Equatable {
 /// sends its next scans before a slot frees) waits in line, first come first served, up to
 /// `queue` of them: a slot that frees goes straight to the first in line, in the step that
 /// gives it back, so the next task starts with no round trip to its coordinator.
+///
+/// The slots, the line and the counters are one value behind one lock (`Slots`), taken and
+/// given back in one step each, so `run` is not isolated: a task runs where its caller runs (a
+/// node's built-in scan on the event loop of its link), with no hop onto the actor and back,
+/// each a trip through an executor's queue.
 public actor LocalSystem: ScanSystem {
     /// The name reports and events give the system.
     public nonisolated let name: String
@@ -31,24 +36,38 @@ public actor LocalSystem: ScanSystem {
     public nonisolated var isLocal: Bool { true }
     /// The jobs this system runs; a task naming another fails with `unknown-job`.
     package nonisolated let jobs: JobRegistry
-    /// Behind a lock, written only on the actor: a node answers pings with them on the
-    /// connection's reader thread, with no hop onto the actor.
-    private nonisolated let live = Locked(SystemCounters())
-    /// The counters as of the last change, read without awaiting the actor.
-    package nonisolated var counters: SystemCounters { live.withLock { $0 } }
+    /// The slots, the line and the counters; a node answers pings with the counters on the
+    /// connection's reader thread.
+    private nonisolated let slots: Locked<Slots>
+    /// The counters as of the last change.
+    package nonisolated var counters: SystemCounters { slots.withLock { $0.counters } }
     /// The most tasks ever running at once: a witness for tests and status.
-    package private(set) var highWater = 0
-    /// The job slots (`{%}`) of the running tasks; taken and given back with `running`.
-    private var slots: JobSlots
+    package var highWater: Int { slots.withLock { $0.highWater } }
     /// What keeps the tasks' deadlines (and the built-in scan's time).
     package nonisolated let clock: any TimerClock
-    /// The tasks waiting for a slot, first in line first; each is handed its slot when one frees.
-    private var waiting: [Waiter] = []
-    private var lastWaiter: UInt64 = 0
-    /// Set by `refuseWaiting`: from then on a task that finds no free slot is `busy` with it.
-    private var refusal: String?
 
-    private struct Waiter {
+    /// What changes when a task starts, waits, ends or is refused.
+    private struct Slots: Sendable {
+        var counters = SystemCounters()
+        var highWater = 0
+        /// The job slots (`{%}`) of the running tasks; taken and given back with `counters.running`.
+        var jobSlots: JobSlots
+        /// The tasks waiting for a slot, first in line first; each is handed its slot when one frees.
+        var waiting: [Waiter] = []
+        var lastWaiter: UInt64 = 0
+        /// Set by `refuseWaiting`: from then on a task that finds no free slot is `busy` with it.
+        var refusal: String?
+
+        /// The lowest free slot, counted as running; nil when every slot is taken.
+        mutating func takeFree(capacity: Int) -> Int? {
+            guard counters.running < capacity, let free = jobSlots.take() else { return nil }
+            counters.running += 1
+            highWater = max(highWater, counters.running)
+            return free
+        }
+    }
+
+    private struct Waiter: Sendable {
         let id: UInt64
         let continuation: CheckedContinuation<Int, any Error>
         /// When it stops waiting and is answered `busy`.
@@ -66,7 +85,7 @@ public actor LocalSystem: ScanSystem {
         self.name = name
         self.capacity = max(0, capacity)
         self.queue = max(0, queue)
-        slots = JobSlots(capacity: capacity)
+        slots = Locked(Slots(jobSlots: JobSlots(capacity: capacity)))
         self.jobs = jobs
         self.clock = clock
     }
@@ -77,7 +96,7 @@ public actor LocalSystem: ScanSystem {
     }
 
     /// Runs `task`'s job in this process, within the task's deadline, and returns its result.
-    public func run(_ task: ScanTask) async throws -> String {
+    public nonisolated func run(_ task: ScanTask) async throws -> String {
         try await run(task, workingDirectory: nil)
     }
 
@@ -86,7 +105,7 @@ public actor LocalSystem: ScanSystem {
     /// names the copy and the basefiles sit. With `waiting`, a task that finds every slot
     /// taken waits in line for one (if the line has room) for up to that long, then is `busy`;
     /// a cancelled caller leaves the line at once.
-    package func run(_ task: ScanTask, workingDirectory: String? = nil, waiting: Duration? = nil) async throws -> String {
+    package nonisolated func run(_ task: ScanTask, workingDirectory: String? = nil, waiting: Duration? = nil) async throws -> String {
         guard let job = jobs.job(named: task.job) else {
             throw ScanFailure(code: .unknownJob, message: "\(name) has no job '\(task.job)'")
         }
@@ -94,10 +113,10 @@ public actor LocalSystem: ScanSystem {
         defer { free(slot) }
         do {
             let result = try await Self.execute(job, task, slot: slot, workingDirectory: workingDirectory, clock: clock)
-            live.withLock { $0.completed += 1 }
+            slots.withLock { $0.counters.completed += 1 }
             return result
         } catch {
-            live.withLock { $0.failed += 1 }
+            slots.withLock { $0.counters.failed += 1 }
             throw error
         }
     }
@@ -105,9 +124,11 @@ public actor LocalSystem: ScanSystem {
     /// Answers every task waiting for a slot `busy` with `message`, and every one that would
     /// wait from now on (a node that drains or stops: their coordinators run them elsewhere).
     package func refuseWaiting(_ message: String) {
-        refusal = message
-        let refused = waiting
-        waiting.removeAll()
+        let refused = slots.withLock { slots in
+            slots.refusal = message
+            defer { slots.waiting.removeAll() }
+            return slots.waiting
+        }
         for waiter in refused {
             clock.cancel(waiter.limit)
             waiter.continuation.resume(throwing: ScanFailure(code: .busy, message: message))
@@ -115,62 +136,70 @@ public actor LocalSystem: ScanSystem {
     }
 
     /// How many tasks wait for a slot: lets tests await a waiter instead of sleeping.
-    package var waitingCount: Int { waiting.count }
+    package var waitingCount: Int { slots.withLock { $0.waiting.count } }
 
     /// A free slot, taken at once; else, with `waiting`, one handed over in line (still counted
     /// as running); else `busy`. Apart from `run`: its frame is held while the task runs.
-    private func takeSlot(waiting: Duration?) async throws -> Int {
-        if let free = takeFreeSlot() { return free }
-        guard let waiting, queue > 0 else { throw ScanFailure.busy(name, capacity: capacity) }
-        if let refusal { throw ScanFailure(code: .busy, message: refusal) }
-        return try await waitForSlot(within: waiting)
-    }
-
-    /// The lowest free slot, counted as running; nil when every slot is taken.
-    private func takeFreeSlot() -> Int? {
-        guard counters.running < capacity, let free = slots.take() else { return nil }
-        live.withLock { $0.running += 1 }
-        highWater = max(highWater, counters.running)
-        return free
+    private nonisolated func takeSlot(waiting: Duration?) async throws -> Int {
+        let taken = slots.withLock { slots -> Result<Int, ScanFailure>? in
+            if let free = slots.takeFree(capacity: capacity) { return .success(free) }
+            guard waiting != nil, queue > 0 else { return .failure(.busy(name, capacity: capacity)) }
+            if let refusal = slots.refusal { return .failure(ScanFailure(code: .busy, message: refusal)) }
+            return nil
+        }
+        if let taken { return try taken.get() }
+        return try await waitForSlot(within: waiting ?? .zero)
     }
 
     /// Gives `slot` back: to the first task in line, which starts in this step, else to the free slots.
-    private func free(_ slot: Int) {
-        guard waiting.isEmpty else {
-            let next = waiting.removeFirst()
-            clock.cancel(next.limit)
-            return next.continuation.resume(returning: slot)
+    private nonisolated func free(_ slot: Int) {
+        let next = slots.withLock { slots -> Waiter? in
+            guard slots.waiting.isEmpty else { return slots.waiting.removeFirst() }
+            slots.counters.running -= 1
+            slots.jobSlots.giveBack(slot)
+            return nil
         }
-        live.withLock { $0.running -= 1 }
-        slots.giveBack(slot)
+        guard let next else { return }
+        clock.cancel(next.limit)
+        next.continuation.resume(returning: slot)
     }
 
     /// Waits in line until a slot is handed over (returned), `bound` passes (`busy`) or the
     /// caller is cancelled; `busy` at once when the line is full.
-    private func waitForSlot(within bound: Duration) async throws -> Int {
-        lastWaiter += 1
-        let id = lastWaiter
+    private nonisolated func waitForSlot(within bound: Duration) async throws -> Int {
+        let id = slots.withLock { slots in
+            slots.lastWaiter += 1
+            return slots.lastWaiter
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Checked again where the waiter joins the line, in one step with joining it.
-                if Task.isCancelled { return continuation.resume(throwing: CancellationError()) }
-                if let free = takeFreeSlot() { return continuation.resume(returning: free) }
-                guard waiting.count < queue else { return continuation.resume(throwing: ScanFailure.busy(name, capacity: capacity)) }
-                let limit = clock.schedule(at: clock.now + bound) { [self] in
-                    Task { await self.stopWaiting(id, with: ScanFailure(code: .busy, message:
-                        "\(self.name) had no free slot within \(bound.seconds.asWritten) s (all \(self.capacity) busy)")) }
+                let outcome = slots.withLock { slots -> Result<Int, any Error>? in
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if let free = slots.takeFree(capacity: capacity) { return .success(free) }
+                    guard slots.waiting.count < queue else { return .failure(ScanFailure.busy(name, capacity: capacity)) }
+                    // Its action only starts a task: the line's lock is held here.
+                    let limit = clock.schedule(at: clock.now + bound) { [self] in
+                        Task { self.stopWaiting(id, with: ScanFailure(code: .busy, message:
+                            "\(self.name) had no free slot within \(bound.seconds.asWritten) s (all \(self.capacity) busy)")) }
+                    }
+                    slots.waiting.append(Waiter(id: id, continuation: continuation, limit: limit))
+                    return nil
                 }
-                waiting.append(Waiter(id: id, continuation: continuation, limit: limit))
+                if let outcome { continuation.resume(with: outcome) }
             }
         } onCancel: {
-            Task { await self.stopWaiting(id, with: CancellationError()) }
+            stopWaiting(id, with: CancellationError())
         }
     }
 
     /// Takes waiter `id` out of the line, if it still waits, and fails its task with `error`.
-    private func stopWaiting(_ id: UInt64, with error: any Error) {
-        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return }
-        let waiter = waiting.remove(at: index)
+    private nonisolated func stopWaiting(_ id: UInt64, with error: any Error) {
+        let waiter = slots.withLock { slots -> Waiter? in
+            guard let index = slots.waiting.firstIndex(where: { $0.id == id }) else { return nil }
+            return slots.waiting.remove(at: index)
+        }
+        guard let waiter else { return }
         clock.cancel(waiter.limit)
         waiter.continuation.resume(throwing: error)
     }
