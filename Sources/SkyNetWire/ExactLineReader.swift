@@ -65,8 +65,20 @@ package struct ExactLineReader {
     /// A number as our encoder writes a `Double` (its `description`: `1.0`, not `1`).
     package mutating func canonicalNumber() -> Double? {
         let start = index
+        // Most are whole (`0.0`, `5.0`): below 10^15 such a number is exact, and its
+        // description is its digits and `.0`, so it is read with no text made or parsed.
+        if let whole = integer(), whole.magnitude < 1_000_000_000_000_000, literal(".0"),
+           !(index < bytes.count && Self.continuesNumber(bytes[index])) {
+            return whole == 0 && bytes[start] == UInt8(ascii: "-") ? -0.0 : Double(whole)
+        }
+        index = start
         guard let value = number(), "\(value)".utf8.elementsEqual(bytes[start..<index]) else { return nil }
         return value
+    }
+
+    /// Whether `byte` would go on with a number written so far (more digits, an exponent).
+    private static func continuesNumber(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")
     }
 
     /// A UUID in quotes as our encoder writes it (`UUID.wireText`: lower-case hex digits).

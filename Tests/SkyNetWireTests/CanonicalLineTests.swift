@@ -85,6 +85,8 @@ struct CanonicalLineTests {
             #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1e0}}"#,
             #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.0,"timeout":30}}"#,
             #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.0},"wait":5}"#,
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.00}}"#,   // a whole number written longer
+            #"{"type":"scan","id":1,"task":{"id":"\#(task)","input":3,"duration":1.0e0}}"#,
         ]
         for text in scans { #expect(CanonicalLine.scan(Data(text.utf8)) == nil, "\(text)") }
         #expect(try Request.decode(Data(scans[0].utf8)) == .scan(id: 1, task: ScanTask(id: UUID(wireText: task)!, input: 3, duration: 1)))
@@ -100,6 +102,8 @@ struct CanonicalLineTests {
             (9, .scan(id: 1, task: ScanTask(id: id, input: 3, duration: 1))),
             (10, .scan(id: 1, task: ScanTask(id: id, input: 3, duration: 1, timeout: 30))),
             (11, .scan(id: 1, task: ScanTask(id: id, input: 3, duration: 1), wait: 5)),
+            (12, .scan(id: 1, task: ScanTask(id: id, input: 3, duration: 1))),
+            (13, .scan(id: 1, task: ScanTask(id: id, input: 3, duration: 1))),
         ]
         for (index, twin) in twins {
             #expect(try Request.decode(Data(scans[index].utf8)) == twin, "\(scans[index])")
