@@ -8,8 +8,8 @@ package struct JSONLine: Sendable {
     private var bytes: [UInt8]
     private var empty = true
 
-    /// Room for a message line that needs no growing (a `scan` request is about 130 bytes):
-    /// growing it from one byte took a reallocation per doubling, for every line.
+    /// Room for a usual message line (a `scan` request is about 130 bytes), so that it takes
+    /// one allocation, not one for every doubling of its buffer.
     package static let usualSize = 160
 
     /// A message: an object whose first field is its `type`.
