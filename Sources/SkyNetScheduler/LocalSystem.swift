@@ -141,14 +141,9 @@ public actor LocalSystem: ScanSystem {
     /// A free slot, taken at once; else, with `waiting`, one handed over in line (still counted
     /// as running); else `busy`. Apart from `run`: its frame is held while the task runs.
     private nonisolated func takeSlot(waiting: Duration?) async throws -> Int {
-        let taken = slots.withLock { slots -> Result<Int, ScanFailure>? in
-            if let free = slots.takeFree(capacity: capacity) { return .success(free) }
-            guard waiting != nil, queue > 0 else { return .failure(.busy(name, capacity: capacity)) }
-            if let refusal = slots.refusal { return .failure(ScanFailure(code: .busy, message: refusal)) }
-            return nil
-        }
-        if let taken { return try taken.get() }
-        return try await waitForSlot(within: waiting ?? .zero)
+        if let free = slots.withLock({ $0.takeFree(capacity: capacity) }) { return free }
+        guard let waiting, queue > 0 else { throw ScanFailure.busy(name, capacity: capacity) }
+        return try await waitForSlot(within: waiting)
     }
 
     /// Gives `slot` back: to the first task in line, which starts in this step, else to the free slots.
@@ -173,10 +168,12 @@ public actor LocalSystem: ScanSystem {
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                // Checked again where the waiter joins the line, in one step with joining it.
+                // Checked where the waiter joins the line, in one step with joining it: a
+                // refusal that came after the first look is seen here.
                 let outcome = slots.withLock { slots -> Result<Int, any Error>? in
                     if Task.isCancelled { return .failure(CancellationError()) }
                     if let free = slots.takeFree(capacity: capacity) { return .success(free) }
+                    if let refusal = slots.refusal { return .failure(ScanFailure(code: .busy, message: refusal)) }
                     guard slots.waiting.count < queue else { return .failure(ScanFailure.busy(name, capacity: capacity)) }
                     // Its action only starts a task: the line's lock is held here.
                     let limit = clock.schedule(at: clock.now + bound) { [self] in

@@ -129,6 +129,33 @@ struct LocalSystemLineTests {
         #expect(held.started == [1])
     }
 
+    /// Tasks that come while the line is refused, on other threads: each is `busy` with the
+    /// refusal at once, whether it came before (and was in line) or after; none joins the line
+    /// after the refusal emptied it (it would wait its 60 s, or take a slot that frees).
+    @Test func aTaskThatComesAsTheLineIsRefusedIsBusyAtOnce() async throws {
+        for _ in 0..<200 {
+            let held = try Held(capacity: 1, queue: 1_000)
+            let first = held.run(1)
+            try await awaitState { held.started == [1] }
+            let busy = Locked(0)
+            let arrivals = (2...17).map { sector in
+                Task {
+                    do {
+                        _ = try await held.system.run(ScanTask(input: sector, job: "hold", text: ""), waiting: .seconds(60))
+                    } catch let failure as ScanFailure where failure == ScanFailure(code: .busy, message: "alpha is draining") {
+                        busy.withLock { $0 += 1 }
+                    }
+                }
+            }
+            await held.system.refuseWaiting("alpha is draining")
+            try await awaitState(upTo: .seconds(20)) { busy.withLock { $0 } == arrivals.count }
+            #expect(await held.system.waitingCount == 0)
+            held.open(1)
+            #expect(try await first.value == "1")
+            for arrival in arrivals { try await arrival.value }
+        }
+    }
+
     @Test func withoutALineEveryTaskBeyondTheCapacityIsBusy() async throws {
         let held = try Held(capacity: 1, queue: 0)
         let first = held.run(1)
