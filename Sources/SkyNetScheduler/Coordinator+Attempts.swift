@@ -10,9 +10,9 @@ extension Coordinator {
 
     /// Starts an attempt without its event: the attempt goes first, so its request is on its
     /// way while events are handled. Its `completed` can only come after, from the loop.
-    /// It runs where its system prefers: a peer's attempt on the event loop of its link (W2:
-    /// 31,000 tasks/s on the pool, 38,000–42,000 there). The scan's own loop (`run`) stays on
-    /// the pool: on an event loop it held that loop's links back (23,000).
+    /// It runs where its system prefers: a peer's attempt on the event loop of its link, so its
+    /// request and reply cross no thread. The scan's own loop (`run`) stays on the pool: on an
+    /// event loop it would hold that loop's links back.
     func begin(_ work: Attempt, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) {
         group.addTask(executorPreference: reservation.system.preferredExecutor) { await attempt(work, on: reservation) }
     }

@@ -81,7 +81,7 @@ package struct ExactLineReader {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")
     }
 
-    /// A UUID in quotes as our encoder writes it (`UUID.wireText`: lower-case hex digits).
+    /// A UUID in quotes as our encoder writes it (`UUID.appendWireText`: lower-case hex digits).
     package mutating func wireUUID() -> UUID? {
         guard bytes.count - index >= 38, bytes[index] == UInt8(ascii: "\""), bytes[index + 37] == UInt8(ascii: "\""),
               let uuid = UUID.uuid(wireBytes: UnsafeBufferPointer(rebasing: bytes[index + 1..<index + 37]), upperCase: false)

@@ -103,7 +103,7 @@ package struct JSONLine: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    /// A UUID in the wire's text form (`UUID.wireText`), written straight into the line.
+    /// A UUID in the wire's text form (`UUID.appendWireText`), written straight into the line.
     package mutating func add(_ key: String, uuid: UUID) {
         add(key, rawString: uuid.appendWireText(to:))
     }

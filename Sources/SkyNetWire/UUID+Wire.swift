@@ -1,36 +1,15 @@
 import SkyNetRuntime
 
 extension UUID {
-    /// The lowercase text form the wire uses, built without Foundation's formatter (which
-    /// showed up in profiles: it goes through sprintf).
-    var wireText: String {
-        String(unsafeUninitializedCapacity: 36) { buffer in
-            writeWireText(into: buffer)
-            return 36
-        }
-    }
-
-    /// Appends `wireText`'s 36 bytes to `bytes`, with no string in between: a task's id is in
-    /// every request and every result.
+    /// Appends the lower-case text form the wire uses (36 bytes, `8-4-4-4-12` hex digits) to
+    /// `bytes`, without Foundation's formatter (it goes through sprintf) and with no string in
+    /// between: a task's id is in every request and every result.
     func appendWireText(to bytes: inout [UInt8]) {
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: 36))
-        bytes.withUnsafeMutableBufferPointer { all in
-            writeWireText(into: UnsafeMutableBufferPointer(rebasing: all[start...]))
-        }
-    }
-
-    private func writeWireText(into buffer: UnsafeMutableBufferPointer<UInt8>) {
-        withUnsafeBytes(of: uuid) { bytes in
-            var out = 0
-            for (index, byte) in bytes.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 {
-                    buffer[out] = UInt8(ascii: "-")
-                    out += 1
-                }
-                buffer[out] = Self.hexDigit(byte >> 4)
-                buffer[out + 1] = Self.hexDigit(byte & 0x0F)
-                out += 2
+        withUnsafeBytes(of: uuid) { uuid in
+            for (index, byte) in uuid.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
+                bytes.append(Self.hexDigit(byte >> 4))
+                bytes.append(Self.hexDigit(byte & 0x0F))
             }
         }
     }

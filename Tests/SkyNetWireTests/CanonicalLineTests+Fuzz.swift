@@ -117,7 +117,7 @@ extension CanonicalLineTests {
             JSONLine.appendNumber(task.duration, to: &number)
             #expect(digits == Array(String(id).utf8) && number == Array("\(task.duration)".utf8), "\(id) \(task.duration)")
             var body = JSONLine()
-            body.add("id", task.id.wireText)
+            body.add("id", task.id.uuidString.lowercased())
             body.add("input", task.input)
             body.add("duration", task.duration)
             if let timeout = task.timeout { body.add("timeout", timeout) }
@@ -128,7 +128,7 @@ extension CanonicalLineTests {
 
             let text = pick(["", "ok", "héllo", "quote \" and \\", "line\nbreak\u{1}", "日本", String(repeating: "x", count: 300)])
             var result = JSONLine(type: "result", id: id)
-            result.add("task", task.id.wireText)
+            result.add("task", task.id.uuidString.lowercased())
             result.add("result", text)
             #expect(Reply.result(id: id, task: task.id, result: text).line == result.line, "\(id) \(text)")
         }

@@ -261,8 +261,10 @@ struct UUIDWireTextTests {
     @Test func matchesFoundationsTextAndParsesBothCases() {
         for _ in 0..<1000 {
             let id = UUID()
-            #expect(id.wireText == id.uuidString.lowercased())
-            #expect(UUID(wireText: id.wireText) == id)
+            var text: [UInt8] = []
+            id.appendWireText(to: &text)
+            #expect(text == Array(id.uuidString.lowercased().utf8))
+            #expect(UUID(wireText: id.uuidString.lowercased()) == id)
             #expect(UUID(wireText: id.uuidString) == id)
         }
     }
