@@ -6,7 +6,8 @@
 /// late and then has to wake. (A relative `Task.sleep` went through Dispatch's timers with
 /// their leeway and overslept about 0.25 ms in 10 ms.)
 ///
-/// Scheduling and cancelling are O(log n) in the actions pending; the thread is woken only
+/// Scheduling and cancelling cost O(1) for deadlines that come in the order they fall due, and
+/// O(log n) in the actions pending for others (`TimerQueue`); the thread is woken only
 /// when a new deadline is earlier than the one it waits for, so deadlines that are mostly
 /// cancelled before they come (a request's time limit) cost no wake-up at all.
 package final class DeadlineTimer: TimerClock {

@@ -82,7 +82,7 @@ struct DeadlineTimerConcurrencyTests {
 
     /// On a thread of its own: scheduling, cancelling and reflecting over 20,000 entries is
     /// seconds of computing under the thread sanitizer, which must not hold a pool thread.
-    @Test(.onOwnThread) func aCancelledActionNeverRunsAndScheduleCancelChurnLeavesAnEmptyHeap() async throws {
+    @Test(.onOwnThread) func aCancelledActionNeverRunsAndScheduleCancelChurnLeavesAnEmptyQueue() async throws {
         let timer = DeadlineTimer()
         let ran = Counter()
         var tickets: [TimerTicket] = []

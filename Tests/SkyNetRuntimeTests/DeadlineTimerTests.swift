@@ -171,7 +171,7 @@ struct DeadlineTimerTests {
         }
     }
 
-    /// Removing entries from the middle of the heap keeps it a heap: the kept half of a
+    /// Removing entries from the middle of the queue keeps its order: the kept half of a
     /// thousand random deadlines runs in deadline order, the cancelled half never.
     @Test func theKeptHalfOfAThousandRandomDeadlinesRunsInOrderAndTheCancelledHalfNever() {
         let clock = ManualClock(), runs = Runs()

@@ -3,7 +3,7 @@
 @testable import SkyNetRuntime
 
 // Looking inside a DeadlineTimer (under its own lock), for the tests that check that nothing
-// is left on its heap.
+// is left in its queue.
 
 package protocol InspectableUnderLock {
     func inspectUnderLock<R>(_ body: (Any) -> R) -> R
@@ -18,15 +18,13 @@ package enum TimerProbe {
         Mirror(reflecting: value).children.first { $0.label == label }?.value
     }
 
-    /// The deadlines pending on `timer`'s heap, and how many entries it holds (nil when the
-    /// heap could not be read: a test then fails rather than pass on nothing seen).
+    /// The deadlines pending in `timer`'s queue, and how many entries it stores (nil when the
+    /// queue could not be read: a test then fails rather than pass on nothing seen).
     package static func pending(_ timer: DeadlineTimer) -> (deadlines: [ContinuousClock.Instant], entries: Int?) {
         guard let locked = child(timer, "state") as? any InspectableUnderLock else { return ([], nil) }
         return locked.inspectUnderLock { state in
-            guard let heap = child(state, "queue"), let entries = child(heap, "entries") else { return ([], nil) }
-            let children = Mirror(reflecting: entries).children
-            let deadlines = children.compactMap { child($0.value, "deadline") as? ContinuousClock.Instant }
-            return (deadlines, children.count)
+            guard let queue = child(state, "queue") as? TimerQueue else { return ([], nil) }
+            return (queue.deadlines, queue.storedCount)
         }
     }
 }
