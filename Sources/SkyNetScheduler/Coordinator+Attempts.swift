@@ -3,8 +3,8 @@ import SkyNetRuntime
 import SkyNetWork
 
 extension Coordinator {
-    func launch(_ work: Attempt, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) async {
-        begin(work, on: reservation, in: &group)
+    func launch(_ work: Attempt, on reservation: Reservation, with helpers: ScanHelpers) async {
+        begin(work, on: reservation, with: helpers)
         await onEvent(started(work, on: reservation))
     }
 
@@ -13,8 +13,8 @@ extension Coordinator {
     /// It runs where its system prefers: a peer's attempt on the event loop of its link, so its
     /// request and reply cross no thread. The scan's own loop (`run`) stays on the pool: on an
     /// event loop it would hold that loop's links back.
-    func begin(_ work: Attempt, on reservation: Reservation, in group: inout ThrowingTaskGroup<Step, any Error>) {
-        group.addTask(executorPreference: reservation.system.preferredExecutor) { await attempt(work, on: reservation) }
+    func begin(_ work: Attempt, on reservation: Reservation, with helpers: ScanHelpers) {
+        helpers.start(on: reservation.system.preferredExecutor) { await attempt(work, on: reservation) }
     }
 
     func started(_ work: Attempt, on reservation: Reservation) -> ScanEvent {
@@ -29,7 +29,7 @@ extension Coordinator {
         if case .failure(let error) = result, (error as? any SystemFailure)?.systemIsGone == true {
             await systems.retire(reservation)  // gone: no other task should be handed to it
         }
-        // The slot is released by the loop when it takes this step: so no more children live
+        // The slot is released by the loop when it takes this step: so no more attempts run
         // than there are slots, however far the loop falls behind.
         return .finished(work, reservation, result, seconds)
     }

@@ -4,8 +4,9 @@ import SkyNetWork
 
 /// Runs scan tasks over the systems of a registry.
 ///
-/// One throwing task group holds every running task and the coordinator's requests for free
-/// slots. Each task goes to the first system with a free slot; a failed attempt runs again on
+/// Every running attempt, every request for a free slot and every resting slot is a task of
+/// the scan's `ScanHelpers`, which reports back to one loop. Each task goes to the first
+/// system with a free slot; a failed attempt runs again on
 /// the local system (on any system when the local one has no slots) until `maxAttempts`. A
 /// `busy` answer is back-pressure, not failure: the task goes back to the queue at no cost and
 /// the system that said it gets a slot's rest, longer each time (`BusyBackoff`).
@@ -73,76 +74,82 @@ public struct Coordinator: Sendable {
         var report = ScanReport(total: count)
         var backoff = busyRest
 
-        await withThrowingTaskGroup(of: Step.self) { group in
+        let helpers = ScanHelpers()
+        await withTaskCancellationHandler {
             while !Task.isCancelled, !(await queue.isDone()) {
                 // Use every slot that is free right now, then park one request per kind of
                 // work still waiting, so a freed slot or a joining peer wakes us.
                 while let (work, reservation) = await queue.takeFreeSlot(from: systems) {
-                    await launch(work, on: reservation, in: &group)
+                    await launch(work, on: reservation, with: helpers)
                 }
                 while let kind = await queue.slotRequestToPark() {
-                    group.addTask { [systems] in
-                        try await .slot(systems.reserve(localOnly: kind == .local), kind)
+                    helpers.start { [systems] in
+                        do { return .slot(try await systems.reserve(localOnly: kind == .local), kind) } catch { return .stopped }
                     }
                 }
-                // Only parked slot requests throw, and only when the scan is cancelled.
-                guard let step = try? await group.next() else { break }
-                switch step {
-                case .slot(let reservation, let kind):
-                    if !Task.isCancelled, let work = await queue.work(for: reservation, requestedAs: kind) {
-                        await launch(work, on: reservation, in: &group)
-                    } else {
+                guard helpers.outstanding > 0 else { break }
+                for step in await helpers.take() {
+                    switch step {
+                    case .slot(let reservation, let kind):
+                        if !Task.isCancelled, let work = await queue.work(for: reservation, requestedAs: kind) {
+                            await launch(work, on: reservation, with: helpers)
+                        } else {
+                            await systems.release(reservation)
+                        }
+                    case .finished(let work, let reservation, .failure(let failure as ScanFailure), _)
+                        where failure.code == .busy && !Task.isCancelled:
+                        metrics?.record(job: work.task.job, outcome: .busy, seconds: nil)
+                        queue.finished()
+                        queue.bounce(work)
+                        report.busyBounces += 1
+                        report.systems[reservation.name, default: SystemTally()].busy += 1
+                        // The slot rests before it is released: that system gets less from us
+                        // while it is full, and the task goes to whichever slot frees first.
+                        let rest = backoff.bounced(on: reservation.name)
+                        helpers.start {
+                            try? await clock.sleep(for: rest)
+                            return .rested(reservation)
+                        }
+                    case .finished(let work, let reservation, .failure(let error), let seconds)
+                        where (error as? any SystemFailure)?.taskWasGivenBack == true && !Task.isCancelled:
+                        // A draining node gave the task back: not a failure, no attempt spent; it
+                        // goes to the next free slot at once, and the slot is released with no rest.
+                        queue.finished()
+                        queue.bounce(work)
+                        // Timed like every attempt that ran: the histogram counts what the total does.
+                        metrics?.record(job: work.task.job, outcome: .cancelled, seconds: seconds)
                         await systems.release(reservation)
-                    }
-                case .finished(let work, let reservation, .failure(let failure as ScanFailure), _)
-                    where failure.code == .busy && !Task.isCancelled:
-                    metrics?.record(job: work.task.job, outcome: .busy, seconds: nil)
-                    queue.finished()
-                    queue.bounce(work)
-                    report.busyBounces += 1
-                    report.systems[reservation.name, default: SystemTally()].busy += 1
-                    // The slot rests before it is released: that system gets less from us
-                    // while it is full, and the task goes to whichever slot frees first.
-                    let rest = backoff.bounced(on: reservation.name)
-                    group.addTask {
-                        try? await clock.sleep(for: rest)
-                        return .rested(reservation)
-                    }
-                case .finished(let work, let reservation, .failure(let error), let seconds)
-                    where (error as? any SystemFailure)?.taskWasGivenBack == true && !Task.isCancelled:
-                    // A draining node gave the task back: not a failure, no attempt spent; it
-                    // goes to the next free slot at once, and the slot is released with no rest.
-                    queue.finished()
-                    queue.bounce(work)
-                    // Timed like every attempt that ran: the histogram counts what the total does.
-                    metrics?.record(job: work.task.job, outcome: .cancelled, seconds: seconds)
-                    await systems.release(reservation)
-                case .finished(let work, let reservation, let result, let seconds):
-                    queue.finished()
-                    backoff.answered(on: reservation.name)
-                    let outcome = book(work, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
-                    // The freed slot goes to the next piece of work (a re-run just queued
-                    // included) in the same step that gives it back, and that attempt is on its
-                    // way before the events are handled, which keep their order.
-                    var next: (Attempt, Reservation)?
-                    if Task.isCancelled {
+                    case .finished(let work, let reservation, let result, let seconds):
+                        queue.finished()
+                        backoff.answered(on: reservation.name)
+                        let outcome = book(work, system: reservation.system, result: result, seconds: seconds, in: &report, queue: &queue)
+                        // The freed slot goes to the next piece of work (a re-run just queued
+                        // included) in the same step that gives it back, and that attempt is on its
+                        // way before the events are handled, which keep their order.
+                        var next: (Attempt, Reservation)?
+                        if Task.isCancelled {
+                            await systems.release(reservation)
+                        } else if let (work, slot) = await queue.takeFreeSlot(from: systems, releasing: reservation) {
+                            begin(work, on: slot, with: helpers)
+                            next = (work, slot)
+                        }
+                        if let outcome { await onEvent(outcome) }
+                        if let (work, slot) = next { await onEvent(started(work, on: slot)) }
+                    case .rested(let reservation):
                         await systems.release(reservation)
-                    } else if let (work, slot) = await queue.takeFreeSlot(from: systems, releasing: reservation) {
-                        begin(work, on: slot, in: &group)
-                        next = (work, slot)
+                    case .stopped:
+                        break
                     }
-                    if let outcome { await onEvent(outcome) }
-                    if let (work, slot) = next { await onEvent(started(work, on: slot)) }
-                case .rested(let reservation):
-                    await systems.release(reservation)
                 }
             }
-            report.interrupted = Task.isCancelled
-            // Every task has its outcome (or the scan was stopped): what is left are parked
-            // slot requests, resting slots and, when stopped, running attempts.
-            group.cancelAll()
-            await drain(&group, into: &report, queue: &queue)
+        } onCancel: {
+            helpers.cancelAll()  // running attempts stop (on their nodes too); parked requests end
         }
+        report.interrupted = Task.isCancelled
+        // Every task has its outcome (or the scan was stopped): what is left are parked slot
+        // requests, resting slots and, when stopped, running attempts.
+        helpers.cancelAll()
+        await drain(helpers, into: &report, queue: &queue)
         // Every system that took part has its row, also one that completed nothing (a scan
         // stopped while each ran its first task).
         for name in await systems.joinedNames where report.systems[name] == nil { report.systems[name] = SystemTally() }
@@ -150,34 +157,36 @@ public struct Coordinator: Sendable {
         return report
     }
 
-    /// After the loop: waits for every child, releasing slots and keeping results that still
-    /// arrive.
-    private func drain(_ group: inout ThrowingTaskGroup<Step, any Error>, into report: inout ScanReport, queue: inout WorkQueue) async {
-        while !group.isEmpty {
-            let step: Step?
-            do { step = try await group.next() } catch { continue }  // a cancelled slot request
-            switch step {
-            case .finished(let work, let reservation, .success(let value), let seconds)?:
-                await systems.release(reservation)
-                if let outcome = book(work, system: reservation.system, result: .success(value), seconds: seconds,
-                                      in: &report, queue: &queue) {
-                    await onEvent(outcome)
+    /// After the loop: waits for every helper to report, releasing slots and keeping results
+    /// that still arrive.
+    private func drain(_ helpers: ScanHelpers, into report: inout ScanReport, queue: inout WorkQueue) async {
+        while helpers.outstanding > 0 {
+            for step in await helpers.take() {
+                switch step {
+                case .finished(let work, let reservation, .success(let value), let seconds):
+                    await systems.release(reservation)
+                    if let outcome = book(work, system: reservation.system, result: .success(value), seconds: seconds,
+                                          in: &report, queue: &queue) {
+                        await onEvent(outcome)
+                    }
+                case .finished(let work, let reservation, .failure, let seconds):
+                    metrics?.record(job: work.task.job, outcome: .cancelled, seconds: seconds)
+                    await systems.release(reservation)  // a cancelled attempt's task counts as not run
+                case .slot(let reservation, _), .rested(let reservation):
+                    await systems.release(reservation)
+                case .stopped:
+                    break
                 }
-            case .finished(let work, let reservation, .failure, let seconds)?:
-                metrics?.record(job: work.task.job, outcome: .cancelled, seconds: seconds)
-                await systems.release(reservation)  // a cancelled attempt's task counts as not run
-            case .slot(let reservation, _)?, .rested(let reservation)?:
-                await systems.release(reservation)
-            case nil:
-                return
             }
         }
     }
 }
 
-/// What a child of the coordinator's task group reports back.
+/// What a helper of the scan (`ScanHelpers`) reports back.
 enum Step: Sendable {
     case slot(Reservation, SlotKind)
+    /// A parked slot request that ended with the scan, with no slot.
+    case stopped
     case finished(Attempt, Reservation, Result<String, any Error>, Double)
     /// A slot that rested after a `busy` answer, ready to be released.
     case rested(Reservation)

@@ -94,7 +94,7 @@ struct WorkQueue {
         return nil
     }
 
-    /// The kind of slot request to park in the task group, if work waits for that kind of
+    /// The kind of slot request to park among the scan's helpers, if work waits for that kind of
     /// slot and no request for it is parked yet. Call until it returns nil.
     mutating func slotRequestToPark() async -> SlotKind? {
         if !reruns.isEmpty, rerunOnLocal, !parked.contains(.local) {

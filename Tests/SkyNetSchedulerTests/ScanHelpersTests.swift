@@ -1,0 +1,88 @@
+@testable import SkyNetRuntime
+@testable import SkyNetScheduler
+import SkyNetTestSupport
+@testable import SkyNetWork
+import Testing
+
+/// The scan's helpers keep what a task group gave: each reports once, in the order they
+/// ended; the loop waits for the next; cancelling stops every one running and each started
+/// after, and each still reports.
+@Suite(.timeLimit(.minutes(2)))
+struct ScanHelpersTests {
+    /// A slot to put in steps (the helpers do not look at it).
+    func aReservation() async throws -> Reservation {
+        let systems = Systems()
+        await systems.add(LocalSystem(name: "local", capacity: 1), capacity: 1)
+        return try #require(await systems.tryReserve())
+    }
+
+    func step(_ input: Int, _ reservation: Reservation) -> Step {
+        .finished(Attempt(task: ScanTask(input: input, duration: 0), attempt: 1), reservation, .success(""), 0)
+    }
+
+    func input(of step: Step) -> Int? {
+        if case .finished(let work, _, _, _) = step { work.task.input } else { nil }
+    }
+
+    @Test func eachHelperReportsOnceAndTakeWaitsForTheNext() async throws {
+        let reservation = try await aReservation()
+        let helpers = ScanHelpers()
+        let gates = (0..<300).map { _ in AsyncSignal<Void>() }
+        for (index, gate) in gates.enumerated() {
+            helpers.start { [self] in
+                await gate.value
+                return step(index, reservation)
+            }
+        }
+        #expect(helpers.outstanding == 300)
+        var random = SeededRandom(seed: 7)
+        var taken: [Int] = []
+        for index in Array(0..<300).shuffled(using: &random) {
+            gates[index].fulfil(())
+            // Only that one has ended: the next take waits for it, and returns it alone.
+            let steps = await helpers.take()
+            #expect(steps.compactMap(input(of:)) == [index])
+            taken += steps.compactMap(input(of:))
+        }
+        #expect(Set(taken) == Set(0..<300) && taken.count == 300)
+        #expect(helpers.outstanding == 0)
+    }
+
+    @Test func cancelAllStopsEveryHelperAndEachStartedAfterAndEachStillReports() async throws {
+        let reservation = try await aReservation()
+        let helpers = ScanHelpers()
+        let started = Counter()
+        let stopped: @Sendable () async -> Step = { [self] in
+            started.increment()
+            // An hour, unless cancelled: a helper that is not would hold the test to its limit.
+            do { try await DeadlineTimer.shared.sleep(for: .seconds(3_600)) } catch { return .stopped }
+            return step(-1, reservation)
+        }
+        for _ in 0..<1_000 { helpers.start(stopped) }
+        try await awaitState(upTo: .seconds(30)) { started.value == 1_000 }
+        helpers.cancelAll()
+        for _ in 0..<10 { helpers.start(stopped) }
+        var steps: [Step] = []
+        while helpers.outstanding > 0 { steps += await helpers.take() }
+        #expect(steps.count == 1_010)
+        #expect(steps.allSatisfy { if case .stopped = $0 { true } else { false } })
+    }
+}
+
+extension CoordinatorTests {
+    /// Cancelling the scan cancels its attempts, not only the loop: tasks of an hour end at
+    /// once, none counted as run, and every slot is free when the scan returns.
+    @Test func cancellingAScanStopsAttemptsThatWouldRunForAnHour() async throws {
+        let systems = Systems()
+        await systems.add(LocalSystem(name: "local", capacity: 4, api: UnreliableAPI(failingEvery: 0)), capacity: 4)
+        let log = EventLog()
+        let coordinator = Coordinator(systems: systems) { log.append($0) }
+        let scan = Task { await coordinator.run(makeTasks(10, duration: 3_600)) }
+        try await awaitState(upTo: .seconds(30)) { log.all.count { if case .started = $0 { true } else { false } } == 4 }
+        scan.cancel()
+        let report = try await withTimeout(.seconds(30)) { await scan.value }
+        #expect(report.interrupted)
+        #expect(report.completed == 0 && report.notRun == 10)
+        #expect(await systems.inFlight(on: "local") == 0)
+    }
+}
