@@ -53,8 +53,10 @@ public actor Systems {
         var suspended = false
         /// A peer that said it drains (it is stopping) gets no new work, for good.
         var draining = false
-        var isFree: Bool { !suspended && !draining && inFlight < capacity }
-        var hasRoomInLine: Bool { !suspended && !draining && inFlight < capacity + queue }
+        /// Removed, and kept in its place until the list is compacted.
+        var removed = false
+        var isFree: Bool { !suspended && !draining && !removed && inFlight < capacity }
+        var hasRoomInLine: Bool { !suspended && !draining && !removed && inFlight < capacity + queue }
     }
 
     private struct Waiter {
@@ -63,9 +65,12 @@ public actor Systems {
         let continuation: CheckedContinuation<Reservation, any Error>
     }
 
-    /// The systems in order: local ones (`localCount`) first, then peers.
+    /// The systems in order: local ones (`localCount`) first, then peers. A removed system
+    /// stays in its place (`removed`) until they are over half of the list: closing ten
+    /// thousand links then moves each entry a few times, not once for every link before it.
     private var entries: [Entry] = []
     private var localCount = 0
+    private var removedCount = 0
     /// Where each entry is in `entries`, by registration and by name; and which entries may
     /// take work now (`offerable`), so that finding the first free slot, or the system a
     /// reply names, is not a walk over ten thousand systems. Kept with every change of an
@@ -100,7 +105,7 @@ public actor Systems {
     public init() {}
 
     /// The names of the systems, in the order `reserve()` walks them.
-    public var names: [String] { entries.map(\.system.name) }
+    public var names: [String] { present.map(\.system.name) }
 
     /// Slots reserved right now on the system called `name` (0 when there is none).
     package func inFlight(on name: String) -> Int {
@@ -109,7 +114,7 @@ public actor Systems {
 
     /// Every system's slots right now, in order: what a live view shows.
     package var slotUse: [SlotUse] {
-        entries.map {
+        present.map {
             SlotUse(name: $0.system.name, capacity: $0.capacity, inFlight: min($0.inFlight, $0.capacity),
                     waiting: max(0, $0.inFlight - $0.capacity), suspended: $0.suspended,
                     draining: $0.draining || leaving.contains($0.system.name))
@@ -122,7 +127,10 @@ public actor Systems {
     package var idleWaiterCount: Int { idleWaiters.count }
 
     /// The slots of the local systems together.
-    package var localCapacity: Int { entries.prefix(localCount).reduce(0) { $0 + $1.capacity } }
+    package var localCapacity: Int { entries.prefix(localCount).reduce(0) { $0 + ($1.removed ? 0 : $1.capacity) } }
+
+    /// The systems not removed, in order.
+    private var present: [Entry] { entries.filter { !$0.removed } }
 
     /// Adds a system with `capacity` slots; one with the same name is replaced in place (or,
     /// when one is local and the other not, where the new one's kind goes).
@@ -336,20 +344,31 @@ public actor Systems {
 
     /// Removes the entry at `index`, its slots released into nothing.
     private func removeEntry(at index: Int) {
-        let entry = entries.remove(at: index)
-        inLines -= excess(entry)
-        positionByID[entry.id] = nil
-        positionByName[entry.system.name] = nil
-        if index < localCount { localCount -= 1 }
-        reindex(from: index)
+        inLines -= excess(entries[index])
+        positionByID[entries[index].id] = nil
+        positionByName[entries[index].system.name] = nil
+        entries[index].removed = true
+        refresh(at: index)
+        removedCount += 1
+        if removedCount > 64, removedCount * 2 > entries.count { compact() }
+    }
+
+    /// Takes the removed entries out of the list.
+    private func compact() {
+        localCount -= entries.prefix(localCount).count { $0.removed }
+        entries.removeAll { $0.removed }
+        removedCount = 0
+        reindex(from: 0)
     }
 
     /// The positions and offers of the entries from `index` on, after an insert or removal
     /// moved them (or an append added one).
     private func reindex(from index: Int) {
         for position in index..<entries.count {
-            positionByID[entries[position].id] = position
-            positionByName[entries[position].system.name] = position
+            if !entries[position].removed {  // a removed one is no longer found, and never offered
+                positionByID[entries[position].id] = position
+                positionByName[entries[position].system.name] = position
+            }
             refresh(at: position)
         }
         offerable.clear(from: entries.count)

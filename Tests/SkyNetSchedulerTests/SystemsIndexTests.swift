@@ -95,10 +95,31 @@ struct SystemsIndexTests {
             }
             if step % 500 == 0 {
                 #expect(await systems.names == model.systems.map(\.name), "step \(step)")
+                #expect(await systems.slotUse.map(\.name) == model.systems.map(\.name), "step \(step)")
+                #expect(await systems.localCapacity == model.systems.filter(\.isLocal).reduce(0) { $0 + $1.capacity }, "step \(step)")
             }
         }
         #expect(await systems.names == model.systems.map(\.name))
         #expect(model.systems.count > 100)
+        // Every system goes, in a random order (as ten thousand links close at the end of a
+        // scan): what is left is still found in order, and a name that left may come back.
+        for (count, name) in model.systems.map(\.name).shuffled(using: &generator).enumerated() {
+            model.systems.removeAll { $0.name == name }
+            await systems.remove(named: name)
+            if count % 7 == 0 {
+                let expected = model.firstFree(localOnly: false).map { model.systems[$0].name }
+                let reservation = await systems.tryReserve()
+                #expect(reservation?.name == expected, "after \(count + 1) removals")
+                if let reservation, let index = model.systems.firstIndex(where: { $0.name == reservation.name }) {
+                    model.systems[index].inFlight += 1
+                }
+                #expect(await systems.names == model.systems.map(\.name), "after \(count + 1) removals")
+            }
+        }
+        #expect(await systems.names.isEmpty)
+        #expect(await systems.slotUse.isEmpty)
+        await systems.add(AlwaysFailingSystem(name: "peer-0", isLocal: false), capacity: 1)
+        #expect(await systems.tryReserve()?.name == "peer-0")
     }
 }
 
