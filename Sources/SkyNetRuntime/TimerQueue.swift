@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The actions a clock has pending, earliest deadline first (ties in the order scheduled).
 ///
 /// Most deadlines come in the order they fall due: a node's scans all sleep the same second, a
@@ -10,18 +12,23 @@
 /// A cancelled entry in a lane stays stored, without its action, until the entries before it
 /// leave; a lane where such entries outnumber the pending is compacted.
 package struct TimerQueue {
+    /// Which queue an entry is in: a ticket of another queue is not taken out of this one.
+    private static let queues = Atomic<UInt64>(0)
+
     /// One pending action. A class so that its ticket can find it in the queue.
     package final class Entry: @unchecked Sendable {  // safe: `place` and `action` change only inside the TimerQueue that holds it, which its clock keeps behind its lock
         package let deadline: ContinuousClock.Instant
         let id: UInt64
+        fileprivate let queue: UInt64
         /// Nil once it left the queue (ran or cancelled): a ticket held on to keeps no
         /// action's captures alive.
         private(set) var action: (@Sendable () -> Void)?
         fileprivate var place: Place
 
-        fileprivate init(deadline: ContinuousClock.Instant, id: UInt64, action: @escaping @Sendable () -> Void) {
+        fileprivate init(deadline: ContinuousClock.Instant, id: UInt64, queue: UInt64, action: @escaping @Sendable () -> Void) {
             self.deadline = deadline
             self.id = id
+            self.queue = queue
             self.action = action
             place = .gone
         }
@@ -60,6 +67,7 @@ package struct TimerQueue {
     private var heap: [Entry] = []
     private var lanes: [Lane] = []
     private var lastID: UInt64 = 0
+    private let identity = TimerQueue.queues.add(1, ordering: .relaxed).newValue
 
     package init() {}
 
@@ -76,7 +84,7 @@ package struct TimerQueue {
 
     package mutating func insert(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> TimerTicket {
         lastID += 1
-        let entry = Entry(deadline: deadline, id: lastID, action: action)
+        let entry = Entry(deadline: deadline, id: lastID, queue: identity, action: action)
         if let lane = lane(taking: deadline) {
             lanes[lane].append(entry)
             entry.place = .lane(lane)
@@ -104,6 +112,7 @@ package struct TimerQueue {
 
     /// Removes the entry of `ticket`; false when it is not here (it ran or was cancelled).
     package mutating func remove(_ ticket: TimerTicket) -> Bool {
+        guard ticket.entry.queue == identity else { return false }
         switch ticket.entry.place {
         case .heap(let index):
             guard index < heap.count, heap[index] === ticket.entry else { return false }

@@ -40,6 +40,10 @@ final class ScanHelpers: Sendable {
     func start(on executor: (any TaskExecutor)? = nil, _ helper: @escaping @Sendable () async -> Step) {
         let number = lastNumber.add(1, ordering: .relaxed).newValue
         let task = Task(executorPreference: executor) { [self] in
+            // Started after `cancelAll`, it may run before `cancel` below reaches it: it is
+            // cancelled first, as a child added to a cancelled group starts (an attempt then
+            // sends no request).
+            if state.withLock({ $0.cancelled }) { withUnsafeCurrentTask { $0?.cancel() } }
             report(await helper(), from: number)
         }
         let cancelled = state.withLock { state in

@@ -113,6 +113,21 @@ import Testing
         #expect(queue.firstDeadline == nil)
     }
 
+    /// A ticket is its own queue's: another queue neither takes it out nor says it did, and the
+    /// entry still runs where it was scheduled.
+    @Test func aTicketOfAnotherQueueIsNotCancelledThere() {
+        var mine = TimerQueue(), other = TimerQueue()
+        let start = ContinuousClock.now
+        let ran = Ran()
+        let tickets = (0..<3).map { index in mine.insert(at: start + .milliseconds(index)) { ran.labels.withLock { $0.append(index) } } }
+        _ = other.insert(at: start) {}
+        let taken = tickets.map { other.remove($0) }
+        #expect(taken == [false, false, false])
+        while let due = mine.popFirst(dueAt: start + .seconds(1)) { due.action() }
+        #expect(ran.labels.withLock { $0 } == [0, 1, 2])
+        #expect(other.storedCount == 1)
+    }
+
     /// Deadlines that each come earlier than the last fit no lane after the first few: the heap
     /// takes them, in order all the same.
     @Test func deadlinesThatComeLatestFirstLeaveEarliestFirst() {

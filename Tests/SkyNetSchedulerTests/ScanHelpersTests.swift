@@ -69,6 +69,30 @@ struct ScanHelpersTests {
     }
 }
 
+extension ScanHelpersTests {
+    /// A helper started after `cancelAll` is cancelled before its first line runs, as a child
+    /// added to a cancelled task group is: an attempt never sends its request.
+    @Test func aHelperStartedAfterCancelAllRunsCancelledFromItsFirstLine() async throws {
+        // On a loop of its own, a helper starts on another thread at once, racing `start`.
+        let loop = try EventLoop(name: "test-helpers")
+        let uncancelled = Counter()
+        var steps = 0
+        for round in 0..<10 {
+            let helpers = ScanHelpers()
+            helpers.cancelAll()
+            for _ in 0..<1_000 {
+                helpers.start(on: round.isMultiple(of: 2) ? loop : nil) {
+                    if !Task.isCancelled { uncancelled.increment() }
+                    return .stopped
+                }
+            }
+            while helpers.outstanding > 0 { steps += await helpers.take().count }
+        }
+        #expect(steps == 10_000)
+        #expect(uncancelled.value == 0, "\(uncancelled.value) of 10,000 began uncancelled")
+    }
+}
+
 extension CoordinatorTests {
     /// Cancelling the scan cancels its attempts, not only the loop: tasks of an hour end at
     /// once, none counted as run, and every slot is free when the scan returns.
