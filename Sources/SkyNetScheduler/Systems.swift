@@ -1,3 +1,5 @@
+import SkyNetWork
+
 /// A slot on one system, reserved by `Systems`. Give it back with `Systems.release(_:)`.
 package struct Reservation: Sendable {
     package let system: any ScanSystem
@@ -44,7 +46,8 @@ public actor Systems {
 
     private struct Entry {
         let id: UInt64
-        let system: any ScanSystem
+        /// `Departed.system` once removed: a removed peer's link is not kept alive by its place.
+        var system: any ScanSystem
         var capacity: Int
         /// How many more than `capacity` it takes, to wait in line at the node.
         var queue: Int
@@ -348,6 +351,7 @@ public actor Systems {
         positionByID[entries[index].id] = nil
         positionByName[entries[index].system.name] = nil
         entries[index].removed = true
+        entries[index].system = Departed.system
         refresh(at: index)
         removedCount += 1
         if removedCount > 64, removedCount * 2 > entries.count { compact() }
@@ -421,4 +425,12 @@ private struct BitSet {
         words[word] &= (UInt64(1) << UInt64(index & 63)) &- 1
         words.removeSubrange((word + 1)...)
     }
+}
+
+/// What a removed system's place holds until the list is compacted: never offered work.
+private actor Departed: ScanSystem {
+    static let system = Departed()
+    nonisolated var name: String { "" }
+    nonisolated var isLocal: Bool { false }
+    func run(_ task: ScanTask) async throws -> String { throw CancellationError() }
 }

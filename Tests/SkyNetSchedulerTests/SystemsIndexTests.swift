@@ -123,6 +123,24 @@ struct SystemsIndexTests {
     }
 }
 
+extension SystemsIndexTests {
+    /// A removed system waits for the list to be compacted without its system: a peer that
+    /// left does not keep its link (and all it holds) alive meanwhile.
+    @Test func aRemovedSystemIsNotKeptAliveByItsPlace() async throws {
+        let systems = Systems()
+        for index in 0..<10 { await systems.add(AlwaysFailingSystem(name: "peer-\(index)", isLocal: false), capacity: 1) }
+        weak var gone: AlwaysFailingSystem?
+        do {
+            let system = AlwaysFailingSystem(name: "leaving", isLocal: false)
+            gone = system
+            await systems.add(system, capacity: 1)
+        }
+        await systems.remove(named: "leaving")
+        #expect(gone == nil)
+        #expect(await systems.names == (0..<10).map { "peer-\($0)" })
+    }
+}
+
 /// A small deterministic generator (SplitMix64): the same seed, the same steps.
 private struct SeededGenerator: RandomNumberGenerator {
     var state: UInt64
