@@ -96,7 +96,7 @@ extension ClusterActorSystem {
                 state.restartable.removeValue(forKey: id)
                 return state.watchers.removeValue(forKey: id) ?? []
             }
-            state.restartable[id]?.current = made
+            state.restartable.changeValue(forKey: id) { $0.current = made }
             return []
         }
         signal.fulfil(())

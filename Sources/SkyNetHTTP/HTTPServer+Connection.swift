@@ -87,7 +87,7 @@ extension HTTPServer {
         state.withLock { state -> Bool in
             guard !state.stopping, let client = state.clients[id] else { return false }
             if case .writing = client.stage { return true }
-            state.clients[id]?.stage = .writing(deadline: .now + configuration.requestDeadline)
+            state.clients.changeValue(forKey: id) { $0.stage = .writing(deadline: .now + configuration.requestDeadline) }
             return true
         }
     }
@@ -103,7 +103,7 @@ extension HTTPServer {
             guard streams < configuration.maxStreams else { return .full }
             let client = EventStreamClient(first: HTTPResponse.eventStreamHead + (state.snapshot ?? []),
                                            limit: configuration.streamBufferBytes, wake: wake)
-            state.clients[id]?.stage = .streaming(client)
+            state.clients.changeValue(forKey: id) { $0.stage = .streaming(client) }
             return .started(client)
         }
     }

@@ -372,10 +372,8 @@ package final class PeerConnection: Sendable {
     /// Gives pending request `id` the task that sends it; cancels the task when the request
     /// has ended already.
     func setSender(_ sender: Task<Void, Never>, of id: Int) {
-        let ended = state.withLock { state -> Bool in
-            guard state.pending[id] != nil else { return true }
-            state.pending[id]?.sender = sender
-            return false
+        let ended = state.withLock { state in
+            !state.pending.changeValue(forKey: id) { $0.sender = sender }
         }
         if ended { sender.cancel() }
     }
@@ -401,10 +399,8 @@ package final class PeerConnection: Sendable {
         let ticket = clock.schedule(at: deadline) { [weak self] in
             self?.complete(id, with: .failure(TimeoutError()))
         }
-        let answered = state.withLock { state -> Bool in
-            guard state.pending[id] != nil else { return true }
-            state.pending[id]?.deadline = ticket
-            return false
+        let answered = state.withLock { state in
+            !state.pending.changeValue(forKey: id) { $0.deadline = ticket }
         }
         if answered { clock.cancel(ticket) }  // the reply (or the end) came first
     }
