@@ -52,9 +52,20 @@ struct SocketDialTests {
     }
 
     @Test func aDialToAPortNobodyListensOnIsRefused() async throws {
-        let listening = try Socket.listen(host: "127.0.0.1", port: 0)
-        let port = try listening.localAddress().port
-        listening.close()
+        // Bound and kept, never listening: the kernel refuses connects to it, and no test beside
+        // this one can listen on it meanwhile (a port closed before the dial once was).
+        let bound = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(bound >= 0)
+        defer { close(bound) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(bound, $0, length) == 0 && getsockname(bound, $0, &length) == 0 }
+        }
+        try #require(named)
+        let port = Int(UInt16(bigEndian: address.sin_port))
         await #expect(throws: SocketError.self) { try await Socket.dial(host: "127.0.0.1", port: port, timeout: .seconds(5)) }
         do {
             _ = try await Socket.dial(host: "127.0.0.1", port: port, timeout: .seconds(5))
