@@ -72,7 +72,7 @@ package struct TimerQueue {
     package init() {}
 
     /// The earliest deadline pending.
-    package var firstDeadline: ContinuousClock.Instant? { first.map { entry(at: $0).deadline } }
+    package var firstDeadline: ContinuousClock.Instant? { first?.entry.deadline }
 
     /// Every pending deadline, earliest first (O(n log n): for tests).
     package var deadlines: [ContinuousClock.Instant] {
@@ -98,15 +98,8 @@ package struct TimerQueue {
 
     /// Removes and returns the first entry if it is due at `now`.
     package mutating func popFirst(dueAt now: ContinuousClock.Instant) -> Due? {
-        guard let place = first else { return nil }
-        let first = entry(at: place)
-        guard first.deadline <= now else { return nil }
-        let action: (@Sendable () -> Void)?
-        switch place {
-        case .heap: action = removeFromHeap(at: 0)
-        case .lane(let lane): action = lanes[lane].popFirst()
-        case .gone: action = nil
-        }
+        guard let (lane, first) = first, first.deadline <= now else { return nil }
+        let action = if let lane { lanes[lane].popFirst() } else { removeFromHeap(at: 0) }
         return action.map { Due(deadline: first.deadline, action: $0) }
     }
 
@@ -127,22 +120,14 @@ package struct TimerQueue {
         }
     }
 
-    /// Where the earliest pending entry is: the heap's top or a lane's first.
-    private var first: Place? {
-        var best: (place: Place, entry: Entry)? = heap.first.map { (.heap(index: 0), $0) }
+    /// The earliest pending entry, and the lane it is first in (nil: the heap's top).
+    private var first: (lane: Int?, entry: Entry)? {
+        var best: (lane: Int?, entry: Entry)? = heap.first.map { (nil, $0) }
         for (index, lane) in lanes.enumerated() {
             guard let candidate = lane.first else { continue }
-            if best.map({ candidate.precedes($0.entry) }) ?? true { best = (.lane(index), candidate) }
+            if best.map({ candidate.precedes($0.entry) }) ?? true { best = (index, candidate) }
         }
-        return best?.place
-    }
-
-    private func entry(at place: Place) -> Entry {
-        switch place {
-        case .heap(let index): heap[index]
-        case .lane(let lane): lanes[lane].entries[lanes[lane].head]
-        case .gone: preconditionFailure("an entry that left has no place")
-        }
+        return best
     }
 
     /// The lane `deadline` can be appended to: the one whose last deadline is the latest not
@@ -152,7 +137,7 @@ package struct TimerQueue {
         var best: (lane: Int, last: ContinuousClock.Instant)?
         var empty: Int?
         for (index, lane) in lanes.enumerated() {
-            guard let last = lane.entries.last?.deadline, lane.stored > 0 else {
+            guard let last = lane.entries.last?.deadline else {
                 empty = empty ?? index
                 continue
             }
@@ -218,7 +203,7 @@ package struct TimerQueue {
 private struct Lane {
     private(set) var entries: [TimerQueue.Entry] = []
     /// The first entry still stored; before it, entries that left.
-    private(set) var head = 0
+    private var head = 0
     /// Cancelled entries stored after `head` (never at it).
     private var cancelled = 0
 

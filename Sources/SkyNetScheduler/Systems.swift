@@ -57,7 +57,7 @@ public actor Systems {
         /// A peer that said it drains (it is stopping) gets no new work, for good.
         var draining = false
         /// Removed, and kept in its place until the list is compacted.
-        var removed = false
+        var removed: Bool { system === Departed.system }
         var isFree: Bool { !suspended && !draining && !removed && inFlight < capacity }
         var hasRoomInLine: Bool { !suspended && !draining && !removed && inFlight < capacity + queue }
     }
@@ -350,7 +350,6 @@ public actor Systems {
         inLines -= excess(entries[index])
         positionByID[entries[index].id] = nil
         positionByName[entries[index].system.name] = nil
-        entries[index].removed = true
         entries[index].system = Departed.system
         refresh(at: index)
         removedCount += 1
@@ -365,7 +364,7 @@ public actor Systems {
         reindex(from: 0)
     }
 
-    /// The positions and offers of the entries from `index` on, after an insert or removal
+    /// The positions and offers of the entries from `index` on, after an insert or a compaction
     /// moved them (or an append added one).
     private func reindex(from index: Int) {
         for position in index..<entries.count {
