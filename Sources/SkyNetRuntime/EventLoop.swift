@@ -211,11 +211,16 @@ package final class EventLoop: Sendable {
     private func run() {
         thread.store(Self.currentThread, ordering: .relaxed)
         var ready: [(token: UInt64, readiness: Readiness)] = []
+        // The jobs taken in a round, and those carried to this turn: each is swapped with the
+        // queue it empties and run from here, then emptied for the next swap. Copying a queue
+        // out and emptying it in place would give the queue a new buffer at every round, as
+        // large as the most it ever held, since the copy still shares the old one.
+        var jobs: [@Sendable () -> Void] = [], carried: [@Sendable () -> Void] = []
         while true {
             ready.removeAll(keepingCapacity: true)
-            let (jobsWait, carried) = state.withLock { state in
-                defer { state.nextTurn.removeAll(keepingCapacity: true) }
-                return (state.jobs.isEmpty && state.nextTurn.isEmpty, state.nextTurn)
+            let jobsWait = state.withLock { state in
+                swap(&state.nextTurn, &carried)
+                return state.jobs.isEmpty && carried.isEmpty
             }
             poller.wait(into: &ready, blocking: jobsWait)
             for (token, readiness) in ready {
@@ -224,15 +229,14 @@ package final class EventLoop: Sendable {
                 handler(readiness)
             }
             for job in carried { job() }
+            carried.removeAll(keepingCapacity: true)
             // The jobs given meanwhile, and those they give (a task's next step, the sends of
             // this turn), a few rounds at most before the descriptors get their turn again.
             for _ in 0..<Self.jobRoundsPerTurn {
-                let jobs = state.withLock { state in
-                    defer { state.jobs.removeAll(keepingCapacity: true) }
-                    return state.jobs
-                }
+                state.withLock { swap(&$0.jobs, &jobs) }
                 if jobs.isEmpty { break }
                 for job in jobs { job() }
+                jobs.removeAll(keepingCapacity: true)
             }
         }
     }

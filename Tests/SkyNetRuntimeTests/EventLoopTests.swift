@@ -80,6 +80,38 @@ struct EventLoopTests {
         #expect(!loop.isCurrent)
     }
 
+    /// The loop takes its queued jobs by swapping arrays with the queues: over many rounds and
+    /// turns, with jobs given from outside, from jobs on the loop and for the next turn, every
+    /// job runs once, and those given from outside in the order given.
+    @Test func jobsGivenOverManyRoundsEachRunOnce() async throws {
+        let loop = try EventLoop(name: "test-rounds")
+        let outside = 3_000
+        // Every 7th job gives another at once, every 11th one for the next turn.
+        let expected = outside + (0..<outside).count { $0 % 7 == 0 } + (0..<outside).count { $0 % 11 == 0 }
+        let ran = Locked<[Int]>([]), done = AsyncSignal<Void>()
+        @Sendable func record(_ number: Int) {
+            let count = ran.withLock { $0.append(number); return $0.count }
+            if count == expected { done.fulfil(()) }
+        }
+        for batch in stride(from: 0, to: outside, by: 100) {
+            for number in batch..<batch + 100 {
+                loop.execute {
+                    record(number)
+                    if number % 7 == 0 { loop.execute { record(outside + number) } }
+                    if number % 11 == 0 { loop.executeNextTurn { record(2 * outside + number) } }
+                }
+            }
+            let looked = AsyncSignal<Void>()  // a turn of the loop between batches
+            loop.execute { looked.fulfil(()) }
+            await looked.value
+        }
+        await done.value
+        let numbers = ran.withLock { $0 }
+        #expect(numbers.count == expected)
+        #expect(Set(numbers).count == expected, "a job ran twice")
+        #expect(numbers.filter { $0 < outside }.elementsEqual(0..<outside), "out of order")
+    }
+
     /// epoll tells a hang-up whatever a descriptor is waited on for: a watch with no interest
     /// must hear nothing of it (else its loop would spin on it) until it is waited on again.
     @Test func aWatchWithNoInterestIsNotToldOfAHangUpUntilItIsWaitedOnAgain() async throws {
