@@ -106,6 +106,15 @@ struct EventLoopTests {
             await looked.value
         }
         await done.value
+        // A chain longer than a turn's rounds: the jobs left after the last round keep the
+        // loop from waiting on its descriptors, with nothing to wake it.
+        let chained = AsyncSignal<Int>()
+        @Sendable func link(_ depth: Int) {
+            if depth == 10 * EventLoop.jobRoundsPerTurn { return chained.fulfil(depth) }
+            loop.execute { link(depth + 1) }
+        }
+        loop.execute { link(0) }
+        #expect(await chained.value == 10 * EventLoop.jobRoundsPerTurn)
         let numbers = ran.withLock { $0 }
         #expect(numbers.count == expected)
         #expect(Set(numbers).count == expected, "a job ran twice")
