@@ -207,15 +207,24 @@ extension NodeSession {
 
     private func runScan(id: Int, task: ScanTask, waiting: Duration?) async {
         let started = ContinuousClock.now
+        let result: Result<String, any Error>
+        do { result = .success(try await node.system.run(task, waiting: waiting)) } catch { result = .failure(error) }
+        answer(id: id, task: task, with: result, started: started)
+    }
+
+    /// Sends the reply of scan `id`, done, and logs it. Out of line from `runScan`: what it
+    /// makes would otherwise take room in the frame every running scan keeps.
+    @inline(never)
+    private func answer(id: Int, task: ScanTask, with result: Result<String, any Error>, started: ContinuousClock.Instant) {
         var reply: Reply
-        do {
-            let result = try await node.system.run(task, waiting: waiting)
-            reply = .result(id: id, task: task.id, result: result)
-        } catch let failure as ScanFailure {
+        switch result {
+        case .success(let value):
+            reply = .result(id: id, task: task.id, result: value)
+        case .failure(let failure as ScanFailure):
             reply = .failure(id: id, task: task.id, code: failure.code, message: failure.message)
-        } catch is CancellationError {
+        case .failure(is CancellationError):
             reply = .failure(id: id, task: task.id, code: .cancelled, message: "cancelled")
-        } catch {
+        case .failure(let error):
             reply = .failure(id: id, task: task.id, code: .taskFailed, message: "\(error)")
         }
         // Forget the id before replying: the client may reuse it as soon as it has the reply.
