@@ -10,11 +10,34 @@ extension Coordinator {
 
     /// Starts an attempt without its event: the attempt goes first, so its request is on its
     /// way while events are handled. Its `completed` can only come after, from the loop.
-    /// It runs where its system prefers: a peer's attempt on the event loop of its link, so its
-    /// request and reply cross no thread. The scan's own loop (`run`) stays on the pool: on an
-    /// event loop it would hold that loop's links back.
+    ///
+    /// On a peer (`RequestingSystem`) the attempt is its request and a callback, with no task
+    /// of its own: a task would cost its frames (about 5 KiB, 40,000 at once in W15) and
+    /// its switches. Any other attempt is a task, run where its system prefers (a peer's
+    /// transfer on the event loop of its link). The scan's own loop (`run`) stays on the pool:
+    /// on an event loop it would hold that loop's links back.
     func begin(_ work: Attempt, on reservation: Reservation, with helpers: ScanHelpers) {
+        if let system = reservation.system as? any RequestingSystem,
+           helpers.start({ report in request(work, on: reservation, of: system, report: report) }) {
+            return
+        }
         helpers.start(on: reservation.system.preferredExecutor) { await attempt(work, on: reservation) }
+    }
+
+    /// Starts `work` on a peer's reservation; its outcome is reported as `attempt` returns it.
+    private func request(_ work: Attempt, on reservation: Reservation, of system: any RequestingSystem,
+                         report: @escaping @Sendable (Step) -> Void) -> (any StartedAttempt)? {
+        let started = ContinuousClock.now
+        let (systems, maxResultBytes) = (self.systems, self.maxResultBytes)
+        return system.start(work.task) { outcome in
+            let result = outcome.flatMap { value in Result { try Self.kept(value, atMost: maxResultBytes) } }
+            let seconds = (ContinuousClock.now - started).seconds
+            guard Self.systemIsGone(after: result) else { return report(.finished(work, reservation, result, seconds)) }
+            Task {
+                await systems.retire(reservation)  // gone: no other task should be handed to it
+                report(.finished(work, reservation, result, seconds))
+            }
+        }
     }
 
     func started(_ work: Attempt, on reservation: Reservation) -> ScanEvent {
@@ -24,9 +47,9 @@ extension Coordinator {
     private func attempt(_ work: Attempt, on reservation: Reservation) async -> Step {
         let started = ContinuousClock.now
         let result: Result<String, any Error>
-        do { result = .success(try kept(await reservation.system.run(work.task))) } catch { result = .failure(error) }
+        do { result = .success(try Self.kept(await reservation.system.run(work.task), atMost: maxResultBytes)) } catch { result = .failure(error) }
         let seconds = (ContinuousClock.now - started).seconds
-        if case .failure(let error) = result, (error as? any SystemFailure)?.systemIsGone == true {
+        if Self.systemIsGone(after: result) {
             await systems.retire(reservation)  // gone: no other task should be handed to it
         }
         // The slot is released by the loop when it takes this step: so no more attempts run
@@ -34,9 +57,17 @@ extension Coordinator {
         return .finished(work, reservation, result, seconds)
     }
 
+    /// Whether `result` says its system is gone. Out of line: the cast's room would otherwise
+    /// be kept in the frame of every running attempt.
+    @inline(never)
+    private static func systemIsGone(after result: Result<String, any Error>) -> Bool {
+        guard case .failure(let error) = result else { return false }
+        return (error as? any SystemFailure)?.systemIsGone == true
+    }
+
     /// `value`, unless it is longer than `maxResultBytes`: a node's own `--max-output` may allow
     /// more than this scan keeps.
-    private func kept(_ value: String) throws(ScanFailure) -> String {
+    private static func kept(_ value: String, atMost maxResultBytes: Int?) throws(ScanFailure) -> String {
         if let maxResultBytes, value.utf8.count > maxResultBytes { throw .outputOver(maxResultBytes) }
         return value
     }

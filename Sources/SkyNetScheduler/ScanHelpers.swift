@@ -1,22 +1,35 @@
 import SkyNetRuntime
 import Synchronization
 
-/// The tasks a scan starts (its attempts, its parked slot requests, its slots' rests), each of
-/// which reports one `Step` back to the scan's loop.
+/// The helpers a scan starts (its attempts, its parked slot requests, its slots' rests), each
+/// of which reports one `Step` back to the scan's loop. Each is a task, except an attempt on
+/// a peer (`RequestingSystem`): that is a request and its callback.
 ///
-/// They run as tasks of their own, not as children of a task group: the runtime finds a child
-/// that ended by walking the group's list of children past every older one still running, and
-/// with 40,000 attempts in flight (W15's 10,000 nodes) that walk took a fifth of the loop's
-/// time. What the group gave is kept here: the loop cancels every helper with the scan
-/// (`cancelAll`, also those started after), and returns only once each has reported
-/// (`outstanding`).
+/// The tasks are not children of a task group: the runtime finds a child that ended by walking
+/// the group's list of children past every older one still running, and with 40,000 attempts
+/// in flight (W15's 10,000 nodes) that walk took a fifth of the loop's time. What the group
+/// gave is kept here: the loop cancels every helper with the scan (`cancelAll`, also those
+/// started after), and returns only once each has reported (`outstanding`).
 final class ScanHelpers: Sendable {
+    /// A helper that has not reported, and how to stop it.
+    private enum Helper {
+        case task(Task<Void, Never>)
+        case request(any StartedAttempt)
+
+        func cancel() {
+            switch self {
+            case .task(let task): task.cancel()
+            case .request(let request): request.cancel()
+            }
+        }
+    }
+
     private struct State {
         /// Reported and not yet taken, in the order they came.
         var steps: [Step] = []
         var waiter: UnsafeContinuation<[Step], Never>?
         /// The helpers that have not reported, by number.
-        var running: [Int: Task<Void, Never>] = [:]
+        var running: [Int: Helper] = [:]
         /// Helpers that reported before they were recorded in `running`.
         var reportedFirst: Set<Int> = []
         var cancelled = false
@@ -47,10 +60,27 @@ final class ScanHelpers: Sendable {
             report(await helper(), from: number)
         }
         let cancelled = state.withLock { state in
-            if state.reportedFirst.remove(number) == nil { state.running[number] = task }
+            if state.reportedFirst.remove(number) == nil { state.running[number] = .task(task) }
             return state.cancelled
         }
         if cancelled { task.cancel() }
+    }
+
+    /// Starts a helper that is no task: `begin` starts it and returns how to stop it, and it
+    /// calls `report` once with its step. False, with nothing started, when `begin` returns nil
+    /// or the helpers were cancelled (a helper started then goes as a task: it starts cancelled).
+    ///
+    /// Called only by the scan's loop, as `start` is.
+    func start(_ begin: (_ report: @escaping @Sendable (Step) -> Void) -> (any StartedAttempt)?) -> Bool {
+        guard !state.withLock({ $0.cancelled }) else { return false }
+        let number = lastNumber.add(1, ordering: .relaxed).newValue
+        guard let request = begin({ [self] step in report(step, from: number) }) else { return false }
+        let cancelled = state.withLock { state in
+            if state.reportedFirst.remove(number) == nil { state.running[number] = .request(request) }
+            return state.cancelled
+        }
+        if cancelled { request.cancel() }
+        return true
     }
 
     /// The steps reported since the last call, in the order they came; waits for one when none
@@ -73,8 +103,9 @@ final class ScanHelpers: Sendable {
             state.cancelled = true
             return Array(state.running.values)
         }
-        // Outside the lock: a cancellation handler runs here, and may post a line or resume a task.
-        for task in running { task.cancel() }
+        // Outside the lock: a cancellation handler runs here, and may post a line, resume a
+        // task or report a step.
+        for helper in running { helper.cancel() }
     }
 
     private func report(_ step: Step, from number: Int) {

@@ -20,3 +20,19 @@ extension ScanSystem {
     /// The cooperative pool: attempts may compute.
     public nonisolated var preferredExecutor: (any TaskExecutor)? { nil }
 }
+
+/// A system whose attempt is one request and its reply (a peer): the coordinator starts each
+/// attempt with no task of its own, and is called back with its outcome.
+package protocol RequestingSystem: ScanSystem {
+    /// Starts `task` as `run(_:)` runs it, and calls `done` once, on any thread, with what
+    /// `run` would return or throw; returns how to stop it (as cancelling `run` would). Nil
+    /// when this task needs a task of its own (its files travel): nothing was started.
+    nonisolated func start(_ task: ScanTask, done: @escaping @Sendable (Result<String, any Error>) -> Void) -> (any StartedAttempt)?
+}
+
+/// An attempt started by `RequestingSystem.start`.
+package protocol StartedAttempt: Sendable {
+    /// Stops the attempt: its `done` is called with `CancellationError` (at once, unless it
+    /// was called already), and the system is told.
+    func cancel()
+}

@@ -182,6 +182,13 @@ package final class Connection: Sendable {
         _ = try send(bytes, ifRoomBelow: nil, unless: nil)
     }
 
+    /// Sends `bytes` as `send` does, unless `abandoned` says, under the lock that orders the
+    /// lines, that they are no longer wanted: then nothing is sent. A line sent after this
+    /// call returned (such as a `cancel` of what was abandoned) leaves after it.
+    package func send(_ bytes: [UInt8], unless abandoned: @escaping () -> Bool) throws(Closed) {
+        _ = try send(bytes, ifRoomBelow: nil, unless: abandoned)
+    }
+
     /// What `send(_:ifRoomBelow:unless:)` did with a line.
     enum SendOutcome { case sent, noRoom, abandoned }
 

@@ -93,6 +93,50 @@ extension ScanHelpersTests {
     }
 }
 
+extension ScanHelpersTests {
+    /// A helper that is no task (a request): counted until it reports, also when it reports
+    /// before `start` returned; stopped by `cancelAll`; refused once cancelled (the caller
+    /// then starts it as a task, which starts cancelled).
+    @Test func requestHelpersAreCountedUntilTheyReportAndStoppedByCancelAll() async throws {
+        let reservation = try await aReservation()
+        let helpers = ScanHelpers()
+        let stops = Counter()
+        final class Request: StartedAttempt {
+            let stop: @Sendable () -> Void
+            init(_ stop: @escaping @Sendable () -> Void) { self.stop = stop }
+            func cancel() { stop() }
+        }
+        // Reports inside `begin`, before it is recorded.
+        let first = helpers.start { [self] report in
+            report(step(0, reservation))
+            return Request {}
+        }
+        #expect(first)
+        let declined = helpers.start { _ in nil }
+        #expect(declined == false, "declined: nothing started")
+        // Report only when stopped.
+        for input in 1...100 {
+            let started = helpers.start { [self] report in
+                Request {
+                    stops.increment()
+                    report(step(input, reservation))
+                }
+            }
+            #expect(started)
+        }
+        #expect(helpers.outstanding == 101)
+        #expect(await helpers.take().compactMap(input(of:)) == [0])
+        #expect(helpers.outstanding == 100)
+        helpers.cancelAll()
+        #expect(stops.value == 100)
+        var taken: [Int] = []
+        while helpers.outstanding > 0 { taken += await helpers.take().compactMap(input(of:)) }
+        #expect(taken.sorted() == Array(1...100))
+        let afterCancelAll = helpers.start { _ in Request {} }
+        #expect(afterCancelAll == false, "after cancelAll")
+    }
+}
+
 extension CoordinatorTests {
     /// Cancelling the scan cancels its attempts, not only the loop: tasks of an hour end at
     /// once, none counted as run, and every slot is free when the scan returns.

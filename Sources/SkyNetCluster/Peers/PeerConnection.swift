@@ -51,7 +51,7 @@ package final class PeerConnection: Sendable {
     }
 
     struct Pending {
-        let continuation: CheckedContinuation<Reply, any Error>
+        let waiter: Waiter
         /// A scan or a job (not a ping): failed when the peer stops answering pings.
         let isWork: Bool
         /// Sent with a liveness bound: keeps the ping loop running while pending.
@@ -61,6 +61,20 @@ package final class PeerConnection: Sendable {
         /// The task that sends the request once the queue to the node has room, if it waits
         /// for some: cancelled when the request ends.
         var sender: Task<Void, Never>?
+    }
+
+    /// Who gets a request's reply: the task that waits for it (`request`), or a callback
+    /// (`send(id:line:timeout:done:)`, for the requests no task waits for).
+    enum Waiter {
+        case task(CheckedContinuation<Reply, any Error>)
+        case callback(@Sendable (Result<Reply, any Error>) -> Void)
+
+        func resume(with result: Result<Reply, any Error>) {
+            switch self {
+            case .task(let continuation): continuation.resume(with: result)
+            case .callback(let done): done(result)
+            }
+        }
     }
 
     struct State {
@@ -217,19 +231,7 @@ package final class PeerConnection: Sendable {
                          send: () throws -> Void) async throws -> Reply {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                // Checked under the lock that `complete` takes: a cancellation that came
-                // before this registration is seen here, one after it finds the entry.
-                let refusal = state.withLock { state -> (any Error)? in
-                    if let ended = state.ended { return PeerDisconnected(peer: name, reason: ended.description) }
-                    if Task.isCancelled { return CancellationError() }
-                    state.pending[id] = Pending(continuation: continuation, isWork: isWork, isWatched: liveness != nil)
-                    guard let liveness else { return nil }
-                    state.livenessBound = liveness
-                    if state.liveness == nil { state.liveness = Task { await self.pingWhileWatched() } }
-                    return nil
-                }
-                if let refusal { return continuation.resume(throwing: refusal) }
-                if let timeout { limit(id, to: clock.now + timeout) }
+                guard register(.task(continuation), id: id, isWork: isWork, timeout: timeout, liveness: liveness) else { return }
                 do {
                     try send()
                 } catch {
@@ -239,6 +241,63 @@ package final class PeerConnection: Sendable {
         } onCancel: {
             complete(id, with: .failure(CancellationError()))
         }
+    }
+
+    /// Sends request `id` as `line` and calls `done` once with what `request` would return or
+    /// throw, with no task waiting for it: each of a scan's attempts on a peer (40,000 at once
+    /// in W15) costs an entry in the table, not a task. `cancel(_:)` ends it with
+    /// `CancellationError`. `done` is called on whichever thread ends the request (the link's
+    /// reader, the clock's, or the caller's), and must not block.
+    ///
+    /// On a link read by an event loop, the line is sent from the loop, in its turn with the
+    /// others; a request cancelled before that is never sent.
+    package func send(id: Int, line: [UInt8], isWork: Bool = true, timeout: Duration?, liveness: Duration?,
+                      done: @escaping @Sendable (Result<Reply, any Error>) -> Void) {
+        guard register(.callback(done), id: id, isWork: isWork, timeout: timeout, liveness: liveness) else { return }
+        guard let loop = connection.eventLoop, !loop.isCurrent else { return transmitIfPending(id, line: line) }
+        loop.execute { self.transmitIfPending(id, line: line) }
+    }
+
+    /// Ends pending request `id` with `CancellationError` (its waiter is resumed, or its
+    /// callback called); nothing when it has ended already.
+    package func cancel(_ id: Int) {
+        complete(id, with: .failure(CancellationError()))
+    }
+
+    /// Sends request `id`'s line unless the request has ended meanwhile (whoever ends it and
+    /// then posts a `cancel` posts it after this line, if it was sent).
+    private func transmitIfPending(_ id: Int, line: [UInt8]) {
+        let now = clock.now
+        state.withLock { $0.lastSent = now }
+        do {
+            try connection.send(line, unless: { !self.isPending(id) })
+        } catch {
+            complete(id, with: .failure(lost(saying: "\(error)")))
+        }
+    }
+
+    /// Enters request `id` in the table, with its time limit; false when it cannot be sent (the
+    /// link ended, or the caller was cancelled), after `waiter` was resumed with why. Out of
+    /// line: inlined, its locals would live in the frame that every waiting request keeps.
+    @inline(never)
+    private func register(_ waiter: Waiter, id: Int, isWork: Bool, timeout: Duration?, liveness: Duration?) -> Bool {
+        // Checked under the lock that `complete` takes: a cancellation that came
+        // before this registration is seen here, one after it finds the entry.
+        let refusal = state.withLock { state -> (any Error)? in
+            if let ended = state.ended { return PeerDisconnected(peer: name, reason: ended.description) }
+            if Task.isCancelled { return CancellationError() }
+            state.pending[id] = Pending(waiter: waiter, isWork: isWork, isWatched: liveness != nil)
+            guard let liveness else { return nil }
+            state.livenessBound = liveness
+            if state.liveness == nil { state.liveness = Task { await self.pingWhileWatched() } }
+            return nil
+        }
+        if let refusal {
+            waiter.resume(with: .failure(refusal))
+            return false
+        }
+        if let timeout { limit(id, to: clock.now + timeout) }
+        return true
     }
 
     /// What the node offers for files (its welcome's `files`); nil: it takes none.
@@ -391,7 +450,7 @@ package final class PeerConnection: Sendable {
     func finish(_ entry: Pending, _ result: Result<Reply, any Error>) {
         if let deadline = entry.deadline { clock.cancel(deadline) }
         entry.sender?.cancel()
-        entry.continuation.resume(with: result)
+        entry.waiter.resume(with: result)
     }
 
     /// Fails request `id` with `TimeoutError` at `deadline` unless its reply came first.

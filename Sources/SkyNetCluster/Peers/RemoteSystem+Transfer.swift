@@ -4,7 +4,10 @@ import SkyNetWire
 import SkyNetWork
 
 /// What a peer's tasks need when the scan's files travel.
-package struct TransferContext: Sendable {
+///
+/// A class, not a struct: the frame of each running attempt then holds a reference to it
+/// rather than its copy.
+package final class TransferContext: Sendable {
     package let spec: TransferSpec
     /// Where each task's returned files are recorded for the journal.
     package let records: ReturnRecords
@@ -101,8 +104,7 @@ extension RemoteSystem {
         } catch {
             await discard(sink)
             if error is TimeoutError { peer.post(.cancel(id: id)); throw deadlinePassed(task) }
-            try await givenUp(error, id: id, task: task)
-            throw error
+            throw await givenUp(error, id: id, task: task)
         }
         switch reply {
         case .result(_, _, let result):

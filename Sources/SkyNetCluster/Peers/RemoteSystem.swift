@@ -19,12 +19,13 @@ import SkyNetWork
 /// A small circuit breaker: after a timeout or a missed ping the peer counts as unresponsive
 /// (`onHealth(false)`: the registry holds back new work) and is pinged until it answers
 /// (`onHealth(true)`). Every bound and rest is kept on the peer's clock (`PeerConnection.clock`).
-package actor RemoteSystem: ScanSystem {
+package actor RemoteSystem: RequestingSystem {
     package nonisolated let name: String
     package nonisolated var isLocal: Bool { false }
     /// The event loop that reads the link (nil for a link read by a thread of its own): an
-    /// attempt sends its request there, in the loop's turn with the others, and is resumed
-    /// there by its reply, with no wake of a pool thread between.
+    /// attempt that is a task (a transfer: `start` takes the others) runs there, sends its
+    /// request in the loop's turn with the others, and is resumed there by its reply, with no
+    /// wake of a pool thread between.
     package nonisolated var preferredExecutor: (any TaskExecutor)? { peer.connection.eventLoop }
     package nonisolated let peer: PeerConnection
     /// The bound of a built-in scan request, and of a ping.
@@ -58,34 +59,55 @@ package actor RemoteSystem: ScanSystem {
     /// request costs no hop onto the actor.
     package nonisolated func run(_ task: ScanTask) async throws -> String {
         do {
-            return try await runOnce(task)
+            if let transfer, transfer.spec.isActive { return try await runTransfer(task, transfer) }
+            let id = peer.nextID()
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    request(task, id: id) { continuation.resume(with: $0) }
+                }
+            } onCancel: {
+                peer.cancel(id)
+            }
         } catch {
             throw drained(error)
         }
     }
 
+    /// `run` with no task waiting (`RequestingSystem`): the scan's attempts on this peer.
+    package nonisolated func start(_ task: ScanTask, done: @escaping @Sendable (Result<String, any Error>) -> Void) -> (any StartedAttempt)? {
+        if let transfer, transfer.spec.isActive { return nil }
+        let id = peer.nextID()
+        // Not stopped by our scan, as far as `drained` goes: a scan that stops counts what
+        // comes back from a draining peer as not run, whatever it is.
+        request(task, id: id) { [self] outcome in done(outcome.mapError { drained($0, stopped: false) }) }
+        return PeerRequest(peer: peer, id: id)
+    }
+
     /// What a failure on a draining peer is: a lost link, or a `cancelled` the
     /// coordinator did not ask for (the node's drain timeout ran out), is `PeerDrained`, which
     /// re-runs the task elsewhere at no attempt's cost. Anything else stays what it is.
-    nonisolated func drained(_ error: any Error) -> any Error {
-        guard peer.isDraining, !Task.isCancelled else { return error }
+    nonisolated func drained(_ error: any Error, stopped: Bool = Task.isCancelled) -> any Error {
+        guard peer.isDraining, !stopped else { return error }
         if error is PeerDisconnected { return PeerDrained(peer: name, disconnected: true) }
         if let failure = error as? ScanFailure, failure.code == .cancelled { return PeerDrained(peer: name, disconnected: false) }
         return error
     }
 
-    private nonisolated func runOnce(_ task: ScanTask) async throws -> String {
-        if let transfer, transfer.spec.isActive { return try await runTransfer(task, transfer) }
-        let peer = self.peer
-        let id = peer.nextID()
+    /// Sends `task` as request `id` and calls `done` with its result, or with why it has none.
+    private nonisolated func request(_ task: ScanTask, id: Int, done: @escaping @Sendable (Result<String, any Error>) -> Void) {
         let (line, bound, liveness) = request(for: task, id: id)
-        let reply: Reply
-        do {
-            reply = try await peer.request(id: id, line: line, timeout: bound, liveness: liveness)
-        } catch {
-            try await givenUp(error, id: id, task: task)
-            throw error
+        peer.send(id: id, line: line, timeout: bound, liveness: liveness) { [self] reply in
+            switch reply {
+            case .success(let reply):
+                done(Result { try result(of: reply, for: task) })
+            case .failure(let error):
+                givenUp(error, id: id, task: task, done: done)
+            }
         }
+    }
+
+    /// What `reply` says of `task`: its result, or the failure it is.
+    private nonisolated func result(of reply: Reply, for task: ScanTask) throws -> String {
         switch reply {
         case .result(_, let taskID, let result) where taskID == task.id:
             return result
@@ -109,17 +131,28 @@ package actor RemoteSystem: ScanSystem {
         return (Request.scan(id: id, task: task, wait: timeout.seconds).line, timeout * 2, nil)
     }
 
-    /// A request given up (its time limit, a peer that stopped answering, the scan stopped):
-    /// cancels it on the node, should the node still be alive, so its slot is freed; after a
-    /// timeout or a missed ping the peer is probed until it answers. Throws what the caller
-    /// sees; returns for any other error (the caller throws it as it is).
-    nonisolated func givenUp(_ error: any Error, id: Int, task: ScanTask) async throws {
-        guard error is TimeoutError || error is PeerUnresponsive || error is CancellationError else { return }
+    /// A request that ended without a reply: `done` gets `error`. One given up (its time limit,
+    /// a peer that stopped answering, the scan stopped) is cancelled on the node, should the
+    /// node still be alive, so its slot is freed; after a timeout or a missed ping the peer is
+    /// probed until it answers.
+    nonisolated func givenUp(_ error: any Error, id: Int, task: ScanTask, done: @escaping @Sendable (Result<String, any Error>) -> Void) {
+        guard error is TimeoutError || error is PeerUnresponsive || error is CancellationError else { return done(.failure(error)) }
         peer.post(.cancel(id: id))
-        if error is CancellationError { throw error }
-        if error is TimeoutError, !task.isScan { throw deadlinePassed(task) }
-        await startProbing()
-        throw error
+        if error is CancellationError { return done(.failure(error)) }
+        if error is TimeoutError, !task.isScan { return done(.failure(deadlinePassed(task))) }
+        Task {
+            await startProbing()
+            done(.failure(error))
+        }
+    }
+
+    /// `givenUp` for a request a task waits for: returns what it throws.
+    nonisolated func givenUp(_ error: any Error, id: Int, task: ScanTask) async -> any Error {
+        let outcome = await withCheckedContinuation { continuation in
+            givenUp(error, id: id, task: task) { continuation.resume(returning: $0) }
+        }
+        guard case .failure(let error) = outcome else { return error }
+        return error
     }
 
     /// How long a job's request may take: its deadline and the margin, or the longest deadline.
@@ -156,4 +189,12 @@ package actor RemoteSystem: ScanSystem {
             probing = false
         }
     }
+}
+
+/// A request of `RemoteSystem.start`: stopping it cancels it on the node too.
+struct PeerRequest: StartedAttempt {
+    let peer: PeerConnection
+    let id: Int
+
+    func cancel() { peer.cancel(id) }
 }
