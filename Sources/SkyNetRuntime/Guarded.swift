@@ -6,15 +6,41 @@
 /// futex calls that ThreadSanitizer does not see, so every guarded access was reported as a
 /// race. With pthread calls the sanitizer checks our locking for real.
 package final class Guarded<State> {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// The mutex and, after it, the condition: one allocation. Most guarded state is never
+    /// waited on (a `Locked` made per request or per sleep), so the condition is initialised
+    /// only when a first waiter comes (`conditionReady`, under the mutex).
+    private let storage = UnsafeMutableRawPointer.allocate(byteCount: Guarded.conditionOffset + MemoryLayout<pthread_cond_t>.size,
+                                                           alignment: max(MemoryLayout<pthread_mutex_t>.alignment,
+                                                                          MemoryLayout<pthread_cond_t>.alignment))
+    private var mutex: UnsafeMutablePointer<pthread_mutex_t> { storage.assumingMemoryBound(to: pthread_mutex_t.self) }
+    private var condition: UnsafeMutablePointer<pthread_cond_t> {
+        (storage + Self.conditionOffset).assumingMemoryBound(to: pthread_cond_t.self)
+    }
+    private static var conditionOffset: Int {
+        let alignment = MemoryLayout<pthread_cond_t>.alignment
+        return (MemoryLayout<pthread_mutex_t>.size + alignment - 1) / alignment * alignment
+    }
+    private var conditionReady = false
     private var state: State
     /// Threads inside `wait`: a change wakes them only when there are some.
     private var waiters = 0
 
     package init(_ state: State) {
         self.state = state
+        storage.bindMemory(to: pthread_mutex_t.self, capacity: 1)
         pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        if conditionReady { pthread_cond_destroy(condition) }
+        pthread_mutex_destroy(mutex)
+        storage.deallocate()
+    }
+
+    /// Initialises the condition, once; called with the mutex held.
+    private func prepareCondition() {
+        guard !conditionReady else { return }
+        (storage + Self.conditionOffset).bindMemory(to: pthread_cond_t.self, capacity: 1)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
         #if canImport(Glibc)
@@ -23,13 +49,7 @@ package final class Guarded<State> {
         #endif
         pthread_cond_init(condition, &attributes)
         pthread_condattr_destroy(&attributes)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
+        conditionReady = true
     }
 
     /// Runs `body` with the state, holding the lock, then wakes every waiter to look again.
@@ -55,6 +75,7 @@ package final class Guarded<State> {
         pthread_mutex_lock(mutex)
         defer { unlock() }
         var timedOut = false
+        prepareCondition()
         waiters += 1
         while waiting(state), !timedOut {
             guard let deadline else {
@@ -92,7 +113,8 @@ package final class Guarded<State> {
     }
 }
 
-// @unchecked Sendable: safe because `state` and `waiters` are only touched with `mutex` held.
+// @unchecked Sendable: safe because `state`, `waiters` and `conditionReady` are only touched
+// with `mutex` held.
 extension Guarded: @unchecked Sendable where State: Sendable {}
 
 /// `Guarded` where nobody waits: state a thread of our own (a reader, the accept loop) shares
