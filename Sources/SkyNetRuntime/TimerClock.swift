@@ -44,13 +44,55 @@ extension TimerClock {
     /// Suspends the caller until `deadline` on this clock; throws `CancellationError` (at once)
     /// when the calling task is cancelled.
     package func sleep(until deadline: ContinuousClock.Instant) async throws {
-        // Whichever comes first, the deadline (true) or the cancellation (false), decides.
-        let woken = AsyncSignal<Bool>()
-        let ticket = schedule(at: deadline) { woken.fulfil(true) }
-        let fired = await withTaskCancellationHandler { await woken.value } onCancel: { woken.fulfil(false) }
+        let sleeper = Sleeper()
+        let ticket = schedule(at: deadline) { sleeper.wake(fired: true) }
+        let fired = await withTaskCancellationHandler { await sleeper.woken() } onCancel: { sleeper.wake(fired: false) }
         guard fired else {
             cancel(ticket)
             throw CancellationError()
+        }
+    }
+}
+
+/// One sleep of `sleep(until:)`: whichever comes first, its deadline (true) or its task's
+/// cancellation (false), wakes it. Not an `AsyncSignal`: a node's every running scan sleeps
+/// (40,000 at once in W15), and this is one object with one waiter and no lists.
+private final class Sleeper: Sendable {
+    private enum State {
+        case asleep
+        case waiting(UnsafeContinuation<Bool, Never>)
+        case woken(fired: Bool)
+    }
+
+    private let state = Locked(State.asleep)
+
+    /// Wakes the sleeper, once; later calls are ignored.
+    func wake(fired: Bool) {
+        let waiter = state.withLock { state -> UnsafeContinuation<Bool, Never>? in
+            switch state {
+            case .asleep:
+                state = .woken(fired: fired)
+                return nil
+            case .waiting(let waiter):
+                state = .woken(fired: fired)
+                return waiter
+            case .woken:
+                return nil
+            }
+        }
+        // Resumed once: the state leaves `waiting` under the lock that put it there.
+        waiter?.resume(returning: fired)
+    }
+
+    /// Whether the deadline woke it (true) or the cancellation (false), once one has.
+    func woken() async -> Bool {
+        await withUnsafeContinuation { continuation in
+            let woken = state.withLock { state -> Bool? in
+                if case .woken(let fired) = state { return fired }
+                state = .waiting(continuation)
+                return nil
+            }
+            if let woken { continuation.resume(returning: woken) }
         }
     }
 }
