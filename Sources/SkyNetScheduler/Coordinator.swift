@@ -4,10 +4,11 @@ import SkyNetWork
 
 /// Runs scan tasks over the systems of a registry.
 ///
-/// Every running attempt, every request for a free slot and every resting slot is a task of
-/// the scan's `ScanHelpers`, which reports back to one loop. Each task goes to the first
-/// system with a free slot; a failed attempt runs again on
-/// the local system (on any system when the local one has no slots) until `maxAttempts`. A
+/// Every running attempt, every request for a free slot and every resting slot is a helper
+/// of the scan's `ScanHelpers` (a task, or for an attempt on a peer its request), which
+/// reports back to one loop. Each task goes to the first system with a free slot; a failed
+/// attempt runs again on the local system (on any system when the local one has no slots)
+/// until `maxAttempts`. A
 /// `busy` answer is back-pressure, not failure: the task goes back to the queue at no cost and
 /// the system that said it gets a slot's rest, longer each time (`BusyBackoff`).
 ///

@@ -32,7 +32,8 @@ package protocol RequestingSystem: ScanSystem {
 
 /// An attempt started by `RequestingSystem.start`.
 package protocol StartedAttempt: Sendable {
-    /// Stops the attempt: its `done` is called with `CancellationError` (at once, unless it
-    /// was called already), and the system is told.
+    /// Stops the attempt, and the system is told: its `done` is called with
+    /// `CancellationError`, unless the attempt had already ended another way (then `done` was
+    /// called, or will be, with that end).
     func cancel()
 }

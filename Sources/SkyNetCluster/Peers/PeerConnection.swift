@@ -64,7 +64,7 @@ package final class PeerConnection: Sendable {
     }
 
     /// Who gets a request's reply: the task that waits for it (`request`), or a callback
-    /// (`send(id:line:timeout:done:)`, for the requests no task waits for).
+    /// (`send(id:line:isWork:timeout:liveness:done:)`, for the requests no task waits for).
     enum Waiter {
         case task(CheckedContinuation<Reply, any Error>)
         case callback(@Sendable (Result<Reply, any Error>) -> Void)
@@ -247,7 +247,7 @@ package final class PeerConnection: Sendable {
     /// throw, with no task waiting for it: each of a scan's attempts on a peer (40,000 at once
     /// in W15) costs an entry in the table, not a task. `cancel(_:)` ends it with
     /// `CancellationError`. `done` is called on whichever thread ends the request (the link's
-    /// reader, the clock's, or the caller's), and must not block.
+    /// reader, the clock's, the liveness pings' task, or the caller's), and must not block.
     ///
     /// On a link read by an event loop, the line is sent from the loop, in its turn with the
     /// others; a request cancelled before that is never sent.
@@ -309,10 +309,13 @@ package final class PeerConnection: Sendable {
 
     /// The link's file pump (made on first use; stopped when the link ends).
     var pump: FilePump {
+        // Asked before `state` is taken: it takes the connection's sealing lock, which a line
+        // sent unless its request ended holds while it takes `state`.
+        let format = fileFormat
         let (pump, ended) = state.withLock { state -> (FilePump, Bool) in
             if let pump = state.pump { return (pump, state.ended != nil) }
             let pump = FilePump(connection: connection)
-            pump.use(fileFormat)
+            pump.use(format)
             state.pump = pump
             return (pump, state.ended != nil)
         }
