@@ -11,7 +11,9 @@ extension LocalSystem {
     /// `CancellationError`.
     static func execute(_ job: any Job, _ task: ScanTask, slot: Int, workingDirectory: String? = nil,
                         clock: any TimerClock) async throws -> String {
-        let request = task.request(startingAt: clock.now).inSlot(slot).inDirectory(workingDirectory)
+        // Made in one step: a `JobRequest` (it holds an `Instant`, of the standard library's
+        // resilient layout) is a dynamic allocation in every running task's frame, each copy one more.
+        let request = task.request(startingAt: clock.now, slot: slot, workingDirectory: workingDirectory)
         guard let timeout = task.timeout, let deadline = request.deadline else { return try await job.run(request) }
         return try await run(job, request, stoppingAt: deadline, after: timeout, clock: clock)
     }

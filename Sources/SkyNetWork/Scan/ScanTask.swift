@@ -50,10 +50,11 @@ public struct ScanTask: Sendable, Hashable, Identifiable {
     /// Whether the task runs the built-in simulated scan.
     package var isScan: Bool { job == JobRegistry.scan }
 
-    /// What the task asks of its job, with its deadline counted from `start`.
-    package func request(startingAt start: ContinuousClock.Instant = .now) -> JobRequest {
+    /// What the task asks of its job in slot `slot` and `workingDirectory`, with its deadline
+    /// counted from `start`.
+    package func request(startingAt start: ContinuousClock.Instant = .now, slot: Int = 1, workingDirectory: String? = nil) -> JobRequest {
         JobRequest(sector: input, input: inputText, duration: duration,
-                   deadline: timeout.map { start + .seconds($0) })
+                   deadline: timeout.map { start + .seconds($0) }, slot: slot, workingDirectory: workingDirectory)
     }
 
     /// Whether `seconds` is a deadline the protocol accepts (finite, above 0, at most a week).
