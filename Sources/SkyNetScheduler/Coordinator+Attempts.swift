@@ -30,7 +30,7 @@ extension Coordinator {
         let started = ContinuousClock.now
         let (systems, maxResultBytes) = (self.systems, self.maxResultBytes)
         return system.start(work.task) { outcome in
-            let result = outcome.flatMap { value in Result { try Self.kept(value, atMost: maxResultBytes) } }
+            let result = Self.kept(outcome, atMost: maxResultBytes)
             let seconds = (ContinuousClock.now - started).seconds
             guard Self.systemIsGone(after: result) else { return report(.finished(work, reservation, result, seconds)) }
             Task {
@@ -46,8 +46,9 @@ extension Coordinator {
 
     private func attempt(_ work: Attempt, on reservation: Reservation) async -> Step {
         let started = ContinuousClock.now
-        let result: Result<String, any Error>
-        do { result = .success(try Self.kept(await reservation.system.run(work.task), atMost: maxResultBytes)) } catch { result = .failure(error) }
+        let outcome: Result<String, any Error>
+        do { outcome = .success(try await reservation.system.run(work.task)) } catch { outcome = .failure(error) }
+        let result = Self.kept(outcome, atMost: maxResultBytes)
         let seconds = (ContinuousClock.now - started).seconds
         if Self.systemIsGone(after: result) {
             await systems.retire(reservation)  // gone: no other task should be handed to it
@@ -57,19 +58,17 @@ extension Coordinator {
         return .finished(work, reservation, result, seconds)
     }
 
-    /// Whether `result` says its system is gone. Out of line: the cast's room would otherwise
-    /// be kept in the frame of every running attempt.
-    @inline(never)
+    /// Whether `result` says its system is gone.
     private static func systemIsGone(after result: Result<String, any Error>) -> Bool {
         guard case .failure(let error) = result else { return false }
         return (error as? any SystemFailure)?.systemIsGone == true
     }
 
-    /// `value`, unless it is longer than `maxResultBytes`: a node's own `--max-output` may allow
-    /// more than this scan keeps.
-    private static func kept(_ value: String, atMost maxResultBytes: Int?) throws(ScanFailure) -> String {
-        if let maxResultBytes, value.utf8.count > maxResultBytes { throw .outputOver(maxResultBytes) }
-        return value
+    /// `outcome`, unless it is a result longer than `maxResultBytes`: a node's own
+    /// `--max-output` may allow more than this scan keeps.
+    private static func kept(_ outcome: Result<String, any Error>, atMost maxResultBytes: Int?) -> Result<String, any Error> {
+        guard let maxResultBytes, case .success(let value) = outcome, value.utf8.count > maxResultBytes else { return outcome }
+        return .failure(ScanFailure.outputOver(maxResultBytes))
     }
 
     /// Counts the outcome of an attempt (not a `busy` one) and queues a re-run if it failed;

@@ -4,10 +4,7 @@ import SkyNetWire
 import SkyNetWork
 
 /// What a peer's tasks need when the scan's files travel.
-///
-/// A class, not a struct: the frame of each running attempt then holds a reference to it
-/// rather than its copy.
-package final class TransferContext: Sendable {
+package struct TransferContext: Sendable {
     package let spec: TransferSpec
     /// Where each task's returned files are recorded for the journal.
     package let records: ReturnRecords

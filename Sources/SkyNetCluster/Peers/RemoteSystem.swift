@@ -101,7 +101,7 @@ package actor RemoteSystem: RequestingSystem {
             case .success(let reply):
                 done(Result { try result(of: reply, for: task) })
             case .failure(let error):
-                givenUp(error, id: id, task: task, done: done)
+                givenUp(error, id: id, task: task) { done(.failure($0)) }
             }
         }
     }
@@ -131,28 +131,26 @@ package actor RemoteSystem: RequestingSystem {
         return (Request.scan(id: id, task: task, wait: timeout.seconds).line, timeout * 2, nil)
     }
 
-    /// A request that ended without a reply: `done` gets `error`. One given up (its time limit,
-    /// a peer that stopped answering, the scan stopped) is cancelled on the node, should the
-    /// node still be alive, so its slot is freed; after a timeout or a missed ping the peer is
-    /// probed until it answers.
-    nonisolated func givenUp(_ error: any Error, id: Int, task: ScanTask, done: @escaping @Sendable (Result<String, any Error>) -> Void) {
-        guard error is TimeoutError || error is PeerUnresponsive || error is CancellationError else { return done(.failure(error)) }
+    /// A request that ended without a reply: `done` gets the error its attempt fails with.
+    /// One given up (its time limit, a peer that stopped answering, the scan stopped) is
+    /// cancelled on the node, should the node still be alive, so its slot is freed; after a
+    /// timeout or a missed ping the peer is probed until it answers.
+    nonisolated func givenUp(_ error: any Error, id: Int, task: ScanTask, done: @escaping @Sendable (any Error) -> Void) {
+        guard error is TimeoutError || error is PeerUnresponsive || error is CancellationError else { return done(error) }
         peer.post(.cancel(id: id))
-        if error is CancellationError { return done(.failure(error)) }
-        if error is TimeoutError, !task.isScan { return done(.failure(deadlinePassed(task))) }
+        if error is CancellationError { return done(error) }
+        if error is TimeoutError, !task.isScan { return done(deadlinePassed(task)) }
         Task {
             await startProbing()
-            done(.failure(error))
+            done(error)
         }
     }
 
     /// `givenUp` for a request a task waits for: returns what it throws.
     nonisolated func givenUp(_ error: any Error, id: Int, task: ScanTask) async -> any Error {
-        let outcome = await withCheckedContinuation { continuation in
+        await withCheckedContinuation { continuation in
             givenUp(error, id: id, task: task) { continuation.resume(returning: $0) }
         }
-        guard case .failure(let error) = outcome else { return error }
-        return error
     }
 
     /// How long a job's request may take: its deadline and the margin, or the longest deadline.
