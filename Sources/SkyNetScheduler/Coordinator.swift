@@ -70,7 +70,7 @@ public struct Coordinator: Sendable {
     }
 
     private func run(_ source: WorkQueue.Source, count: Int) async -> ScanReport {
-        var queue = WorkQueue(source: source, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
+        var queue = WorkQueue(source: source, count: count, rerunOnLocal: await systems.localCapacity > 0, orderWindow: orderWindow)
         let start = ContinuousClock.now
         var report = ScanReport(total: count)
         var backoff = busyRest

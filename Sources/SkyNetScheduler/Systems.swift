@@ -37,8 +37,9 @@ package struct SlotUse: Sendable, Equatable {
 ///
 /// It owns the slot counts, so checking for a free slot and taking it is one synchronous
 /// step. A peer whose node holds a line of waiting scans (`queue`) is also given up to that
-/// many more, each its slot's next task, but only when no system has a slot free, and at
-/// most `maxInLines` over all peers. Callers that find no free slot wait in line and are
+/// many more, each its slot's next task, but only when no system has a slot free, while the
+/// coordinator still has a task for every slot to hand out, and at most `maxInLines` over all
+/// peers. Callers that find no free slot wait in line and are
 /// woken when one frees or a system joins; nobody polls.
 public actor Systems {
     /// The name of a coordinator's own system, which a report lists first.
@@ -90,6 +91,14 @@ public actor Systems {
     /// request here and a task at its node, which for ten thousand nodes of long tasks would
     /// double the memory of a scan and gain nothing.
     package static let maxInLines = 1024
+    /// How many tasks the coordinator still has to hand out, as it last said. Lines are offered
+    /// only while that is at least `slotCount`: then every slot takes another task anyway, and
+    /// one sent ahead only hides its round trip. With fewer, a task in one node's line could
+    /// wait a whole task for its slot while a slot of another node frees and stays idle (at the
+    /// end of a scan of long tasks, a second each).
+    private var backlog = Int.max
+    /// The slots of the systems present, together.
+    private var slotCount = 0
     private var waiters: [Waiter] = []
     /// Callers of `idle(named:)`, each waiting for its system to have no slot reserved.
     private var idleWaiters: [(id: UInt64, name: String, continuation: CheckedContinuation<Void, Never>)] = []
@@ -155,6 +164,7 @@ public actor Systems {
         if let index = positionByName[system.name] {
             positionByID[entries[index].id] = nil
             inLines -= excess(entries[index])  // its reservations are released into nothing
+            slotCount -= entries[index].capacity
             entries[index] = entry
             positionByID[entry.id] = index
             refresh(at: index)
@@ -166,6 +176,7 @@ public actor Systems {
             entries.append(entry)
             reindex(from: entries.count - 1)
         }
+        slotCount += entry.capacity
         serveWaiters()
         resumeIdleWaiters()
     }
@@ -257,7 +268,10 @@ public actor Systems {
     }
 
     /// Reserves a slot at once, or returns nil when no system (local: no local system) has one.
-    package func tryReserve(localOnly: Bool = false) -> Reservation? {
+    /// `backlog`: how many tasks the caller still has to hand out, this one included (it
+    /// decides whether a node's line is offered, also to later waiters); nil keeps the last.
+    package func tryReserve(localOnly: Bool = false, backlog: Int? = nil) -> Reservation? {
+        if let backlog { self.backlog = backlog }
         guard let index = firstOffer(localOnly: localOnly) else { return nil }
         if entries[index].inFlight >= entries[index].capacity { inLines += 1 }
         entries[index].inFlight += 1
@@ -279,8 +293,9 @@ public actor Systems {
     /// Gives a slot back and, in the same step, reserves the first free slot (local only,
     /// when asked) for the caller's next piece of work, before any waiter is served: a slot
     /// that frees goes straight to the next task, with no waiter woken to pass it on. Nil when
-    /// none is free; waiters are served with what is left.
-    package func release(_ reservation: Reservation, reservingAgain localOnly: Bool) -> Reservation? {
+    /// none is free; waiters are served with what is left. `backlog` as for `tryReserve`.
+    package func release(_ reservation: Reservation, reservingAgain localOnly: Bool, backlog: Int? = nil) -> Reservation? {
+        if let backlog { self.backlog = backlog }
         if let index = positionByID[reservation.entryID] {
             giveBack(at: index)
             refresh(at: index)
@@ -329,11 +344,13 @@ public actor Systems {
     }
 
     /// The first system, in order, with a slot free; when none has, the first with room in its
-    /// node's line (never for `localOnly`: a local system runs what it takes at once).
+    /// node's line (never for `localOnly`: a local system runs what it takes at once), while
+    /// the backlog has a task for every slot.
     private func firstOffer(localOnly: Bool) -> Int? {
         if localOnly { return offerable.first(below: localCount) }
         if let index = offerable.first(below: entries.count) { return index }
-        return inLines < Self.maxInLines ? lineOfferable.first(below: entries.count) : nil
+        guard inLines < Self.maxInLines, backlog >= slotCount else { return nil }
+        return lineOfferable.first(below: entries.count)
     }
 
     /// How many of the entry's tasks wait in its node's line.
@@ -348,6 +365,7 @@ public actor Systems {
     /// Removes the entry at `index`, its slots released into nothing.
     private func removeEntry(at index: Int) {
         inLines -= excess(entries[index])
+        slotCount -= entries[index].capacity
         positionByID[entries[index].id] = nil
         positionByName[entries[index].system.name] = nil
         entries[index].system = Departed.system

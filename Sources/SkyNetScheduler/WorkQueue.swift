@@ -14,6 +14,8 @@ struct WorkQueue {
     /// New tasks drawn ahead (one from an iterator, a batch from a feed) so `hasBouncedOrNew` can answer.
     private var lookahead = FIFO<ScanTask>()
     private var sourceEnded = false
+    /// New tasks not drawn for an attempt yet, of the scan's count.
+    private var unstarted: Int
     /// With an order window: the sectors started and not yet settled, so no new sector starts
     /// too far past the oldest of them.
     private var window: OrderWindow?
@@ -27,11 +29,16 @@ struct WorkQueue {
     let rerunOnLocal: Bool
     private var parked: Set<SlotKind> = []
 
-    init(source: Source, rerunOnLocal: Bool, orderWindow: Int?) {
+    init(source: Source, count: Int, rerunOnLocal: Bool, orderWindow: Int?) {
         self.source = source
+        unstarted = count
         self.rerunOnLocal = rerunOnLocal
         self.window = orderWindow.map { OrderWindow(size: $0) }
     }
+
+    /// How many tasks are still to be handed out: new ones, re-runs and bounced ones. What
+    /// `Systems` offers nodes' lines by.
+    var backlog: Int { max(0, unstarted) + reruns.count + bounced.count }
 
     /// Whether a new task waits in the source (drawing it ahead when needed).
     private mutating func hasMore() async -> Bool {
@@ -80,9 +87,9 @@ struct WorkQueue {
     mutating func takeFreeSlot(from systems: Systems, releasing freed: Reservation? = nil) async -> (Attempt, Reservation)? {
         var freed = freed
         func reserve(localOnly: Bool) async -> Reservation? {
-            guard let slot = freed else { return await systems.tryReserve(localOnly: localOnly) }
+            guard let slot = freed else { return await systems.tryReserve(localOnly: localOnly, backlog: backlog) }
             freed = nil
-            return await systems.release(slot, reservingAgain: localOnly)
+            return await systems.release(slot, reservingAgain: localOnly, backlog: backlog)
         }
         if !reruns.isEmpty, let reservation = await reserve(localOnly: rerunOnLocal) {
             return (start(reruns.removeFirst()), reservation)
@@ -130,6 +137,7 @@ struct WorkQueue {
         if !bounced.isEmpty { return bounced.removeFirst() }
         let task = lookahead.first ?? ScanTask(input: 0)  // hasBouncedOrNew() drew it just before
         if !lookahead.isEmpty { _ = lookahead.removeFirst() }
+        unstarted -= 1
         window?.start(task.input)
         return Attempt(task: task, attempt: 1)
     }
@@ -155,6 +163,7 @@ struct FIFO<Element> {
     private var head = 0
 
     var isEmpty: Bool { head == elements.count }
+    var count: Int { elements.count - head }
 
     /// The oldest element, if any.
     var first: Element? { isEmpty ? nil : elements[head] }

@@ -84,3 +84,20 @@ extension CoordinatorTests {
         }
     }
 }
+
+/// Tasks wait in a node's line only while the scan has a task for every slot still to come.
+extension CoordinatorTests {
+    @Test func theLastTasksOfAScanWaitForAFreeSlotNotInANodesLine() async throws {
+        for (tasks, mostInFlight) in [(3, 1), (12, 2)] {
+            let systems = Systems()
+            await systems.add(RuleSystem(name: "beta", isLocal: false) { _, _ in .ok }, capacity: 1, queue: 1)
+            await systems.add(RuleSystem(name: "gamma", isLocal: false) { _, _ in .ok }, capacity: 1, queue: 1)
+            let report = await Coordinator(systems: systems).run((0..<tasks).map { ScanTask(input: $0, duration: 0) })
+            #expect(report.completed == tasks)
+            // Three tasks over two slots: the third goes to whichever slot frees first. Twelve:
+            // while at least two are still to come, each slot's next waits in its node's line.
+            #expect(await systems.highWater["beta"] == mostInFlight, "\(tasks) tasks")
+            #expect(await systems.highWater["gamma"] == mostInFlight, "\(tasks) tasks")
+        }
+    }
+}

@@ -73,6 +73,30 @@ struct SystemsTests {
         #expect(await systems.highWater["beta"] == 3)
     }
 
+    @Test func aLineIsOfferedOnlyWhileEverySlotHasATaskStillToCome() async throws {
+        let systems = Systems()
+        await systems.add(AlwaysFailingSystem(name: "beta", isLocal: false), capacity: 2, queue: 2)
+        await systems.add(AlwaysFailingSystem(name: "gamma", isLocal: false), capacity: 1, queue: 1)
+        var taken: [Reservation] = []
+        for backlog in [9, 8, 7] { taken.append(try #require(await systems.tryReserve(backlog: backlog))) }
+        // Three slots, all taken: with three tasks or more still to come, every slot takes
+        // another anyway, so one may wait in line at its node.
+        #expect(await systems.tryReserve(backlog: 3)?.name == "beta")
+        // Fewer to come than slots: a task sent ahead would wait at one node while a slot
+        // of another frees and stays idle. It waits here for the first slot that frees.
+        #expect(await systems.tryReserve(backlog: 2) == nil)
+        // A slot of beta's frees: the task in its line takes it, and the next one no line.
+        #expect(await systems.release(taken[0], reservingAgain: false, backlog: 2) == nil)
+        #expect(await systems.release(taken[2], reservingAgain: false, backlog: 2)?.name == "gamma")
+        // A waiter is served by the backlog last told: no line for it either.
+        let waiter = Task { try await systems.reserve().name }
+        try await awaitState { await systems.waiterCount == 1 }
+        await systems.add(AlwaysFailingSystem(name: "delta", isLocal: false), capacity: 1, queue: 1)
+        #expect(try await withTimeout(.seconds(5)) { try await waiter.value } == "delta")
+        #expect(await systems.tryReserve() == nil)
+        #expect(await systems.tryReserve(backlog: 4)?.name == "beta")  // four slots, four to come
+    }
+
     @Test func atMostMaxInLinesTasksWaitInLinesOverAllPeers() async throws {
         let systems = Systems()
         let half = Systems.maxInLines / 2
