@@ -123,7 +123,6 @@ public final class Node: Sendable {
     /// Accepting, draining or stopped; changed only by `drain` (`Node+Drain.swift`).
     /// With the instant a drain cancels what still runs (the `draining` line says how far off).
     let phaseState: Locked<(phase: Phase, cancelAt: ContinuousClock.Instant)>
-    private let sweeper = Locked<Task<Void, Never>?>(nil)
     /// The work root, free space and uploads of the files that travel with tasks.
     let files: NodeFiles
     /// Tasks answered by job and outcome, and their times (`/metrics`, `Node+Metrics.swift`).
@@ -211,15 +210,12 @@ public final class Node: Sendable {
         session.start()
     }
 
+    /// How often the sweeper looks: a connection outstays its hello or idle bound by a
+    /// quarter of it at most.
+    private var sweepTick: Duration { min(.seconds(1), options.helloTimeout / 4, options.idleTimeout / 4) }
+
     func startSweeper() {
-        let tick = min(Duration.seconds(1), options.helloTimeout / 4, options.idleTimeout / 4)
-        let task = Task { [weak self, clock] in
-            while !Task.isCancelled {
-                try? await clock.sleep(for: tick)
-                self?.sweep()
-            }
-        }
-        sweeper.withLock { $0 = task }
+        NodeSweeper.shared.add(self, every: sweepTick)
     }
 
     /// Stops accepting, lets running scans finish for up to `grace`, then closes every
@@ -235,7 +231,7 @@ public final class Node: Sendable {
         // before its reply is sent.
         let pending = self.pending
         _ = try? await withTimeout(grace) { await pending.waitUntilNone() }
-        sweeper.withLock { $0 }?.cancel()
+        NodeSweeper.shared.remove(self, every: sweepTick)
         let open = admission.withLock { Array($0.pending.values.map(\.session)) + Array($0.greeted.values) }
         for session in open { session.connection.close() }
         for session in open { _ = await session.connection.closed.value }

@@ -177,6 +177,8 @@ extension NodeSession {
     /// Closes the connection if replies have waited for room while the client took none of
     /// what was sent for `bound` (the node's sweep calls it with the idle bound).
     func closeIfStalled(now: ContinuousClock.Instant, bound: Duration) {
+        // What was sent is a system call (the socket's unsent bytes): asked only while a reply waits.
+        guard state.withLock({ $0.waitingReplies > 0 }) else { return }
         let sent = connection.progress.sent
         let stalled = state.withLock { state -> Bool in
             guard state.waitingReplies > 0 else { return false }

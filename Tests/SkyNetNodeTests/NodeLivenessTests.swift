@@ -28,6 +28,37 @@ struct NodeLivenessTests {
         try await onOwnThread(named: "test-read") { receiveLines(from: socket, count: .max, silence: limit) }
     }
 
+    /// Nodes of one process that keep time on one clock share one sweeper: one timer for all
+    /// (a host of thousands of nodes wakes once a tick), each node still swept, and no timer
+    /// left once they stop.
+    @Test func theNodesOfAProcessShareOneSweeperAndEachIsStillSwept() async throws {
+        var options = nodeTests.options()
+        options.helloTimeout = .milliseconds(600)
+        let clock = ManualClock(), start = clock.now
+        var nodes: [Node] = []
+        do {
+            for _ in 0..<20 { nodes.append(try await Node.start(options, clock: clock)) }
+            await clock.waitUntilPending(at: start + .milliseconds(150))
+            for _ in 0..<100 { await Task.yield() }  // a sweeper per node would have its timer by now
+            #expect(clock.pendingDeadlines == [start + .milliseconds(150)])
+            let swept = nodes[13]
+            let mute = try await rawClient(swept, saying: [])
+            defer { mute.close() }
+            try await awaitState(upTo: .seconds(60)) { swept.connectionCount == 1 }
+            for sweep in 1...4 {
+                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
+                clock.advance(by: .milliseconds(150))
+            }
+            #expect(try await readToEnd(mute, limit: .seconds(60)).isEmpty)
+            try await awaitState(upTo: .seconds(60)) { swept.connectionCount == 0 }
+        } catch {
+            for node in nodes { await node.stop(grace: .seconds(1)) }
+            throw error
+        }
+        for node in nodes { await node.stop(grace: .seconds(1)) }
+        try await awaitState(upTo: .seconds(60)) { clock.pendingDeadlines.isEmpty }
+    }
+
     /// On a manual clock: the sweeper (every 150 ms, a quarter of the bound) keeps the client
     /// at 150, 300 and 450 ms of silence and drops it at the sweep that finds 600 ms.
     @Test func aClientThatSaysHelloThenGoesSilentIsDroppedWithinTheIdleBound() async throws {
