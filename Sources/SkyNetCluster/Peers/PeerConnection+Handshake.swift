@@ -131,6 +131,13 @@ final class Handshake: Sendable {
         }
     }
 
+    /// The welcome did not come within its bound: a handshake still waiting for it ends with
+    /// `TimeoutError` (its connection closed).
+    func timedOut() {
+        guard route.withLock({ if case .greeting = $0 { true } else { false } }) else { return }
+        finish(.failure(TimeoutError()))
+    }
+
     func fail(_ reason: Connection.CloseReason) {
         let previous = route.withLock { route in
             defer { route = .ended(reason) }

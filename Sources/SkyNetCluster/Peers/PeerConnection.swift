@@ -84,7 +84,8 @@ package final class PeerConnection: Sendable {
         var ended: Connection.CloseReason?
         /// When a line was last sent: the keep-alive pings only a link idle for its interval.
         var lastSent = ContinuousClock.now
-        var keepAlive: Task<Void, Never>?
+        /// The keep-alive's next look, on `clock`.
+        var keepAlive: TimerTicket?
         /// The liveness ping loop, while one runs (at most one per link): made under this lock
         /// by the request that finds none, cleared under it by the loop when no watched request
         /// is pending, so it changes with `pending`.
@@ -140,9 +141,18 @@ package final class PeerConnection: Sendable {
             throw error
         }
         connection.start(onEvent: handshake.deliver, onClose: handshake.fail)
+        // The welcome's bound is a timer that ends the handshake, not a task that waits: ten
+        // thousand links dialled at once start no task for it.
+        let bound = clock.schedule(after: link.welcomeBound) { handshake.timedOut() }
+        defer { clock.cancel(bound) }
         do {
             try connection.send(handshake.hello + [0x0A])
-            let peer = try await withTimeout(link.welcomeBound, clock: clock) { try await handshake.welcomed.value.get() }
+            let peer = try await withTaskCancellationHandler {
+                try await handshake.welcomed.value.get()
+            } onCancel: {
+                connection.close()
+            }
+            if Task.isCancelled { throw CancellationError() }
             peer.dialed.withLock { $0 = link }
             link.welcomed()
             // A node that names its idle bound is pinged at a third of it, if that is sooner.
@@ -151,6 +161,7 @@ package final class PeerConnection: Sendable {
             return peer
         } catch {
             connection.close()
+            if Task.isCancelled { throw CancellationError() }
             throw await link.explain(error)
         }
     }
@@ -360,27 +371,33 @@ package final class PeerConnection: Sendable {
 
     /// Pings the link whenever nothing was sent on it for `interval` (the pong is dropped, as
     /// any reply nobody waits for): the node sees a live client, not an idle one to close.
+    /// A timer looks again when the link could next have been idle that long; the link has no
+    /// task of its own for it.
     private func startKeepAlive(every interval: Duration) {
         guard interval > .zero else { return }
-        let task = Task { [weak self, clock] in
-            var wait = interval
-            while !Task.isCancelled {
-                try? await clock.sleep(for: wait)
-                guard let self, !Task.isCancelled else { return }
-                let idle = clock.now - state.withLock { $0.lastSent }
-                if idle >= interval {
-                    post(.ping(id: nextID()))
-                    wait = interval
-                } else {
-                    wait = interval - idle
-                }
-            }
+        keepAlive(every: interval, lookingIn: interval)
+    }
+
+    private func keepAlive(every interval: Duration, lookingIn wait: Duration) {
+        let ticket = clock.schedule(after: wait) { [weak self] in
+            guard let self else { return }
+            // The ping is sent from the link's loop, as its other lines are.
+            guard let loop = connection.eventLoop else { return lookAtKeepAlive(every: interval) }
+            loop.execute { self.lookAtKeepAlive(every: interval) }
         }
         let ended = state.withLock { state -> Bool in
-            state.keepAlive = task
+            state.keepAlive = ticket
             return state.ended != nil
         }
-        if ended { task.cancel() }
+        if ended { clock.cancel(ticket) }
+    }
+
+    private func lookAtKeepAlive(every interval: Duration) {
+        let (ended, lastSent) = state.withLock { ($0.ended != nil, $0.lastSent) }
+        guard !ended else { return }
+        let idle = clock.now - lastSent
+        if idle >= interval { post(.ping(id: nextID())) }
+        keepAlive(every: interval, lookingIn: idle >= interval ? interval : interval - idle)
     }
 
     package func close() {
@@ -411,15 +428,16 @@ package final class PeerConnection: Sendable {
     }
 
     func end(_ reason: Connection.CloseReason) {
-        let (pending, tasks, pump) = state.withLock { state in
+        let (pending, keepAlive, liveness, pump) = state.withLock { state in
             state.ended = reason
             defer {
                 state.pending = [:]
                 state.streams = [:]
             }
-            return (state.pending, [state.keepAlive, state.liveness], state.pump)
+            return (state.pending, state.keepAlive, state.liveness, state.pump)
         }
-        for task in tasks { task?.cancel() }
+        if let keepAlive { clock.cancel(keepAlive) }
+        liveness?.cancel()
         pump?.stop()
         for entry in pending.values {
             finish(entry, .failure(PeerDisconnected(peer: name, reason: reason.description)))

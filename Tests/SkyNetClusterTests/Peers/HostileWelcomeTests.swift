@@ -6,6 +6,7 @@ import Foundation
 @testable import SkyNetTransport
 @testable import SkyNetWire
 @testable import SkyNetWork
+import SkyNetTestSupport
 import Testing
 
 /// What a coordinator accepts from a node is checked, since a node reached over ssh needs no
@@ -58,6 +59,26 @@ struct HostileWelcomeTests {
             let peer = try await PeerConnection.open(name: "n", host: "127.0.0.1", port: node.listener.port, token: nil, timeout: .seconds(10))
             peer.close()
         }
+    }
+
+    /// A node that takes the hello and never answers it: the open ends with `TimeoutError` once
+    /// the welcome's bound passes on the link's clock (and not before), its connection closed.
+    @Test func aNodeThatNeverWelcomesTimesOutAtTheWelcomesBound() async throws {
+        let node = try await ScriptedNode(welcomeLine: []) { id, task in .result(id: id, task: task, result: "") }
+        defer { node.stop() }
+        let clock = ManualClock(), start = clock.now
+        let bound = start + .seconds(10) + TCPDialer.longestHold
+        let open = Task {
+            try await PeerConnection.open(name: "n", dialer: TCPDialer(host: "127.0.0.1", port: node.listener.port),
+                                          token: nil, timeout: .seconds(10), clock: clock)
+        }
+        await clock.waitUntilPending(at: bound)
+        clock.advance(by: bound - start - .milliseconds(1))
+        try await awaitState { node.connections.withLock { $0.count } == 1 }
+        #expect(node.connections.withLock { $0[0].closeReason } == nil)
+        clock.advance(by: .milliseconds(1))
+        await #expect(throws: TimeoutError.self) { _ = try await open.value }
+        #expect(clock.pendingDeadlines.isEmpty)
     }
 
     /// A welcome that is a protocol message with a field out of its range is the node's
