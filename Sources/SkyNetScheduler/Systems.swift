@@ -91,7 +91,8 @@ public actor Systems {
     /// request here and a task at its node, which for ten thousand nodes of long tasks would
     /// double the memory of a scan and gain nothing.
     package static let maxInLines = 1024
-    /// How many tasks the coordinator still has to hand out, as it last said. Lines are offered
+    /// How many tasks the coordinator still has to hand out, as it last said (less those that
+    /// reservations were made for since, waiters' included). Lines are offered
     /// only while that is at least `slotCount`: then every slot takes another task anyway, and
     /// one sent ahead only hides its round trip. With fewer, a task in one node's line could
     /// wait a whole task for its slot while a slot of another node frees and stays idle (at the
@@ -275,6 +276,7 @@ public actor Systems {
         guard let index = firstOffer(localOnly: localOnly) else { return nil }
         if entries[index].inFlight >= entries[index].capacity { inLines += 1 }
         entries[index].inFlight += 1
+        if self.backlog < .max { self.backlog = max(0, self.backlog - 1) }  // the task this slot is for is out of it
         refresh(at: index)
         let entry = entries[index]
         highWater[entry.system.name] = max(highWater[entry.system.name] ?? 0, entry.inFlight)

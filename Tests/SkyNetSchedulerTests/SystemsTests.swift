@@ -82,6 +82,9 @@ struct SystemsTests {
         // Three slots, all taken: with three tasks or more still to come, every slot takes
         // another anyway, so one may wait in line at its node.
         #expect(await systems.tryReserve(backlog: 3)?.name == "beta")
+        // That task is out of the backlog: two are left to come, and a caller that says nothing
+        // (a waiter) is held to that.
+        #expect(await systems.tryReserve() == nil)
         // Fewer to come than slots: a task sent ahead would wait at one node while a slot
         // of another frees and stays idle. It waits here for the first slot that frees.
         #expect(await systems.tryReserve(backlog: 2) == nil)

@@ -126,16 +126,23 @@ final class Handshake: Sendable {
             welcomed.fulfil(.success(peer))
         case .failure(let error):
             route.withLock { if case .ended = $0 {} else { $0 = .ended(.closedLocally) } }
+            welcomed.fulfil(.failure(error))  // before the close, whose end would say "disconnected"
             connection.close()
-            welcomed.fulfil(.failure(error))
         }
     }
 
     /// The welcome did not come within its bound: a handshake still waiting for it ends with
     /// `TimeoutError` (its connection closed).
     func timedOut() {
-        guard route.withLock({ if case .greeting = $0 { true } else { false } }) else { return }
-        finish(.failure(TimeoutError()))
+        // Checked and ended in one step: a welcome read meanwhile made the peer, which stays.
+        let waiting = route.withLock { route -> Bool in
+            guard case .greeting = route else { return false }
+            route = .ended(.closedLocally)
+            return true
+        }
+        guard waiting else { return }
+        welcomed.fulfil(.failure(TimeoutError()))  // before the close, whose end would say "disconnected"
+        connection.close()
     }
 
     func fail(_ reason: Connection.CloseReason) {

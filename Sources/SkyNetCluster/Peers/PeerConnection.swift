@@ -84,8 +84,10 @@ package final class PeerConnection: Sendable {
         var ended: Connection.CloseReason?
         /// When a line was last sent: the keep-alive pings only a link idle for its interval.
         var lastSent = ContinuousClock.now
-        /// The keep-alive's next look, on `clock`.
+        /// The keep-alive's next look, on `clock`, and which look that is: a look that comes
+        /// at once may store its successor's ticket before its own is stored.
         var keepAlive: TimerTicket?
+        var keepAliveTurn = 0
         /// The liveness ping loop, while one runs (at most one per link): made under this lock
         /// by the request that finds none, cleared under it by the loop when no watched request
         /// is pending, so it changes with `pending`.
@@ -161,8 +163,7 @@ package final class PeerConnection: Sendable {
             return peer
         } catch {
             connection.close()
-            if Task.isCancelled { throw CancellationError() }
-            throw await link.explain(error)
+            throw await link.explain(Task.isCancelled ? CancellationError() : error)
         }
     }
 
@@ -379,6 +380,10 @@ package final class PeerConnection: Sendable {
     }
 
     private func keepAlive(every interval: Duration, lookingIn wait: Duration) {
+        let turn = state.withLock { state in
+            state.keepAliveTurn += 1
+            return state.keepAliveTurn
+        }
         let ticket = clock.schedule(after: wait) { [weak self] in
             guard let self else { return }
             // The ping is sent from the link's loop, as its other lines are.
@@ -386,7 +391,7 @@ package final class PeerConnection: Sendable {
             loop.execute { self.lookAtKeepAlive(every: interval) }
         }
         let ended = state.withLock { state -> Bool in
-            state.keepAlive = ticket
+            if state.keepAliveTurn == turn { state.keepAlive = ticket }
             return state.ended != nil
         }
         if ended { clock.cancel(ticket) }
