@@ -23,6 +23,15 @@ struct NodeLivenessTests {
         return socket
     }
 
+    /// Lets the sweeps numbered `turns` run on `clock`, one every 150 ms from `start` (a quarter
+    /// of a 600 ms bound), each once the sweeper waits for it.
+    func sweeps(_ turns: ClosedRange<Int>, on clock: ManualClock, from start: ContinuousClock.Instant) async {
+        for sweep in turns {
+            await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
+            clock.advance(by: .milliseconds(150))
+        }
+    }
+
     /// Reads until the node closes the connection (or `limit`); returns the lines and when.
     func readToEnd(_ socket: Socket, limit: Duration) async throws -> [String] {
         try await onOwnThread(named: "test-read") { receiveLines(from: socket, count: .max, silence: limit) }
@@ -45,10 +54,7 @@ struct NodeLivenessTests {
             let mute = try await rawClient(swept, saying: [])
             defer { mute.close() }
             try await awaitState(upTo: .seconds(60)) { swept.connectionCount == 1 }
-            for sweep in 1...4 {
-                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
-                clock.advance(by: .milliseconds(150))
-            }
+            await sweeps(1...4, on: clock, from: start)
             #expect(try await readToEnd(mute, limit: .seconds(60)).isEmpty)
             try await awaitState(upTo: .seconds(60)) { swept.connectionCount == 0 }
         } catch {
@@ -71,10 +77,7 @@ struct NodeLivenessTests {
             defer { socket.close() }
             let welcome = try await onOwnThread(named: "test-read") { receiveLines(from: socket, count: 1, silence: .seconds(60)) }
             #expect(welcome.count == 1 && welcome[0].contains("welcome"))
-            for sweep in 1...3 {
-                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
-                clock.advance(by: .milliseconds(150))
-            }
+            await sweeps(1...3, on: clock, from: start)
             // The sweep at 450 ms has run (the sweeper rests until 600 ms): the client is kept.
             await clock.waitUntilPending(at: start + .milliseconds(600))
             #expect(node.connectionCount == 1, "dropped too early, before 600 ms of silence")
@@ -169,10 +172,7 @@ struct NodeLivenessTests {
             let first = try await rawClient(node, saying: [])
             defer { first.close() }
             try await awaitState(upTo: .seconds(60)) { node.connectionCount == 1 }
-            for sweep in 1...4 {
-                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
-                clock.advance(by: .milliseconds(150))
-            }
+            await sweeps(1...4, on: clock, from: start)
             #expect(try await readToEnd(first, limit: .seconds(60)).isEmpty)
             try await log.waitFor("[Node] Closed 1 connection(s) that had not finished their hello within 0.6 s")
 
@@ -180,19 +180,13 @@ struct NodeLivenessTests {
             defer { for socket in late { socket.close() } }
             for _ in 0..<3 { late.append(try await rawClient(node, saying: [])) }
             try await awaitState(upTo: .seconds(60)) { node.connectionCount == 3 }
-            for sweep in 5...8 {
-                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
-                clock.advance(by: .milliseconds(150))
-            }
+            await sweeps(5...8, on: clock, from: start)
             for socket in late { #expect(try await readToEnd(socket, limit: .seconds(60)).isEmpty) }
             try await awaitState(upTo: .seconds(60)) { node.connectionCount == 0 }
             // Within the interval of the first line: counted, not yet said; said by the first
             // sweep 10 s after it (at 10.65 s).
             #expect(log.matching("had not finished their hello within").count == 1)
-            for sweep in 9...70 {
-                await clock.waitUntilPending(at: start + .milliseconds(150 * sweep))
-                clock.advance(by: .milliseconds(150))
-            }
+            await sweeps(9...70, on: clock, from: start)
             #expect(log.matching("had not finished their hello within").count == 1)
             await clock.waitUntilPending(at: start + .milliseconds(150 * 71))
             clock.advance(by: .milliseconds(150))
