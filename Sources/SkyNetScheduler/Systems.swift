@@ -39,8 +39,8 @@ package struct SlotUse: Sendable, Equatable {
 /// step. A peer whose node holds a line of waiting scans (`queue`) is also given up to that
 /// many more, each its slot's next task, but only when no system has a slot free, while the
 /// coordinator still has a task for every slot to hand out, and at most `maxInLines` over all
-/// peers. Callers that find no free slot wait in line and are
-/// woken when one frees or a system joins; nobody polls.
+/// peers. Callers that find no free slot wait in line and are woken when one frees or a system
+/// joins; nobody polls.
 public actor Systems {
     /// The name of a coordinator's own system, which a report lists first.
     public static let localName = "local"
@@ -92,11 +92,11 @@ public actor Systems {
     /// double the memory of a scan and gain nothing.
     package static let maxInLines = 1024
     /// How many tasks the coordinator still has to hand out, as it last said (less those that
-    /// reservations were made for since, waiters' included). Lines are offered
-    /// only while that is at least `slotCount`: then every slot takes another task anyway, and
-    /// one sent ahead only hides its round trip. With fewer, a task in one node's line could
-    /// wait a whole task for its slot while a slot of another node frees and stays idle (at the
-    /// end of a scan of long tasks, a second each).
+    /// reservations were made for since, waiters' included). Lines are offered only while that
+    /// is at least `slotCount`: then every slot takes another task anyway, and one sent ahead
+    /// only hides its round trip. With fewer, a task in one node's line could wait a whole task
+    /// for its slot while a slot of another node frees and stays idle (at the end of a scan of
+    /// long tasks, a second each).
     private var backlog = Int.max
     /// The slots of the systems present, together.
     private var slotCount = 0
