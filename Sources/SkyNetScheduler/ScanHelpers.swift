@@ -59,11 +59,7 @@ final class ScanHelpers: Sendable {
             if state.withLock({ $0.cancelled }) { withUnsafeCurrentTask { $0?.cancel() } }
             report(await helper(), from: number)
         }
-        let cancelled = state.withLock { state in
-            if state.reportedFirst.remove(number) == nil { state.running[number] = .task(task) }
-            return state.cancelled
-        }
-        if cancelled { task.cancel() }
+        record(.task(task), number: number)
     }
 
     /// Starts a helper that is no task: `begin` starts it and returns how to stop it, and it
@@ -75,12 +71,18 @@ final class ScanHelpers: Sendable {
         guard !state.withLock({ $0.cancelled }) else { return false }
         let number = lastNumber.add(1, ordering: .relaxed).newValue
         guard let request = begin({ [self] step in report(step, from: number) }) else { return false }
+        record(.request(request), number: number)
+        return true
+    }
+
+    /// Counts helper `number` as running until it reports (unless it reported already), and
+    /// stops it at once if the helpers were cancelled meanwhile.
+    private func record(_ helper: Helper, number: Int) {
         let cancelled = state.withLock { state in
-            if state.reportedFirst.remove(number) == nil { state.running[number] = .request(request) }
+            if state.reportedFirst.remove(number) == nil { state.running[number] = helper }
             return state.cancelled
         }
-        if cancelled { request.cancel() }
-        return true
+        if cancelled { helper.cancel() }
     }
 
     /// The steps reported since the last call, in the order they came; waits for one when none

@@ -112,7 +112,8 @@ final class Handshake: Sendable {
     }
 
     /// Ends the handshake. A welcome makes the peer, and routes every later line to it, before
-    /// the next line is read; a failure closes the connection (nothing more is read from it).
+    /// the next line is read; a failure ends a handshake still waiting for its welcome and
+    /// closes the connection (nothing more is read from it).
     private func finish(_ result: Result<PeerConnection.Welcome, any Error>) {
         switch result {
         case .success(let welcome):
@@ -125,7 +126,14 @@ final class Handshake: Sendable {
             if let ended { peer.end(ended) }
             welcomed.fulfil(.success(peer))
         case .failure(let error):
-            route.withLock { if case .ended = $0 {} else { $0 = .ended(.closedLocally) } }
+            // Checked and ended in one step: a welcome read meanwhile (the timer's failure
+            // comes from another thread) made the peer, which stays; a close already ended it.
+            let waiting = route.withLock { route -> Bool in
+                guard case .greeting = route else { return false }
+                route = .ended(.closedLocally)
+                return true
+            }
+            guard waiting else { return }
             welcomed.fulfil(.failure(error))  // before the close, whose end would say "disconnected"
             connection.close()
         }
@@ -134,15 +142,7 @@ final class Handshake: Sendable {
     /// The welcome did not come within its bound: a handshake still waiting for it ends with
     /// `TimeoutError` (its connection closed).
     func timedOut() {
-        // Checked and ended in one step: a welcome read meanwhile made the peer, which stays.
-        let waiting = route.withLock { route -> Bool in
-            guard case .greeting = route else { return false }
-            route = .ended(.closedLocally)
-            return true
-        }
-        guard waiting else { return }
-        welcomed.fulfil(.failure(TimeoutError()))  // before the close, whose end would say "disconnected"
-        connection.close()
+        finish(.failure(TimeoutError()))
     }
 
     func fail(_ reason: Connection.CloseReason) {

@@ -401,8 +401,9 @@ package final class PeerConnection: Sendable {
         let (ended, lastSent) = state.withLock { ($0.ended != nil, $0.lastSent) }
         guard !ended else { return }
         let idle = clock.now - lastSent
-        if idle >= interval { post(.ping(id: nextID())) }
-        keepAlive(every: interval, lookingIn: idle >= interval ? interval : interval - idle)
+        guard idle >= interval else { return keepAlive(every: interval, lookingIn: interval - idle) }
+        post(.ping(id: nextID()))
+        keepAlive(every: interval, lookingIn: interval)
     }
 
     package func close() {
