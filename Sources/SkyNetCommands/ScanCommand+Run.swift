@@ -144,7 +144,9 @@ extension ScanCommand {
         let feed = inputs.map { $0.feed { [job, duration, taskTimeout] sector, text in
             done.contains(sector) ? nil : ScanTask(input: sector, duration: duration, job: job, text: text, timeout: taskTimeout)
         } }
-        let scan = Task { [coordinator, job, duration, taskTimeout, total] in
+        // Above the links' `.medium` (`PeerLinks`): the peers already linked get tasks before
+        // more links are set up.
+        let scan = Task(priority: .high) { [coordinator, job, duration, taskTimeout, total] in
             if let feed { return await coordinator.run(feed: feed, count: count - done.count) }
             // Made one at a time as slots free: a scan of millions starts at once.
             let tasks = done.absent(below: total).lazy

@@ -83,10 +83,13 @@ struct PeerLink {
     /// Dials and says hello: welcomed, or what to do after the failure (reported once).
     private func dial(_ memory: inout Memory) async -> State {
         let peer: PeerConnection
+        guard let place = await context.dials.enter() else { return .stopped(linked: false) }
         do {
             peer = try await PeerConnection.open(name: node.name, dialer: dialer, token: dialer.sendsToken ? settings.token : nil,
                                                  timeout: settings.timeout, actors: settings.actors?.name)
+            place.leave()
         } catch {
+            place.leave()
             if Task.isCancelled { return .stopped(linked: false) }
             return await failedDial(error, &memory)
         }

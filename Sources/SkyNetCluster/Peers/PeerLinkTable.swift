@@ -25,12 +25,17 @@ final class PeerLinkTable: Sendable {
     private let state = Locked(State())
 
     /// Starts `body` as the link of `name`, unless stopped or `name` has a link already.
+    ///
+    /// Links run below the scan that uses them (`skynet scan` runs it at `.high`): while the
+    /// scan has tasks to hand to the peers already linked, the links still dialling wait for
+    /// it. Ten thousand links at the scan's own priority kept its loop from starting until
+    /// nearly all of them were up, and the slots of the first ones idle for a second.
     @discardableResult
     func start(_ name: String, _ body: @escaping @Sendable () async -> Bool) -> Bool {
         state.withLock { state in
             guard !state.stopped, state.byName[name] == nil else { return false }
             let previous = state.retired.removeValue(forKey: name)
-            state.byName[name] = Task {
+            state.byName[name] = Task(priority: .medium) {
                 _ = await previous?.value
                 return await body()
             }

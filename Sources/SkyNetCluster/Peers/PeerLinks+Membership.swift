@@ -8,6 +8,7 @@ extension PeerLinks {
         let settings: Settings
         let jobCheck: JobCheck
         let traffic: PeerTraffic
+        let dials: DialGate
         let log: @Sendable (ClusterEvent) async -> Void
     }
 

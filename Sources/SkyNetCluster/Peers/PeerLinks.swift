@@ -12,7 +12,10 @@ import SkyNetWork
 ///
 /// Each peer has a task of its own that connects and says hello in the background, adds the
 /// peer to the registry when it is welcomed, removes it when it disconnects, and tries again
-/// with backoff: a peer that is down is reported once, and joins when it comes up.
+/// with backoff: a peer that is down is reported once, and joins when it comes up. At most 256
+/// start dialling at once, and the links' tasks run at `.medium`: a scan run above that
+/// (`skynet scan` runs its own at `.high`) uses the peers already linked before more links
+/// are set up.
 ///
 /// A peer that refuses the hello for good (`unauthorized`, `unsupported-version`) is reported
 /// once with the fix and asked again only rarely (`refusalRetryDelay`): the answer cannot
@@ -131,7 +134,8 @@ public final class PeerLinks: Sendable {
             }
         }
         let jobCheck = JobCheck(job: settings.job, expected: settings.jobSummary, allowsMismatch: settings.allowJobMismatch)
-        context = LinkContext(systems: systems, settings: settings, jobCheck: jobCheck, traffic: traffic, log: log)
+        context = LinkContext(systems: systems, settings: settings, jobCheck: jobCheck, traffic: traffic,
+                              dials: DialGate(clock: settings.clock), log: log)
         sshNames = Set(cluster.nodes.filter { $0.ssh != nil }.map(\.name))
         for node in cluster.nodes {
             // An ssh node's own slots are its login's N/ or its cores, as its welcome says.
