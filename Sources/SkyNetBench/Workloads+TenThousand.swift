@@ -14,15 +14,18 @@ extension Workloads {
         defer { hosts.stop() }
         let all = try hosts.clusterFile(first: 10_000), some = try hosts.clusterFile(first: 1_000)
         defer { Children.remove(all); Children.remove(some) }
-        func scan(_ file: String, _ total: Int, _ duration: String, nodes: Int) throws -> ScanRun {
+        /// With `nodes`, every one of them must have connected; without, at least one.
+        func scan(_ file: String, _ total: Int, _ duration: String, nodes: Int?) throws -> ScanRun {
             let run = try ScanRun.run(skynet, ["--cluster", file, "--local-capacity", "0", "--failing-every", "0",
                                                "--total", String(total), "--duration", duration])
             guard run.completed == total else { throw BenchError("W15: \(run.completed)/\(total) completed") }
             let peers = Set(run.connected.map(\.system)).count
-            guard peers == nodes else { throw BenchError("W15: \(peers) of \(nodes) peers connected") }
+            if peers != nodes ?? max(1, peers) { throw BenchError("W15: \(peers) of \(nodes ?? 10_000) peers connected") }
             return run
         }
-        _ = try scan(all, 10_000, "0", nodes: 10_000)
+        // The warm-up's no-op tasks are over before the last links are up (a scan hands its
+        // tasks to the first peers linked): it is not asked to have linked them all.
+        _ = try scan(all, 10_000, "0", nodes: nil)
         var seconds: [Double] = [], threads: [Double] = [], peak: [Double] = [], connected: [Double] = []
         var linkKiB: [Double] = [], linkThreads: [Double] = []
         for _ in 0..<runs {
