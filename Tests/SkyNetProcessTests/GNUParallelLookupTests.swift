@@ -8,8 +8,8 @@ import Testing
 struct GNUParallelLookupTests {
     @Test func theFirstParallelOnPathIsFoundWhenItsVersionSaysGNUParallel() async throws {
         try await withFolders { gnu, other in
-            try script("echo 'GNU parallel 20221122'", at: gnu + "/parallel")
-            try script("exit 1", at: other + "/parallel")
+            try await script("echo 'GNU parallel 20221122'", at: gnu + "/parallel")
+            try await script("exit 1", at: other + "/parallel")
             #expect(await GNUParallel.lookUp(searchPath: "\(gnu):\(other)") == .found(path: gnu + "/parallel"))
         }
     }
@@ -17,8 +17,8 @@ struct GNUParallelLookupTests {
     @Test func aParallelThatIsNotGNUsIsUnavailableEvenWithGNUParallelLaterOnPath() async throws {
         try await withFolders { moreutils, gnu in
             // moreutils' parallel refuses `--version` with its usage.
-            try script("echo \"parallel: unrecognized option '$1'\" >&2; exit 1", at: moreutils + "/parallel")
-            try script("echo 'GNU parallel 20221122'", at: gnu + "/parallel")
+            try await script("echo \"parallel: unrecognized option '$1'\" >&2; exit 1", at: moreutils + "/parallel")
+            try await script("echo 'GNU parallel 20221122'", at: gnu + "/parallel")
             let lookup = await GNUParallel.lookUp(searchPath: "\(moreutils):\(gnu)")
             #expect(lookup.path == nil)
             #expect(lookup.unavailableReason == "\(moreutils)/parallel is not GNU parallel (moreutils has a program of that name): "
@@ -39,8 +39,9 @@ struct GNUParallelLookupTests {
         try await body(root + "/a", root + "/b")
     }
 
-    func script(_ body: String, at path: String) throws {
-        try "#!/bin/sh\n\(body)\n".write(toFile: path, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+    /// Copied into place by `cp` (`installScript`): a script written here would be open in any
+    /// child another test spawns meanwhile, and its exec would fail (ETXTBSY).
+    func script(_ body: String, at path: String) async throws {
+        _ = try await ProcessTests.SSHOptionTests.installScript("#!/bin/sh\n\(body)\n", at: path)
     }
 }
