@@ -5,14 +5,15 @@ import SkyNetRuntime
 /// Ten thousand links that all dial at once each make their connect before any gets to its
 /// hello: the pool runs their first steps in the order they came, and every connect's end
 /// queues behind the connects still to start. No peer was up for 1.3 s, and the scan had no
-/// slot to use meanwhile. With a few hundred dialing at a time, links come up from the first
+/// slot to use meanwhile. With a few hundred dialling at a time, links come up from the first
 /// moment, at the same rate, and the scan uses each as it comes.
 ///
 /// A dial holds its place until it ends or for `patience`, whichever comes first: a host that
 /// never answers (a connect that takes the whole timeout, a slow ssh login) holds the others
 /// back by that much at most, not by its timeout. So the gate bounds how fast dials start, not
-/// how many are under way: each of those is bounded by its own timeout. One timer serves the whole gate, set only while
-/// dials wait (one per place cost a link 20–40 µs of the coordinator's time, in timer wake-ups).
+/// how many are under way: each of those is bounded by its own timeout. One timer serves the
+/// whole gate, set only while dials wait (one per place cost a link 20–40 µs of the
+/// coordinator's time, in timer wake-ups).
 final class DialGate: Sendable {
     /// A place taken by `enter()`; `leave()` gives it back, unless its patience already did
     /// (leaving twice, or after the patience, does nothing).
