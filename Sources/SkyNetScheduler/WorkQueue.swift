@@ -1,3 +1,4 @@
+import SkyNetRuntime
 import SkyNetWork
 
 /// The coordinator's bookkeeping of work not yet finished: new tasks drawn lazily from the
@@ -156,33 +157,6 @@ struct Attempt: Sendable {
 
 /// Which slots a parked request waits for: local ones (for re-runs) or any.
 enum SlotKind: Sendable { case local, any }
-
-/// A first-in first-out queue that frees the room of taken elements as it goes.
-struct FIFO<Element> {
-    private var elements: [Element] = []
-    private var head = 0
-
-    var isEmpty: Bool { head == elements.count }
-    var count: Int { elements.count - head }
-
-    /// The oldest element, if any.
-    var first: Element? { isEmpty ? nil : elements[head] }
-
-    mutating func append(_ element: Element) {
-        elements.append(element)
-    }
-
-    /// The oldest element. Call only when not empty.
-    mutating func removeFirst() -> Element {
-        let element = elements[head]
-        head += 1
-        if head > 64, head * 2 > elements.count {
-            elements.removeFirst(head)
-            head = 0
-        }
-        return element
-    }
-}
 
 /// The sectors started and not yet settled, oldest first: with `--keep-order` the output holds
 /// results until every earlier sector has its outcome, so a new sector may start only while it

@@ -31,12 +31,12 @@ final class DialGate: Sendable {
         /// `heldOrder` (which keeps the numbers of places since left until they reach its
         /// front) starts with the oldest.
         var held: [UInt64: ContinuousClock.Instant] = [:]
-        var heldOrder = NumberQueue()
+        var heldOrder = FIFO<UInt64>()
         var nextPlace: UInt64 = 0
         /// The dials waiting, by arrival number, in `waitOrder` (a cancelled one leaves its
         /// number behind, and admitting passes it by).
         var waiting: [UInt64: Waiter] = [:]
-        var waitOrder = NumberQueue()
+        var waitOrder = FIFO<UInt64>()
         var nextArrival: UInt64 = 0
         var expiryArmed = false
 
@@ -142,28 +142,5 @@ final class DialGate: Sendable {
         }
         for (waiter, place) in admitted { waiter.resume(returning: place) }
         if let next { clock.schedule(at: next) { [self] in expire() } }
-    }
-}
-
-/// Numbers first in, first out, with the front's storage given back as it is passed.
-private struct NumberQueue {
-    private var numbers: [UInt64] = []
-    private var head = 0
-
-    var first: UInt64? { head < numbers.count ? numbers[head] : nil }
-
-    mutating func append(_ number: UInt64) {
-        numbers.append(number)
-    }
-
-    mutating func removeFirst() {
-        head += 1
-        if head == numbers.count {
-            numbers.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 1_024, head * 2 >= numbers.count {
-            numbers.removeFirst(head)
-            head = 0
-        }
     }
 }
