@@ -74,6 +74,8 @@ struct PeerRequestTimeoutTests {
         try await withPeer { node, peer in
             let late = peer.nextID()
             await #expect(throws: TimeoutError.self) { try await scan(1, id: late, on: peer, timeout: .milliseconds(100)) }
+            // On a loaded machine the request may reach the node after its 100 ms: awaited.
+            try await node.waitUntilHolding(1)
             #expect(node.answerHeld() == 1)  // the reply to the request that timed out
             let next = peer.nextID()
             let result = Task { try await scan(2, id: next, on: peer, timeout: .seconds(10)) }
