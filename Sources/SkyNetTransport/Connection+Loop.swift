@@ -27,6 +27,9 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     private var watch: EventLoop.Watch?
     /// A pair's output, while the loop sends to it (made at the first send that waits).
     private var writeWatch: EventLoop.Watch?
+    /// What `watch` and `writeWatch` wait for now: `updateInterest` changes a watch only when
+    /// its interest changes (a loop's send would otherwise cost an `epoll_ctl` each time).
+    private var interest: Interest = .readable, writeInterest: Interest = .writable
     private var framing: InboundFraming
     /// What was read past the last line handed out, when a handler asked for a hold or the
     /// turn's lines ran out: framed before anything more is read.
@@ -145,6 +148,10 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
                 continue
             }
             frame(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            // Less than the buffer: the kernel had no more. Asking again would only be told so
+            // (a system call for each readable turn); more that comes is told by the watch,
+            // which is level-triggered. Not when ending: a paused reading is not watched.
+            if count < buffer.count, !connection.isEnding { return }
         }
     }
 
@@ -262,16 +269,23 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
     /// told again and again, level-triggered, with nobody to read it); on a pair's input, its
     /// hang-up alone then (the handler ends the connection at the first).
     private func updateInterest() {
-        var interest: Interest = []
-        if !isHeld, !isPausedForReplies, !peerEnded { interest.insert(.readable) }
+        var wanted: Interest = []
+        if !isHeld, !isPausedForReplies, !peerEnded { wanted.insert(.readable) }
         var waiting = true
         if !stream.isSocket {
-            waiting = writeWatch?.change(to: isSending ? .writable : []) ?? true
-            if interest.isEmpty { interest = .hangUp }
+            let writeWanted: Interest = isSending ? .writable : []
+            if let writeWatch, writeWanted != writeInterest {
+                waiting = writeWatch.change(to: writeWanted)
+                writeInterest = writeWanted
+            }
+            if wanted.isEmpty { wanted = .hangUp }
         } else if isSending {
-            interest.insert(.writable)
+            wanted.insert(.writable)
         }
-        waiting = (watch?.change(to: interest) ?? true) && waiting
+        if let watch, wanted != interest {
+            waiting = watch.change(to: wanted) && waiting
+            interest = wanted
+        }
         // Out of memory or of the kernel's watches: nothing more would be told, so end it.
         if !waiting { connection.close(because: .failed(SocketError("epoll_ctl"))) }
     }
