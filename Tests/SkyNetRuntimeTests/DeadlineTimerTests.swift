@@ -271,6 +271,43 @@ struct DeadlineTimerTests {
         #expect(lateness.allSatisfy { $0 >= .zero && $0 < soon }, "\(lateness)")
     }
 
+    /// A deadline with a tolerance moves to the next step of a grid (the tolerance, at most
+    /// 1 ms): never earlier, less than a step later, and deadlines within one step meet.
+    @Test func aToleranceMovesADeadlineOntoAGridNeverEarlierAndLessThanAStepLater() {
+        let start = ContinuousClock.now + .seconds(1)
+        // 4 ms of deadlines, 397 ns apart (and a third of a nanosecond off the grid of whole ones).
+        let deadlines = (0..<10_000).map { start + .nanoseconds($0 * 397) + .nanoseconds(1) / 3 }
+        for tolerance in [Duration.milliseconds(1), .seconds(5)] {
+            let moved = deadlines.map { DeadlineTimer.coalesced($0, tolerance: tolerance) }
+            let offsets = zip(deadlines, moved).map { $1 - $0 }
+            #expect(offsets.allSatisfy { $0 >= .zero && $0 < .milliseconds(1) }, "from \(offsets.min()!) to \(offsets.max()!)")
+            #expect((4...5).contains(Set(moved).count), "\(Set(moved).count) instants")
+        }
+        let fine = deadlines.map { DeadlineTimer.coalesced($0, tolerance: .microseconds(10)) }
+        #expect(zip(deadlines, fine).allSatisfy { $1 >= $0 && $1 - $0 < .microseconds(10) })
+        #expect((397...402).contains(Set(fine).count), "\(Set(fine).count) instants")
+        for tolerance in [Duration.zero, .nanoseconds(999), .seconds(-1)] {
+            #expect(DeadlineTimer.coalesced(start, tolerance: tolerance) == start)
+        }
+    }
+
+    /// Sleeps with a tolerance that end within one step are one deadline on the clock: one
+    /// wake-up runs them all.
+    @Test func sleepsWithAToleranceThatEndCloseTogetherShareOneDeadline() async throws {
+        let clock = ManualClock()
+        let base = DeadlineTimer.coalesced(clock.now + .seconds(1), tolerance: .milliseconds(1))
+        let sleeps = (0..<50).map { index in
+            Task { try await clock.sleep(until: base + .microseconds(10 * index) + .nanoseconds(1), tolerance: .milliseconds(1)) }
+        }
+        let shared = base + .milliseconds(1)
+        try await awaitState(upTo: soon) { clock.pendingDeadlines.count == sleeps.count }
+        #expect(Set(clock.pendingDeadlines) == [shared])
+        clock.advance(by: shared - clock.now - .nanoseconds(1))
+        #expect(clock.pendingDeadlines.count == sleeps.count, "none ends before the shared deadline")
+        clock.advance(by: .nanoseconds(1))
+        for sleep in sleeps { try await withTimeout(soon) { try await sleep.value } }
+    }
+
     @Test func aSleepWhoseDeadlineHasPassedReturnsAtOnce() async throws {
         let timer = DeadlineTimer()
         let far = timer.schedule(at: .now + .seconds(60)) {}  // the thread waits for this one

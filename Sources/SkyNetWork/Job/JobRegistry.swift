@@ -85,7 +85,9 @@ public struct JobRegistry: Sendable {
 
 /// The reference work: asks the unreliable API, then "scans" for `duration` seconds (suspended,
 /// holding no thread) and returns the sector number as text. The time is kept by the real
-/// clock (`DeadlineTimer.shared`), to its deadline: 10 ms of work takes 10 ms, not 10.25.
+/// clock (`DeadlineTimer.shared`), to its deadline and at most a thousandth of the duration
+/// (1 ms at most) after it: 10 ms of work takes 10 ms, not 10.25, and scans that end within
+/// the same millisecond wake together (`coalesced`).
 package struct ScanJob: Job {
     package let api: UnreliableAPI
     package var summary: String { "built-in simulated scan" }
@@ -100,7 +102,7 @@ package struct ScanJob: Job {
         let deadline = ContinuousClock.now + .seconds(request.duration)
         try api.action()
         if request.duration > 0 {
-            try await DeadlineTimer.shared.sleep(until: deadline)
+            try await DeadlineTimer.shared.sleep(until: deadline, tolerance: .seconds(request.duration / 1_000))
         } else {
             try Task.checkCancellation()
         }
