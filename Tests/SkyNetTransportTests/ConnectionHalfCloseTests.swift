@@ -5,9 +5,37 @@ import Testing
 import SkyNetTestSupport
 
 /// A socket peer that sends its requests and closes its end (a half-close: it still reads)
-/// gets every reply that was queued when the end of its input was read.
+/// gets every reply that was queued when the end of its input was read; a connection closed
+/// on our side ends even while its reading is paused.
 @Suite(.timeLimit(.minutes(1)))
 struct ConnectionHalfCloseTests {
+    /// Closed while its reading is paused for replies (not watched for reading), with a few
+    /// bytes of the peer's unread: the connection still ends, reading on to the end that the
+    /// shutdown makes.
+    @Test func aConnectionClosedWhileItsReadingIsPausedEnds() async throws {
+        let (server, client) = try await loopbackPair()
+        server.setBufferSizes(send: 16384, receive: 16384)
+        client.setBufferSizes(send: 16384, receive: 16384)
+        defer { client.close() }
+        var limits = Connection.Limits()
+        limits.pauseReadingAbove = 64 * 1024
+        let connection = Connection(socket: server, peer: "paused", limits: limits)
+        defer { connection.close() }
+        let reply = Array((String(repeating: "r", count: 256 * 1024 - 1) + "\n").utf8)
+        let lines = Watched(0), ended = Watched(false)
+        connection.start(onEvent: { event in
+            guard case .line = event else { return }
+            try? connection.send(reply)  // the peer reads none: reading pauses after the first
+            lines.update { $0 += 1 }
+        }, onClose: { _ in ended.update { $0 = true } })
+        #expect(write(client.descriptor, "1\n", 2) == 2)
+        try await lines.wait(upTo: .seconds(10)) { $0 == 1 }
+        #expect(connection.queuedBytes > 64 * 1024, "reading is paused")
+        #expect(write(client.descriptor, "2\n", 2) == 2)  // waits in the kernel, unread
+        connection.close()
+        try await ended.wait(upTo: .seconds(20)) { $0 }
+    }
+
     @Test func repliesQueuedWhenThePeerClosesItsEndStillLeave() async throws {
         let (server, client) = try await loopbackPair()
         // Small buffers: the replies wait in the connection's queue, not in the kernel.
