@@ -41,6 +41,18 @@ extension TimerClock {
         try await sleep(until: now + duration)
     }
 
+    /// Suspends the caller until `deadline` on this clock; throws `CancellationError` (at once)
+    /// when the calling task is cancelled.
+    package func sleep(until deadline: ContinuousClock.Instant) async throws {
+        let sleeper = Sleeper()
+        let ticket = schedule(at: deadline) { sleeper.wake(fired: true) }
+        let fired = await withTaskCancellationHandler { await sleeper.woken() } onCancel: { sleeper.wake(fired: false) }
+        guard fired else {
+            cancel(ticket)
+            throw CancellationError()
+        }
+    }
+
     /// Suspends the caller until `deadline`, or a little after it (`coalesced`), so that sleeps
     /// ending close together wake together; throws `CancellationError` (at once) when the calling
     /// task is cancelled.
@@ -61,25 +73,6 @@ extension TimerClock {
         let nanoseconds = seconds * 1_000_000_000 + (attoseconds + 999_999_999) / 1_000_000_000
         let steps = (nanoseconds + step - 1) / step
         return TimerGrid.origin + .nanoseconds(steps * step)
-    }
-}
-
-/// Where the grid of coalesced deadlines starts: any fixed instant of the process will do.
-private enum TimerGrid {
-    static let origin = ContinuousClock.now
-}
-
-extension TimerClock {
-    /// Suspends the caller until `deadline` on this clock; throws `CancellationError` (at once)
-    /// when the calling task is cancelled.
-    package func sleep(until deadline: ContinuousClock.Instant) async throws {
-        let sleeper = Sleeper()
-        let ticket = schedule(at: deadline) { sleeper.wake(fired: true) }
-        let fired = await withTaskCancellationHandler { await sleeper.woken() } onCancel: { sleeper.wake(fired: false) }
-        guard fired else {
-            cancel(ticket)
-            throw CancellationError()
-        }
     }
 }
 
@@ -124,4 +117,9 @@ private final class Sleeper: Sendable {
             if let woken { continuation.resume(returning: woken) }
         }
     }
+}
+
+/// Where the grid of coalesced deadlines starts: any fixed instant of the process will do.
+private enum TimerGrid {
+    static let origin = ContinuousClock.now
 }

@@ -150,7 +150,7 @@ final class LoopReading: @unchecked Sendable {  // safe without a lock: only the
             frame(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
             // Less than the buffer: the kernel had no more. Asking again would only be told so
             // (a system call for each readable turn); more that comes is told by the watch,
-            // which is level-triggered. Not when ending: a paused reading is not watched.
+            // which is level-triggered. Not when ending: a paused reading is not watched for reading.
             if count < buffer.count, !connection.isEnding { return }
         }
     }

@@ -85,11 +85,10 @@ struct PeerLink {
         let peer: PeerConnection
         guard let place = await context.dials.enter() else { return .stopped(linked: false) }
         do {
+            defer { place.leave() }  // answered, welcomed or not: the next dial may start
             peer = try await PeerConnection.open(name: node.name, dialer: dialer, token: dialer.sendsToken ? settings.token : nil,
                                                  timeout: settings.timeout, actors: settings.actors?.name)
-            place.leave()
         } catch {
-            place.leave()
             if Task.isCancelled { return .stopped(linked: false) }
             return await failedDial(error, &memory)
         }
